@@ -1,0 +1,3 @@
+"""inspector: what is inside a Hugging Face checkpoint, from its headers alone."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,161 @@
+"""The ``inspect`` command line. Thin: it resolves arguments, calls the library, renders.
+
+``inspect MODEL`` shows a model; subcommands follow it (``inspect diff A B``, ``inspect aliases`` …).
+MODEL is a path, an alias or a Hub repo id. A first word that names a subcommand is the
+subcommand, so to inspect a folder called ``diff`` write ``./diff`` (or ``inspect show diff``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import traceback
+from typing import Annotated, Any, NoReturn
+
+import typer
+from rich.console import Console
+
+from . import __version__
+from .errors import EXIT_INTERNAL, EXIT_USAGE, InspectorError
+
+EXIT_CODES_HELP = (
+    "Exit codes: 0 ok · 1 a result to gate on (differences, audit errors) · 2 usage · "
+    "3 not found or no access · 4 invalid checkpoint · 5 network · 70 internal error."
+)
+
+app = typer.Typer(
+    name="inspect",
+    help="What is inside a Hugging Face checkpoint, and why is it that big? Reads config, index and "
+    "safetensors headers only, never the weights.\n\n"
+    "inspect MODEL shows a model (MODEL: a path, an alias from `inspect aliases`, or a Hub repo "
+    "org/name[@revision]). A first word that is a subcommand runs it: to inspect a folder named like "
+    "one, write ./NAME.\n\n" + EXIT_CODES_HELP,
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+def _stdout() -> Console:
+    return Console(soft_wrap=True, highlight=False)
+
+
+def _stderr() -> Console:
+    return Console(stderr=True, soft_wrap=True, highlight=False)
+
+
+def emit_json(doc: Any) -> None:
+    sys.stdout.write(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
+
+
+@app.command("show", help="Show what is inside MODEL (the default command: `inspect MODEL`).")
+def show(
+    model: Annotated[str, typer.Argument(help="path, alias, or Hub repo id (org/name[@revision])")],
+    as_json: Annotated[bool, typer.Option("--json", help="one JSON document on stdout (schema_version 1)")] = False,
+    tensors: Annotated[bool, typer.Option("--tensors", help="list every tensor: name [shape] DTYPE")] = False,
+    collapse: Annotated[bool, typer.Option("--collapse", help="with --tensors: one row per repeated layer/expert tensor")] = False,
+    shards: Annotated[bool, typer.Option("--shards", help="list every file, however many")] = False,
+) -> None:
+    from .render import listing, report_json, report_table, tensor_lines
+    from .report import build_report
+    from .source import open_checkpoint
+
+    report = build_report(open_checkpoint(model))
+    rows = listing(report, collapse) if tensors else None
+    if as_json:
+        emit_json(report_json(report, rows=rows))
+        return
+    console = _stdout()
+    console.print(report_table(report, rows=None, all_shards=shards))
+    if rows is not None:
+        sys.stdout.write("\n".join(tensor_lines(rows)) + "\n")
+
+
+@app.command("aliases", help="List the short names of bundled models (served offline).")
+def aliases(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
+    from .aliases import all_aliases, bundled_path
+
+    table = [{"alias": a.name, "repo_id": a.repo_id, "description": a.description,
+              "bundled": bundled_path(a).is_dir()} for a in all_aliases()]
+    if as_json:
+        emit_json({"schema_version": 1, "aliases": table})
+        return
+    from rich.table import Table
+
+    t = Table(show_edge=False, pad_edge=False)
+    for col in ("alias", "repo", "what"):
+        t.add_column(col)
+    for row in table:
+        t.add_row(row["alias"], row["repo_id"], row["description"])
+    _stdout().print(t)
+
+
+def _version_callback(value: bool) -> None:
+    if value:
+        sys.stdout.write(f"inspect {__version__}\n")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(
+    version: Annotated[bool, typer.Option("--version", callback=_version_callback, is_eager=True,
+                                          help="print the version and exit")] = False,
+) -> None:
+    pass
+
+
+def _route(argv: list[str]) -> list[str]:
+    """``inspect MODEL …`` → ``inspect show MODEL …``; subcommands and root options pass through."""
+    if not argv:
+        return argv
+    first = argv[0]
+    commands = {c.name for c in app.registered_commands if c.name}
+    if first in commands or first in ("-h", "--help", "--version"):
+        return argv
+    return ["show", *argv]
+
+
+def main(argv: list[str] | None = None) -> NoReturn:
+    """Entry point: one place turns exceptions into ``Error: …`` and an exit code."""
+    import click
+
+    args = _route(list(sys.argv[1:] if argv is None else argv))
+    command = typer.main.get_command(app)
+    debug = bool(os.environ.get("INSPECTOR_DEBUG") or os.environ.get("HF_DEBUG"))
+    try:
+        code = command.main(args=args, prog_name="inspect", standalone_mode=False)
+        sys.exit(code if isinstance(code, int) else 0)
+    except InspectorError as exc:
+        if debug:
+            traceback.print_exc()
+        _fail(exc.message, exc.hint, exc.exit_code)
+    except click.exceptions.UsageError as exc:
+        exc.show()
+        sys.exit(EXIT_USAGE)
+    except click.exceptions.Abort:
+        sys.stderr.write("Aborted.\n")
+        sys.exit(130)
+    except KeyboardInterrupt:
+        sys.stderr.write("Interrupted.\n")
+        sys.exit(130)
+    except BrokenPipeError:
+        sys.stderr.close()
+        sys.exit(0)
+    except Exception as exc:
+        if debug:
+            traceback.print_exc()
+        _fail(f"internal error: {type(exc).__name__}: {exc}",
+              "this is a bug; run again with INSPECTOR_DEBUG=1 for a traceback and report it", EXIT_INTERNAL)
+
+
+def _fail(message: str, hint: str | None, code: int) -> NoReturn:
+    from .text import sanitize
+
+    err = _stderr()
+    err.print(f"[bold red]Error:[/] {sanitize(message, 1000)}", markup=True, highlight=False)
+    if hint:
+        err.print(f"[dim]hint: {sanitize(hint, 1000)}[/]", markup=True, highlight=False)
+    sys.exit(code)

@@ -1,0 +1,215 @@
+"""config.json → the handful of architecture figures the inspector reasons with.
+
+transformers owns config semantics (attribute aliases such as GPT-2's ``n_embd``, per-family
+defaults such as Gemma's tied embeddings, sub-configs of multimodal models), so a config it knows
+goes through ``AutoConfig``. It is imported lazily (it costs about a second) and never with
+``trust_remote_code``. A config transformers does not know still inspects, from the raw JSON.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .dtypes import TORCH_TO_SAFETENSORS
+
+_ALIASES: dict[str, tuple[str, ...]] = {
+    # our name: raw config keys, in order of preference (used when transformers cannot help)
+    "hidden_size": ("hidden_size", "n_embd", "d_model", "dim", "model_dim"),
+    "intermediate_size": ("intermediate_size", "n_inner", "ffn_dim", "ffn_hidden_size", "hidden_dim"),
+    "num_layers": ("num_hidden_layers", "n_layer", "num_layers", "n_layers"),
+    "num_heads": ("num_attention_heads", "n_head", "num_heads", "n_heads"),
+    "num_kv_heads": ("num_key_value_heads", "n_kv_heads", "num_kv_heads", "multi_query_group_num"),
+    "vocab_size": ("vocab_size", "n_vocab", "padded_vocab_size"),
+    "max_position": ("max_position_embeddings", "n_positions", "n_ctx", "max_seq_len", "seq_length"),
+    "head_dim": ("head_dim", "kv_channels"),
+    "num_experts": ("num_local_experts", "n_routed_experts", "num_experts", "moe_num_experts"),
+    "experts_per_token": ("num_experts_per_tok", "moe_topk", "top_k", "num_experts_per_token"),
+    "moe_intermediate_size": ("moe_intermediate_size", "expert_intermediate_size"),
+    "shared_experts": ("n_shared_experts", "num_shared_experts"),
+    "first_k_dense": ("first_k_dense_replace",),
+    "sliding_window": ("sliding_window",),
+    "q_lora_rank": ("q_lora_rank",),
+    "kv_lora_rank": ("kv_lora_rank",),
+    "qk_rope_head_dim": ("qk_rope_head_dim",),
+    "qk_nope_head_dim": ("qk_nope_head_dim",),
+    "v_head_dim": ("v_head_dim",),
+    "mtp_layers": ("num_nextn_predict_layers",),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class ModelConfig:
+    """Architecture figures of a checkpoint's text model. ``None`` where the config says nothing."""
+
+    model_type: str | None = None
+    architectures: tuple[str, ...] = ()
+    hidden_size: int | None = None
+    intermediate_size: int | None = None
+    num_layers: int | None = None
+    num_heads: int | None = None
+    num_kv_heads: int | None = None
+    head_dim: int | None = None
+    vocab_size: int | None = None
+    max_position: int | None = None
+    tie_word_embeddings: bool | None = None
+    dtype: str | None = None  # safetensors name, e.g. BF16
+    num_experts: int | None = None
+    experts_per_token: int | None = None
+    moe_intermediate_size: int | None = None
+    shared_experts: int | None = None
+    first_k_dense: int | None = None
+    sliding_window: int | None = None
+    layer_types: tuple[str, ...] = ()
+    q_lora_rank: int | None = None
+    kv_lora_rank: int | None = None
+    qk_rope_head_dim: int | None = None
+    qk_nope_head_dim: int | None = None
+    v_head_dim: int | None = None
+    mtp_layers: int | None = None
+    quantization: Mapping[str, Any] | None = None
+    source: str = "none"  # "transformers", "raw" or "none"
+    raw: Mapping[str, Any] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            name: (list(value) if isinstance(value, tuple) else value)
+            for name in self.__dataclass_fields__
+            if name != "raw"
+            for value in [getattr(self, name)]
+        }
+
+
+def load_config(raw: Mapping[str, Any] | None) -> ModelConfig:
+    """Normalise a parsed config.json. Never raises on content: unknown configs fall back to raw."""
+    if not raw:
+        return ModelConfig()
+    figures = _from_transformers(raw)
+    source = "transformers"
+    if figures is None:
+        text = raw.get("text_config")
+        flat = {**raw, **text} if isinstance(text, Mapping) else dict(raw)
+        figures = {name: _first(flat, keys) for name, keys in _ALIASES.items()}
+        figures["tie_word_embeddings"] = flat.get("tie_word_embeddings")
+        figures["layer_types"] = flat.get("layer_types")
+        figures["dtype"] = flat.get("torch_dtype") or flat.get("dtype")
+        source = "raw"
+    return _build(raw, figures, source)
+
+
+def _build(raw: Mapping[str, Any], figures: Mapping[str, Any], source: str) -> ModelConfig:
+    hidden, heads = _int(figures.get("hidden_size")), _int(figures.get("num_heads"))
+    head_dim = _int(figures.get("head_dim"))
+    if head_dim is None and hidden and heads:
+        head_dim = hidden // heads
+    kv_heads = _int(figures.get("num_kv_heads"))
+    if kv_heads is None and raw.get("multi_query") is True:
+        kv_heads = 1  # Falcon-7B, StarCoder
+    if kv_heads is None:
+        kv_heads = heads
+    dtype = figures.get("dtype")
+    quant = raw.get("quantization_config")
+    layer_types = figures.get("layer_types")
+    return ModelConfig(
+        model_type=raw.get("model_type") if isinstance(raw.get("model_type"), str) else None,
+        architectures=tuple(a for a in raw.get("architectures") or () if isinstance(a, str)),
+        hidden_size=hidden,
+        intermediate_size=_int(figures.get("intermediate_size")),
+        num_layers=_int(figures.get("num_layers")),
+        num_heads=heads,
+        num_kv_heads=kv_heads,
+        head_dim=head_dim,
+        vocab_size=_int(figures.get("vocab_size")),
+        max_position=_int(figures.get("max_position")),
+        tie_word_embeddings=figures.get("tie_word_embeddings")
+        if isinstance(figures.get("tie_word_embeddings"), bool) else None,
+        dtype=TORCH_TO_SAFETENSORS.get(str(dtype).removeprefix("torch.")) if dtype else None,
+        num_experts=_int(figures.get("num_experts")),
+        experts_per_token=_int(figures.get("experts_per_token")),
+        moe_intermediate_size=_int(figures.get("moe_intermediate_size")),
+        shared_experts=_int(figures.get("shared_experts")),
+        first_k_dense=_int(figures.get("first_k_dense")),
+        sliding_window=_int(figures.get("sliding_window")),
+        layer_types=tuple(str(t) for t in layer_types) if isinstance(layer_types, list | tuple) else (),
+        q_lora_rank=_int(figures.get("q_lora_rank")),
+        kv_lora_rank=_int(figures.get("kv_lora_rank")),
+        qk_rope_head_dim=_int(figures.get("qk_rope_head_dim")),
+        qk_nope_head_dim=_int(figures.get("qk_nope_head_dim")),
+        v_head_dim=_int(figures.get("v_head_dim")),
+        mtp_layers=_int(figures.get("mtp_layers")),
+        quantization=quant if isinstance(quant, Mapping) else None,
+        source=source,
+        raw=raw,
+    )
+
+
+def _from_transformers(raw: Mapping[str, Any]) -> dict[str, Any] | None:
+    model_type = raw.get("model_type")
+    if not isinstance(model_type, str):
+        return None
+    try:
+        with _quiet_transformers():
+            from transformers import AutoConfig
+
+            kwargs = {k: v for k, v in raw.items() if k != "model_type"}
+            config = AutoConfig.for_model(model_type, **kwargs)
+            text = config.get_text_config() if hasattr(config, "get_text_config") else config
+    except Exception:  # unknown model_type, or a config transformers rejects: use the raw JSON
+        return None
+    figures: dict[str, Any] = {}
+    for name, keys in _ALIASES.items():
+        figures[name] = _first_attr(text, keys)
+    # transformers fills head_dim for every Llama-like config; MLA models report the rope dim there
+    if "head_dim" not in raw and "head_dim" not in (raw.get("text_config") or {}):
+        figures["head_dim"] = None if figures.get("kv_lora_rank") else figures.get("head_dim")
+    tie = getattr(text, "tie_word_embeddings", None)
+    if tie is None:
+        tie = getattr(config, "tie_word_embeddings", None)
+    figures["tie_word_embeddings"] = tie
+    figures["layer_types"] = getattr(text, "layer_types", None)
+    dtype = getattr(config, "dtype", None) or getattr(config, "torch_dtype", None) \
+        or raw.get("torch_dtype") or raw.get("dtype")
+    figures["dtype"] = dtype if isinstance(dtype, str) else (str(dtype) if dtype is not None else None)
+    return figures
+
+
+@contextlib.contextmanager
+def _quiet_transformers() -> Iterator[None]:
+    """Keep transformers' 'PyTorch was not found' advice and config warnings off the terminal."""
+    saved = os.environ.get("TRANSFORMERS_NO_ADVISORY_WARNINGS")
+    os.environ["TRANSFORMERS_NO_ADVISORY_WARNINGS"] = "1"
+    try:
+        with contextlib.redirect_stderr(io.StringIO()), contextlib.redirect_stdout(io.StringIO()):
+            import warnings
+
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                yield
+    finally:
+        if saved is None:
+            os.environ.pop("TRANSFORMERS_NO_ADVISORY_WARNINGS", None)
+        else:
+            os.environ["TRANSFORMERS_NO_ADVISORY_WARNINGS"] = saved
+
+
+def _first(raw: Mapping[str, Any], keys: tuple[str, ...]) -> Any:
+    return next((raw[k] for k in keys if raw.get(k) is not None), None)
+
+
+def _first_attr(obj: Any, keys: tuple[str, ...]) -> Any:
+    for key in keys:
+        try:
+            value = getattr(obj, key, None)
+        except Exception:
+            value = None
+        if value is not None:
+            return value
+    return None
+
+
+def _int(value: Any) -> int | None:
+    return value if type(value) is int else None

@@ -1,0 +1,70 @@
+"""The safetensors dtypes, sized in bits.
+
+Source: the Rust reference implementation (``safetensors/src/tensor.rs``, ``Dtype`` and
+``Dtype::bitsize``), which lists 22 dtypes. Sub-byte dtypes (F4, F6_*) are stored packed:
+a tensor of n elements takes n × bits / 8 bytes, which must be a whole number.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+DTYPE_BITS: Final[dict[str, int]] = {
+    "BOOL": 8,
+    "F4": 4,  # float4 e2m1 (MXFP4/NVFP4 payloads)
+    "F6_E2M3": 6,
+    "F6_E3M2": 6,
+    "U8": 8,
+    "I8": 8,
+    "F8_E5M2": 8,
+    "F8_E4M3": 8,
+    "F8_E8M0": 8,  # the scale format of MX block formats
+    "F8_E4M3FNUZ": 8,
+    "F8_E5M2FNUZ": 8,
+    "I16": 16,
+    "U16": 16,
+    "F16": 16,
+    "BF16": 16,
+    "I32": 32,
+    "U32": 32,
+    "F32": 32,
+    "C64": 64,
+    "F64": 64,
+    "I64": 64,
+    "U64": 64,
+}
+
+FLOAT_DTYPES: Final[frozenset[str]] = frozenset(
+    {"F4", "F6_E2M3", "F6_E3M2", "F8_E5M2", "F8_E4M3", "F8_E8M0", "F8_E4M3FNUZ", "F8_E5M2FNUZ",
+     "F16", "BF16", "F32", "F64", "C64"}
+)
+
+# config.json's ``torch_dtype`` / ``dtype`` → the safetensors dtype it stores.
+TORCH_TO_SAFETENSORS: Final[dict[str, str]] = {
+    "float16": "F16",
+    "half": "F16",
+    "bfloat16": "BF16",
+    "float32": "F32",
+    "float": "F32",
+    "float64": "F64",
+    "float8_e4m3fn": "F8_E4M3",
+    "float8_e5m2": "F8_E5M2",
+    "int8": "I8",
+    "uint8": "U8",
+}
+
+# what-if dtypes accepted by ``inspect estimate --dtype`` (name → bits)
+WHAT_IF_BITS: Final[dict[str, float]] = {
+    "fp32": 32, "f32": 32, "fp16": 16, "f16": 16, "bf16": 16,
+    "fp8": 8, "f8": 8, "int8": 8, "i8": 8, "int4": 4, "i4": 4, "fp4": 4, "nf4": 4,
+}
+
+
+def dtype_bits(dtype: str) -> int | None:
+    """Bits per element, or None for a dtype the format does not define."""
+    return DTYPE_BITS.get(dtype)
+
+
+def dtype_sort_key(dtype: str) -> tuple[int, str]:
+    """Order dtypes from widest to narrowest, then by name: the reference writer's order."""
+    return (-DTYPE_BITS.get(dtype, 0), dtype)

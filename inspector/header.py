@@ -1,0 +1,275 @@
+"""Safetensors header: bytes in, frozen records out.
+
+A safetensors file is an 8-byte little-endian header length ``n``, ``n`` bytes of JSON, then the
+data. The JSON maps tensor names to ``{"dtype", "shape", "data_offsets": [begin, end]}`` (offsets
+relative to the start of the data) plus an optional ``"__metadata__"`` of string → string.
+
+This module knows nothing of paths or HTTP: local and remote readers hand it bytes, so one set of
+parser tests covers both. Every rule of the format has its own error class (see ``errors``),
+following the Rust reference's ``validate``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import struct
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final, NamedTuple
+
+from .dtypes import DTYPE_BITS
+from .errors import (
+    DataBeyondFile,
+    DuplicateTensor,
+    HeaderBeyondFile,
+    HeaderNotJSON,
+    HeaderNotObject,
+    HeaderTooLarge,
+    HeaderTooSmall,
+    InvalidEntry,
+    InvalidMetadata,
+    OverlappingSpans,
+    SpanGap,
+    SpanMismatch,
+    UnknownDtype,
+)
+
+#: The Rust reference rejects headers over 100,000,000 bytes (huggingface_hub uses 25,000,000).
+MAX_HEADER_BYTES: Final = 100_000_000
+PREFIX_BYTES: Final = 8
+METADATA_KEY: Final = "__metadata__"
+_U64_MAX: Final = 2**64 - 1
+
+
+class TensorInfo(NamedTuple):
+    """One tensor as its header describes it. Offsets are relative to the start of the data.
+
+    A NamedTuple rather than a dataclass: immutable all the same, and DeepSeek-V3 has 91,991 of
+    them, which a tuple builds several times faster.
+    """
+
+    name: str
+    dtype: str
+    shape: tuple[int, ...]
+    begin: int
+    end: int
+    file: str
+    numel: int
+
+    @property
+    def nbytes(self) -> int:
+        return self.end - self.begin
+
+
+@dataclass(frozen=True, slots=True)
+class Header:
+    """A parsed, validated header of one safetensors file."""
+
+    file: str
+    header_length: int
+    tensors: tuple[TensorInfo, ...]
+    metadata: Mapping[str, str] = field(default_factory=dict)
+    file_size: int | None = None
+
+    @property
+    def data_start(self) -> int:
+        return PREFIX_BYTES + self.header_length
+
+    @property
+    def data_length(self) -> int:
+        """Bytes of tensor data the header accounts for (the largest end offset)."""
+        return max((t.end for t in self.tensors), default=0)
+
+    @property
+    def expected_file_size(self) -> int:
+        return self.data_start + self.data_length
+
+
+def read_header_length(prefix: bytes, *, file: str | None = None, file_size: int | None = None) -> int:
+    """Decode and check the 8-byte length prefix. ``prefix`` may be longer than 8 bytes."""
+    if len(prefix) < PREFIX_BYTES:
+        raise HeaderTooSmall(
+            f"file is {len(prefix)} bytes, too short for the 8-byte header length of a safetensors file",
+            file,
+        )
+    (n,) = struct.unpack_from("<Q", prefix)
+    if n > MAX_HEADER_BYTES:
+        raise HeaderTooLarge(
+            f"header length {n:,} bytes is over the {MAX_HEADER_BYTES:,}-byte limit "
+            "(not a safetensors file, or a hostile one)",
+            file,
+        )
+    if file_size is not None and PREFIX_BYTES + n > file_size:
+        raise HeaderBeyondFile(
+            f"header claims {n:,} bytes but the file has only {file_size - PREFIX_BYTES:,} after the "
+            "length prefix (truncated file, or not safetensors)",
+            file,
+        )
+    return int(n)
+
+
+def parse_header(blob: bytes, *, file: str = "<bytes>", file_size: int | None = None) -> Header:
+    """Parse and validate a header from the first bytes of a safetensors file.
+
+    ``blob`` must hold at least the 8-byte prefix and the whole JSON; extra bytes are ignored.
+    ``file_size``, when known, enables the checks against the end of the file.
+    """
+    n = read_header_length(blob, file=file, file_size=file_size)
+    if len(blob) < PREFIX_BYTES + n:
+        raise HeaderBeyondFile(
+            f"header claims {n:,} bytes but only {len(blob) - PREFIX_BYTES:,} follow the length prefix",
+            file,
+        )
+    raw = bytes(blob[PREFIX_BYTES : PREFIX_BYTES + n])
+    tensors, metadata = _decode_entries(raw, file)
+    _check_spans(tensors, file)
+    header = Header(file=file, header_length=n, tensors=tuple(tensors), metadata=metadata, file_size=file_size)
+    if file_size is not None and header.expected_file_size > file_size:
+        missing = header.expected_file_size - file_size
+        raise DataBeyondFile(
+            f"tensor data ends at byte {header.expected_file_size:,} but the file has {file_size:,} "
+            f"({missing:,} bytes missing: truncated?)",
+            file,
+        )
+    return header
+
+
+def _decode_entries(raw: bytes, file: str) -> tuple[list[TensorInfo], dict[str, str]]:
+    try:
+        text = raw.decode("utf-8")
+        obj = json.loads(text)
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise HeaderNotJSON(f"header is not valid UTF-8 JSON ({_short(exc)})", file) from None
+    if not isinstance(obj, dict):
+        raise HeaderNotObject(f"header JSON is a {type(obj).__name__}, not an object", file)
+    # json.loads keeps the last of duplicate keys silently. Each key of each entry occurs once per
+    # entry, so when the counts in the text match the parsed entries there was no duplicate;
+    # otherwise parse again keeping every pair, to name the duplicate.
+    entries = len(obj) - (METADATA_KEY in obj)
+    if any(text.count(key) != entries for key in ('"dtype"', '"shape"', '"data_offsets"')):
+        _find_duplicates(text, file)
+    metadata = _metadata(obj.pop(METADATA_KEY), file) if METADATA_KEY in obj else {}
+    return [_entry(name, entry, file) for name, entry in obj.items()], metadata
+
+
+def _find_duplicates(text: str, file: str) -> None:
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        seen: set[str] = set()
+        for key, _ in items:
+            if key in seen:
+                raise DuplicateTensor(f"key {key!r} appears twice in one object of the header", file)
+            seen.add(key)
+        return dict(items)
+
+    json.loads(text, object_pairs_hook=pairs)
+
+
+def _metadata(entry: Any, file: str) -> dict[str, str]:
+    if not isinstance(entry, dict) or not all(isinstance(v, str) for v in entry.values()):
+        raise InvalidMetadata("__metadata__ must be an object of string values", file)
+    return entry
+
+
+def _entry(name: str, entry: Any, file: str) -> TensorInfo:
+    if type(entry) is not dict:
+        raise InvalidEntry(f"tensor {name!r}: entry is not an object", file)
+    dtype = entry.get("dtype")
+    shape = entry.get("shape")
+    offsets = entry.get("data_offsets")
+    if type(dtype) is not str:
+        raise InvalidEntry(f"tensor {name!r}: dtype missing or not a string", file)
+    if type(shape) is not list:
+        raise InvalidEntry(f"tensor {name!r}: shape is not a list of non-negative integers", file)
+    numel = 1
+    for dim in shape:
+        if type(dim) is not int or dim < 0 or dim > _U64_MAX:
+            raise InvalidEntry(f"tensor {name!r}: shape is not a list of non-negative integers", file)
+        numel *= dim
+    if type(offsets) is not list or len(offsets) != 2:
+        raise InvalidEntry(f"tensor {name!r}: data_offsets is not two ordered non-negative integers", file)
+    begin, end = offsets
+    if type(begin) is not int or type(end) is not int or not 0 <= begin <= end <= _U64_MAX:
+        raise InvalidEntry(f"tensor {name!r}: data_offsets is not two ordered non-negative integers", file)
+    bits = DTYPE_BITS.get(dtype)
+    if bits is None:
+        raise UnknownDtype(
+            f"tensor {name!r}: unknown dtype {dtype!r}", file,
+            hint="known dtypes: " + ", ".join(DTYPE_BITS),
+        )
+    total_bits = numel * bits
+    if total_bits % 8 or total_bits // 8 != end - begin:
+        raise SpanMismatch(
+            f"tensor {name!r}: data_offsets span {end - begin:,} bytes but {dtype} {_shape_text(shape)} "
+            f"needs {total_bits // 8:,}" + (f" and {total_bits % 8} bits" if total_bits % 8 else ""),
+            file,
+        )
+    return TensorInfo(name, dtype, tuple(shape), begin, end, file, numel)
+
+
+def _shape_text(shape: list[int]) -> str:
+    text = str(shape)
+    return text if len(text) < 80 else text[:77] + "...]"
+
+
+def _check_spans(tensors: list[TensorInfo], file: str) -> None:
+    """Spans must tile the data from byte 0 with no hole and no overlap (the reference's rule)."""
+    position = 0
+    previous = "the start of the data"
+    for t in sorted(tensors, key=lambda t: (t.begin, t.end)):
+        if t.begin < position:
+            raise OverlappingSpans(
+                f"tensor {t.name!r} starts at byte {t.begin:,}, inside {previous} (ends at {position:,})",
+                file,
+            )
+        if t.begin > position:
+            raise SpanGap(
+                f"tensor {t.name!r} starts at byte {t.begin:,}, leaving a {t.begin - position:,}-byte "
+                f"hole after {previous}",
+                file,
+            )
+        position = t.end
+        previous = f"tensor {t.name!r}"
+
+
+def _short(exc: BaseException) -> str:
+    text = str(exc) or type(exc).__name__
+    return text if len(text) < 120 else text[:117] + "..."
+
+
+# --- writing ------------------------------------------------------------------------------
+
+
+def encode_header(
+    entries: Iterable[tuple[str, str, tuple[int, ...]]],
+    metadata: Mapping[str, str] | None = None,
+) -> tuple[bytes, int]:
+    """Lay out tensors as the reference writer does and return (prefix + JSON, data length).
+
+    Order: dtype from widest to narrowest, then name (``safetensors`` ``prepare``); the JSON is
+    compact, ``__metadata__`` first, padded with spaces to a multiple of 8 bytes.
+    Used to write header snapshots and test checkpoints without allocating any tensor data.
+    """
+    items = sorted(entries, key=lambda e: (-_ORDER[e[1]], e[0]))
+    body: dict[str, Any] = {}
+    if metadata:
+        body[METADATA_KEY] = dict(metadata)
+    offset = 0
+    for name, dtype, shape in items:
+        size = math.prod(shape) * DTYPE_BITS[dtype] // 8
+        body[name] = {"dtype": dtype, "shape": list(shape), "data_offsets": [offset, offset + size]}
+        offset += size
+    text = json.dumps(body, separators=(",", ":")).encode()
+    text += b" " * (-len(text) % 8)
+    return struct.pack("<Q", len(text)) + text, offset
+
+
+# The reference sorts by the ``Dtype`` enum's declaration order, descending.
+_ORDER: Final[dict[str, int]] = {
+    name: i
+    for i, name in enumerate(
+        ["BOOL", "F4", "F6_E2M3", "F6_E3M2", "U8", "I8", "F8_E5M2", "F8_E4M3", "F8_E8M0",
+         "F8_E4M3FNUZ", "F8_E5M2FNUZ", "I16", "U16", "F16", "BF16", "I32", "U32", "F32", "F64",
+         "I64", "U64", "C64"]
+    )
+}

@@ -1,0 +1,66 @@
+"""The per-tensor listing behind ``--tensors``: natural order, optionally with layers and experts collapsed."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+
+from .stats import LayerGroup, Tensor
+from .text import natural_key
+
+
+@dataclass(frozen=True, slots=True)
+class ListingRow:
+    name: str  # ``model.layers.{0–31}.mlp.gate_proj.weight`` when collapsed
+    dtype: str
+    shape: tuple[int, ...]
+    count: int  # tensors this row stands for
+    role: str
+    kind: str
+    file: str | None  # None when the row's tensors span several files
+
+
+def tensor_rows(tensors: list[Tensor]) -> list[ListingRow]:
+    rows = [ListingRow(t.info.name, t.info.dtype, t.info.shape, 1, t.place.role, t.place.kind, t.info.file)
+            for t in tensors]
+    rows.sort(key=lambda r: natural_key(r.name))
+    return rows
+
+
+def collapsed_rows(tensors: list[Tensor], groups: tuple[LayerGroup, ...]) -> list[ListingRow]:
+    """One row per tensor of a repeated block: the layer index becomes the group's range, an
+    expert index the range of experts, so DeepSeek-V3's 91,991 tensors fit on a screen."""
+    group_of: dict[tuple[str, int], LayerGroup] = {}
+    for g in groups:
+        for i in range(g.first, g.last + 1):
+            group_of[(g.stack, i)] = g
+    buckets: dict[tuple[str, str, tuple[int, ...]], list[Tensor]] = defaultdict(list)
+    experts: dict[tuple[str, str, tuple[int, ...]], set[int]] = defaultdict(set)
+    for t in tensors:
+        name = t.info.name
+        place = t.place
+        if place.stack is not None and place.layer is not None:
+            g = group_of[(place.stack, place.layer)]
+            if g.count > 1:
+                head = f"{place.stack}.{place.layer}."
+                name = f"{place.stack}.{{{g.first}–{g.last}}}." + name[len(head):]
+        if place.expert is not None:
+            marker = f".experts.{place.expert}."
+            name = name.replace(marker, ".experts.{#}.", 1)
+        key = (name, t.info.dtype, t.info.shape)
+        buckets[key].append(t)
+        if place.expert is not None:
+            experts[key].add(place.expert)
+    rows = []
+    for (name, dtype, shape), members in buckets.items():
+        ids = experts.get((name, dtype, shape))
+        if ids:
+            lo, hi = min(ids), max(ids)
+            span = f"{lo}–{hi}" if len(ids) == hi - lo + 1 else ",".join(map(str, sorted(ids)))
+            name = name.replace("{#}", "{" + span + "}")
+        files = {m.info.file for m in members}
+        first = members[0]
+        rows.append(ListingRow(name, dtype, shape, len(members), first.place.role, first.place.kind,
+                               files.pop() if len(files) == 1 else None))
+    rows.sort(key=lambda r: natural_key(r.name))
+    return rows

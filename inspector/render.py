@@ -1,0 +1,235 @@
+"""Renderers: results → rich tables for people, fixed-schema dicts for JSON.
+
+Nothing here reads files or the network; everything printed of a tensor name or metadata goes
+through ``sanitize`` first, since those strings come from untrusted headers.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from .config import ModelConfig
+from .listing import ListingRow, collapsed_rows, tensor_rows
+from .report import Report
+from .stats import Summary
+from .text import sanitize
+
+SCHEMA_VERSION = 1
+
+
+# --- number formats ---------------------------------------------------------------------------
+
+
+def n(value: int | None) -> str:
+    return "—" if value is None else f"{value:,}"
+
+
+def short(value: int) -> str:
+    """8,030,261,248 → 8.03 B (always shown beside the exact figure, never instead of it)."""
+    for unit, size in (("T", 10**12), ("B", 10**9), ("M", 10**6), ("K", 10**3)):
+        if abs(value) >= size:
+            return f"{value / size:.2f} {unit}"
+    return str(value)
+
+
+def size(value: int | None) -> str:
+    if value is None:
+        return "size unknown"
+    for unit, factor in (("TB", 10**12), ("GB", 10**9), ("MB", 10**6), ("kB", 10**3)):
+        if abs(value) >= factor:
+            return f"{value / factor:.2f} {unit}"
+    return f"{value} B"
+
+
+def shape_text(shape: tuple[int, ...]) -> str:
+    return "[" + ", ".join(str(d) for d in shape) + "]"
+
+
+# --- inspect: JSON ----------------------------------------------------------------------------
+
+
+def report_json(report: Report, *, rows: list[ListingRow] | None) -> dict[str, Any]:
+    """The ``inspect --json`` document (schema_version 1; every key always present)."""
+    c = report.checkpoint
+    s = report.summary
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "model": {"label": c.label, "origin": c.origin, "location": c.location, "repo_id": c.repo_id,
+                  "revision": c.revision},
+        "config": report.config.as_dict(),
+        "totals": totals_json(s),
+        "by_role": [
+            {"role": r.role, "tensors": r.tensors, "parameters": r.parameters,
+             "quant_elements": r.quant_elements, "buffer_elements": r.buffer_elements, "bytes": r.bytes}
+            for r in s.by_role
+        ],
+        "by_dtype": [
+            {"dtype": d.dtype, "tensors": d.tensors, "parameters": d.parameters, "elements": d.elements,
+             "bytes": d.bytes}
+            for d in s.by_dtype
+        ],
+        "layer_groups": [
+            {"stack": g.stack, "first": g.first, "last": g.last, "count": g.count,
+             "tensors_each": g.tensors_each, "parameters_each": g.parameters_each, "bytes_each": g.bytes_each}
+            for g in s.layer_groups
+        ],
+        "shards": [
+            {"file": h.file, "size": h.size, "tensors": h.tensors, "header_bytes": h.header_bytes,
+             "data_bytes": h.data_bytes}
+            for h in s.shards
+        ],
+        "other_weight_files": [{"path": f.path, "size": f.size} for f in report.other_weights],
+        "notes": list(report.notes),
+        "tensors": None if rows is None else [
+            {"name": r.name, "dtype": r.dtype, "shape": list(r.shape), "count": r.count, "role": r.role,
+             "kind": r.kind, "file": r.file}
+            for r in rows
+        ],
+    }
+
+
+def totals_json(s: Summary) -> dict[str, int]:
+    return {"tensors": s.tensors, "parameters": s.parameters, "buffer_elements": s.buffer_elements,
+            "quant_elements": s.quant_elements, "hub_total": s.hub_total, "bytes": s.bytes,
+            "shards": len(s.shards)}
+
+
+def listing(report: Report, collapse: bool) -> list[ListingRow]:
+    if collapse:
+        return collapsed_rows(report.tensors, report.summary.layer_groups)
+    return tensor_rows(report.tensors)
+
+
+# --- inspect: tables --------------------------------------------------------------------------
+
+
+def config_line(cfg: ModelConfig) -> str:
+    if cfg.source == "none":
+        return "no config.json"
+    parts: list[str] = []
+    if cfg.architectures:
+        parts.append(", ".join(cfg.architectures))
+    if cfg.hidden_size:
+        parts.append(f"hidden {n(cfg.hidden_size)}")
+    if cfg.num_layers:
+        parts.append(f"layers {cfg.num_layers}")
+    if cfg.num_heads:
+        kv = f", {cfg.num_kv_heads} KV" if cfg.num_kv_heads and cfg.num_kv_heads != cfg.num_heads else ""
+        hd = f", head_dim {cfg.head_dim}" if cfg.head_dim else ""
+        parts.append(f"heads {cfg.num_heads}{kv}{hd}")
+    if cfg.kv_lora_rank:
+        parts.append(f"MLA kv_lora_rank {cfg.kv_lora_rank} + rope {cfg.qk_rope_head_dim}")
+    if cfg.intermediate_size:
+        parts.append(f"MLP {n(cfg.intermediate_size)}")
+    if cfg.num_experts:
+        parts.append(f"experts {cfg.num_experts} (top-{cfg.experts_per_token})")
+    if cfg.vocab_size:
+        parts.append(f"vocab {n(cfg.vocab_size)}")
+    if cfg.tie_word_embeddings is not None:
+        parts.append("tied embeddings" if cfg.tie_word_embeddings else "untied")
+    if cfg.max_position:
+        parts.append(f"context {n(cfg.max_position)}")
+    if cfg.dtype:
+        parts.append(cfg.dtype)
+    if cfg.quantization:
+        q = cfg.quantization
+        parts.append(f"{q.get('quant_method', 'quantised')}" + (f" {q['bits']}-bit" if "bits" in q else ""))
+    return " · ".join(parts)
+
+
+def report_table(report: Report, *, rows: list[ListingRow] | None, all_shards: bool = False) -> RenderableType:
+    c = report.checkpoint
+    s = report.summary
+    origin = {"bundled": "bundled header snapshot", "hub": "Hub, headers only", "snapshot": "header snapshot",
+              "hf-cache": "Hugging Face cache", "folder": "folder", "file": "file"}.get(c.origin, c.origin)
+    title = Text()
+    title.append(sanitize(c.label), style="bold")
+    title.append(f"  ({origin}" + (f", revision {c.revision[:12]}" if c.revision else "") + ")", style="dim")
+    parts: list[RenderableType] = [title, Text(config_line(report.config), style="cyan"), Text("")]
+
+    totals = Table.grid(padding=(0, 2))
+    totals.add_column(style="bold")
+    totals.add_column(justify="right")
+    totals.add_column(style="dim")
+    totals.add_row("Parameters", n(s.parameters), short(s.parameters))
+    totals.add_row("Buffers", n(s.buffer_elements), "elements of saved non-parameter state")
+    if s.quant_elements:
+        totals.add_row("Quant data", n(s.quant_elements), "elements of scales, zero points, indices")
+    totals.add_row("Hub total", n(s.hub_total), "every element, as the Hub's model page counts")
+    totals.add_row("Bytes", n(s.bytes), size(s.bytes) + " of tensor data")
+    totals.add_row("Tensors", n(s.tensors), f"in {len(s.shards)} file{'s' if len(s.shards) != 1 else ''}")
+    parts += [totals, Text("")]
+
+    roles = Table(title="By role", title_justify="left", show_edge=False, pad_edge=False)
+    roles.add_column("role")
+    roles.add_column("tensors", justify="right")
+    roles.add_column("parameters", justify="right")
+    roles.add_column("share", justify="right")
+    roles.add_column("bytes", justify="right")
+    for r in s.by_role:
+        count = r.parameters or r.buffer_elements or r.quant_elements
+        label = r.role + (" (not parameters)" if r.role == "buffer" else "")
+        share = f"{100 * r.parameters / s.parameters:.2f}%" if s.parameters and r.parameters else ""
+        roles.add_row(label, n(r.tensors), n(count), share, n(r.bytes))
+    parts += [roles, Text("")]
+
+    if s.layer_groups:
+        layers = Table(title="Layer blocks", title_justify="left", show_edge=False, pad_edge=False)
+        layers.add_column("block")
+        layers.add_column("tensors each", justify="right")
+        layers.add_column("parameters each", justify="right")
+        layers.add_column("parameters", justify="right")
+        layers.add_column("bytes each", justify="right")
+        for g in s.layer_groups:
+            layers.add_row(sanitize(g.label), n(g.tensors_each), n(g.parameters_each),
+                           n(g.parameters_each * g.count), n(g.bytes_each))
+        layers.add_row("outside blocks", "", "", n(s.outside_layers_parameters), "", style="dim")
+        parts += [layers, Text("")]
+
+    dtypes = Table(title="By dtype", title_justify="left", show_edge=False, pad_edge=False)
+    dtypes.add_column("dtype")
+    dtypes.add_column("tensors", justify="right")
+    dtypes.add_column("elements", justify="right")
+    dtypes.add_column("of which parameters", justify="right")
+    dtypes.add_column("bytes", justify="right")
+    for d in s.by_dtype:
+        dtypes.add_row(d.dtype, n(d.tensors), n(d.elements), n(d.parameters), n(d.bytes))
+    parts += [dtypes, Text("")]
+
+    if s.shards and (len(s.shards) <= 8 or all_shards):
+        shards = Table(title="Files", title_justify="left", show_edge=False, pad_edge=False)
+        shards.add_column("file")
+        shards.add_column("size", justify="right")
+        shards.add_column("tensors", justify="right")
+        shards.add_column("header", justify="right")
+        for h in s.shards:
+            shards.add_row(sanitize(h.file), n(h.size), n(h.tensors), n(h.header_bytes))
+        parts += [shards, Text("")]
+    elif s.shards:
+        sizes = [h.size for h in s.shards if h.size is not None]
+        parts.append(Text(
+            f"{len(s.shards)} files, {size(sum(sizes))} in all, headers {size(sum(h.header_bytes for h in s.shards))}"
+            " (--shards lists them)", style="dim"))
+        parts.append(Text(""))
+
+    for note in report.notes:
+        parts.append(Text("note: " + sanitize(note, 500), style="yellow"))
+    if rows is not None:
+        parts += [Text(""), tensor_table(rows)]
+    return Group(*parts)
+
+
+def tensor_lines(rows: list[ListingRow]) -> list[str]:
+    """``model.layers.0.mlp.gate_proj.weight [14336, 4096] BF16`` lines (plain, for pipes)."""
+    return [
+        f"{sanitize(r.name)} {shape_text(r.shape)} {r.dtype}" + (f" ×{r.count}" if r.count > 1 else "")
+        for r in rows
+    ]
+
+
+def tensor_table(rows: list[ListingRow]) -> RenderableType:
+    return Text("\n".join(tensor_lines(rows)))

@@ -1,0 +1,57 @@
+"""``inspect MODEL``: one result object with everything the renderers show."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .checkpoint import Checkpoint, FileEntry
+from .config import ModelConfig, load_config
+from .stats import Summary, Tensor, placed, summarize_tensors
+
+
+@dataclass(frozen=True, slots=True)
+class Report:
+    checkpoint: Checkpoint
+    config: ModelConfig
+    summary: Summary
+    tensors: list[Tensor]
+    other_weights: tuple[FileEntry, ...]
+    notes: tuple[str, ...]
+
+
+def build_report(checkpoint: Checkpoint) -> Report:
+    tensors = placed(checkpoint.tensors())
+    summary = summarize_tensors(tensors, checkpoint)
+    config = load_config(checkpoint.config)
+    other = checkpoint.other_weight_files()
+    return Report(checkpoint, config, summary, tensors, other, _notes(checkpoint, config, summary, tensors, other))
+
+
+def _notes(checkpoint: Checkpoint, config: ModelConfig, summary: Summary, tensors: list[Tensor],
+           other: tuple[FileEntry, ...]) -> tuple[str, ...]:
+    notes = list(checkpoint.notes)
+    roles = {r.role for r in summary.by_role}
+    if "embedding" in roles and "lm_head" not in roles:
+        notes.append("no lm_head tensor: the output layer reuses the input embedding (tied)")
+    if config.tie_word_embeddings is False and "lm_head" not in roles and "embedding" in roles:
+        notes.append("config says tie_word_embeddings=false, yet the checkpoint has no lm_head tensor")
+    if summary.buffer_elements:
+        names = sorted({t.info.name.rsplit(".", 2)[-2] + "." + t.info.name.rsplit(".", 1)[-1]
+                        if t.info.name.count(".") else t.info.name
+                        for t in tensors if t.place.kind == "buffer"})
+        notes.append(
+            f"{summary.buffer_elements:,} buffer elements ({', '.join(names)}) are saved state, not "
+            "parameters; the Hub's count includes them"
+        )
+    if summary.quant_elements:
+        method = (config.quantization or {}).get("quant_method", "quantised")
+        notes.append(
+            f"{method} checkpoint: parameters count stored elements (packed words count once); "
+            f"{summary.quant_elements:,} elements of scales/zero points are overhead, not parameters"
+        )
+    if other:
+        shown = ", ".join(f.path for f in other[:4]) + (" …" if len(other) > 4 else "")
+        notes.append(f"also present, not counted: {shown}")
+    if config.source == "raw" and checkpoint.config:
+        notes.append("config read from raw JSON: transformers does not know this model type")
+    return tuple(notes)

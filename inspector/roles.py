@@ -1,0 +1,172 @@
+"""Tensor names → roles, kinds and layer positions, from ordered data tables.
+
+Each tensor gets:
+
+* a **kind**: ``parameter``; ``buffer`` (state a module keeps that is not a parameter, saved in some
+  checkpoints: rotary ``inv_freq``, GPT-2's causal-mask ``attn.bias``, BERT's ``position_ids``); or
+  ``quant`` (quantisation side data: scales, zero points, group indices; overhead, not parameters);
+* a **role** (``attn.q``, ``mlp.down``, ``moe.expert.gate`` …) from the first matching row of
+  ``ROLE_TABLE``; a name no row matches is ``other``, never an error;
+* its **layer**: the stack it belongs to (``model.layers``) and its index there.
+
+Patterns are searched in the full name. Lookups are memoised on the name with its numbers
+replaced, so 90,000 DeepSeek-V3 tensors cost about a hundred regex scans.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from typing import Final, NamedTuple
+
+# (kind, pattern, where seen). Checked first, in order.
+KIND_TABLE: Final[tuple[tuple[str, str, str], ...]] = (
+    ("buffer", r"rotary_emb\.inv_freq$", "Llama-2 hf checkpoints, GPT-NeoX, Falcon"),
+    ("buffer", r"(^|\.)attn\.(masked_)?bias$", "GPT-2 causal mask [1, 1, n_ctx, n_ctx]; GPT-J, GPT-Neo"),
+    ("buffer", r"(^|\.)position_ids$", "BERT, RoBERTa, CLIP, sentence-transformers"),
+    ("buffer", r"\.e_score_correction_bias$",
+     "DeepSeek-V3 router bias (a buffer in transformers' DeepseekV3TopkRouter)"),
+    ("quant", r"\.(qzeros|scales|g_idx)$", "GPTQ (AutoGPTQ, GPTQModel) and AWQ"),
+    ("quant", r"\.(weight_scale_inv|weight_scale|input_scale|output_scale|k_scale|v_scale)$",
+     "FP8: DeepSeek-V3 block scales (weight_scale_inv), compressed-tensors and fbgemm (weight_scale)"),
+    ("quant", r"\.(weight_zero_point|weight_g_idx|weight_shape|weight_global_scale)$",
+     "compressed-tensors pack-quantized"),
+    ("quant", r"\.(absmax|quant_map|nested_absmax|nested_quant_map|SCB|weight_format)$",
+     "bitsandbytes 4-bit and 8-bit"),
+    ("quant", r"\.weight\.quant_state\.", "bitsandbytes 4-bit packed quant state"),
+    ("quant", r"_scales$", "MXFP4 block scales (gpt-oss *_blocks + *_scales)"),
+)
+
+# (role, pattern, where seen). The first match wins, so specific rows come before general ones.
+ROLE_TABLE: Final[tuple[tuple[str, str, str], ...]] = (
+    # multimodal towers first: they contain their own q_proj, mlp and norms
+    ("projector", r"(^|\.)(multi_modal_projector|mm_projector|visual\.merger|connector|mlp1)\.",
+     "LLaVA, Qwen2-VL (visual.merger), Idefics3 (connector), InternVL (mlp1)"),
+    ("vision", r"(^|\.)(vision_tower|vision_model|visual|vision_encoder|image_encoder|vpm)\.",
+     "LLaVA, Qwen2-VL, Gemma 3, Idefics, PaliGemma, MiniCPM-V"),
+    ("audio", r"(^|\.)(audio_tower|audio_encoder|audio_model)\.", "Qwen2-Audio, Gemma 3n"),
+    # norms before attention, so BERT's attention.output.LayerNorm is a norm
+    ("norm", r"(?i)(^|\.)(\w*norm\w*|ln_\w+|ln)\.(weight|bias)$",
+     "RMSNorm/LayerNorm everywhere: input_layernorm, ln_1, ln_f, q_a_layernorm, q_norm, enorm"),
+    # mixture of experts
+    ("moe.router", r"\.(block_sparse_moe|mlp|moe|feed_forward)\.(gate|router)\.(weight|bias)$",
+     "Mixtral, DeepSeek-V2/V3, Qwen2/3-MoE, gpt-oss, Llama 4"),
+    ("moe.router", r"\.shared_expert_gate\.weight$", "Qwen2-MoE"),
+    ("moe.shared.gate", r"\.shared_experts?\.(gate_proj|w1)\.", "DeepSeek-V2/V3, Qwen2-MoE"),
+    ("moe.shared.up", r"\.shared_experts?\.(up_proj|w3)\.", "DeepSeek-V2/V3, Qwen2-MoE"),
+    ("moe.shared.down", r"\.shared_experts?\.(down_proj|w2)\.", "DeepSeek-V2/V3, Qwen2-MoE"),
+    ("moe.shared", r"\.shared_experts?\.", "other shared-expert tensors"),
+    ("moe.expert.gate_up", r"\.experts\.(\d+\.)?gate_up_proj",
+     "gpt-oss, Llama 4, transformers 5 fused 3-D experts"),
+    ("moe.expert.gate", r"\.experts\.(\d+\.)?(w1|gate_proj)(\.|$|_)", "Mixtral (w1), DeepSeek, Qwen-MoE"),
+    ("moe.expert.up", r"\.experts\.(\d+\.)?(w3|up_proj)(\.|$|_)", "Mixtral (w3), DeepSeek, Qwen-MoE"),
+    ("moe.expert.down", r"\.experts\.(\d+\.)?(w2|down_proj)(\.|$|_)", "Mixtral (w2), DeepSeek, Qwen-MoE"),
+    ("moe.expert", r"\.experts\.", "other expert tensors"),
+    # attention
+    ("attn.qkv", r"\.(qkv_proj|c_attn|query_key_value|Wqkv|qkv)\.",
+     "Phi-3 (qkv_proj), GPT-2 (c_attn), GPT-NeoX/Falcon (query_key_value), MPT (Wqkv)"),
+    ("attn.q", r"\.(q_proj|q_a_proj|q_b_proj|wq|query)\.",
+     "Llama, Mistral, Qwen, Gemma, Phi-2, DeepSeek MLA (q_a/q_b), Meta originals (wq), BERT (query)"),
+    ("attn.kv", r"\.(kv_a_proj_with_mqa|kv_b_proj|kv_proj)\.", "DeepSeek-V2/V3 multi-head latent attention"),
+    ("attn.k", r"\.(k_proj|wk|key)\.", "Llama, Mistral, Qwen, Gemma, Phi-2, BERT (key)"),
+    ("attn.v", r"\.(v_proj|wv|value)\.", "Llama, Mistral, Qwen, Gemma, Phi-2, BERT (value)"),
+    ("attn.o", r"\.(self_attn|attn|attention|self_attention)\.(o_proj|dense|out_proj|c_proj|wo)\.",
+     "Llama (o_proj), Phi-2 (dense), GPT-2 (attn.c_proj), GPT-NeoX (attention.dense)"),
+    ("attn.o", r"\.attention\.output\.dense\.", "BERT"),
+    ("attn.o", r"\.(o_proj|wo)\.", "other layouts"),
+    ("attn.other", r"\.(self_attn|attn|attention|self_attention)\.", "sinks, relative position tables"),
+    # dense MLP
+    ("mlp.gate_up", r"\.gate_up_proj\.", "Phi-3"),
+    ("mlp.gate", r"\.(gate_proj|w1)\.", "Llama, Mistral, Qwen, Gemma (gate_proj); Meta originals (w1)"),
+    ("mlp.up", r"\.(up_proj|w3|fc1|c_fc|dense_h_to_4h)\.",
+     "Llama (up_proj), Meta originals (w3), Phi-2 (fc1), GPT-2 (c_fc), GPT-NeoX (dense_h_to_4h)"),
+    ("mlp.up", r"\.intermediate\.dense\.", "BERT"),
+    ("mlp.down", r"\.(down_proj|w2|fc2|dense_4h_to_h)\.",
+     "Llama (down_proj), Meta originals (w2), Phi-2 (fc2), GPT-NeoX (dense_4h_to_h)"),
+    ("mlp.down", r"\.mlp\.c_proj\.", "GPT-2"),
+    ("mlp.down", r"\.output\.dense\.", "BERT"),
+    # embeddings and heads
+    ("embedding", r"(^|\.)(embed_tokens|wte|word_embeddings|tok_embeddings|embed_in)\.weight$",
+     "Llama/Mistral/Qwen/Gemma/DeepSeek (embed_tokens), GPT-2 (wte), BERT (word_embeddings)"),
+    ("position_embedding", r"(^|\.)(wpe|position_embeddings|embed_positions)\.weight$",
+     "GPT-2 (wpe), BERT, OPT: learned absolute positions"),
+    ("token_type_embedding", r"(^|\.)token_type_embeddings\.weight$", "BERT segment embeddings"),
+    ("lm_head", r"(^|\.)(lm_head|embed_out|output|shared_head\.head)\.(weight|bias)$",
+     "lm_head everywhere; GPT-NeoX (embed_out); Meta originals (output); DeepSeek MTP (shared_head.head)"),
+    ("mtp", r"\.(eh_proj)\.", "DeepSeek-V3 multi-token prediction layer"),
+    ("pooler", r"(^|\.)pooler\.", "BERT"),
+    ("head", r"(^|\.)(classifier|score|qa_outputs|cls)\.", "task heads"),
+)
+
+ROLE_ORDER: Final[tuple[str, ...]] = (
+    "embedding", "position_embedding", "token_type_embedding",
+    "attn.q", "attn.k", "attn.v", "attn.qkv", "attn.kv", "attn.o", "attn.other",
+    "mlp.gate", "mlp.up", "mlp.gate_up", "mlp.down",
+    "moe.router", "moe.expert.gate", "moe.expert.up", "moe.expert.gate_up", "moe.expert.down", "moe.expert",
+    "moe.shared.gate", "moe.shared.up", "moe.shared.down", "moe.shared",
+    "norm", "lm_head", "mtp", "pooler", "head", "vision", "projector", "audio", "buffer", "other",
+)
+
+_KINDS = tuple((kind, re.compile(p)) for kind, p, _ in KIND_TABLE)
+_ROLES = tuple((role, re.compile(p)) for role, p, _ in ROLE_TABLE)
+_SPLIT = re.compile(r"\.(\d+)(?=\.|$)")
+_LAYER = re.compile(r"^(?P<stack>(?:.*?\.)?(?:layers|layer|h|blocks|block))\.(?P<index>\d+)(?:\.|$)")
+_EXPERT = re.compile(r"\.experts\.(\d+)\.")
+
+
+class Placement(NamedTuple):
+    """Where a tensor sits: its kind, role, layer stack and index, and expert index."""
+
+    kind: str
+    role: str
+    stack: str | None
+    layer: int | None
+    expert: int | None
+
+
+def classify(name: str) -> Placement:
+    """Kind, role and position of one tensor name. Never raises."""
+    parts = _SPLIT.split(name)
+    kind, role, layer_at, expert_at, stack = _by_shape(".#".join(parts[::2]))
+    if layer_at is None and expert_at is None:
+        return Placement(kind, role, stack, None, None)
+    numbers = parts[1::2]
+    layer = int(numbers[layer_at]) if layer_at is not None else None
+    expert = int(numbers[expert_at]) if expert_at is not None else None
+    if stack is not None and "#" in stack:
+        stack = _LAYER.match(name).group("stack")  # type: ignore[union-attr]
+    return Placement(kind, role, stack, layer, expert)
+
+
+def role_group(role: str) -> str:
+    """The coarse group a role belongs to (``attn.q`` → ``attention``) for summaries."""
+    head = role.split(".", 1)[0]
+    return {"attn": "attention", "mlp": "mlp", "moe": "moe"}.get(head, role)
+
+
+@lru_cache(maxsize=8192)
+def _by_shape(shape: str) -> tuple[str, str, int | None, int | None, str | None]:
+    """Everything about a name that does not depend on its numbers, memoised on its shape
+    (``model.layers.#.mlp.experts.#.w1.weight``): kind, role, which of its numbers is the layer
+    and which the expert, and the layer stack."""
+    kind, role = _kind_and_role(shape.replace(".#", ".0"))
+    m = _LAYER.match(shape.replace(".#", ".0"))
+    layer_at = expert_at = None
+    stack = None
+    if m:
+        stack = m.group("stack")
+        layer_at = shape[: m.end("stack")].count(".#")
+        stack = shape[: m.end("stack")] if "#" in shape[: m.end("stack")] else stack
+    e = _EXPERT.search(shape.replace(".#", ".0"))
+    if e:
+        expert_at = shape[: e.start(1)].count(".#")
+    return kind, role, layer_at, expert_at, stack
+
+
+def _kind_and_role(name: str) -> tuple[str, str]:
+    kind = next((k for k, rx in _KINDS if rx.search(name)), "parameter")
+    if kind == "buffer":
+        return kind, "buffer"
+    # quant side data keeps its module's role: `q_proj.scales` is attention q
+    role = next((r for r, rx in _ROLES if rx.search(name)), "other")
+    return kind, role

@@ -1,0 +1,218 @@
+"""Header snapshots: a checkpoint's config, index and safetensors headers, without the weights.
+
+A snapshot is a folder::
+
+    inspector-snapshot.json      the manifest (below)
+    config.json                  small files of the repo, stored whole
+    model.safetensors.index.json
+    headers/<file>.hdr           the first 8 + n bytes of each safetensors file, exactly
+    headers/<file>.hdr.gz        ... or the same bytes gzip-compressed
+
+The manifest::
+
+    {"format": "inspector-header-snapshot", "version": 1,
+     "repo_id": "meta-llama/Meta-Llama-3-8B" | null, "revision": "<40-hex>" | null,
+     "provenance": "free text: how the snapshot was made",
+     "files": [{"path": "config.json", "size": 654, "stored": true},
+               {"path": "model-00001-of-00004.safetensors", "size": 4976698672,
+                "header": "headers/model-00001-of-00004.safetensors.hdr"},
+               {"path": "original/consolidated.00.pth", "size": 16060617592}]}
+
+``files`` lists every file of the repo with its true size; a safetensors file's header bytes plus
+that size are all the inspector, the diff and the audit need. The local Hub server of the tests
+serves a snapshot as full-size virtual files: the header, then zeros.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+from .checkpoint import Checkpoint, FileEntry
+from .errors import InvalidCheckpointError, NotFoundError, UsageError
+from .header import Header, parse_header
+
+MANIFEST: Final = "inspector-snapshot.json"
+FORMAT: Final = "inspector-header-snapshot"
+VERSION: Final = 1
+STORED_NAMES: Final = ("config.json", "generation_config.json", "quantize_config.json", "params.json")
+
+
+@dataclass(frozen=True, slots=True)
+class SnapshotFile:
+    path: str
+    size: int | None
+    header: str | None = None  # relative path of the stored header bytes
+    stored: bool = False  # the whole file is stored in the snapshot
+
+
+def is_snapshot(folder: Path) -> bool:
+    return (folder / MANIFEST).is_file()
+
+
+def read_manifest(folder: Path) -> dict[str, Any]:
+    try:
+        manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise NotFoundError(f"{folder}: not a header snapshot (no {MANIFEST})") from None
+    except (OSError, ValueError) as exc:
+        raise InvalidCheckpointError(f"{folder / MANIFEST}: unreadable snapshot manifest ({exc})") from None
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+        raise InvalidCheckpointError(f"{folder / MANIFEST}: not an {FORMAT} manifest")
+    if manifest.get("version") != VERSION:
+        raise InvalidCheckpointError(
+            f"{folder / MANIFEST}: snapshot version {manifest.get('version')!r} is not supported "
+            f"(this inspector reads version {VERSION})",
+            hint="upgrade the inspector, or save the snapshot again",
+        )
+    return manifest
+
+
+def snapshot_files(manifest: Mapping[str, Any], folder: Path) -> list[SnapshotFile]:
+    files = []
+    for entry in manifest.get("files") or []:
+        if not isinstance(entry, dict) or not isinstance(entry.get("path"), str):
+            raise InvalidCheckpointError(f"{folder / MANIFEST}: a files entry has no path")
+        size = entry.get("size")
+        header = entry.get("header")
+        files.append(SnapshotFile(
+            path=entry["path"],
+            size=size if type(size) is int and size >= 0 else None,
+            header=header if isinstance(header, str) else None,
+            stored=bool(entry.get("stored")),
+        ))
+    return files
+
+
+def read_header_bytes(folder: Path, relative: str) -> bytes:
+    path = _inside(folder, relative)
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise InvalidCheckpointError(f"{path}: snapshot header missing or unreadable ({exc.strerror})") from None
+    if relative.endswith(".gz"):
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError) as exc:
+            raise InvalidCheckpointError(f"{path}: corrupt compressed header ({exc})") from None
+    return data
+
+
+def load_snapshot(folder: Path, *, origin: str = "snapshot", label: str | None = None) -> Checkpoint:
+    """Read a header snapshot folder into a Checkpoint. Headers are validated as usual."""
+    manifest = read_manifest(folder)
+    files = snapshot_files(manifest, folder)
+    headers: list[Header] = []
+    for f in files:
+        if f.header is None:
+            continue
+        blob = read_header_bytes(folder, f.header)
+        headers.append(parse_header(blob, file=f.path, file_size=f.size))
+    config = _read_json(folder, "config.json", files)
+    index_name = next((f.path for f in files if f.path.endswith(".safetensors.index.json") and f.stored), None)
+    index = _read_json(folder, index_name, files) if index_name else None
+    repo_id = manifest.get("repo_id") if isinstance(manifest.get("repo_id"), str) else None
+    revision = manifest.get("revision") if isinstance(manifest.get("revision"), str) else None
+    provenance = manifest.get("provenance")
+    notes = (f"snapshot provenance: {provenance}",) if isinstance(provenance, str) and provenance else ()
+    return Checkpoint(
+        label=label or repo_id or folder.name,
+        origin=origin,
+        location=str(folder),
+        headers=tuple(headers),
+        config=config,
+        index=index,
+        repo_id=repo_id,
+        revision=revision,
+        files=tuple(FileEntry(f.path, f.size) for f in files),
+        notes=notes,
+    )
+
+
+def _read_json(folder: Path, name: str | None, files: list[SnapshotFile]) -> dict[str, Any] | None:
+    if name is None or not any(f.path == name and f.stored for f in files):
+        return None
+    path = _inside(folder, name)
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise InvalidCheckpointError(f"{path}: unreadable JSON in snapshot ({exc})") from None
+    return value if isinstance(value, dict) else None
+
+
+def _inside(folder: Path, relative: str) -> Path:
+    """Resolve a manifest path, refusing any that escapes the snapshot folder."""
+    path = (folder / relative).resolve()
+    if not path.is_relative_to(folder.resolve()):
+        raise InvalidCheckpointError(f"{folder / MANIFEST}: path {relative!r} points outside the snapshot")
+    return path
+
+
+# --- writing ------------------------------------------------------------------------------
+
+
+def write_snapshot(
+    folder: Path,
+    *,
+    repo_id: str | None,
+    revision: str | None,
+    files: list[tuple[str, int | None]],
+    headers: Mapping[str, bytes],
+    stored: Mapping[str, bytes],
+    provenance: str,
+    compress_over: int | None = 65536,
+) -> None:
+    """Write a snapshot folder. ``headers`` maps a safetensors path to its first 8 + n bytes;
+    ``stored`` maps small files (config, index) to their bytes. Writes to a temporary folder
+    beside the target and renames it into place, so a crash never leaves half a snapshot."""
+    folder = folder.resolve()
+    if folder.exists() and not (folder.is_dir() and (is_snapshot(folder) or not any(folder.iterdir()))):
+        raise UsageError(
+            f"{folder} exists and is not a header snapshot; refusing to overwrite it",
+            hint="choose a new or empty folder",
+        )
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
+    work.chmod(0o755)
+    entries: list[dict[str, Any]] = []
+    for path, size in files:
+        entry: dict[str, Any] = {"path": path, "size": size}
+        if path in headers:
+            blob = headers[path]
+            name = f"headers/{path}.hdr"
+            if compress_over is not None and len(blob) > compress_over:
+                name += ".gz"
+                blob = gzip.compress(blob, mtime=0)
+            _write(work / name, blob)
+            entry["header"] = name
+        elif path in stored:
+            _write(work / path, stored[path])
+            entry["stored"] = True
+        entries.append(entry)
+    manifest = {"format": FORMAT, "version": VERSION, "repo_id": repo_id, "revision": revision,
+                "provenance": provenance, "files": entries}
+    _write(work / MANIFEST, (json.dumps(manifest, indent=1) + "\n").encode())
+    if folder.exists():
+        old = Path(tempfile.mkdtemp(prefix=f".{folder.name}.old.", dir=folder.parent))
+        os.replace(folder, old / folder.name)
+        os.replace(work, folder)
+        _remove_tree(old)
+    else:
+        os.replace(work, folder)
+
+
+def _write(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+
+
+def _remove_tree(path: Path) -> None:
+    import shutil
+
+    shutil.rmtree(path, ignore_errors=True)

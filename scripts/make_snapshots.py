@@ -1,0 +1,449 @@
+"""Generate the bundled header snapshots from public configs and exact shape rules.
+
+    python scripts/make_snapshots.py            # writes inspector/snapshots/
+    python scripts/make_snapshots.py --out DIR  # somewhere else (the tests compare the two)
+
+No weights, no network and no torch: each model is a list of (name, dtype, shape) in the order the
+checkpoint's writer saved its state dict, using the names real checkpoints carry on the Hub (Mixtral's
+``block_sparse_moe.experts.N.w1``, not transformers' fused in-memory names). Shards are filled the
+way ``transformers`` shards a state dict (greedy, in order, up to a maximum shard size), and each
+shard header is laid out as the ``safetensors`` reference writer lays it out, with the
+``{"format": "pt"}`` metadata transformers writes. Shard boundaries are therefore ours, not
+necessarily the real repo's; tensor names, shapes, dtypes, counts and ``total_size`` are exact.
+
+The config values are public facts from each model's config.json; the tests check the results
+against ../shared/realdata and ../shared/REFERENCE.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from inspector.dtypes import DTYPE_BITS  # noqa: E402
+from inspector.header import encode_header  # noqa: E402
+from inspector.snapshot import write_snapshot  # noqa: E402
+
+Entry = tuple[str, str, tuple[int, ...]]
+GB = 10**9  # transformers' "5GB" is decimal
+
+
+@dataclass(frozen=True)
+class Model:
+    repo_id: str
+    config: dict[str, object]
+    tensors: Callable[[dict[str, object]], Iterator[Entry]]
+    max_shard: int | None  # None: a single model.safetensors
+    revision: str | None = None
+    shard_digits: tuple[int, int] = (5, 5)
+    extra_files: tuple[tuple[str, int | None], ...] = ()
+    stored_files: tuple[tuple[str, dict[str, object]], ...] = ()
+    note: str = ""
+
+
+# --- architectures --------------------------------------------------------------------------
+
+
+def llama_like(c: dict[str, object], *, qkv_bias: bool = False, inv_freq: bool = False,
+               moe: str | None = None, dtype: str = "BF16", tied_default: bool = False) -> Iterator[Entry]:
+    """Llama 1/2/3, Mistral, Qwen2 (q/k/v bias), Mixtral (``moe="mixtral"``), Gemma (tied: its
+    config omits ``tie_word_embeddings`` and transformers' GemmaConfig defaults it to true)."""
+    h = int(c["hidden_size"])  # type: ignore[arg-type]
+    inter = int(c["intermediate_size"])  # type: ignore[arg-type]
+    heads = int(c["num_attention_heads"])  # type: ignore[arg-type]
+    kv = int(c.get("num_key_value_heads", heads))  # type: ignore[arg-type]
+    hd = int(c.get("head_dim", h // heads))  # type: ignore[arg-type]
+    vocab = int(c["vocab_size"])  # type: ignore[arg-type]
+    yield "model.embed_tokens.weight", dtype, (vocab, h)
+    for i in range(int(c["num_hidden_layers"])):  # type: ignore[arg-type]
+        p = f"model.layers.{i}."
+        yield p + "self_attn.q_proj.weight", dtype, (heads * hd, h)
+        if qkv_bias:
+            yield p + "self_attn.q_proj.bias", dtype, (heads * hd,)
+        yield p + "self_attn.k_proj.weight", dtype, (kv * hd, h)
+        if qkv_bias:
+            yield p + "self_attn.k_proj.bias", dtype, (kv * hd,)
+        yield p + "self_attn.v_proj.weight", dtype, (kv * hd, h)
+        if qkv_bias:
+            yield p + "self_attn.v_proj.bias", dtype, (kv * hd,)
+        yield p + "self_attn.o_proj.weight", dtype, (h, heads * hd)
+        if inv_freq:
+            yield p + "self_attn.rotary_emb.inv_freq", "F32", (hd // 2,)
+        if moe == "mixtral":
+            yield p + "block_sparse_moe.gate.weight", dtype, (int(c["num_local_experts"]), h)  # type: ignore[arg-type]
+            for e in range(int(c["num_local_experts"])):  # type: ignore[arg-type]
+                q = f"{p}block_sparse_moe.experts.{e}."
+                yield q + "w1.weight", dtype, (inter, h)
+                yield q + "w2.weight", dtype, (h, inter)
+                yield q + "w3.weight", dtype, (inter, h)
+        else:
+            yield p + "mlp.gate_proj.weight", dtype, (inter, h)
+            yield p + "mlp.up_proj.weight", dtype, (inter, h)
+            yield p + "mlp.down_proj.weight", dtype, (h, inter)
+        yield p + "input_layernorm.weight", dtype, (h,)
+        yield p + "post_attention_layernorm.weight", dtype, (h,)
+    yield "model.norm.weight", dtype, (h,)
+    if not c.get("tie_word_embeddings", tied_default):
+        yield "lm_head.weight", dtype, (vocab, h)
+
+
+def llama_gptq(c: dict[str, object]) -> Iterator[Entry]:
+    """AutoGPTQ 4-bit layout (TheBloke): per linear ``qweight [in/8, out] I32``,
+    ``qzeros [in/g, out/8] I32``, ``scales [in/g, out] F16``, ``g_idx [in] I32``; no bias for
+    Llama (AutoGPTQ keeps a bias only where the layer had one). Embedding, norms, lm_head stay F16."""
+    q = c["quantization_config"]
+    assert isinstance(q, dict)
+    bits, group = int(q["bits"]), int(q["group_size"])
+    pack = 32 // bits
+    h, inter = int(c["hidden_size"]), int(c["intermediate_size"])  # type: ignore[arg-type]
+    heads = int(c["num_attention_heads"])  # type: ignore[arg-type]
+    kv = int(c.get("num_key_value_heads", heads))  # type: ignore[arg-type]
+    hd = h // heads
+    vocab = int(c["vocab_size"])  # type: ignore[arg-type]
+
+    def linear(name: str, n_in: int, n_out: int) -> Iterator[Entry]:
+        yield name + ".qweight", "I32", (n_in // pack, n_out)
+        yield name + ".qzeros", "I32", (n_in // group, n_out // pack)
+        yield name + ".scales", "F16", (n_in // group, n_out)
+        yield name + ".g_idx", "I32", (n_in,)
+
+    yield "model.embed_tokens.weight", "F16", (vocab, h)
+    for i in range(int(c["num_hidden_layers"])):  # type: ignore[arg-type]
+        p = f"model.layers.{i}."
+        yield from linear(p + "self_attn.q_proj", h, heads * hd)
+        yield from linear(p + "self_attn.k_proj", h, kv * hd)
+        yield from linear(p + "self_attn.v_proj", h, kv * hd)
+        yield from linear(p + "self_attn.o_proj", heads * hd, h)
+        yield from linear(p + "mlp.gate_proj", h, inter)
+        yield from linear(p + "mlp.up_proj", h, inter)
+        yield from linear(p + "mlp.down_proj", inter, h)
+        yield p + "input_layernorm.weight", "F16", (h,)
+        yield p + "post_attention_layernorm.weight", "F16", (h,)
+    yield "model.norm.weight", "F16", (h,)
+    yield "lm_head.weight", "F16", (vocab, h)
+
+
+def phi2(c: dict[str, object]) -> Iterator[Entry]:
+    h, inter, vocab = int(c["hidden_size"]), int(c["intermediate_size"]), int(c["vocab_size"])  # type: ignore[arg-type]
+    d = "F16"
+    yield "model.embed_tokens.weight", d, (vocab, h)
+    for i in range(int(c["num_hidden_layers"])):  # type: ignore[arg-type]
+        p = f"model.layers.{i}."
+        for proj in ("q_proj", "k_proj", "v_proj", "dense"):
+            yield f"{p}self_attn.{proj}.weight", d, (h, h)
+            yield f"{p}self_attn.{proj}.bias", d, (h,)
+        yield p + "mlp.fc1.weight", d, (inter, h)
+        yield p + "mlp.fc1.bias", d, (inter,)
+        yield p + "mlp.fc2.weight", d, (h, inter)
+        yield p + "mlp.fc2.bias", d, (h,)
+        yield p + "input_layernorm.weight", d, (h,)
+        yield p + "input_layernorm.bias", d, (h,)
+    yield "model.final_layernorm.weight", d, (h,)
+    yield "model.final_layernorm.bias", d, (h,)
+    yield "lm_head.weight", d, (vocab, h)
+    yield "lm_head.bias", d, (vocab,)
+
+
+def gpt2(c: dict[str, object]) -> Iterator[Entry]:
+    """GPT-2 as saved on the Hub: no ``transformer.`` prefix, Conv1D weights stored [in, out],
+    the causal mask ``attn.bias`` [1, 1, n_ctx, n_ctx] saved per layer, lm_head tied to wte."""
+    h, vocab, ctx = int(c["n_embd"]), int(c["vocab_size"]), int(c["n_ctx"])  # type: ignore[arg-type]
+    d = "F32"
+    yield "wte.weight", d, (vocab, h)
+    yield "wpe.weight", d, (int(c["n_positions"]), h)  # type: ignore[arg-type]
+    for i in range(int(c["n_layer"])):  # type: ignore[arg-type]
+        p = f"h.{i}."
+        yield p + "ln_1.weight", d, (h,)
+        yield p + "ln_1.bias", d, (h,)
+        yield p + "attn.bias", d, (1, 1, ctx, ctx)
+        yield p + "attn.c_attn.weight", d, (h, 3 * h)
+        yield p + "attn.c_attn.bias", d, (3 * h,)
+        yield p + "attn.c_proj.weight", d, (h, h)
+        yield p + "attn.c_proj.bias", d, (h,)
+        yield p + "ln_2.weight", d, (h,)
+        yield p + "ln_2.bias", d, (h,)
+        yield p + "mlp.c_fc.weight", d, (h, 4 * h)
+        yield p + "mlp.c_fc.bias", d, (4 * h,)
+        yield p + "mlp.c_proj.weight", d, (4 * h, h)
+        yield p + "mlp.c_proj.bias", d, (h,)
+    yield "ln_f.weight", d, (h,)
+    yield "ln_f.bias", d, (h,)
+
+
+def deepseek_v3(c: dict[str, object]) -> Iterator[Entry]:
+    """DeepSeek-V3 as released: FP8 (E4M3) linear weights with F32 ``weight_scale_inv`` per
+    128×128 block, BF16 embeddings, norms, router and MTP projection, F32 router bias; layers 0–2
+    dense, 3–60 MoE (256 routed + 1 shared expert); layer 61 is the multi-token-prediction layer."""
+    h = int(c["hidden_size"])  # type: ignore[arg-type]
+    vocab = int(c["vocab_size"])  # type: ignore[arg-type]
+    heads = int(c["num_attention_heads"])  # type: ignore[arg-type]
+    q_rank, kv_rank = int(c["q_lora_rank"]), int(c["kv_lora_rank"])  # type: ignore[arg-type]
+    nope, rope, vdim = int(c["qk_nope_head_dim"]), int(c["qk_rope_head_dim"]), int(c["v_head_dim"])  # type: ignore[arg-type]
+    inter, moe_inter = int(c["intermediate_size"]), int(c["moe_intermediate_size"])  # type: ignore[arg-type]
+    experts = int(c["n_routed_experts"])  # type: ignore[arg-type]
+    dense = int(c["first_k_dense_replace"])  # type: ignore[arg-type]
+    layers = int(c["num_hidden_layers"]) + int(c["num_nextn_predict_layers"])  # type: ignore[arg-type]
+    block = c["quantization_config"]["weight_block_size"]  # type: ignore[index]
+    bo, bi = int(block[0]), int(block[1])
+
+    def fp8(name: str, n_out: int, n_in: int) -> Iterator[Entry]:
+        yield name + ".weight", "F8_E4M3", (n_out, n_in)
+        yield name + ".weight_scale_inv", "F32", (math.ceil(n_out / bo), math.ceil(n_in / bi))
+
+    def mlp(p: str, width: int) -> Iterator[Entry]:
+        yield from fp8(p + "gate_proj", width, h)
+        yield from fp8(p + "up_proj", width, h)
+        yield from fp8(p + "down_proj", h, width)
+
+    yield "model.embed_tokens.weight", "BF16", (vocab, h)
+    for i in range(layers):
+        p = f"model.layers.{i}."
+        if i >= int(c["num_hidden_layers"]):  # type: ignore[arg-type]
+            yield p + "embed_tokens.weight", "BF16", (vocab, h)
+            yield p + "enorm.weight", "BF16", (h,)
+            yield p + "hnorm.weight", "BF16", (h,)
+            yield p + "eh_proj.weight", "BF16", (h, 2 * h)
+            yield p + "shared_head.norm.weight", "BF16", (h,)
+            yield p + "shared_head.head.weight", "BF16", (vocab, h)
+        yield from fp8(p + "self_attn.q_a_proj", q_rank, h)
+        yield p + "self_attn.q_a_layernorm.weight", "BF16", (q_rank,)
+        yield from fp8(p + "self_attn.q_b_proj", heads * (nope + rope), q_rank)
+        yield from fp8(p + "self_attn.kv_a_proj_with_mqa", kv_rank + rope, h)
+        yield p + "self_attn.kv_a_layernorm.weight", "BF16", (kv_rank,)
+        yield from fp8(p + "self_attn.kv_b_proj", heads * (nope + vdim), kv_rank)
+        yield from fp8(p + "self_attn.o_proj", h, heads * vdim)
+        if i < dense:
+            yield from mlp(p + "mlp.", inter)
+        else:
+            yield p + "mlp.gate.weight", "BF16", (experts, h)
+            yield p + "mlp.gate.e_score_correction_bias", "F32", (experts,)
+            for e in range(experts):
+                yield from mlp(f"{p}mlp.experts.{e}.", moe_inter)
+            yield from mlp(p + "mlp.shared_experts.", moe_inter * int(c["n_shared_experts"]))  # type: ignore[arg-type]
+        yield p + "input_layernorm.weight", "BF16", (h,)
+        yield p + "post_attention_layernorm.weight", "BF16", (h,)
+    yield "model.norm.weight", "BF16", (h,)
+    yield "lm_head.weight", "BF16", (vocab, h)
+
+
+# --- configs (public config.json values) ----------------------------------------------------
+
+LLAMA2_7B = {
+    "architectures": ["LlamaForCausalLM"], "bos_token_id": 1, "eos_token_id": 2, "hidden_act": "silu",
+    "hidden_size": 4096, "initializer_range": 0.02, "intermediate_size": 11008,
+    "max_position_embeddings": 4096, "model_type": "llama", "num_attention_heads": 32,
+    "num_hidden_layers": 32, "num_key_value_heads": 32, "pretraining_tp": 1, "rms_norm_eps": 1e-05,
+    "rope_scaling": None, "tie_word_embeddings": False, "torch_dtype": "float16",
+    "transformers_version": "4.31.0.dev0", "use_cache": True, "vocab_size": 32000,
+}
+LLAMA3_8B = {
+    "architectures": ["LlamaForCausalLM"], "attention_bias": False, "attention_dropout": 0.0,
+    "bos_token_id": 128000, "eos_token_id": 128001, "hidden_act": "silu", "hidden_size": 4096,
+    "initializer_range": 0.02, "intermediate_size": 14336, "max_position_embeddings": 8192,
+    "model_type": "llama", "num_attention_heads": 32, "num_hidden_layers": 32,
+    "num_key_value_heads": 8, "pretraining_tp": 1, "rms_norm_eps": 1e-05, "rope_scaling": None,
+    "rope_theta": 500000.0, "tie_word_embeddings": False, "torch_dtype": "bfloat16",
+    "transformers_version": "4.40.0.dev0", "use_cache": True, "vocab_size": 128256,
+}
+LLAMA3_70B = {**LLAMA3_8B, "hidden_size": 8192, "intermediate_size": 28672, "num_attention_heads": 64,
+              "num_hidden_layers": 80}
+MISTRAL_7B = {
+    "architectures": ["MistralForCausalLM"], "attention_dropout": 0.0, "bos_token_id": 1, "eos_token_id": 2,
+    "hidden_act": "silu", "hidden_size": 4096, "initializer_range": 0.02, "intermediate_size": 14336,
+    "max_position_embeddings": 32768, "model_type": "mistral", "num_attention_heads": 32,
+    "num_hidden_layers": 32, "num_key_value_heads": 8, "rms_norm_eps": 1e-05, "rope_theta": 1000000.0,
+    "sliding_window": None, "tie_word_embeddings": False, "torch_dtype": "bfloat16",
+    "transformers_version": "4.36.0", "use_cache": True, "vocab_size": 32000,
+}
+MIXTRAL = {
+    **MISTRAL_7B, "architectures": ["MixtralForCausalLM"], "model_type": "mixtral",
+    "num_experts_per_tok": 2, "num_local_experts": 8, "output_router_logits": False,
+    "router_aux_loss_coef": 0.02, "transformers_version": "4.36.0.dev0",
+}
+QWEN25_7B = {
+    "architectures": ["Qwen2ForCausalLM"], "attention_dropout": 0.0, "bos_token_id": 151643,
+    "eos_token_id": 151645, "hidden_act": "silu", "hidden_size": 3584, "initializer_range": 0.02,
+    "intermediate_size": 18944, "max_position_embeddings": 32768, "max_window_layers": 28,
+    "model_type": "qwen2", "num_attention_heads": 28, "num_hidden_layers": 28, "num_key_value_heads": 4,
+    "rms_norm_eps": 1e-06, "rope_theta": 1000000.0, "sliding_window": 131072, "tie_word_embeddings": False,
+    "torch_dtype": "bfloat16", "transformers_version": "4.43.1", "use_cache": True,
+    "use_sliding_window": False, "vocab_size": 152064,
+}
+GEMMA_2B = {
+    "architectures": ["GemmaForCausalLM"], "attention_bias": False, "attention_dropout": 0.0,
+    "bos_token_id": 2, "eos_token_id": 1, "head_dim": 256, "hidden_act": "gelu", "hidden_size": 2048,
+    "initializer_range": 0.02, "intermediate_size": 16384, "max_position_embeddings": 8192,
+    "model_type": "gemma", "num_attention_heads": 8, "num_hidden_layers": 18, "num_key_value_heads": 1,
+    "pad_token_id": 0, "rms_norm_eps": 1e-06, "rope_scaling": None, "rope_theta": 10000.0,
+    "torch_dtype": "bfloat16", "transformers_version": "4.38.0.dev0", "use_cache": True,
+    "vocab_size": 256000,
+}
+PHI2 = {
+    "architectures": ["PhiForCausalLM"], "attention_dropout": 0.0, "bos_token_id": 50256,
+    "embd_pdrop": 0.0, "eos_token_id": 50256, "hidden_act": "gelu_new", "hidden_size": 2560,
+    "initializer_range": 0.02, "intermediate_size": 10240, "layer_norm_eps": 1e-05,
+    "max_position_embeddings": 2048, "model_type": "phi", "num_attention_heads": 32,
+    "num_hidden_layers": 32, "num_key_value_heads": 32, "partial_rotary_factor": 0.4,
+    "qk_layernorm": False, "resid_pdrop": 0.1, "rope_scaling": None, "rope_theta": 10000.0,
+    "tie_word_embeddings": False, "torch_dtype": "float16", "transformers_version": "4.37.0",
+    "use_cache": True, "vocab_size": 51200,
+}
+GPT2 = {
+    "activation_function": "gelu_new", "architectures": ["GPT2LMHeadModel"], "attn_pdrop": 0.1,
+    "bos_token_id": 50256, "embd_pdrop": 0.1, "eos_token_id": 50256, "initializer_range": 0.02,
+    "layer_norm_epsilon": 1e-05, "model_type": "gpt2", "n_ctx": 1024, "n_embd": 768, "n_head": 12,
+    "n_layer": 12, "n_positions": 1024, "resid_pdrop": 0.1, "vocab_size": 50257,
+}
+LLAMA2_13B_GPTQ = {
+    "architectures": ["LlamaForCausalLM"], "bos_token_id": 1, "eos_token_id": 2, "hidden_act": "silu",
+    "hidden_size": 5120, "initializer_range": 0.02, "intermediate_size": 13824, "max_length": 4096,
+    "max_position_embeddings": 4096, "model_type": "llama", "num_attention_heads": 40,
+    "num_hidden_layers": 40, "num_key_value_heads": 40, "pad_token_id": 0, "rms_norm_eps": 1e-05,
+    "rope_scaling": None, "tie_word_embeddings": False, "torch_dtype": "float16",
+    "transformers_version": "4.30.2", "use_cache": True, "vocab_size": 32000,
+    "quantization_config": {
+        "bits": 4, "group_size": 128, "damp_percent": 0.01, "desc_act": False, "sym": True,
+        "true_sequential": True, "model_name_or_path": None, "model_file_base_name": "model",
+        "quant_method": "gptq",
+    },
+}
+GPTQ_QUANTIZE_CONFIG = {
+    "bits": 4, "group_size": 128, "damp_percent": 0.01, "desc_act": False, "sym": True,
+    "true_sequential": True, "model_name_or_path": None, "model_file_base_name": "model",
+}
+DEEPSEEK_V3 = {
+    "architectures": ["DeepseekV3ForCausalLM"], "attention_bias": False, "attention_dropout": 0.0,
+    "auto_map": {"AutoConfig": "configuration_deepseek.DeepseekV3Config",
+                 "AutoModel": "modeling_deepseek.DeepseekV3Model",
+                 "AutoModelForCausalLM": "modeling_deepseek.DeepseekV3ForCausalLM"},
+    "aux_loss_alpha": 0.001, "bos_token_id": 0, "eos_token_id": 1, "ep_size": 1,
+    "first_k_dense_replace": 3, "hidden_act": "silu", "hidden_size": 7168, "initializer_range": 0.02,
+    "intermediate_size": 18432, "kv_lora_rank": 512, "max_position_embeddings": 163840,
+    "model_type": "deepseek_v3", "moe_intermediate_size": 2048, "moe_layer_freq": 1, "n_group": 8,
+    "n_routed_experts": 256, "n_shared_experts": 1, "norm_topk_prob": True, "num_attention_heads": 128,
+    "num_experts_per_tok": 8, "num_hidden_layers": 61, "num_key_value_heads": 128,
+    "num_nextn_predict_layers": 1, "q_lora_rank": 1536, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64,
+    "quantization_config": {"activation_scheme": "dynamic", "fmt": "e4m3", "quant_method": "fp8",
+                            "weight_block_size": [128, 128]},
+    "rms_norm_eps": 1e-06,
+    "rope_scaling": {"beta_fast": 32, "beta_slow": 1, "factor": 40, "mscale": 1.0, "mscale_all_dim": 1.0,
+                     "original_max_position_embeddings": 4096, "type": "yarn"},
+    "rope_theta": 10000, "routed_scaling_factor": 2.5, "scoring_func": "sigmoid", "seq_aux": True,
+    "tie_word_embeddings": False, "topk_group": 4, "topk_method": "noaux_tc", "torch_dtype": "bfloat16",
+    "transformers_version": "4.46.3", "use_cache": True, "v_head_dim": 128, "vocab_size": 129280,
+}
+
+MODELS: tuple[Model, ...] = (
+    Model("meta-llama/Llama-2-7b-hf", LLAMA2_7B,
+          lambda c: llama_like(c, inv_freq=True, dtype="F16"), 10 * GB,
+          revision="01c7f73d771dfac7d292323805ebc428287df4f9",
+          extra_files=(("pytorch_model-00001-of-00002.bin", None), ("pytorch_model-00002-of-00002.bin", None),
+                       ("pytorch_model.bin.index.json", None), ("tokenizer.model", None))),
+    Model("meta-llama/Meta-Llama-3-8B", LLAMA3_8B, llama_like, 5 * GB,
+          revision="8cde5ca8380496c9a6cc7ef3a8b46a0372a1d920",
+          extra_files=(("original/consolidated.00.pth", None), ("original/params.json", None),
+                       ("original/tokenizer.model", None), ("tokenizer.json", None))),
+    Model("meta-llama/Meta-Llama-3-70B", LLAMA3_70B, llama_like, 5 * GB,
+          note="shard size chosen to give the real repo's 30 shards"),
+    Model("mistralai/Mistral-7B-Instruct-v0.2", MISTRAL_7B, llama_like, 5 * GB),
+    Model("mistralai/Mixtral-8x7B-v0.1", MIXTRAL, lambda c: llama_like(c, moe="mixtral"), 5 * GB),
+    Model("Qwen/Qwen2.5-7B-Instruct", QWEN25_7B, lambda c: llama_like(c, qkv_bias=True), 4 * GB,
+          revision="a09a35458c702b33eeacc393d103063234e8bc28"),
+    Model("google/gemma-2b", GEMMA_2B, lambda c: llama_like(c, tied_default=True), 5 * GB),
+    Model("microsoft/phi-2", PHI2, phi2, 5 * GB),
+    Model("openai-community/gpt2", GPT2, gpt2, None, revision="607a30d783dfa663caf39e06633721c8d4cfcd7e",
+          extra_files=(("pytorch_model.bin", None), ("flax_model.msgpack", None), ("tf_model.h5", None),
+                       ("onnx/decoder_model.onnx", None))),
+    Model("TheBloke/Llama-2-13B-chat-GPTQ", LLAMA2_13B_GPTQ, llama_gptq, None,
+          stored_files=(("quantize_config.json", GPTQ_QUANTIZE_CONFIG),),
+          note="AutoGPTQ layout; no bias tensors (Llama linears have none)"),
+    Model("deepseek-ai/DeepSeek-V3", DEEPSEEK_V3, deepseek_v3, int(4.25 * GB), shard_digits=(5, 6),
+          note="shard size chosen to give the real repo's 163 shards; real names model-0000N-of-000163"),
+)
+
+
+# --- sharding and writing ---------------------------------------------------------------------
+
+
+def nbytes(entry: Entry) -> int:
+    return math.prod(entry[2]) * DTYPE_BITS[entry[1]] // 8
+
+
+def shard(entries: list[Entry], max_shard: int | None, digits: tuple[int, int]) -> list[tuple[str, list[Entry]]]:
+    """transformers' greedy sharding: a new shard when the next tensor would pass the maximum."""
+    if max_shard is None:
+        return [("model.safetensors", entries)]
+    blocks: list[list[Entry]] = [[]]
+    size = 0
+    for e in entries:
+        b = nbytes(e)
+        if blocks[-1] and size + b > max_shard:
+            blocks.append([])
+            size = 0
+        blocks[-1].append(e)
+        size += b
+    n = len(blocks)
+    a, z = digits
+    return [(f"model-{i + 1:0{a}d}-of-{n:0{z}d}.safetensors", block) for i, block in enumerate(blocks)]
+
+
+def build(model: Model, out: Path) -> dict[str, int]:
+    entries = list(model.tensors(model.config))
+    shards = shard(entries, model.max_shard, model.shard_digits)
+    headers: dict[str, bytes] = {}
+    files: list[tuple[str, int | None]] = []
+    stored: dict[str, bytes] = {}
+    weight_map: dict[str, str] = {}
+    total = 0
+    for name, block in shards:
+        blob, data = encode_header(((n, d, s) for n, d, s in block), {"format": "pt"})
+        headers[name] = blob
+        files.append((name, len(blob) + data))
+        total += data
+        weight_map.update({e[0]: name for e in block})
+
+    def add(path: str, value: object) -> None:
+        data = (json.dumps(value, indent=2) + "\n").encode()
+        stored[path] = data
+        files.append((path, len(data)))
+
+    add("config.json", model.config)
+    for path, value in model.stored_files:
+        add(path, value)
+    if len(shards) > 1:
+        add("model.safetensors.index.json",
+            {"metadata": {"total_size": total}, "weight_map": dict(sorted(weight_map.items()))})
+    files.extend(model.extra_files)
+    files.sort()
+    provenance = (
+        "generated by scripts/make_snapshots.py from the public config and exact shape rules; "
+        "names, shapes, dtypes and sizes are the checkpoint's, shard boundaries are transformers' "
+        "greedy sharding" + (f"; {model.note}" if model.note else "")
+    )
+    write_snapshot(out / model.repo_id.replace("/", "__"), repo_id=model.repo_id, revision=model.revision,
+                   files=files, headers=headers, stored=stored, provenance=provenance)
+    return {"tensors": len(entries), "shards": len(shards), "bytes": total}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", type=Path, default=ROOT / "inspector" / "snapshots")
+    parser.add_argument("--only", help="build only the repo ids containing this text")
+    args = parser.parse_args()
+    for model in MODELS:
+        if args.only and args.only.lower() not in model.repo_id.lower():
+            continue
+        facts = build(model, args.out)
+        print(f"{model.repo_id}: {facts['tensors']:,} tensors, {facts['shards']} shards, {facts['bytes']:,} bytes")
+
+
+if __name__ == "__main__":
+    main()

@@ -56,7 +56,9 @@ def show(
     model: Annotated[str, typer.Argument(help="path, alias, or Hub repo id (org/name[@revision])")],
     as_json: Annotated[bool, typer.Option("--json", help="one JSON document on stdout (schema_version 1)")] = False,
     tensors: Annotated[bool, typer.Option("--tensors", help="list every tensor: name [shape] DTYPE")] = False,
-    collapse: Annotated[bool, typer.Option("--collapse", help="with --tensors: one row per repeated layer/expert tensor")] = False,
+    collapse: Annotated[
+        bool, typer.Option("--collapse", help="with --tensors: one row per repeated layer/expert tensor")
+    ] = False,
     shards: Annotated[bool, typer.Option("--shards", help="list every file, however many")] = False,
 ) -> None:
     from .render import listing, report_json, report_table, tensor_lines
@@ -88,8 +90,8 @@ def aliases(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
     t = Table(show_edge=False, pad_edge=False)
     for col in ("alias", "repo", "what"):
         t.add_column(col)
-    for row in table:
-        t.add_row(row["alias"], row["repo_id"], row["description"])
+    for a in all_aliases():
+        t.add_row(a.name, a.repo_id, a.description)
     _stdout().print(t)
 
 
@@ -120,8 +122,6 @@ def _route(argv: list[str]) -> list[str]:
 
 def main(argv: list[str] | None = None) -> NoReturn:
     """Entry point: one place turns exceptions into ``Error: …`` and an exit code."""
-    import click
-
     args = _route(list(sys.argv[1:] if argv is None else argv))
     command = typer.main.get_command(app)
     debug = bool(os.environ.get("INSPECTOR_DEBUG") or os.environ.get("HF_DEBUG"))
@@ -132,12 +132,17 @@ def main(argv: list[str] | None = None) -> NoReturn:
         if debug:
             traceback.print_exc()
         _fail(exc.message, exc.hint, exc.exit_code)
-    except click.exceptions.UsageError as exc:
-        exc.show()
-        sys.exit(EXIT_USAGE)
-    except click.exceptions.Abort:
+    except typer.Abort:
         sys.stderr.write("Aborted.\n")
         sys.exit(130)
+    except typer.TyperException as exc:  # usage errors: bad option, missing argument
+        show_error = getattr(exc, "show", None)
+        if callable(show_error):
+            show_error()
+        else:
+            sys.stderr.write(f"Error: {exc}\n")
+        code = getattr(exc, "exit_code", EXIT_USAGE)
+        sys.exit(code if isinstance(code, int) and code else EXIT_USAGE)
     except KeyboardInterrupt:
         sys.stderr.write("Interrupted.\n")
         sys.exit(130)

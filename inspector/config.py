@@ -9,10 +9,14 @@ goes through ``AutoConfig``. It is imported lazily (it costs about a second) and
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import io
+import json
 import os
+import tempfile
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from .dtypes import TORCH_TO_SAFETENSORS
@@ -84,10 +88,20 @@ class ModelConfig:
         }
 
 
-def load_config(raw: Mapping[str, Any] | None) -> ModelConfig:
-    """Normalise a parsed config.json. Never raises on content: unknown configs fall back to raw."""
+def load_config(raw: Mapping[str, Any] | None, *, cache: bool = True) -> ModelConfig:
+    """Normalise a parsed config.json. Never raises on content: unknown configs fall back to raw.
+
+    Importing transformers costs about a second, so what it makes of a config is kept in the
+    Hugging Face cache folder (``$HF_HOME/inspector/configs``), keyed by the config's content and
+    the transformers version: the same config is never normalised twice.
+    """
     if not raw:
         return ModelConfig()
+    key = _cache_key(raw) if cache else None
+    cached = _cache_read(key) if key else None
+    if cached is not None:
+        figures, source = cached["figures"], cached["source"]
+        return _build(raw, figures, source)
     figures = _from_transformers(raw)
     source = "transformers"
     if figures is None:
@@ -98,14 +112,62 @@ def load_config(raw: Mapping[str, Any] | None) -> ModelConfig:
         figures["layer_types"] = flat.get("layer_types")
         figures["dtype"] = flat.get("torch_dtype") or flat.get("dtype")
         source = "raw"
+    if key:
+        _cache_write(key, {"figures": figures, "source": source})
     return _build(raw, figures, source)
+
+
+_CACHE_FORMAT = 1
+
+
+def _cache_dir() -> Path:
+    from huggingface_hub import constants
+
+    return Path(constants.HF_HOME) / "inspector" / "configs"
+
+
+def _cache_key(raw: Mapping[str, Any]) -> str | None:
+    try:
+        from importlib.metadata import version
+
+        tf = version("transformers")
+        blob = json.dumps(raw, sort_keys=True, default=str).encode()
+    except Exception:
+        return None
+    return hashlib.sha256(blob + f"|{tf}|{_CACHE_FORMAT}".encode()).hexdigest()
+
+
+def _cache_read(key: str) -> dict[str, Any] | None:
+    try:
+        value = json.loads((_cache_dir() / f"{key}.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    ok = (
+        isinstance(value, dict)
+        and isinstance(value.get("figures"), dict)
+        and value.get("source") in ("transformers", "raw")
+    )
+    return value if ok else None
+
+
+def _cache_write(key: str, value: dict[str, Any]) -> None:
+    """Atomic: a temporary file renamed into place, so readers never see half an entry."""
+    try:
+        folder = _cache_dir()
+        folder.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=".json")
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(value, fh, default=str)
+        os.replace(tmp, folder / f"{key}.json")
+    except OSError:
+        pass  # a read-only cache only costs time
 
 
 def _build(raw: Mapping[str, Any], figures: Mapping[str, Any], source: str) -> ModelConfig:
     hidden, heads = _int(figures.get("hidden_size")), _int(figures.get("num_heads"))
     head_dim = _int(figures.get("head_dim"))
-    if head_dim is None and hidden and heads:
-        head_dim = hidden // heads
+    if head_dim is None and hidden and heads and figures.get("kv_lora_rank") is None:
+        head_dim = hidden // heads  # not for MLA, whose heads have separate nope/rope/v dims
     kv_heads = _int(figures.get("num_kv_heads"))
     if kv_heads is None and raw.get("multi_query") is True:
         kv_heads = 1  # Falcon-7B, StarCoder

@@ -150,7 +150,31 @@ def _decode_entries(raw: bytes, file: str) -> tuple[list[TensorInfo], dict[str, 
     if any(text.count(key) != entries for key in ('"dtype"', '"shape"', '"data_offsets"')):
         _find_duplicates(text, file)
     metadata = _metadata(obj.pop(METADATA_KEY), file) if METADATA_KEY in obj else {}
-    return [_entry(name, entry, file) for name, entry in obj.items()], metadata
+    # Fast path for well-formed entries; anything unusual goes through _entry, which names the rule.
+    tensors: list[TensorInfo] = []
+    append = tensors.append
+    bits_of = DTYPE_BITS.get
+    for name, entry in obj.items():
+        try:
+            dtype = entry["dtype"]
+            shape = entry["shape"]
+            begin, end = entry["data_offsets"]
+            bits = bits_of(dtype)
+            numel = 1
+            for dim in shape:
+                if type(dim) is not int or not 0 <= dim <= _U64_MAX:
+                    raise TypeError
+                numel *= dim
+            if (
+                bits is None or type(shape) is not list or type(begin) is not int or type(end) is not int
+                or not 0 <= begin <= end <= _U64_MAX or numel * bits != (end - begin) * 8
+            ):
+                raise TypeError
+        except (TypeError, KeyError, ValueError):
+            append(_entry(name, entry, file))  # raises the precise error
+            continue
+        append(TensorInfo(name, dtype, tuple(shape), begin, end, file, numel))
+    return tensors, metadata
 
 
 def _find_duplicates(text: str, file: str) -> None:

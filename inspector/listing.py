@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from dataclasses import dataclass
 
@@ -25,6 +26,9 @@ def tensor_rows(tensors: list[Tensor]) -> list[ListingRow]:
             for t in tensors]
     rows.sort(key=lambda r: natural_key(r.name))
     return rows
+
+
+_RANGE = re.compile(r"\{(\d+)[^}]*\}")  # order a collapsed range by its first index
 
 
 def collapsed_rows(tensors: list[Tensor], groups: tuple[LayerGroup, ...]) -> list[ListingRow]:
@@ -62,5 +66,5 @@ def collapsed_rows(tensors: list[Tensor], groups: tuple[LayerGroup, ...]) -> lis
         first = members[0]
         rows.append(ListingRow(name, dtype, shape, len(members), first.place.role, first.place.kind,
                                files.pop() if len(files) == 1 else None))
-    rows.sort(key=lambda r: natural_key(r.name))
+    rows.sort(key=lambda r: natural_key(_RANGE.sub(r"\1", r.name)))
     return rows

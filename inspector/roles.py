@@ -16,7 +16,6 @@ replaced, so 90,000 DeepSeek-V3 tensors cost about a hundred regex scans.
 from __future__ import annotations
 
 import re
-from functools import lru_cache
 from typing import Final, NamedTuple
 
 # (kind, pattern, where seen). Checked first, in order.
@@ -109,7 +108,10 @@ ROLE_ORDER: Final[tuple[str, ...]] = (
 
 _KINDS = tuple((kind, re.compile(p)) for kind, p, _ in KIND_TABLE)
 _ROLES = tuple((role, re.compile(p)) for role, p, _ in ROLE_TABLE)
-_SPLIT = re.compile(r"\.(\d+)(?=\.|$)")
+_split = re.compile(r"\.(\d+)(?=\.|$)").split
+# name shape (numbers replaced by '#') → (kind, role, layer number's position, expert's, stack);
+# bounded by the number of distinct shapes, a few hundred even for the largest checkpoints
+_SHAPES: dict[str, tuple[str, str, int | None, int | None, str | None]] = {}
 _LAYER = re.compile(r"^(?P<stack>(?:.*?\.)?(?:layers|layer|h|blocks|block))\.(?P<index>\d+)(?:\.|$)")
 _EXPERT = re.compile(r"\.experts\.(\d+)\.")
 
@@ -126,16 +128,22 @@ class Placement(NamedTuple):
 
 def classify(name: str) -> Placement:
     """Kind, role and position of one tensor name. Never raises."""
-    parts = _SPLIT.split(name)
-    kind, role, layer_at, expert_at, stack = _by_shape(".#".join(parts[::2]))
+    parts = _split(name)
+    key = ".#".join(parts[::2]) if len(parts) > 1 else name
+    known = _SHAPES.get(key)
+    if known is None:
+        known = _SHAPES[key] = _by_shape(key)
+    kind, role, layer_at, expert_at, stack = known
     if layer_at is None and expert_at is None:
         return Placement(kind, role, stack, None, None)
     numbers = parts[1::2]
-    layer = int(numbers[layer_at]) if layer_at is not None else None
-    expert = int(numbers[expert_at]) if expert_at is not None else None
     if stack is not None and "#" in stack:
         stack = _LAYER.match(name).group("stack")  # type: ignore[union-attr]
-    return Placement(kind, role, stack, layer, expert)
+    return Placement(
+        kind, role, stack,
+        None if layer_at is None else int(numbers[layer_at]),
+        None if expert_at is None else int(numbers[expert_at]),
+    )
 
 
 def role_group(role: str) -> str:
@@ -144,7 +152,6 @@ def role_group(role: str) -> str:
     return {"attn": "attention", "mlp": "mlp", "moe": "moe"}.get(head, role)
 
 
-@lru_cache(maxsize=8192)
 def _by_shape(shape: str) -> tuple[str, str, int | None, int | None, str | None]:
     """Everything about a name that does not depend on its numbers, memoised on its shape
     (``model.layers.#.mlp.experts.#.w1.weight``): kind, role, which of its numbers is the layer

@@ -99,7 +99,8 @@ class Summary:
 
 
 def placed(tensors: Iterable[TensorInfo]) -> list[Tensor]:
-    return [Tensor(t, classify(t.name)) for t in tensors]
+    make = Tensor
+    return [make(t, classify(t[0])) for t in tensors]
 
 
 def summarize(checkpoint: Checkpoint) -> Summary:
@@ -186,7 +187,8 @@ def layer_groups(tensors: Iterable[Tensor]) -> tuple[LayerGroup, ...]:
         run_sig: tuple[tuple[str, str, tuple[int, ...]], ...] | None = None
         for index in sorted(layers):
             members = layers[index]
-            sig = tuple(sorted((layer_suffix(t), t.info.dtype, t.info.shape) for t in members))
+            cut = len(stack) + len(str(index)) + 2
+            sig = tuple(sorted((t.info.name[cut:], t.info.dtype, t.info.shape) for t in members))
             if run and sig == run_sig and index == run[-1] + 1:
                 run.append(index)
                 continue

@@ -1,0 +1,81 @@
+"""Shared fixtures. Tests never touch the network: the Hub is a local server (see hub_server.py)
+and HF_HOME is a fresh temporary folder for every test."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED = ROOT.parent / "shared"
+sys.path.insert(0, str(Path(__file__).parent))
+
+
+@pytest.fixture(autouse=True)
+def isolated_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    home = tmp_path_factory.mktemp("hf_home")
+    monkeypatch.setenv("HF_HOME", str(home))
+    monkeypatch.setenv("HF_HUB_DISABLE_TELEMETRY", "1")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.delenv("HF_TOKEN", raising=False)
+    monkeypatch.delenv("HF_ENDPOINT", raising=False)
+    monkeypatch.setenv("NO_COLOR", "1")
+    monkeypatch.setenv("COLUMNS", "200")
+    import huggingface_hub.constants as constants
+
+    monkeypatch.setattr(constants, "HF_HOME", str(home))
+    yield
+
+
+@pytest.fixture
+def shared() -> Path:
+    """../shared beside the checkout. CI always has it; elsewhere tests that need it skip."""
+    if not SHARED.is_dir():
+        pytest.skip("../shared is absent (it is always present in CI)")
+    return SHARED
+
+
+def reference_json(path: Path) -> dict:
+    return json.loads(path.read_text())
+
+
+class Result:
+    def __init__(self, code: int, out: str, err: str) -> None:
+        self.code, self.out, self.err = code, out, err
+
+    def json(self) -> dict:
+        return json.loads(self.out)
+
+
+@pytest.fixture
+def cli(capsys: pytest.CaptureFixture[str]):
+    """Run the real entry point (inspector.cli.main) in-process and capture its exit code and
+    output. CliRunner would report every exception as exit 1, hiding the exit-code contract."""
+    from inspector.cli import main
+
+    def run(*args: str) -> Result:
+        capsys.readouterr()
+        try:
+            main(list(args))
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        else:  # pragma: no cover - main always exits
+            code = -1
+        captured = capsys.readouterr()
+        return Result(code, captured.out, captured.err)
+
+    return run
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if "shared" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.shared)
+
+
+os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")

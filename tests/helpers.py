@@ -1,0 +1,81 @@
+"""Build safetensors files for tests: with the real safetensors library where the file is valid,
+byte by byte (struct.pack) where it must be broken."""
+
+from __future__ import annotations
+
+import json
+import struct
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from inspector.header import encode_header
+
+NP = {"F32": np.float32, "F16": np.float16, "I64": np.int64, "I32": np.int32, "U8": np.uint8,
+      "I8": np.int8, "F64": np.float64, "BOOL": np.bool_}
+
+
+def save_real(path: Path, tensors: dict[str, tuple[str, tuple[int, ...]]],
+              metadata: dict[str, str] | None = None) -> Path:
+    """A valid file written by the safetensors library itself (zeros)."""
+    from safetensors.numpy import save_file
+
+    arrays = {name: np.zeros(shape, dtype=NP[dtype]) for name, (dtype, shape) in tensors.items()}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    save_file(arrays, str(path), metadata=metadata)
+    return path
+
+
+def raw_header(obj: Any, pad: bool = True) -> bytes:
+    """8-byte length + JSON of any object, valid or not."""
+    body = obj if isinstance(obj, bytes) else json.dumps(obj).encode()
+    if pad:
+        body += b" " * (-len(body) % 8)
+    return struct.pack("<Q", len(body)) + body
+
+
+def write_raw(path: Path, obj: Any, data: int = 0, pad: bool = True) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(raw_header(obj, pad) + b"\0" * data)
+    return path
+
+
+def write_layout(path: Path, entries: list[tuple[str, str, tuple[int, ...]]],
+                 metadata: dict[str, str] | None = None, sparse: bool = True) -> Path:
+    """A full-size file from a layout: the reference writer's header, then a hole of zeros."""
+    blob, data = encode_header(entries, metadata)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("wb") as fh:
+        fh.write(blob)
+        if sparse:
+            fh.truncate(len(blob) + data)
+        else:
+            fh.write(b"\0" * data)
+    return path
+
+
+def tiny_llama(layers: int = 2, hidden: int = 8, inter: int = 16, vocab: int = 32, heads: int = 2,
+               kv: int = 1, tied: bool = False, dtype: str = "F32") -> tuple[dict, list]:
+    hd = hidden // heads
+    config = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": hidden,
+              "intermediate_size": inter, "num_hidden_layers": layers, "num_attention_heads": heads,
+              "num_key_value_heads": kv, "vocab_size": vocab, "tie_word_embeddings": tied,
+              "torch_dtype": {"F32": "float32", "F16": "float16", "BF16": "bfloat16"}[dtype],
+              "max_position_embeddings": 128}
+    e = [("model.embed_tokens.weight", dtype, (vocab, hidden))]
+    for i in range(layers):
+        p = f"model.layers.{i}."
+        e += [(p + "self_attn.q_proj.weight", dtype, (heads * hd, hidden)),
+              (p + "self_attn.k_proj.weight", dtype, (kv * hd, hidden)),
+              (p + "self_attn.v_proj.weight", dtype, (kv * hd, hidden)),
+              (p + "self_attn.o_proj.weight", dtype, (hidden, heads * hd)),
+              (p + "mlp.gate_proj.weight", dtype, (inter, hidden)),
+              (p + "mlp.up_proj.weight", dtype, (inter, hidden)),
+              (p + "mlp.down_proj.weight", dtype, (hidden, inter)),
+              (p + "input_layernorm.weight", dtype, (hidden,)),
+              (p + "post_attention_layernorm.weight", dtype, (hidden,))]
+    e.append(("model.norm.weight", dtype, (hidden,)))
+    if not tied:
+        e.append(("lm_head.weight", dtype, (vocab, hidden)))
+    return config, e

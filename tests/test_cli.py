@@ -1,0 +1,151 @@
+"""The command line through its real entry point: output, JSON schema, exit codes, bad input."""
+
+from __future__ import annotations
+
+import json
+import struct
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from helpers import raw_header, save_real, write_raw
+
+from inspector.errors import EXIT_INVALID, EXIT_NOT_FOUND, EXIT_USAGE
+
+
+def test_llama3_8b_counts_and_tensor_listing(cli) -> None:
+    r = cli("llama3-8b")
+    assert r.code == 0
+    assert "8,030,261,248" in r.out and "16,060,522,496" in r.out
+    r = cli("llama3-8b", "--tensors")
+    assert "model.layers.0.mlp.gate_proj.weight [14336, 4096] BF16" in r.out.splitlines()
+    lines = [line for line in r.out.splitlines() if line.startswith("model.layers.")]
+    # natural order: layers.2 before layers.10
+    firsts = [int(line.split(".")[2]) for line in lines]
+    assert firsts == sorted(firsts)
+
+
+def test_collapsed_listing(cli) -> None:
+    r = cli("deepseek-v3", "--tensors", "--collapse")
+    assert r.code == 0
+    assert "model.layers.{3–60}.mlp.experts.{0–255}.down_proj.weight [7168, 2048] F8_E4M3 ×14848" in r.out
+    assert "model.layers.61.eh_proj.weight [7168, 14336] BF16" in r.out
+
+
+def test_llama2_buffers_are_not_parameters(cli) -> None:
+    doc = cli("llama2-7b", "--json").json()
+    assert doc["totals"] == {"tensors": 323, "parameters": 6_738_415_616, "buffer_elements": 2_048,
+                             "quant_elements": 0, "hub_total": 6_738_417_664, "bytes": 13_476_839_424,
+                             "shards": 2}
+    roles = {r["role"]: r for r in doc["by_role"]}
+    assert roles["buffer"]["buffer_elements"] == 2048 and roles["buffer"]["parameters"] == 0
+
+
+JSON_KEYS = {"schema_version", "model", "config", "totals", "by_role", "by_dtype", "layer_groups", "shards",
+             "other_weight_files", "notes", "tensors"}
+
+
+def test_json_schema_is_fixed(cli) -> None:
+    plain = cli("gpt2", "--json").json()
+    listed = cli("gpt2", "--json", "--tensors").json()
+    assert set(plain) == set(listed) == JSON_KEYS
+    assert plain["schema_version"] == 1
+    assert plain["tensors"] is None
+    assert len(listed["tensors"]) == 160
+    assert listed["tensors"][0].keys() == {"name", "dtype", "shape", "count", "role", "kind", "file"}
+    assert plain["totals"]["parameters"] == 124_439_808
+    assert plain["totals"]["buffer_elements"] == 12_582_912
+    assert plain["config"]["hidden_size"] == 768  # GPT-2's n_embd, through transformers' aliases
+    assert isinstance(plain["totals"]["bytes"], int)
+
+
+def test_aliases_command(cli) -> None:
+    r = cli("aliases", "--json")
+    names = {a["alias"] for a in r.json()["aliases"]}
+    assert {"llama2-7b", "llama3-8b", "deepseek-v3", "gpt2"} <= names
+    assert all(a["bundled"] for a in r.json()["aliases"])
+
+
+def test_a_folder_named_like_a_subcommand(cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    save_real(tmp_path / "aliases" / "model.safetensors", {"w": ("F32", (3, 4))})
+    monkeypatch.chdir(tmp_path)
+    assert cli("aliases", "--json").json()["aliases"]  # the subcommand wins
+    r = cli("./aliases", "--json")
+    assert r.code == 0 and r.json()["totals"]["parameters"] == 12
+    assert cli("show", "aliases", "--json").json()["totals"]["parameters"] == 12
+
+
+def hostile(tmp_path: Path, kind: str) -> Path:
+    p = tmp_path / f"{kind}.safetensors"
+    if kind == "not-safetensors":
+        p.write_bytes(b"PK\x03\x04 this is a zip, not safetensors" * 10)
+    elif kind == "truncated-header":
+        p.write_bytes(raw_header({"a": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}})[:20])
+    elif kind == "length-beyond-file":
+        p.write_bytes(struct.pack("<Q", 5000) + b"{}")
+    elif kind == "non-json":
+        write_raw(p, b"{this is not json}")
+    elif kind == "unknown-dtype":
+        write_raw(p, {"a": {"dtype": "Q4_K", "shape": [1], "data_offsets": [0, 4]}}, data=4)
+    elif kind == "inconsistent-offsets":
+        write_raw(p, {"a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 4]}}, data=4)
+    elif kind == "tiny":
+        p.write_bytes(b"\x01")
+    elif kind == "data-truncated":
+        write_raw(p, {"a": {"dtype": "F32", "shape": [100], "data_offsets": [0, 400]}}, data=100)
+    return p
+
+
+@pytest.mark.parametrize(("kind", "message"), [
+    ("not-safetensors", "header length"),
+    ("truncated-header", "header claims"),
+    ("length-beyond-file", "header claims 5,000 bytes"),
+    ("non-json", "not valid UTF-8 JSON"),
+    ("unknown-dtype", "unknown dtype 'Q4_K'"),
+    ("inconsistent-offsets", "span 4 bytes but F32 [2] needs 8"),
+    ("tiny", "too short"),
+    ("data-truncated", "300 bytes missing"),
+])
+def test_bad_files_get_one_clear_line(cli, tmp_path: Path, kind: str, message: str) -> None:
+    r = cli(str(hostile(tmp_path, kind)))
+    assert r.code == EXIT_INVALID
+    assert r.out == ""
+    first = r.err.splitlines()[0]
+    assert first.startswith("Error: ") and message in first
+    assert "Traceback" not in r.err
+
+
+def test_missing_path_and_empty_folder(cli, tmp_path: Path) -> None:
+    r = cli(str(tmp_path / "nope"))
+    assert r.code == EXIT_NOT_FOUND and r.err.startswith("Error: ") and "Traceback" not in r.err
+    (tmp_path / "empty").mkdir()
+    r = cli(str(tmp_path / "empty"))
+    assert r.code == EXIT_NOT_FOUND and "no safetensors files" in r.err
+
+
+def test_usage_errors(cli) -> None:
+    assert cli("llama3-8b", "--no-such-option").code == EXIT_USAGE
+    assert cli("show").code == EXIT_USAGE
+
+
+def test_hostile_names_are_sanitised(cli, tmp_path: Path) -> None:
+    p = tmp_path / "evil.safetensors"
+    write_raw(p, {"evil\x1b[2J\x07name": {"dtype": "U8", "shape": [1], "data_offsets": [0, 1]}}, data=1)
+    r = cli(str(p), "--tensors")
+    assert r.code == 0
+    assert "\x1b" not in r.out and "\x07" not in r.out
+    assert "evil\\x1b[2J\\x07name [1] U8" in r.out
+
+
+def test_console_script_and_module_exit_codes(tmp_path: Path) -> None:
+    """Through a real process: the console script's exit code is the contract's."""
+    exe = Path(sys.executable).with_name("inspect")
+    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "inspector"]
+    done = subprocess.run([*cmd, str(tmp_path / "missing")], capture_output=True, text=True)
+    assert done.returncode == EXIT_NOT_FOUND and done.stderr.startswith("Error:")
+    done = subprocess.run([sys.executable, "-m", "inspector", "gpt2", "--json"], capture_output=True, text=True)
+    assert done.returncode == 0 and json.loads(done.stdout)["totals"]["parameters"] == 124_439_808
+    assert "PyTorch was not found" not in done.stderr
+    done = subprocess.run([*cmd, "--help"], capture_output=True, text=True)
+    assert done.returncode == 0 and "Exit codes" in done.stdout

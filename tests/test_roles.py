@@ -1,0 +1,149 @@
+"""The role table against real tensor names of each family it claims to cover."""
+
+from __future__ import annotations
+
+import pytest
+
+from inspector.roles import KIND_TABLE, ROLE_ORDER, ROLE_TABLE, classify
+
+CASES = [
+    # Llama 1/2/3, Mistral, Qwen2/2.5 (names shared)
+    ("model.embed_tokens.weight", "parameter", "embedding"),
+    ("model.layers.0.self_attn.q_proj.weight", "parameter", "attn.q"),
+    ("model.layers.0.self_attn.k_proj.weight", "parameter", "attn.k"),
+    ("model.layers.0.self_attn.v_proj.weight", "parameter", "attn.v"),
+    ("model.layers.0.self_attn.o_proj.weight", "parameter", "attn.o"),
+    ("model.layers.3.self_attn.q_proj.bias", "parameter", "attn.q"),  # Qwen2 bias
+    ("model.layers.0.mlp.gate_proj.weight", "parameter", "mlp.gate"),
+    ("model.layers.0.mlp.up_proj.weight", "parameter", "mlp.up"),
+    ("model.layers.0.mlp.down_proj.weight", "parameter", "mlp.down"),
+    ("model.layers.0.input_layernorm.weight", "parameter", "norm"),
+    ("model.layers.0.post_attention_layernorm.weight", "parameter", "norm"),
+    ("model.norm.weight", "parameter", "norm"),
+    ("lm_head.weight", "parameter", "lm_head"),
+    ("model.layers.7.self_attn.rotary_emb.inv_freq", "buffer", "buffer"),  # Llama-2-hf
+    # Meta originals (consolidated.pth names)
+    ("layers.0.attention.wq.weight", "parameter", "attn.q"),
+    ("layers.0.attention.wo.weight", "parameter", "attn.o"),
+    ("layers.0.feed_forward.w1.weight", "parameter", "mlp.gate"),
+    ("layers.0.feed_forward.w2.weight", "parameter", "mlp.down"),
+    ("tok_embeddings.weight", "parameter", "embedding"),
+    ("output.weight", "parameter", "lm_head"),
+    # Qwen3 / Gemma 3 per-head norms; Gemma 2/3 sandwich norms
+    ("model.layers.0.self_attn.q_norm.weight", "parameter", "norm"),
+    ("model.layers.0.self_attn.k_norm.weight", "parameter", "norm"),
+    ("model.layers.0.pre_feedforward_layernorm.weight", "parameter", "norm"),
+    ("model.layers.0.post_feedforward_layernorm.weight", "parameter", "norm"),
+    # Mixtral
+    ("model.layers.0.block_sparse_moe.gate.weight", "parameter", "moe.router"),
+    ("model.layers.0.block_sparse_moe.experts.7.w1.weight", "parameter", "moe.expert.gate"),
+    ("model.layers.0.block_sparse_moe.experts.7.w2.weight", "parameter", "moe.expert.down"),
+    ("model.layers.0.block_sparse_moe.experts.7.w3.weight", "parameter", "moe.expert.up"),
+    # Qwen2-MoE / Qwen3-MoE
+    ("model.layers.1.mlp.gate.weight", "parameter", "moe.router"),
+    ("model.layers.1.mlp.shared_expert_gate.weight", "parameter", "moe.router"),
+    ("model.layers.1.mlp.shared_expert.up_proj.weight", "parameter", "moe.shared.up"),
+    ("model.layers.1.mlp.experts.12.gate_proj.weight", "parameter", "moe.expert.gate"),
+    # gpt-oss / transformers 5 fused 3-D experts, MXFP4
+    ("model.layers.0.mlp.router.weight", "parameter", "moe.router"),
+    ("model.layers.0.mlp.router.bias", "parameter", "moe.router"),
+    ("model.layers.0.mlp.experts.gate_up_proj_blocks", "parameter", "moe.expert.gate_up"),
+    ("model.layers.0.mlp.experts.gate_up_proj_scales", "quant", "moe.expert.gate_up"),
+    ("model.layers.0.mlp.experts.down_proj_bias", "parameter", "moe.expert.down"),
+    # Phi-2
+    ("model.layers.0.self_attn.dense.weight", "parameter", "attn.o"),
+    ("model.layers.0.mlp.fc1.weight", "parameter", "mlp.up"),
+    ("model.layers.0.mlp.fc2.bias", "parameter", "mlp.down"),
+    ("model.final_layernorm.bias", "parameter", "norm"),
+    ("lm_head.bias", "parameter", "lm_head"),
+    # Phi-3
+    ("model.layers.0.self_attn.qkv_proj.weight", "parameter", "attn.qkv"),
+    ("model.layers.0.mlp.gate_up_proj.weight", "parameter", "mlp.gate_up"),
+    # GPT-2
+    ("wte.weight", "parameter", "embedding"),
+    ("wpe.weight", "parameter", "position_embedding"),
+    ("h.0.attn.bias", "buffer", "buffer"),
+    ("h.0.attn.masked_bias", "buffer", "buffer"),
+    ("h.0.attn.c_attn.weight", "parameter", "attn.qkv"),
+    ("h.0.attn.c_attn.bias", "parameter", "attn.qkv"),
+    ("h.0.attn.c_proj.weight", "parameter", "attn.o"),
+    ("h.0.mlp.c_fc.weight", "parameter", "mlp.up"),
+    ("h.0.mlp.c_proj.weight", "parameter", "mlp.down"),
+    ("h.11.ln_1.weight", "parameter", "norm"),
+    ("ln_f.bias", "parameter", "norm"),
+    ("transformer.h.0.attn.c_attn.weight", "parameter", "attn.qkv"),
+    # BERT / MiniLM
+    ("embeddings.word_embeddings.weight", "parameter", "embedding"),
+    ("embeddings.position_embeddings.weight", "parameter", "position_embedding"),
+    ("embeddings.token_type_embeddings.weight", "parameter", "token_type_embedding"),
+    ("embeddings.position_ids", "buffer", "buffer"),
+    ("embeddings.LayerNorm.weight", "parameter", "norm"),
+    ("encoder.layer.0.attention.self.query.weight", "parameter", "attn.q"),
+    ("encoder.layer.0.attention.self.key.bias", "parameter", "attn.k"),
+    ("encoder.layer.0.attention.self.value.weight", "parameter", "attn.v"),
+    ("encoder.layer.0.attention.output.dense.weight", "parameter", "attn.o"),
+    ("encoder.layer.0.attention.output.LayerNorm.weight", "parameter", "norm"),
+    ("encoder.layer.0.intermediate.dense.weight", "parameter", "mlp.up"),
+    ("encoder.layer.0.output.dense.weight", "parameter", "mlp.down"),
+    ("encoder.layer.0.output.LayerNorm.bias", "parameter", "norm"),
+    ("pooler.dense.weight", "parameter", "pooler"),
+    # DeepSeek-V3: MLA, MoE, FP8 scales, MTP
+    ("model.layers.0.self_attn.q_a_proj.weight", "parameter", "attn.q"),
+    ("model.layers.0.self_attn.q_a_proj.weight_scale_inv", "quant", "attn.q"),
+    ("model.layers.0.self_attn.q_a_layernorm.weight", "parameter", "norm"),
+    ("model.layers.0.self_attn.q_b_proj.weight", "parameter", "attn.q"),
+    ("model.layers.0.self_attn.kv_a_proj_with_mqa.weight", "parameter", "attn.kv"),
+    ("model.layers.0.self_attn.kv_a_layernorm.weight", "parameter", "norm"),
+    ("model.layers.0.self_attn.kv_b_proj.weight", "parameter", "attn.kv"),
+    ("model.layers.3.mlp.gate.weight", "parameter", "moe.router"),
+    ("model.layers.3.mlp.gate.e_score_correction_bias", "buffer", "buffer"),
+    ("model.layers.3.mlp.experts.255.down_proj.weight", "parameter", "moe.expert.down"),
+    ("model.layers.3.mlp.shared_experts.gate_proj.weight_scale_inv", "quant", "moe.shared.gate"),
+    ("model.layers.61.eh_proj.weight", "parameter", "mtp"),
+    ("model.layers.61.enorm.weight", "parameter", "norm"),
+    ("model.layers.61.shared_head.head.weight", "parameter", "lm_head"),
+    ("model.layers.61.embed_tokens.weight", "parameter", "embedding"),
+    # GPTQ / AWQ / bitsandbytes
+    ("model.layers.0.self_attn.q_proj.qweight", "parameter", "attn.q"),
+    ("model.layers.0.self_attn.q_proj.qzeros", "quant", "attn.q"),
+    ("model.layers.0.self_attn.q_proj.scales", "quant", "attn.q"),
+    ("model.layers.0.mlp.down_proj.g_idx", "quant", "mlp.down"),
+    ("model.layers.0.mlp.down_proj.weight.absmax", "quant", "mlp.down"),
+    ("model.layers.0.mlp.down_proj.weight.quant_state.bitsandbytes__nf4", "quant", "mlp.down"),
+    # vision-language: LLaVA-1.5, Qwen2-VL, Gemma 3
+    ("vision_tower.vision_model.encoder.layers.0.self_attn.q_proj.weight", "parameter", "vision"),
+    ("vision_tower.vision_model.embeddings.position_ids", "buffer", "buffer"),
+    ("multi_modal_projector.linear_1.weight", "parameter", "projector"),
+    ("language_model.model.layers.0.self_attn.q_proj.weight", "parameter", "attn.q"),
+    ("visual.blocks.0.attn.qkv.weight", "parameter", "vision"),
+    ("visual.merger.mlp.0.weight", "parameter", "projector"),
+    ("model.vision_tower.vision_model.encoder.layers.0.mlp.fc1.weight", "parameter", "vision"),
+    # unknown names never crash
+    ("something.entirely.new", "parameter", "other"),
+    ("", "parameter", "other"),
+    ("..7..", "parameter", "other"),
+]
+
+
+@pytest.mark.parametrize(("name", "kind", "role"), CASES)
+def test_role_of_real_names(name: str, kind: str, role: str) -> None:
+    place = classify(name)
+    assert (place.kind, place.role) == (kind, role)
+    assert place.role in ROLE_ORDER
+
+
+def test_layer_and_expert_positions() -> None:
+    p = classify("model.layers.12.block_sparse_moe.experts.7.w1.weight")
+    assert (p.stack, p.layer, p.expert) == ("model.layers", 12, 7)
+    p = classify("vision_tower.vision_model.encoder.layers.3.mlp.fc1.weight")
+    assert (p.stack, p.layer) == ("vision_tower.vision_model.encoder.layers", 3)
+    p = classify("h.11.mlp.c_fc.weight")
+    assert (p.stack, p.layer) == ("h", 11)
+    p = classify("encoder.layer.5.output.dense.weight")
+    assert (p.stack, p.layer) == ("encoder.layer", 5)
+    assert classify("model.norm.weight").layer is None
+
+
+def test_every_table_row_names_where_it_was_seen() -> None:
+    for row in (*KIND_TABLE, *ROLE_TABLE):
+        assert len(row) == 3 and row[2].strip()

@@ -1,0 +1,153 @@
+"""Every kind of source: a file, folders with and without an index, the HF cache, snapshots."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from helpers import save_real, tiny_llama, write_layout
+
+from inspector import errors
+from inspector.source import open_checkpoint, open_local
+from inspector.stats import summarize
+
+
+def tiny_folder(root: Path, shards: int = 1, index: bool = True, tied: bool = False) -> tuple[Path, int]:
+    config, entries = tiny_llama(tied=tied)
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "config.json").write_text(json.dumps(config))
+    chunks = [entries[i::shards] for i in range(shards)]
+    weight_map = {}
+    total = 0
+    for i, chunk in enumerate(chunks):
+        name = "model.safetensors" if shards == 1 else f"model-{i + 1:05d}-of-{shards:05d}.safetensors"
+        save_real(root / name, {n: (d, s) for n, d, s in chunk})
+        weight_map.update({n: name for n, _, _ in chunk})
+    params = sum(int(__import__("math").prod(s)) for _, _, s in entries)
+    total = params * 4
+    if index and shards > 1:
+        (root / "model.safetensors.index.json").write_text(
+            json.dumps({"metadata": {"total_size": total}, "weight_map": weight_map}))
+    return root, params
+
+
+def test_single_file(tmp_path: Path) -> None:
+    folder, params = tiny_folder(tmp_path / "m")
+    c = open_checkpoint(str(folder / "model.safetensors"))
+    assert c.origin == "file"
+    assert summarize(c).parameters == params
+    assert c.config is not None and c.config["hidden_size"] == 8  # the sibling config.json
+
+
+def test_folder_with_one_file(tmp_path: Path) -> None:
+    folder, params = tiny_folder(tmp_path / "m")
+    c = open_checkpoint(str(folder))
+    assert (c.origin, len(c.headers), summarize(c).parameters) == ("folder", 1, params)
+
+
+def test_sharded_folder_with_index(tmp_path: Path) -> None:
+    folder, params = tiny_folder(tmp_path / "m", shards=3)
+    c = open_checkpoint(str(folder))
+    assert len(c.headers) == 3 and c.index is not None
+    assert summarize(c).parameters == params
+
+
+def test_shards_without_index_are_read_in_natural_order(tmp_path: Path) -> None:
+    folder, params = tiny_folder(tmp_path / "m", shards=3, index=False)
+    c = open_checkpoint(str(folder))
+    assert [h.file for h in c.headers] == sorted(h.file for h in c.headers)
+    assert c.index is None and summarize(c).parameters == params
+
+
+def test_index_naming_a_missing_shard_is_an_invalid_checkpoint(tmp_path: Path) -> None:
+    folder, _ = tiny_folder(tmp_path / "m", shards=2)
+    (folder / "model-00002-of-00002.safetensors").unlink()
+    with pytest.raises(errors.InvalidCheckpointError, match="missing from the folder"):
+        open_checkpoint(str(folder))
+
+
+def test_hf_cache_layout(tmp_path: Path) -> None:
+    """models--org--name/{blobs,refs,snapshots/<sha>} with symlinks into blobs, as the Hub cache."""
+    repo = tmp_path / "hub" / "models--acme--tiny"
+    sha = "0123456789abcdef0123456789abcdef01234567"
+    src, params = tiny_folder(tmp_path / "src", shards=2)
+    snap = repo / "snapshots" / sha
+    snap.mkdir(parents=True)
+    (repo / "blobs").mkdir()
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text(sha)
+    for f in src.iterdir():
+        blob = repo / "blobs" / f"blob-{f.name}"
+        blob.write_bytes(f.read_bytes())
+        os.symlink(os.path.relpath(blob, snap), snap / f.name)
+    for target in (snap, repo):
+        c = open_local(target)
+        assert (c.origin, c.repo_id, c.revision) == ("hf-cache", "acme/tiny", sha)
+        assert summarize(c).parameters == params
+
+
+def test_files_in_subfolders_are_reported_not_counted(tmp_path: Path) -> None:
+    folder, params = tiny_folder(tmp_path / "m")
+    (folder / "original").mkdir()
+    (folder / "original" / "consolidated.00.pth").write_bytes(b"\0" * 100)
+    save_real(folder / "original" / "extra.safetensors", {"x": ("F32", (1000,))})
+    c = open_checkpoint(str(folder))
+    assert summarize(c).parameters == params
+    assert {f.path for f in c.other_weight_files()} == {"original/consolidated.00.pth", "original/extra.safetensors"}
+
+
+def test_full_size_sparse_files(tmp_path: Path) -> None:
+    _, entries = tiny_llama(hidden=4096, inter=14336, vocab=128256, heads=32, kv=8, layers=1, dtype="BF16")
+    write_layout(tmp_path / "m" / "model.safetensors", entries)
+    c = open_checkpoint(str(tmp_path / "m"))
+    assert c.headers[0].file_size == c.headers[0].expected_file_size > 1_000_000_000
+
+
+@pytest.mark.parametrize(("setup", "error", "text"), [
+    (lambda p: None, errors.NotFoundError, "no such file or folder"),
+    (lambda p: p.mkdir(), errors.NotFoundError, "no safetensors files"),
+    (lambda p: (p.mkdir(), (p / "pytorch_model.bin").write_bytes(b"PK")), errors.InvalidCheckpointError,
+     "pytorch_model.bin"),
+])
+def test_bad_folders(tmp_path: Path, setup, error, text: str) -> None:
+    target = tmp_path / "x"
+    setup(target)
+    with pytest.raises(error, match=text):
+        open_checkpoint(str(target))
+
+
+def test_snapshot_manifest_cannot_point_outside(tmp_path: Path) -> None:
+    snap = tmp_path / "snap"
+    snap.mkdir()
+    (snap / "inspector-snapshot.json").write_text(json.dumps({
+        "format": "inspector-header-snapshot", "version": 1, "repo_id": None, "revision": None,
+        "files": [{"path": "a.safetensors", "size": 10, "header": "../../etc/passwd"}]}))
+    with pytest.raises(errors.InvalidCheckpointError, match="outside the snapshot"):
+        open_checkpoint(str(snap))
+
+
+def test_snapshot_save_round_trip(tmp_path: Path) -> None:
+    from inspector.snapshot import write_snapshot
+
+    folder, params = tiny_folder(tmp_path / "m", shards=2)
+    headers = {}
+    for f in sorted(folder.glob("*.safetensors")):
+        data = f.read_bytes()
+        n = int.from_bytes(data[:8], "little")
+        headers[f.name] = data[: 8 + n]
+    files = [(f.name, f.stat().st_size) for f in sorted(folder.iterdir())]
+    stored = {n: (folder / n).read_bytes() for n in ("config.json", "model.safetensors.index.json")}
+    write_snapshot(tmp_path / "snap", repo_id="acme/tiny", revision=None, files=files, headers=headers,
+                   stored=stored, provenance="test", compress_over=10)
+    a, b = summarize(open_checkpoint(str(folder))), summarize(open_checkpoint(str(tmp_path / "snap")))
+    assert a.parameters == b.parameters == params
+    assert [s.size for s in a.shards] == [s.size for s in b.shards]
+    # refuses to overwrite a folder that is not a snapshot
+    (tmp_path / "keep").mkdir()
+    (tmp_path / "keep" / "mine.txt").write_text("user data")
+    with pytest.raises(errors.UsageError):
+        write_snapshot(tmp_path / "keep", repo_id=None, revision=None, files=[], headers={}, stored={},
+                       provenance="")
+    assert (tmp_path / "keep" / "mine.txt").read_text() == "user data"

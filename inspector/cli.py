@@ -7,6 +7,8 @@ subcommand, so to inspect a folder called ``diff`` write ``./diff`` (or ``inspec
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import json
 import os
 import sys
@@ -122,19 +124,37 @@ def _route(argv: list[str]) -> list[str]:
 
 def main(argv: list[str] | None = None) -> NoReturn:
     """Entry point: one place turns exceptions into ``Error: …`` and an exit code."""
+    sys.exit(_run(argv))
+
+
+def entry() -> NoReturn:
+    """The console script. Like ``main``, but ends the process without tearing down the
+    interpreter: freeing DeepSeek-V3's ~100,000 header records one by one takes longer than the
+    rest of the exit. Output is flushed first; nothing of ours relies on finalizers."""
+    code = _run(None)
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
+    os._exit(code)
+
+
+def _run(argv: list[str] | None) -> int:
     args = _route(list(sys.argv[1:] if argv is None else argv))
     command = typer.main.get_command(app)
     debug = bool(os.environ.get("INSPECTOR_DEBUG") or os.environ.get("HF_DEBUG"))
+    # Header records are small immutable tuples with no reference cycles: the cyclic collector
+    # would only rescan them, about a sixth of the time on DeepSeek-V3's 91,991 tensors.
+    gc.disable()
     try:
         code = command.main(args=args, prog_name="inspect", standalone_mode=False)
-        sys.exit(code if isinstance(code, int) else 0)
+        return code if isinstance(code, int) else 0
     except InspectorError as exc:
         if debug:
             traceback.print_exc()
-        _fail(exc.message, exc.hint, exc.exit_code)
+        return _fail(exc.message, exc.hint, exc.exit_code)
     except typer.Abort:
         sys.stderr.write("Aborted.\n")
-        sys.exit(130)
+        return 130
     except typer.TyperException as exc:  # usage errors: bad option, missing argument
         show_error = getattr(exc, "show", None)
         if callable(show_error):
@@ -142,25 +162,26 @@ def main(argv: list[str] | None = None) -> NoReturn:
         else:
             sys.stderr.write(f"Error: {exc}\n")
         code = getattr(exc, "exit_code", EXIT_USAGE)
-        sys.exit(code if isinstance(code, int) and code else EXIT_USAGE)
+        return code if isinstance(code, int) and code else EXIT_USAGE
     except KeyboardInterrupt:
         sys.stderr.write("Interrupted.\n")
-        sys.exit(130)
+        return 130
     except BrokenPipeError:
-        sys.stderr.close()
-        sys.exit(0)
+        return 0
     except Exception as exc:
         if debug:
             traceback.print_exc()
-        _fail(f"internal error: {type(exc).__name__}: {exc}",
-              "this is a bug; run again with INSPECTOR_DEBUG=1 for a traceback and report it", EXIT_INTERNAL)
+        return _fail(f"internal error: {type(exc).__name__}: {exc}",
+                     "this is a bug; run again with INSPECTOR_DEBUG=1 for a traceback and report it", EXIT_INTERNAL)
+    finally:
+        gc.enable()
 
 
-def _fail(message: str, hint: str | None, code: int) -> NoReturn:
+def _fail(message: str, hint: str | None, code: int) -> int:
     from .text import sanitize
 
     err = _stderr()
     err.print(f"[bold red]Error:[/] {sanitize(message, 1000)}", markup=True, highlight=False)
     if hint:
         err.print(f"[dim]hint: {sanitize(hint, 1000)}[/]", markup=True, highlight=False)
-    sys.exit(code)
+    return code

@@ -53,6 +53,59 @@ def emit_json(doc: Any) -> None:
     sys.stdout.write(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
 
 
+Revision = Annotated[str | None, typer.Option("--revision", help="Hub branch, tag or commit (or write repo@rev)")]
+Endpoint = Annotated[str | None, typer.Option("--endpoint", help="Hub endpoint (default: HF_ENDPOINT, then the Hub)")]
+Token = Annotated[str | None, typer.Option("--token", help="Hub token (default: HF_TOKEN, then `hf auth login`'s)")]
+Offline = Annotated[bool, typer.Option("--offline", help="no network: the header cache and bundled snapshots only")]
+
+
+def _open(model: str, revision: str | None, endpoint: str | None, token: str | None, offline: bool) -> Any:
+    """Open MODEL from wherever it is, with a progress bar on a terminal for many-shard Hub repos."""
+    from .hub import HubOptions, open_hub
+    from .source import open_checkpoint
+
+    options = HubOptions(endpoint=endpoint, token=token, offline=True if offline else None)
+
+    def hub(repo_id: str, rev: str | None) -> Any:
+        _quiet_hub_logging()
+        with _progress() as progress:
+            return open_hub(repo_id, rev, options=options, progress=progress)
+
+    return open_checkpoint(model, hub=hub, revision=revision)
+
+
+def _quiet_hub_logging() -> None:
+    from huggingface_hub.utils import logging as hf_logging
+
+    hf_logging.set_verbosity_error()  # type: ignore[no-untyped-call]
+
+
+class _progress:
+    """A rich progress bar on stderr for Hub fetches of many shards; silent when not a terminal."""
+
+    def __enter__(self) -> Any:
+        self.bar: Any = None
+        if not sys.stderr.isatty():
+            return None
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+        def update(done: int, total: int) -> None:
+            if total < 8:
+                return
+            if self.bar is None:
+                self.bar = Progress(TextColumn("headers"), BarColumn(), MofNCompleteColumn(),
+                                    console=_stderr(), transient=True)
+                self.bar.start()
+                self.task = self.bar.add_task("headers", total=total)
+            self.bar.update(self.task, completed=done)
+
+        return update
+
+    def __exit__(self, *exc: object) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+
 @app.command("show", help="Show what is inside MODEL (the default command: `inspect MODEL`).")
 def show(
     model: Annotated[str, typer.Argument(help="path, alias, or Hub repo id (org/name[@revision])")],
@@ -62,12 +115,15 @@ def show(
         bool, typer.Option("--collapse", help="with --tensors: one row per repeated layer/expert tensor")
     ] = False,
     shards: Annotated[bool, typer.Option("--shards", help="list every file, however many")] = False,
+    revision: Revision = None,
+    endpoint: Endpoint = None,
+    token: Token = None,
+    offline: Offline = False,
 ) -> None:
     from .render import listing, report_json, report_table, tensor_lines
     from .report import build_report
-    from .source import open_checkpoint
 
-    report = build_report(open_checkpoint(model))
+    report = build_report(_open(model, revision, endpoint, token, offline))
     rows = listing(report, collapse) if tensors else None
     if as_json:
         emit_json(report_json(report, rows=rows))
@@ -76,6 +132,24 @@ def show(
     console.print(report_table(report, rows=None, all_shards=shards))
     if rows is not None:
         sys.stdout.write("\n".join(tensor_lines(rows)) + "\n")
+
+
+@app.command("save", help="Write MODEL's header snapshot to a folder: inspect, diff or audit it later offline.")
+def save(
+    model: Annotated[str, typer.Argument(help="path, alias, or Hub repo id (org/name[@revision])")],
+    out: Annotated[str, typer.Option("-o", "--output", help="folder to write (new, empty, or a snapshot)")],
+    revision: Revision = None,
+    endpoint: Endpoint = None,
+    token: Token = None,
+    offline: Offline = False,
+) -> None:
+    from pathlib import Path
+
+    from .snapshot import save_checkpoint
+
+    checkpoint = _open(model, revision, endpoint, token, offline)
+    folder = save_checkpoint(checkpoint, Path(out))
+    _stderr().print(f"saved {checkpoint.tensor_count:,} tensor headers of {checkpoint.label} to {folder}")
 
 
 @app.command("aliases", help="List the short names of bundled models (served offline).")

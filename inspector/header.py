@@ -71,6 +71,7 @@ class Header:
     tensors: tuple[TensorInfo, ...]
     metadata: Mapping[str, str] = field(default_factory=dict)
     file_size: int | None = None
+    raw: bytes = field(default=b"", repr=False)  # the first 8 + n bytes, for snapshots
 
     @property
     def data_start(self) -> int:
@@ -124,7 +125,8 @@ def parse_header(blob: bytes, *, file: str = "<bytes>", file_size: int | None = 
     raw = bytes(blob[PREFIX_BYTES : PREFIX_BYTES + n])
     tensors, metadata = _decode_entries(raw, file)
     _check_spans(tensors, file)
-    header = Header(file=file, header_length=n, tensors=tuple(tensors), metadata=metadata, file_size=file_size)
+    header = Header(file=file, header_length=n, tensors=tuple(tensors), metadata=metadata, file_size=file_size,
+                    raw=bytes(blob[: PREFIX_BYTES + n]))
     if file_size is not None and header.expected_file_size > file_size:
         missing = header.expected_file_size - file_size
         raise DataBeyondFile(

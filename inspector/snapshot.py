@@ -216,3 +216,25 @@ def _remove_tree(path: Path) -> None:
     import shutil
 
     shutil.rmtree(path, ignore_errors=True)
+
+
+def save_checkpoint(checkpoint: Checkpoint, folder: Path) -> Path:
+    """Write any opened checkpoint as a header snapshot: its headers byte for byte, its config and
+    index (as JSON), and the list of every file with its size."""
+    headers = {h.file: h.raw for h in checkpoint.headers}
+    stored: dict[str, bytes] = {}
+    if checkpoint.config is not None:
+        stored["config.json"] = (json.dumps(checkpoint.config, indent=2) + "\n").encode()
+    index_name = next((f.path for f in checkpoint.files if f.path.endswith(".safetensors.index.json")
+                       and "/" not in f.path), "model.safetensors.index.json")
+    if checkpoint.index is not None:
+        stored[index_name] = (json.dumps(checkpoint.index, indent=2) + "\n").encode()
+    sizes = {f.path: f.size for f in checkpoint.files}
+    for h in checkpoint.headers:
+        sizes.setdefault(h.file, h.file_size)
+    for name, data in stored.items():
+        sizes.setdefault(name, len(data))
+    provenance = f"saved by inspector from {checkpoint.origin} {checkpoint.location}"
+    write_snapshot(folder, repo_id=checkpoint.repo_id, revision=checkpoint.revision,
+                   files=sorted(sizes.items()), headers=headers, stored=stored, provenance=provenance)
+    return folder.resolve()

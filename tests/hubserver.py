@@ -1,0 +1,352 @@
+"""A local HTTP server that behaves like the Hugging Face Hub, for tests and benchmarks.
+
+It speaks what the huggingface_hub client needs (../shared/HUB_PROTOCOL.md):
+
+* ``GET /api/models/{repo}[/revision/{rev}][?blobs=true]``: ``sha`` and ``siblings`` (with sizes);
+* ``HEAD``/``GET /{repo}/resolve/{rev}/{path}``: ``X-Repo-Commit``, ``ETag``, ``X-Linked-Size`` and
+  ``X-Linked-Etag`` for LFS files, ``Range`` answered with 206 and ``Content-Range``;
+* errors with ``X-Error-Code`` (``RepoNotFound``, ``RevisionNotFound``, ``EntryNotFound``, ``GatedRepo``).
+
+Safetensors files are virtual and full size: the real header bytes, then zeros, generated on the fly,
+so a 5 GB shard costs nothing. Options: 302 redirects of LFS files to a second origin (a "CDN"),
+latency per request, a request log, and faults (5xx then success, 429 with Retry-After, a
+connection reset mid-body, a stall, Range ignored) that fire a set number of times.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import socket
+import threading
+import time
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, unquote, urlparse
+
+CHUNK = 1 << 16
+
+
+@dataclass
+class VFile:
+    size: int
+    head: bytes  # the first bytes; the rest are zeros
+    lfs: bool
+
+    def read(self, start: int, end: int) -> bytes:
+        """Bytes [start, end) of the virtual file."""
+        out = bytearray()
+        if start < len(self.head):
+            out += self.head[start:min(end, len(self.head))]
+        out += b"\0" * (end - start - len(out))
+        return bytes(out)
+
+    @property
+    def etag(self) -> str:
+        return hashlib.sha256(self.head + str(self.size).encode()).hexdigest()
+
+
+@dataclass
+class Revision:
+    sha: str
+    files: dict[str, VFile]
+
+
+@dataclass
+class Repo:
+    revisions: dict[str, Revision] = field(default_factory=dict)  # by sha
+    refs: dict[str, str] = field(default_factory=dict)  # branch/tag → sha
+    gated: bool = False
+
+    def resolve(self, rev: str) -> Revision | None:
+        sha = self.refs.get(rev, rev)
+        return self.revisions.get(sha)
+
+
+@dataclass
+class Fault:
+    kind: str  # "5xx", "429", "reset", "stall", "ignore_range"
+    path: str = ""  # regex searched in the request path
+    times: int = 1  # how many requests it hits; -1 for all
+    value: float = 0  # Retry-After seconds, stall seconds, status for 5xx
+
+
+@dataclass
+class Logged:
+    method: str
+    path: str
+    range: str | None
+    status: int
+    sent: int
+    origin: str
+
+
+class HubState:
+    def __init__(self) -> None:
+        self.repos: dict[str, Repo] = {}
+        self.faults: list[Fault] = []
+        self.log: list[Logged] = []
+        self.latency = 0.0
+        self.redirect = False
+        self.lock = threading.Lock()
+        self.cdn_url = ""
+
+    def take_fault(self, kind: str, path: str) -> Fault | None:
+        with self.lock:
+            for f in self.faults:
+                if f.kind == kind and f.times != 0 and re.search(f.path, path):
+                    if f.times > 0:
+                        f.times -= 1
+                    return f
+        return None
+
+
+class HubServer:
+    """``with HubServer() as hub: hub.add_snapshot(...); hub.url``"""
+
+    def __init__(self) -> None:
+        self.state = HubState()
+        self._servers: list[ThreadingHTTPServer] = []
+
+    # -- content -------------------------------------------------------------------------------
+
+    def add_files(self, repo_id: str, files: dict[str, VFile | bytes], *, sha: str | None = None,
+                  branch: str | None = "main", gated: bool = False) -> str:
+        vfiles = {p: f if isinstance(f, VFile) else VFile(len(f), f, False) for p, f in files.items()}
+        if sha is None:
+            digest = hashlib.sha1(repr(sorted((p, v.size, v.etag) for p, v in vfiles.items())).encode())
+            sha = digest.hexdigest()
+        repo = self.state.repos.setdefault(repo_id, Repo())
+        repo.revisions[sha] = Revision(sha, vfiles)
+        repo.gated = repo.gated or gated
+        if branch:
+            repo.refs[branch] = sha
+        return sha
+
+    def add_snapshot(self, repo_id: str, folder: Path, *, sha: str | None = None, branch: str | None = "main",
+                     gated: bool = False, sizes: dict[str, int] | None = None) -> str:
+        """Serve a header snapshot as the repo's files (virtual full-size safetensors)."""
+        from inspector.snapshot import read_header_bytes, read_manifest, snapshot_files
+
+        manifest = read_manifest(folder)
+        files: dict[str, VFile | bytes] = {}
+        for f in snapshot_files(manifest, folder):
+            size = (sizes or {}).get(f.path, f.size)
+            if f.header:
+                files[f.path] = VFile(size or 0, read_header_bytes(folder, f.header), lfs=True)
+            elif f.stored:
+                files[f.path] = (folder / f.path).read_bytes()
+            else:
+                files[f.path] = VFile(size or 0, b"", lfs=True)
+        rev = sha or manifest.get("revision")
+        return self.add_files(repo_id, files, sha=rev, branch=branch, gated=gated)
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    def __enter__(self) -> HubServer:
+        handler = _make_handler(self.state)
+        for _ in range(2):  # the Hub, and a second origin standing for the CDN
+            server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+            server.daemon_threads = True
+            threading.Thread(target=server.serve_forever, daemon=True).start()
+            self._servers.append(server)
+        self.state.cdn_url = f"http://127.0.0.1:{self._servers[1].server_address[1]}"
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for s in self._servers:
+            s.shutdown()
+            s.server_close()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._servers[0].server_address[1]}"
+
+    # -- observations --------------------------------------------------------------------------
+
+    @property
+    def log(self) -> list[Logged]:
+        return self.state.log
+
+    def clear_log(self) -> None:
+        self.state.log.clear()
+
+    def requests(self, method: str | None = None) -> list[Logged]:
+        return [r for r in self.state.log if method is None or r.method == method]
+
+    def bytes_sent(self) -> int:
+        return sum(r.sent for r in self.state.log)
+
+
+def _make_handler(state: HubState) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args: Any) -> None:  # quiet
+            pass
+
+        def do_HEAD(self) -> None:
+            self._serve(head=True)
+
+        def do_GET(self) -> None:
+            self._serve(head=False)
+
+        # -- routing ---------------------------------------------------------------------------
+
+        def _serve(self, head: bool) -> None:
+            if state.latency:
+                time.sleep(state.latency)
+            url = urlparse(self.path)
+            path = unquote(url.path)
+            origin = "cdn" if str(self.server.server_address[1]) in state.cdn_url else "hub"
+            self._sent = 0
+            self._status = 0
+            try:
+                stall = state.take_fault("stall", path)
+                if stall:
+                    time.sleep(stall.value)
+                f5 = state.take_fault("5xx", path)
+                if f5:
+                    return self._error(int(f5.value or 503), "ServerError", "injected")
+                f429 = state.take_fault("429", path)
+                if f429:
+                    return self._error(429, "RateLimited", "injected", {"Retry-After": str(int(f429.value))})
+                if path.startswith("/api/models/"):
+                    return self._api(path[len("/api/models/"):], parse_qs(url.query), head)
+                if path.startswith("/cdn/"):
+                    return self._cdn(path[len("/cdn/"):], head)
+                if "/resolve/" in path:
+                    return self._resolve(path.lstrip("/"), head)
+                return self._error(404, "NotFound", "no such endpoint")
+            except (BrokenPipeError, ConnectionResetError):
+                self.close_connection = True
+            finally:
+                with state.lock:
+                    state.log.append(Logged(self.command, path, self.headers.get("Range"), self._status,
+                                            self._sent, origin))
+
+        def _api(self, rest: str, query: dict[str, list[str]], head: bool) -> None:
+            if "/revision/" in rest:
+                repo_id, _, rev = rest.partition("/revision/")
+            elif "/tree/" in rest:
+                repo_id, _, rev = rest.partition("/tree/")
+            else:
+                repo_id, rev = rest, "main"
+            repo = state.repos.get(repo_id)
+            if repo is None:
+                return self._error(401, "RepoNotFound", f"Repository Not Found for url: {repo_id}")
+            revision = repo.resolve(rev)
+            if revision is None:
+                return self._error(404, "RevisionNotFound", f"Invalid rev id: {rev}")
+            blobs = query.get("blobs", ["false"])[0] == "true"
+            siblings = []
+            for p, f in sorted(revision.files.items()):
+                entry: dict[str, Any] = {"rfilename": p}
+                if blobs:
+                    entry["size"] = f.size
+                    entry["blobId"] = f.etag[:40]
+                    if f.lfs:
+                        entry["lfs"] = {"sha256": f.etag, "size": f.size, "pointerSize": 134}
+                siblings.append(entry)
+            body = json.dumps({"id": repo_id, "modelId": repo_id, "sha": revision.sha, "private": False,
+                               "gated": "manual" if repo.gated else False, "siblings": siblings}).encode()
+            self._send(200, body, {"Content-Type": "application/json"}, head)
+
+        def _lookup(self, rest: str) -> tuple[Repo, Revision, str, VFile] | None:
+            repo_part, _, tail = rest.partition("/resolve/")
+            rev, _, file_path = tail.partition("/")
+            repo = state.repos.get(repo_part)
+            if repo is None:
+                self._error(401, "RepoNotFound", "Repository Not Found")
+                return None
+            revision = repo.resolve(rev)
+            if revision is None:
+                self._error(404, "RevisionNotFound", f"Invalid rev id: {rev}")
+                return None
+            if repo.gated:
+                self._error(403, "GatedRepo", f"Access to model {repo_part} is restricted.")
+                return None
+            f = revision.files.get(file_path)
+            if f is None:
+                self._error(404, "EntryNotFound", f"{file_path} does not exist")
+                return None
+            return repo, revision, file_path, f
+
+        def _resolve(self, rest: str, head: bool) -> None:
+            found = self._lookup(rest)
+            if found is None:
+                return
+            _, revision, file_path, f = found
+            meta = {"X-Repo-Commit": revision.sha, "ETag": f'"{f.etag}"'}
+            if f.lfs:
+                meta["X-Linked-Size"] = str(f.size)
+                meta["X-Linked-Etag"] = f'"{f.etag}"'
+            if state.redirect and f.lfs:
+                repo_part = rest.partition("/resolve/")[0]
+                location = f"{state.cdn_url}/cdn/{repo_part}/resolve/{revision.sha}/{file_path}"
+                return self._send(302, b"", {**meta, "Location": location}, head)
+            self._file(f, meta, head)
+
+        def _cdn(self, rest: str, head: bool) -> None:
+            found = self._lookup(rest)
+            if found is not None:
+                self._file(found[3], {"ETag": f'"{found[3].etag}"'}, head)
+
+        def _file(self, f: VFile, meta: dict[str, str], head: bool) -> None:
+            rng = self.headers.get("Range")
+            ignore = state.take_fault("ignore_range", self.path) is not None
+            start, end = 0, f.size
+            status = 200
+            if rng and not ignore:
+                m = re.match(r"bytes=(\d+)-(\d*)$", rng)
+                if not m or int(m.group(1)) >= f.size:
+                    return self._error(416, "RangeNotSatisfiable", "bad range",
+                                       {"Content-Range": f"bytes */{f.size}"})
+                start = int(m.group(1))
+                end = min(f.size, int(m.group(2)) + 1) if m.group(2) else f.size
+                status = 206
+                meta["Content-Range"] = f"bytes {start}-{end - 1}/{f.size}"
+            reset = None if head else state.take_fault("reset", self.path)
+            self._status = status
+            self.send_response(status)
+            for k, v in {**meta, "Content-Length": str(end - start), "Accept-Ranges": "bytes",
+                         "Content-Type": "application/octet-stream"}.items():
+                self.send_header(k, v)
+            self.end_headers()
+            if head:
+                return
+            limit = (end - start) // 2 if reset else end - start
+            position = start
+            while position < start + limit:
+                chunk = f.read(position, min(start + limit, position + CHUNK))
+                self.wfile.write(chunk)
+                self._sent += len(chunk)
+                position += len(chunk)
+            if reset:
+                self.wfile.flush()
+                self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+                self.connection.close()
+                self.close_connection = True
+
+        # -- responses ---------------------------------------------------------------------------
+
+        def _error(self, status: int, code: str, message: str, extra: dict[str, str] | None = None) -> None:
+            body = json.dumps({"error": message}).encode()
+            self._send(status, body, {"X-Error-Code": code, "X-Error-Message": message,
+                                      "Content-Type": "application/json", **(extra or {})}, False)
+
+        def _send(self, status: int, body: bytes, headers: dict[str, str], head: bool) -> None:
+            self._status = status
+            self.send_response(status)
+            for k, v in headers.items():
+                self.send_header(k, v)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            if not head:
+                self.wfile.write(body)
+                self._sent += len(body)
+
+    return Handler

@@ -1,0 +1,228 @@
+"""The real huggingface_hub client against the local Hub server: results, request counts, bytes,
+cache behaviour and every fault the issue lists."""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+
+import pytest
+from helpers import raw_header
+from hubserver import Fault, HubServer, VFile
+
+from inspector import errors
+from inspector.aliases import ALIASES, bundled_path
+from inspector.hub import HeaderCache, Hub, HubOptions, open_hub
+from inspector.stats import summarize
+
+LLAMA3 = "meta-llama/Meta-Llama-3-8B"
+
+
+@pytest.fixture
+def online(monkeypatch: pytest.MonkeyPatch) -> None:
+    import huggingface_hub.constants as constants
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+
+
+@pytest.fixture
+def hub(online: None):
+    with HubServer() as server:
+        for alias in ("llama3-8b", "deepseek-v3", "gpt2", "llama2-7b"):
+            a = ALIASES[alias]
+            server.add_snapshot(a.repo_id, bundled_path(a))
+        yield server
+
+
+def options(server: HubServer, **kw) -> HubOptions:
+    return HubOptions(endpoint=server.url, timeout=kw.pop("timeout", 5), **kw)
+
+
+def test_cold_fetch_reads_headers_only(hub: HubServer) -> None:
+    c = open_hub(LLAMA3, options=options(hub))
+    s = summarize(c)
+    assert s.parameters == 8_030_261_248 and s.bytes == 16_060_522_496
+    assert c.revision == "8cde5ca8380496c9a6cc7ef3a8b46a0372a1d920"
+    gets = hub.requests("GET")
+    assert len(gets) <= len(c.headers) + 3  # info, config, index, one per shard
+    header_bytes = sum(h.data_start for h in c.headers)
+    shard_bytes = sum(r.sent for r in gets if r.path.endswith(".safetensors"))
+    assert header_bytes <= shard_bytes <= 1.25 * header_bytes
+    assert all(r.range for r in gets if r.path.endswith(".safetensors"))
+
+
+def test_warm_pinned_run_makes_no_request_and_branch_one(hub: HubServer) -> None:
+    first = open_hub(LLAMA3, options=options(hub))
+    hub.clear_log()
+    again = open_hub(LLAMA3, first.revision, options=options(hub))
+    assert hub.log == []
+    assert summarize(again).parameters == summarize(first).parameters
+    open_hub(LLAMA3, "main", options=options(hub))
+    assert len(hub.log) == 1 and "/api/models/" in hub.log[0].path
+
+
+def test_deepseek_large_headers_need_no_second_read(hub: HubServer) -> None:
+    c = open_hub("deepseek-ai/DeepSeek-V3", options=options(hub))
+    assert summarize(c).tensors == 91_991
+    gets = hub.requests("GET")
+    assert len(gets) <= 163 + 3
+    header_bytes = sum(h.data_start for h in c.headers)
+    shard_bytes = sum(r.sent for r in gets if r.path.endswith(".safetensors"))
+    assert header_bytes <= shard_bytes <= 1.25 * header_bytes
+    assert sum(1 for r in gets if r.path.endswith(".safetensors")) == 163  # no second reads
+
+
+def test_unindexed_repo_and_a_header_larger_than_the_first_read(hub: HubServer) -> None:
+    big = {f"t{i:05d}." + "x" * 200: ("F32", [1]) for i in range(600)}  # ~150 kB of header
+    obj = {}
+    offset = 0
+    for name in sorted(big):
+        obj[name] = {"dtype": "F32", "shape": [1], "data_offsets": [offset, offset + 4]}
+        offset += 4
+    head = raw_header(obj)
+    hub.add_files("acme/big-header", {"model.safetensors": VFile(len(head) + offset, head, True)})
+    c = open_hub("acme/big-header", options=options(hub))
+    assert c.tensor_count == 600
+    ranges = [r.range for r in hub.requests("GET") if r.path.endswith("model.safetensors")]
+    assert len(ranges) == 2 and ranges[1].startswith("bytes=65536-")
+
+
+def test_redirects_to_a_cdn_keep_the_range(hub: HubServer) -> None:
+    hub.state.redirect = True
+    c = open_hub(LLAMA3, options=options(hub))
+    assert summarize(c).parameters == 8_030_261_248
+    cdn = [r for r in hub.log if r.origin == "cdn"]
+    assert len(cdn) == 4 and all(r.status == 206 and r.range for r in cdn)
+
+
+def test_server_ignoring_range_is_cut_off(hub: HubServer) -> None:
+    hub.state.faults.append(Fault("ignore_range", path=r"\.safetensors$", times=-1))
+    c = open_hub(LLAMA3, options=options(hub, use_cache=False))
+    assert summarize(c).parameters == 8_030_261_248
+    assert any("ignored Range" in n for n in c.notes)
+    # the shards are ~5 GB each: only about the header was read (the socket buffers hold a little more)
+    assert hub.bytes_sent() < 50_000_000
+
+
+@pytest.mark.parametrize("fault", [Fault("5xx", r"resolve.*00002", times=2, value=503),
+                                   Fault("429", r"resolve.*00003", times=1, value=1),
+                                   Fault("reset", r"resolve.*00001", times=1),
+                                   Fault("5xx", r"/api/models/", times=2, value=502)])
+def test_transient_faults_are_retried(hub: HubServer, fault: Fault) -> None:
+    hub.state.faults.append(fault)
+    c = open_hub(LLAMA3, options=options(hub))
+    assert summarize(c).parameters == 8_030_261_248
+    assert fault.times == 0  # it fired
+
+
+def test_a_stall_times_out(hub: HubServer) -> None:
+    hub.add_files("acme/slow", {"model.safetensors": raw_header({})})
+    hub.state.faults.append(Fault("stall", r"/api/models/", times=-1, value=2))
+    with pytest.raises(errors.NetworkError, match="timed out"):
+        open_hub("acme/slow", options=options(hub, timeout=0.5, max_retries=0))
+    # a model with a bundled snapshot is served from it, with a notice
+    c = open_hub("openai-community/gpt2", options=options(hub, timeout=0.5, max_retries=0))
+    assert c.origin == "bundled" and any("unreachable" in n and "timed out" in n for n in c.notes)
+    hub.state.faults[:] = [Fault("stall", r"resolve", times=-1, value=2)]
+    with pytest.raises(errors.NetworkError):
+        open_hub("acme/slow", options=options(hub, timeout=0.5, max_retries=1, use_cache=False))
+
+
+def test_gated_missing_repo_and_revision(hub: HubServer) -> None:
+    hub.add_files("acme/gated", {"config.json": b"{}", "model.safetensors": raw_header({})}, gated=True)
+    with pytest.raises(errors.AccessError, match="gated") as info:
+        open_hub("acme/gated", options=options(hub, token="hf_secret_value"))
+    assert "hf_secret_value" not in info.value.message and "--token" in info.value.message
+    with pytest.raises(errors.NotFoundError, match="no such repo"):
+        open_hub("acme/nothing-here", options=options(hub))
+    with pytest.raises(errors.NotFoundError, match="no such revision"):
+        open_hub(LLAMA3, "v999", options=options(hub))
+
+
+def test_repo_with_only_other_weight_formats(hub: HubServer) -> None:
+    hub.add_files("acme/pickles", {"config.json": b"{}", "pytorch_model.bin": VFile(10**9, b"", True),
+                                   "model.gguf": VFile(10**9, b"", True)})
+    with pytest.raises(errors.InvalidCheckpointError, match=r"holds \.bin, \.gguf files"):
+        open_hub("acme/pickles", options=options(hub))
+    assert hub.bytes_sent() < 10_000
+
+
+def test_index_naming_a_missing_shard(hub: HubServer) -> None:
+    a = ALIASES["llama3-8b"]
+    folder = bundled_path(a)
+    files = {"config.json": (folder / "config.json").read_bytes(),
+             "model.safetensors.index.json": (folder / "model.safetensors.index.json").read_bytes()}
+    hub.add_files("acme/broken", files)
+    with pytest.raises(errors.InvalidCheckpointError, match="the repo does not have"):
+        open_hub("acme/broken", options=options(hub))
+
+
+def test_offline_serves_the_cache_then_the_bundle(hub: HubServer, monkeypatch) -> None:
+    first = open_hub(LLAMA3, options=options(hub))
+    hub.clear_log()
+    c = open_hub(LLAMA3, options=options(hub, offline=True))
+    assert hub.log == [] and c.revision == first.revision
+    assert any("offline" in n and first.revision in n for n in c.notes)
+    # never fetched: the bundled snapshot, said so
+    c = open_hub("mistralai/Mixtral-8x7B-v0.1", options=options(hub, offline=True))
+    assert c.origin == "bundled" and any("bundled snapshot" in n for n in c.notes)
+    with pytest.raises(errors.NetworkError, match="no cached or bundled snapshot"):
+        open_hub("acme/never-seen", options=options(hub, offline=True))
+
+
+def test_unreachable_hub_falls_back_to_the_cache(hub: HubServer) -> None:
+    open_hub(LLAMA3, options=options(hub))
+    dead = HubOptions(endpoint="http://127.0.0.1:9", timeout=2)
+    c = open_hub(LLAMA3, options=dead)
+    assert any("unreachable" in n for n in c.notes)
+    with pytest.raises(errors.NetworkError, match="unreachable"):
+        open_hub("acme/unknown", options=dead)
+
+
+def test_concurrent_runs_share_one_cache_safely(hub: HubServer) -> None:
+    results: list[int] = []
+    errors_seen: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            results.append(summarize(open_hub("deepseek-ai/DeepSeek-V3", options=options(hub))).tensors)
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors_seen.append(exc)
+
+    threads = [threading.Thread(target=run) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors_seen and results == [91_991] * 3
+    cache = HeaderCache()
+    sha = cache.ref("deepseek-ai/DeepSeek-V3", "main")
+    assert sha and cache.get("deepseek-ai/DeepSeek-V3", sha)
+    leftovers = [p for p in cache.path("deepseek-ai/DeepSeek-V3", sha).parent.iterdir() if p.name.startswith(".")]
+    assert leftovers == []
+
+
+def test_cli_from_the_hub_and_save(hub: HubServer, cli, tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("HF_ENDPOINT", hub.url)
+    r = cli("openai-community/gpt2", "--json")
+    assert r.code == 0, r.err
+    doc = r.json()
+    assert doc["model"]["origin"] == "hub" and doc["totals"]["hub_total"] == 137_022_720
+    r = cli("save", "openai-community/gpt2", "-o", str(tmp_path / "snap"))
+    assert r.code == 0, r.err
+    hub.clear_log()
+    assert cli(str(tmp_path / "snap"), "--json").json()["totals"]["parameters"] == 124_439_808
+    assert hub.log == []
+    r = cli("acme/missing", "--json")
+    assert r.code == errors.EXIT_NOT_FOUND and r.err.startswith("Error:")
+    r = cli("openai-community/gpt2@nope")
+    assert r.code == errors.EXIT_NOT_FOUND and "no such revision" in r.err
+
+
+def test_hub_reports_the_token_source_without_the_token(monkeypatch) -> None:
+    monkeypatch.setenv("HF_TOKEN", "hf_abc")
+    assert Hub(HubOptions()).token_source() == "the token in HF_TOKEN"
+    assert Hub(HubOptions(token="x")).token_source() == "the token given with --token"
+    json.dumps(HubOptions().__class__.__name__)

@@ -54,7 +54,7 @@ class HubOptions:
     offline: bool | None = None  # None: huggingface_hub's HF_HUB_OFFLINE
     timeout: float | None = None  # seconds per request; None: huggingface_hub's HF_HUB_DOWNLOAD_TIMEOUT
     max_retries: int = 4
-    workers: int = 32
+    workers: int = 96  # all shards of most repos at once; httpx's pool allows 100 connections
     use_cache: bool = True
 
 
@@ -422,6 +422,7 @@ def fetch_checkpoint(hub: Hub, repo_id: str, sha: str, info: Mapping[str, Any],
         index_raw = hub.read_json(repo_id, sha, index_name) if index_name else None
         index = _json(index_raw, index_name) if index_raw is not None else None
         shards = _shards(repo_id, sizes, top, index, index_name)
+        first_reads = _first_reads(index)
         if progress:
             progress(0, len(shards))
         done = 0
@@ -429,7 +430,8 @@ def fetch_checkpoint(hub: Hub, repo_id: str, sha: str, info: Mapping[str, Any],
 
         def fetch(name: str) -> tuple[str, bytes]:
             nonlocal done
-            blob = _read_header(hub, repo_id, sha, name, sizes.get(name), _first_read(name, index))
+            first = first_reads.get(name, FIRST_READ_UNINDEXED)
+            blob = _read_header(hub, repo_id, sha, name, sizes.get(name), first)
             with lock:
                 done += 1
                 if progress:
@@ -493,14 +495,13 @@ def _shards(repo_id: str, sizes: Mapping[str, int | None], top: set[str], index:
     raise NotFoundError(f"{repo_id}: the repo has no weight files at this revision")
 
 
-def _first_read(name: str, index: Mapping[str, Any] | None) -> int:
-    """Bytes to ask for first: the header's likely size, from the tensor names the index places
-    in this shard; 64 KiB when there is no index."""
-    if index is None:
-        return FIRST_READ_UNINDEXED
-    weight_map = index.get("weight_map") or {}
-    estimate = sum(len(t) + ENTRY_OVERHEAD for t, f in weight_map.items() if f == name)
-    return PREFIX_BYTES + 64 + estimate
+def _first_reads(index: Mapping[str, Any] | None) -> dict[str, int]:
+    """Bytes to ask for first, per shard: the header's likely size from the tensor names the index
+    places there (64 KiB for a shard no index describes)."""
+    estimates: dict[str, int] = {}
+    for tensor, shard in ((index or {}).get("weight_map") or {}).items():
+        estimates[shard] = estimates.get(shard, PREFIX_BYTES + 64) + len(tensor) + ENTRY_OVERHEAD
+    return estimates
 
 
 def _read_header(hub: Hub, repo_id: str, sha: str, name: str, size: int | None, first: int) -> bytes:

@@ -104,6 +104,11 @@ class HubState:
         return None
 
 
+class _Server(ThreadingHTTPServer):
+    request_queue_size = 256  # the default 5 drops concurrent connects, which then retry after 1 s
+    daemon_threads = True
+
+
 class HubServer:
     """``with HubServer() as hub: hub.add_snapshot(...); hub.url``"""
 
@@ -149,7 +154,7 @@ class HubServer:
     def __enter__(self) -> HubServer:
         handler = _make_handler(self.state)
         for _ in range(2):  # the Hub, and a second origin standing for the CDN
-            server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+            server = _Server(("127.0.0.1", 0), handler)
             server.daemon_threads = True
             threading.Thread(target=server.serve_forever, daemon=True).start()
             self._servers.append(server)
@@ -336,7 +341,8 @@ def _make_handler(state: HubState) -> type[BaseHTTPRequestHandler]:
         def _error(self, status: int, code: str, message: str, extra: dict[str, str] | None = None) -> None:
             body = json.dumps({"error": message}).encode()
             self._send(status, body, {"X-Error-Code": code, "X-Error-Message": message,
-                                      "Content-Type": "application/json", **(extra or {})}, False)
+                                      "Content-Type": "application/json", **(extra or {})},
+                       self.command == "HEAD")
 
         def _send(self, status: int, body: bytes, headers: dict[str, str], head: bool) -> None:
             self._status = status

@@ -49,10 +49,10 @@ def main() -> None:
     os.environ["HF_HUB_DISABLE_TELEMETRY"] = "1"
     os.environ.pop("HF_HUB_OFFLINE", None)
     import huggingface_hub.constants as constants
+    from hubserver import HubServer
     from huggingface_hub import HfApi
     from huggingface_hub.utils import close_session
     from huggingface_hub.utils import logging as hf_logging
-    from hubserver import HubServer
 
     from inspector.aliases import ALIASES, bundled_path
     from inspector.hub import HeaderCache, HubOptions, open_hub
@@ -77,7 +77,7 @@ def main() -> None:
             header_bytes = None
             sha = None
 
-            def measure(label: str, fn) -> None:  # noqa: ANN001
+            def measure(label: str, fn) -> None:
                 best = None
                 for _ in range(args.repeat):
                     close_session()

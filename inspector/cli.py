@@ -115,23 +115,81 @@ def show(
         bool, typer.Option("--collapse", help="with --tensors: one row per repeated layer/expert tensor")
     ] = False,
     shards: Annotated[bool, typer.Option("--shards", help="list every file, however many")] = False,
+    formula: Annotated[bool, typer.Option("--formula", help="parameters predicted from config.json, per role, "
+                                                            "beside the headers' counts")] = False,
     revision: Revision = None,
     endpoint: Endpoint = None,
     token: Token = None,
     offline: Offline = False,
 ) -> None:
-    from .render import listing, report_json, report_table, tensor_lines
+    from .formula import formula_check
+    from .render import formula_table, listing, report_json, report_table, tensor_lines
     from .report import build_report
 
     report = build_report(_open(model, revision, endpoint, token, offline))
     rows = listing(report, collapse) if tensors else None
+    check = formula_check(report) if formula else None
     if as_json:
-        emit_json(report_json(report, rows=rows))
+        emit_json(report_json(report, rows=rows, formula=check))
         return
     console = _stdout()
     console.print(report_table(report, rows=None, all_shards=shards))
+    if check is not None:
+        console.print(formula_table(check))
     if rows is not None:
         sys.stdout.write("\n".join(tensor_lines(rows)) + "\n")
+
+
+FAIL_IF = ("params", "dtypes", "shapes", "any")
+
+
+@app.command("diff", help="Compare two models and explain the parameter gap, cause by cause. "
+                          "A and B: paths, aliases, Hub repos, or one repo at two revisions (repo@rev1 repo@rev2). "
+                          "Exit 0; with --fail-if, exit 1 when the named difference is found.")
+def diff(
+    a: Annotated[str, typer.Argument(help="the model to compare from")],
+    b: Annotated[str, typer.Argument(help="the model to compare to")],
+    as_json: Annotated[bool, typer.Option("--json", help="one JSON document (schema_version 1)")] = False,
+    fmt: Annotated[str, typer.Option("--format", help="table, json or markdown")] = "table",
+    fail_if: Annotated[str | None, typer.Option(
+        "--fail-if", help="comma-separated: params (count changed), dtypes (a dtype changed), "
+                          "shapes (tensors added, removed or reshaped), any")] = None,
+    all_changes: Annotated[bool, typer.Option("--all-changes", help="list every tensor change")] = False,
+    endpoint: Endpoint = None,
+    token: Token = None,
+    offline: Offline = False,
+) -> None:
+    from .diff import diff_reports
+    from .errors import UsageError
+    from .render_diff import diff_json, diff_markdown, diff_table
+    from .report import build_report
+
+    gates = [g.strip() for g in (fail_if or "").split(",") if g.strip()]
+    unknown = [g for g in gates if g not in FAIL_IF]
+    if unknown:
+        raise UsageError(f"--fail-if: unknown condition {unknown[0]!r}", hint="use " + ", ".join(FAIL_IF))
+    if fmt not in ("table", "json", "markdown"):
+        raise UsageError(f"--format: unknown format {fmt!r}", hint="use table, json or markdown")
+    result = diff_reports(build_report(_open(a, None, endpoint, token, offline)),
+                          build_report(_open(b, None, endpoint, token, offline)))
+    if as_json or fmt == "json":
+        emit_json(diff_json(result))
+    elif fmt == "markdown":
+        sys.stdout.write(diff_markdown(result))
+    else:
+        _stdout().print(diff_table(result, all_changes=all_changes))
+    triggered = {
+        "params": result.delta != 0,
+        "dtypes": any(c.kind == "retyped" or (c.dtype_a and c.dtype_b and c.dtype_a != c.dtype_b)
+                      for c in result.changes) or {dt for dt, x, _ in result.dtypes if x} != {
+                          dt for dt, _, y in result.dtypes if y},
+        "shapes": any(c.kind in ("added", "removed", "reshaped") for c in result.changes),
+        "any": not result.identical,
+    }
+    hit = [g for g in gates if triggered[g]]
+    if hit:
+        _stderr().print(f"--fail-if: {', '.join(hit)} changed")
+        raise typer.Exit(1)
 
 
 @app.command("save", help="Write MODEL's header snapshot to a folder: inspect, diff or audit it later offline.")

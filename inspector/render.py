@@ -52,7 +52,7 @@ def shape_text(shape: tuple[int, ...]) -> str:
 # --- inspect: JSON ----------------------------------------------------------------------------
 
 
-def report_json(report: Report, *, rows: list[ListingRow] | None) -> dict[str, Any]:
+def report_json(report: Report, *, rows: list[ListingRow] | None, formula: Any = None) -> dict[str, Any]:
     """The ``inspect --json`` document (schema_version 1; every key always present)."""
     c = report.checkpoint
     s = report.summary
@@ -84,6 +84,7 @@ def report_json(report: Report, *, rows: list[ListingRow] | None) -> dict[str, A
         ],
         "other_weight_files": [{"path": f.path, "size": f.size} for f in report.other_weights],
         "notes": list(report.notes),
+        "formula": None if formula is None else formula_json(formula),
         "tensors": None if rows is None else [
             {"name": r.name, "dtype": r.dtype, "shape": list(r.shape), "count": r.count, "role": r.role,
              "kind": r.kind, "file": r.file}
@@ -233,3 +234,27 @@ def tensor_lines(rows: list[ListingRow]) -> list[str]:
 
 def tensor_table(rows: list[ListingRow]) -> RenderableType:
     return Text("\n".join(tensor_lines(rows)))
+
+
+def formula_json(check: Any) -> dict[str, Any]:
+    return {
+        "family": check.family, "predicted": check.predicted, "actual": check.actual,
+        "context_enters": check.context_enters, "notes": list(check.notes),
+        "rows": [{"role": r.role, "formula": r.formula, "predicted": r.predicted, "actual": r.actual,
+                  "note": r.note} for r in check.rows],
+    }
+
+
+def formula_table(check: Any) -> RenderableType:
+    if check.family is None:
+        return Text("formula: " + "; ".join(check.notes), style="dim")
+    t = Table(title=f"Config formula ({check.family}) vs headers", title_justify="left", show_edge=False,
+              pad_edge=False)
+    for col, just in (("role", "left"), ("formula", "left"), ("from config", "right"), ("in headers", "right"),
+                      ("", "left")):
+        t.add_column(col, justify=just)  # type: ignore[arg-type]
+    for r in check.rows:
+        flag = "" if r.predicted == r.actual else f"differs by {r.actual - r.predicted:+,}"
+        t.add_row(r.role, r.formula, n(r.predicted), n(r.actual), "; ".join(x for x in (flag, r.note) if x))
+    t.add_row("total", "", n(check.predicted), n(check.actual), "", style="bold")
+    return Group(t, *(Text("note: " + note, style="dim") for note in check.notes))

@@ -226,3 +226,26 @@ def test_hub_reports_the_token_source_without_the_token(monkeypatch) -> None:
     assert Hub(HubOptions()).token_source() == "the token in HF_TOKEN"
     assert Hub(HubOptions(token="x")).token_source() == "the token given with --token"
     json.dumps(HubOptions().__class__.__name__)
+
+
+def test_diff_two_revisions_of_one_repo(hub: HubServer, cli, monkeypatch) -> None:
+    from helpers import tiny_llama
+
+    from inspector.header import encode_header
+
+    shas = []
+    for rev, inter in (("v1", 16), ("v2", 24)):
+        config, entries = tiny_llama(inter=inter)
+        blob, data = encode_header(entries, {"format": "pt"})
+        shas.append(hub.add_files("acme/tiny", {"config.json": json.dumps(config).encode(),
+                                                "model.safetensors": VFile(len(blob) + data, blob, True)},
+                                  branch=rev))
+    monkeypatch.setenv("HF_ENDPOINT", hub.url)
+    r = cli("diff", "acme/tiny@v1", "acme/tiny@v2", "--json")
+    assert r.code == 0, r.err
+    doc = r.json()
+    assert doc["a"]["revision"] == shas[0] and doc["b"]["revision"] == shas[1]
+    assert [c["cause"] for c in doc["causes"]] == ["MLP width", "residual"]
+    assert doc["causes"][0]["delta"] == 2 * 3 * 8 * (24 - 16)
+    r = cli("diff", "acme/tiny@v1", "acme/tiny@v404")
+    assert r.code == errors.EXIT_NOT_FOUND and "no such revision" in r.err

@@ -1,0 +1,487 @@
+"""Compare two checkpoints and explain the parameter gap, cause by cause, exactly.
+
+Alignment. Tensors inside the repeated block are paired by their name within the layer
+(``self_attn.k_proj.weight``), layer i of B with layer i of A; a layer B has beyond A's count is
+paired with A's last layer (its template). Outside the block, tensors pair by name, then by role.
+
+Attribution (the stated, deterministic rule). Each dimension of a paired tensor is matched to the
+config quantity that explains its change: the quantity whose value in A equals the dimension in A
+and whose value in B equals it in B (vocabulary, hidden size, MLP width, q width = heads ×
+head_dim, KV width = KV heads × head_dim, …). When several dimensions change for different causes
+(hidden size and vocabulary both grow), the dimensions are moved from A's size to B's one cause at
+a time, in the order of ``CAUSE_ORDER``; each step's increase in elements is that cause's. The
+steps telescope, so the causes add up to B − A exactly. Then:
+
+* extra (or missing) layers: ``layer count``, at the template layer's size in A;
+* tensors only one side has: ``experts`` (a dense MLP replaced by experts, experts added), the MoE
+  ``router``, ``tied embeddings`` (an lm_head dropped or added), ``biases``, ``norms``;
+* anything else: the named ``residual``, never hidden.
+
+Buffers are not parameters and are reported beside the causes, as are bytes and dtypes.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Final
+
+from .config import ModelConfig
+from .report import Report
+from .roles import role_group
+from .stats import Tensor, layer_suffix
+
+CAUSE_ORDER: Final[tuple[str, ...]] = (
+    "vocabulary", "positions", "hidden size", "layer count", "MLP width", "expert MLP width",
+    "q width", "KV width", "experts", "router", "tied embeddings", "biases", "norms", "residual",
+)
+
+LLAMA_LIKE: Final = frozenset({
+    "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "gemma", "gemma2",
+    "gemma3_text", "phi3", "deepseek_v2", "deepseek_v3", "olmo", "olmo2", "granite", "cohere", "starcoder2",
+})
+
+
+@dataclass(frozen=True, slots=True)
+class Item:
+    """One line of a cause's arithmetic: a tensor (pattern) and what it contributed."""
+
+    tensor: str
+    count: int  # tensors (layers × experts) the line stands for
+    formula: str  # per tensor, e.g. "(14,336 − 11,008) × 4,096"
+    delta: int  # total of the line
+
+
+@dataclass(frozen=True, slots=True)
+class Cause:
+    key: str
+    label: str  # "vocabulary 32,000 → 128,256"
+    delta: int
+    items: tuple[Item, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    kind: str  # added, removed, reshaped, retyped
+    role: str
+    name: str  # collapsed over layers: "model.layers.{0–31}.mlp.gate_proj.weight"
+    count: int
+    shape_a: tuple[int, ...] | None
+    shape_b: tuple[int, ...] | None
+    dtype_a: str | None
+    dtype_b: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class RoleDelta:
+    role: str
+    a: int
+    b: int
+
+
+@dataclass(frozen=True, slots=True)
+class Diff:
+    a: Report
+    b: Report
+    same_layout: bool
+    causes: tuple[Cause, ...]
+    changes: tuple[Change, ...]
+    roles: tuple[RoleDelta, ...]
+    buffers: tuple[int, int]
+    bytes: tuple[int, int]
+    dtypes: tuple[tuple[str, int, int], ...]  # dtype, elements in A, elements in B
+    active: tuple[int | None, int | None]
+    notes: tuple[str, ...]
+
+    @property
+    def parameters(self) -> tuple[int, int]:
+        return self.a.summary.parameters, self.b.summary.parameters
+
+    @property
+    def delta(self) -> int:
+        return self.b.summary.parameters - self.a.summary.parameters
+
+    @property
+    def identical(self) -> bool:
+        return not self.changes and self.parameters[0] == self.parameters[1] \
+            and self.buffers[0] == self.buffers[1] and self.bytes[0] == self.bytes[1]
+
+
+# --- quantities a dimension can stand for ----------------------------------------------------
+
+
+def _quantities(c: ModelConfig) -> list[tuple[str, str, int]]:
+    """(cause, label, value) for every config quantity a tensor dimension can be, in cause order."""
+    q: list[tuple[str, str, int]] = []
+
+    def add(cause: str, label: str, value: int | None) -> None:
+        if value:
+            q.append((cause, label, value))
+
+    add("vocabulary", "vocab", c.vocab_size)
+    add("positions", "positions", c.max_position)
+    add("hidden size", "hidden", c.hidden_size)
+    add("MLP width", "intermediate", c.intermediate_size)
+    if c.intermediate_size:
+        add("MLP width", "2 × intermediate", 2 * c.intermediate_size)  # fused gate_up
+    if c.hidden_size and c.intermediate_size is None:
+        add("MLP width", "4 × hidden", 4 * c.hidden_size)  # GPT-2's n_inner default
+    add("expert MLP width", "moe_intermediate", c.moe_intermediate_size)
+    if c.num_heads and c.head_dim:
+        add("q width", "heads × head_dim", c.num_heads * c.head_dim)
+    if c.num_kv_heads and c.head_dim:
+        add("KV width", "KV heads × head_dim", c.num_kv_heads * c.head_dim)
+        if c.num_heads:
+            add("q width", "(heads + 2 KV heads) × head_dim", (c.num_heads + 2 * c.num_kv_heads) * c.head_dim)
+    if c.hidden_size:
+        add("q width", "3 × hidden", 3 * c.hidden_size)  # GPT-2 c_attn
+    add("router", "experts", c.num_experts)
+    return q
+
+
+# nn.Linear weights are [out, in]: what each position of a role's weight stands for. Used only to
+# choose between quantities that both fit (a q_proj whose q width equals the hidden size).
+LINEAR_LAYOUT: Final[dict[str, tuple[str, str]]] = {
+    "attn.q": ("q width", "hidden size"), "attn.o": ("hidden size", "q width"),
+    "attn.k": ("KV width", "hidden size"), "attn.v": ("KV width", "hidden size"),
+    "mlp.gate": ("MLP width", "hidden size"), "mlp.up": ("MLP width", "hidden size"),
+    "mlp.down": ("hidden size", "MLP width"),
+}
+
+
+def _cause_of(dim_a: int, dim_b: int, qa: list[tuple[str, str, int]], qb: dict[str, int],
+              prefer: str | None = None) -> tuple[str, str]:
+    """The quantity that is dim_a in A and dim_b in B (the layout's choice, else the first in
+    cause order), or the residual."""
+    fits = [(cause, label) for cause, label, value in qa if value == dim_a and qb.get(label) == dim_b]
+    for fit in fits:
+        if fit[0] == prefer:
+            return fit
+    return fits[0] if fits else ("residual", "unexplained dimension")
+
+
+# --- the diff ----------------------------------------------------------------------------------
+
+
+def diff_reports(a: Report, b: Report) -> Diff:
+    ca, cb = a.config, b.config
+    same = _same_layout(a, b)
+    roles = _role_deltas(a, b)
+    changes = _changes(a, b)
+    notes: list[str] = []
+    if same:
+        causes = _explain(a, b)
+    else:
+        kinds = f"{ca.model_type or 'unknown'} vs {cb.model_type or 'unknown'}"
+        causes = (Cause("residual", f"architectures differ ({kinds}): no config causes, see the role table",
+                        b.summary.parameters - a.summary.parameters, ()),)
+        notes.append(f"the two models have different layouts ({kinds}); only a role-level comparison is meaningful")
+    total = sum(c.delta for c in causes)
+    assert total == b.summary.parameters - a.summary.parameters, "causes must sum to the difference"
+    dt: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for d in a.summary.by_dtype:
+        dt[d.dtype][0] = d.elements
+    for d in b.summary.by_dtype:
+        dt[d.dtype][1] = d.elements
+    return Diff(
+        a=a, b=b, same_layout=same, causes=causes, changes=changes, roles=roles,
+        buffers=(a.summary.buffer_elements, b.summary.buffer_elements),
+        bytes=(a.summary.bytes, b.summary.bytes),
+        dtypes=tuple((k, v[0], v[1]) for k, v in sorted(dt.items())),
+        active=(active_parameters(a), active_parameters(b)),
+        notes=tuple(notes),
+    )
+
+
+def _same_layout(a: Report, b: Report) -> bool:
+    ta, tb = a.config.model_type, b.config.model_type
+    if ta and tb and (ta == tb or (ta in LLAMA_LIKE and tb in LLAMA_LIKE)):
+        return True
+    la = {layer_suffix(t) for t in a.tensors if t.place.layer == 0}
+    lb = {layer_suffix(t) for t in b.tensors if t.place.layer == 0}
+    return bool(la) and len(la & lb) >= 0.5 * max(len(la), len(lb))
+
+
+def _role_deltas(a: Report, b: Report) -> tuple[RoleDelta, ...]:
+    ra = {r.role: r.parameters for r in a.summary.by_role}
+    rb = {r.role: r.parameters for r in b.summary.by_role}
+    from .roles import ROLE_ORDER
+
+    order = {r: i for i, r in enumerate(ROLE_ORDER)}
+    keys = sorted(set(ra) | set(rb), key=lambda r: order.get(r, 99))
+    return tuple(RoleDelta(r, ra.get(r, 0), rb.get(r, 0)) for r in keys if ra.get(r, 0) or rb.get(r, 0))
+
+
+class _Ledger:
+    """Collects (cause, tensor pattern, formula) → count and delta."""
+
+    def __init__(self) -> None:
+        self.lines: dict[tuple[str, str, str], list[int]] = defaultdict(lambda: [0, 0])
+        self.labels: dict[str, set[str]] = defaultdict(set)
+
+    def add(self, cause: str, tensor: str, formula: str, delta: int, label: str = "") -> None:
+        if delta == 0:
+            return
+        line = self.lines[(cause, tensor, formula)]
+        line[0] += 1
+        line[1] += delta
+        if label:
+            self.labels[cause].add(label)
+
+
+def _explain(a: Report, b: Report) -> tuple[Cause, ...]:
+    ca, cb = a.config, b.config
+    qa = _quantities(ca)
+    qb = {label: value for _, label, value in _quantities(cb)}
+    ledger = _Ledger()
+
+    def pair(ta: Tensor, tb: Tensor, pattern: str) -> None:
+        if ta.place.kind != "parameter" or tb.place.kind != "parameter":
+            return
+        sa, sb = ta.info.shape, tb.info.shape
+        if sa == sb:
+            return
+        if len(sa) != len(sb):
+            ledger.add("residual", pattern, f"{_shape(sa)} → {_shape(sb)}", tb.info.numel - ta.info.numel)
+            return
+        layout = LINEAR_LAYOUT.get(ta.place.role) if len(sa) == 2 else None
+        causes = [_cause_of(x, y, qa, qb, layout[i] if layout else None) if x != y else ("", "")
+                  for i, (x, y) in enumerate(zip(sa, sb, strict=True))]
+        current = list(sa)
+        for cause in CAUSE_ORDER:
+            dims = [i for i, (c, _) in enumerate(causes) if c == cause]
+            if not dims:
+                continue
+            before = _prod(current)
+            parts = []
+            for i, x in enumerate(current):
+                parts.append(f"({sb[i]:,} − {x:,})" if i in dims and len(dims) == 1 else f"{x:,}")
+            for i in dims:
+                current[i] = sb[i]
+            after = _prod(current)
+            formula = " × ".join(parts) if len(dims) == 1 else f"{_shape(tuple(current))} − " + \
+                _shape(tuple(sa[i] if i in dims else current[i] for i in range(len(sa))))
+            ledger.add(cause, pattern, formula, after - before, causes[dims[0]][1])
+
+    def single(t: Tensor, sign: int, pattern: str) -> None:
+        if t.place.kind != "parameter":
+            return
+        role = t.place.role
+        leaf = t.info.name.rsplit(".", 1)[-1]
+        if role.startswith("moe.expert") or role.startswith("moe.shared") or \
+                (role.startswith("mlp.") and _has_experts(b if sign < 0 else a)):
+            cause = "experts"
+        elif role == "moe.router":
+            cause = "router"
+        elif role == "lm_head":
+            cause = "tied embeddings"
+        elif leaf == "bias":
+            cause = "biases"
+        elif role == "norm":
+            cause = "norms"
+        else:
+            cause = "residual"
+        word = "added" if sign > 0 else "removed"
+        ledger.add(cause, pattern, f"{word} {_shape(t.info.shape)}", sign * t.info.numel)
+
+    # layers
+    la, lb = _layers(a), _layers(b)
+    for stack in sorted(set(la) | set(lb)):
+        layers_a, layers_b = la.get(stack, {}), lb.get(stack, {})
+        if not layers_a or not layers_b:  # a whole stack only one side has (a vision tower, say)
+            sign, layers = (1, layers_b) if layers_b else (-1, layers_a)
+            for ts in layers.values():
+                for t in ts.values():
+                    single(t, sign, f"{stack}.N.{layer_suffix(t)}")
+            continue
+        na, nb = max(layers_a) + 1, max(layers_b) + 1
+        template = layers_a[na - 1]
+        size = sum(t.info.numel for t in template.values() if t.place.kind == "parameter")
+        for _ in range(na, nb):  # an extra layer: first at A's size (layer count), then its widths
+            ledger.add("layer count", f"{stack}: a layer at A's size", f"+{size:,}", size)
+        for i in range(nb, na):
+            removed = sum(t.info.numel for t in layers_a[i].values() if t.place.kind == "parameter")
+            ledger.add("layer count", f"{stack}: a layer of A", f"−{removed:,}", -removed)
+        for i in sorted(layers_b):
+            _pair_layer(layers_a.get(i, template), layers_b[i], pair, single)
+    # outside the layers
+    oa = {t.info.name: t for t in a.tensors if t.place.layer is None}
+    ob = {t.info.name: t for t in b.tensors if t.place.layer is None}
+    _pair_layer(oa, ob, pair, single)
+
+    return _causes(ledger, ca, cb)
+
+
+def _pair_layer(ref: dict[str, Tensor], other: dict[str, Tensor], pair: Callable[[Tensor, Tensor, str], None],
+                single: Callable[[Tensor, int, str], None]) -> None:
+    unmatched_a = {k: v for k, v in ref.items() if k not in other}
+    unmatched_b = {k: v for k, v in other.items() if k not in ref}
+    for key in ref.keys() & other.keys():
+        pair(ref[key], other[key], _pattern(key))
+    # same role and leaf on both sides, once each: renamed (e.g. w1 ↔ gate_proj)
+    by_role_a = _unique_by_role(unmatched_a)
+    by_role_b = _unique_by_role(unmatched_b)
+    for rk in by_role_a.keys() & by_role_b.keys():
+        ka, kb = by_role_a[rk], by_role_b[rk]
+        pair(unmatched_a.pop(ka), unmatched_b.pop(kb), _pattern(kb))
+    for k, t in unmatched_b.items():
+        single(t, +1, _pattern(k))
+    for k, t in unmatched_a.items():
+        single(t, -1, _pattern(k))
+
+
+def _unique_by_role(tensors: dict[str, Tensor]) -> dict[tuple[str, str], str]:
+    seen: dict[tuple[str, str], list[str]] = defaultdict(list)
+    for k, t in tensors.items():
+        if t.place.expert is None:
+            seen[(t.place.role, k.rsplit(".", 1)[-1])].append(k)
+    return {rk: ks[0] for rk, ks in seen.items() if len(ks) == 1}
+
+
+def _layers(r: Report) -> dict[str, dict[int, dict[str, Tensor]]]:
+    out: dict[str, dict[int, dict[str, Tensor]]] = defaultdict(lambda: defaultdict(dict))
+    for t in r.tensors:
+        if t.place.stack is not None and t.place.layer is not None:
+            out[t.place.stack][t.place.layer][layer_suffix(t)] = t
+    return out
+
+
+def _has_experts(r: Report) -> bool:
+    return any(row.role.startswith("moe.expert") for row in r.summary.by_role)
+
+
+def _pattern(local: str) -> str:
+    import re
+
+    return re.sub(r"\.experts\.\d+\.", ".experts.E.", local)
+
+
+def _causes(ledger: _Ledger, ca: ModelConfig, cb: ModelConfig) -> tuple[Cause, ...]:
+    grouped: dict[str, list[Item]] = defaultdict(list)
+    for (cause, tensor, formula), (count, delta) in ledger.lines.items():
+        grouped[cause].append(Item(tensor, count, formula, delta))
+    causes = []
+    for cause in CAUSE_ORDER:
+        items = grouped.get(cause)
+        if not items and cause != "residual":
+            continue
+        items = sorted(items or [], key=lambda i: (-abs(i.delta), i.tensor))
+        causes.append(Cause(cause, _label(cause, ca, cb, ledger.labels.get(cause, set())),
+                            sum(i.delta for i in items), tuple(items)))
+    return tuple(causes)
+
+
+def _label(cause: str, ca: ModelConfig, cb: ModelConfig, labels: set[str]) -> str:
+    def change(x: int | None, y: int | None) -> str:
+        return f"{x:,} → {y:,}" if x is not None and y is not None else f"{x} → {y}"
+
+    if cause == "vocabulary":
+        return f"vocabulary {change(ca.vocab_size, cb.vocab_size)}"
+    if cause == "positions":
+        return f"learned positions {change(ca.max_position, cb.max_position)}"
+    if cause == "hidden size":
+        return f"hidden size {change(ca.hidden_size, cb.hidden_size)}"
+    if cause == "layer count":
+        return f"layers {change(ca.num_layers, cb.num_layers)}"
+    if cause == "MLP width":
+        return f"MLP width {change(ca.intermediate_size, cb.intermediate_size)}"
+    if cause == "expert MLP width":
+        return f"expert MLP width {change(ca.moe_intermediate_size, cb.moe_intermediate_size)}"
+    if cause == "q width":
+        return f"attention heads {change(ca.num_heads, cb.num_heads)} × head_dim {change(ca.head_dim, cb.head_dim)}"
+    if cause == "KV width":
+        if ca.head_dim == cb.head_dim:
+            return f"KV heads {change(ca.num_kv_heads, cb.num_kv_heads)} (grouped-query attention)"
+        return f"KV heads {change(ca.num_kv_heads, cb.num_kv_heads)} × head_dim {change(ca.head_dim, cb.head_dim)}"
+    if cause == "experts":
+        return f"experts {ca.num_experts or 'dense'} → {cb.num_experts or 'dense'}"
+    if cause == "router":
+        return "MoE router"
+    if cause == "tied embeddings":
+        return f"tied embeddings {ca.tie_word_embeddings} → {cb.tie_word_embeddings}"
+    if cause == "residual":
+        return "residual (no config cause)"
+    return cause
+
+
+def _changes(a: Report, b: Report) -> tuple[Change, ...]:
+    """Added, removed, reshaped and re-typed tensors, collapsed over layer runs."""
+    ta = {t.info.name: t for t in a.tensors}
+    tb = {t.info.name: t for t in b.tensors}
+    rows: dict[tuple[str, str, str, object, object, object, object], list[int | None]] = defaultdict(list)
+
+    def key(t: Tensor) -> tuple[str, int | None]:
+        if t.place.stack is not None and t.place.layer is not None:
+            return f"{t.place.stack}.{{#}}.{layer_suffix(t)}", t.place.layer
+        return t.info.name, None
+
+    for name in ta.keys() | tb.keys():
+        x, y = ta.get(name), tb.get(name)
+        if x is not None and y is not None:
+            if x.info.shape != y.info.shape:
+                kind = "reshaped"
+            elif x.info.dtype != y.info.dtype:
+                kind = "retyped"
+            else:
+                continue
+        else:
+            kind = "added" if x is None else "removed"
+        t = y if y is not None else x
+        assert t is not None
+        pattern, layer = key(t)
+        rows[(kind, t.place.role, pattern,
+              x.info.shape if x else None, y.info.shape if y else None,
+              x.info.dtype if x else None, y.info.dtype if y else None)].append(layer)
+    out = []
+    for (kind, role, pattern, sa, sb, da, db), layers in rows.items():
+        numbers = sorted(i for i in layers if i is not None)
+        if numbers:
+            span = f"{numbers[0]}–{numbers[-1]}" if len(numbers) == numbers[-1] - numbers[0] + 1 and len(numbers) > 1 \
+                else ",".join(map(str, numbers)) if len(numbers) <= 6 else f"{len(numbers)} layers"
+            pattern = pattern.replace("{#}", "{" + span + "}" if len(numbers) > 1 else str(numbers[0]))
+        out.append(Change(kind, role, pattern, len(layers), sa, sb, da, db))  # type: ignore[arg-type]
+    from .text import natural_key
+
+    order = {"removed": 0, "added": 1, "reshaped": 2, "retyped": 3}
+    out.sort(key=lambda c: (order[c.kind], role_group(c.role), natural_key(c.name)))
+    return tuple(out)
+
+
+def active_parameters(r: Report) -> int | None:
+    """Parameters used per token of a mixture of experts: all but the routed experts a token does
+    not visit: total − Σ over MoE layers of (experts − experts per token) × one expert's size.
+    None for a dense model or one whose config does not say how many experts a token uses."""
+    k = r.config.experts_per_token
+    experts_total = sum(t.info.numel for t in r.tensors
+                        if t.place.kind == "parameter" and t.place.role.startswith("moe.expert"))
+    if not experts_total or not k:
+        return None
+    per_layer: dict[tuple[str | None, int | None], set[int]] = defaultdict(set)
+    per_layer_elems: dict[tuple[str | None, int | None], int] = defaultdict(int)
+    fused = 0
+    for t in r.tensors:
+        if t.place.kind == "parameter" and t.place.role.startswith("moe.expert"):
+            key = (t.place.stack, t.place.layer)
+            per_layer_elems[key] += t.info.numel
+            if t.place.expert is not None:
+                per_layer[key].add(t.place.expert)
+            else:
+                fused += 1
+    inactive = 0
+    for key, elems in per_layer_elems.items():
+        n = len(per_layer[key]) or (r.config.num_experts or 0)
+        if n and n > k:
+            inactive += elems * (n - k) // n
+    return r.summary.parameters - inactive
+
+
+def _prod(values: list[int]) -> int:
+    out = 1
+    for v in values:
+        out *= v
+    return out
+
+
+def _shape(shape: tuple[int, ...]) -> str:
+    return "[" + ", ".join(f"{d:,}" for d in shape) + "]"

@@ -1,0 +1,123 @@
+"""inspect diff: the explanation sums exactly and matches ../shared/REFERENCE.md."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from helpers import save_real, tiny_llama
+
+from inspector.diff import diff_reports
+from inspector.errors import EXIT_NOT_FOUND, EXIT_USAGE
+from inspector.report import build_report
+from inspector.source import open_checkpoint
+
+GOLDEN = Path(__file__).parent / "golden"
+
+
+def diff(a: str, b: str):
+    return diff_reports(build_report(open_checkpoint(a)), build_report(open_checkpoint(b)))
+
+
+def causes(d) -> dict[str, int]:
+    return {c.key: c.delta for c in d.causes}
+
+
+def test_llama2_to_llama3_as_in_the_reference() -> None:
+    d = diff("llama2-7b", "llama3-8b")
+    assert d.parameters == (6_738_415_616, 8_030_261_248)
+    assert d.delta == 1_291_845_632
+    assert causes(d) == {"vocabulary": 788_529_152, "MLP width": 1_308_622_848, "KV width": -805_306_368,
+                         "residual": 0}
+    vocab = next(c for c in d.causes if c.key == "vocabulary")
+    assert {i.tensor: i.delta for i in vocab.items} == {"model.embed_tokens.weight": 394_264_576,
+                                                        "lm_head.weight": 394_264_576}
+    assert d.buffers[1] - d.buffers[0] == -2_048
+    assert sum(c.delta for c in d.causes) == d.delta
+
+
+def test_reference_md_explains_the_same_split(shared: Path) -> None:
+    text = (shared / "REFERENCE.md").read_text()
+    for figure in ("+394,264,576", "+1,308,622,848", "−805,306,368", "+1,291,845,632"):
+        assert figure in text
+
+
+def test_mistral_to_mixtral_explains_experts_router_and_active() -> None:
+    d = diff("mistral-7b", "mixtral-8x7b")
+    per_expert = 3 * 4096 * 14336
+    assert causes(d) == {"experts": (8 - 1) * per_expert * 32, "router": 8 * 4096 * 32, "residual": 0}
+    assert d.active == (None, 12_879_925_248)
+    assert d.parameters[1] == 46_702_792_704
+
+
+def test_llama3_8b_to_70b_explains_hidden_mlp_layers_heads() -> None:
+    d = diff("llama3-8b", "llama3-70b")
+    c = causes(d)
+    assert set(c) == {"hidden size", "layer count", "MLP width", "q width", "residual"}
+    assert c["layer count"] == 48 * 218_112_000  # 48 extra layers at 8B's per-layer size
+    assert c["residual"] == 0
+    assert sum(c.values()) == 70_553_706_496 - 8_030_261_248
+
+
+def test_reverse_diff_negates_every_cause() -> None:
+    forward, backward = causes(diff("llama2-7b", "llama3-8b")), causes(diff("llama3-8b", "llama2-7b"))
+    assert backward == {k: -v for k, v in forward.items()}
+
+
+def test_unrelated_families_do_not_invent_causes() -> None:
+    d = diff("gpt2", "llama2-7b")
+    assert not d.same_layout
+    assert [c.key for c in d.causes] == ["residual"]
+    assert d.causes[0].delta == d.delta
+    assert "architectures differ" in d.causes[0].label
+
+
+def test_identical_models(cli) -> None:
+    r = cli("diff", "gpt2", "gpt2")
+    assert r.code == 0 and "no differences" in r.out
+    assert cli("diff", "gpt2", "gpt2", "--json").json()["identical"] is True
+
+
+def test_json_sums_and_is_stable(cli) -> None:
+    """Golden file: INSPECTOR_UPDATE_GOLDEN=1 rewrites it (read the diff before committing)."""
+    first = cli("diff", "llama2-7b", "llama3-8b", "--json").json()
+    second = cli("diff", "llama2-7b", "llama3-8b", "--json").json()
+    assert first == second
+    assert sum(c["delta"] for c in first["causes"]) == first["delta"]["parameters"] == 1_291_845_632
+    for c in first["causes"]:
+        assert sum(i["delta"] for i in c["items"]) == c["delta"]
+    golden = GOLDEN / "diff_llama2-7b_llama3-8b.json"
+    if os.environ.get("INSPECTOR_UPDATE_GOLDEN"):
+        golden.write_text(json.dumps(first, indent=2, ensure_ascii=False) + "\n")
+    assert first == json.loads(golden.read_text())
+
+
+def test_markdown_for_pull_requests(cli) -> None:
+    r = cli("diff", "mistral-7b", "mixtral-8x7b", "--format", "markdown")
+    assert r.code == 0
+    assert r.out.startswith("### `mistralai/Mistral-7B-Instruct-v0.2` → `mistralai/Mixtral-8x7B-v0.1`")
+    assert "| **MoE router** | | | | **+1,048,576** |" in r.out
+
+
+def test_fail_if_gates(cli) -> None:
+    assert cli("diff", "llama2-7b", "llama3-8b", "--fail-if", "params").code == 1
+    assert cli("diff", "llama2-7b", "llama3-8b", "--fail-if", "dtypes").code == 1
+    assert cli("diff", "gpt2", "gpt2", "--fail-if", "any").code == 0
+    assert cli("diff", "gpt2", "gpt2", "--fail-if", "nonsense").code == EXIT_USAGE
+
+
+def test_a_missing_side_is_not_found(cli, tmp_path: Path) -> None:
+    r = cli("diff", "gpt2", str(tmp_path / "nope"))
+    assert r.code == EXIT_NOT_FOUND and r.err.startswith("Error:")
+
+
+def test_layer_count_and_tied_embeddings_on_tiny_models(tmp_path: Path) -> None:
+    for name, kw in (("a", {"layers": 2, "tied": False}), ("b", {"layers": 3, "tied": True})):
+        config, entries = tiny_llama(**kw)
+        folder = tmp_path / name
+        save_real(folder / "model.safetensors", {n: (dt, s) for n, dt, s in entries})
+        (folder / "config.json").write_text(json.dumps(config))
+    d = diff(str(tmp_path / "a"), str(tmp_path / "b"))
+    per_layer = 4 * 8 * 8 // 2 * 0 + (8 * 8 + 4 * 8 + 4 * 8 + 8 * 8) + 3 * 8 * 16 + 2 * 8
+    assert causes(d) == {"layer count": per_layer, "tied embeddings": -32 * 8, "residual": 0}

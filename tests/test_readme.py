@@ -37,7 +37,8 @@ def test_readme_examples_are_real_output(cli, monkeypatch) -> None:
     for m in blocks:
         actual = render(cli, m.group("cmd"))
         if os.environ.get("INSPECTOR_UPDATE_README"):
-            updated = updated.replace(m.group(0), m.group(0).replace(m.group("body"), actual))
+            block = f"<!-- example: {m.group('cmd')} -->\n```text\n{actual}```\n<!-- end example -->"
+            updated = updated.replace(m.group(0), block)
         else:
             assert m.group("body") == actual, f"README example is stale: {m.group('cmd')}"
     if updated != text:

@@ -134,6 +134,11 @@ def show(
         return
     console = _stdout()
     console.print(report_table(report, rows=None, all_shards=shards))
+    from .estimate import estimate
+    from .render import estimate_line
+
+    with contextlib.suppress(InspectorError):
+        console.print(estimate_line(estimate(report)), style="cyan", highlight=False)
     if check is not None:
         console.print(formula_table(check))
     if rows is not None:
@@ -190,6 +195,36 @@ def diff(
     if hit:
         _stderr().print(f"--fail-if: {', '.join(hit)} changed")
         raise typer.Exit(1)
+
+
+@app.command("estimate", help="Memory, KV cache, FLOPs, MoE active parameters and quantisation-aware counts, "
+                              "each with its formula, source and assumptions.")
+def estimate_cmd(
+    model: Annotated[str, typer.Argument(help="path, alias, or Hub repo id (org/name[@revision])")],
+    context: Annotated[int | None, typer.Option("--context", help="tokens (default: the config's context)")] = None,
+    batch: Annotated[int, typer.Option("--batch", help="sequences")] = 1,
+    kv_dtype: Annotated[str | None, typer.Option("--kv-dtype", help="bf16, fp16, fp32, fp8, int8, int4")] = None,
+    dtype: Annotated[str, typer.Option("--dtype", help="what-if weight dtypes, comma-separated")] = "bf16,fp8,int4",
+    as_json: Annotated[bool, typer.Option("--json", help="one JSON document (schema_version 1)")] = False,
+    revision: Revision = None,
+    endpoint: Endpoint = None,
+    token: Token = None,
+    offline: Offline = False,
+) -> None:
+    from .errors import UsageError
+    from .estimate import estimate
+    from .render import estimate_json, estimate_table
+    from .report import build_report
+
+    if (context is not None and context < 1) or batch < 1:
+        raise UsageError("--context and --batch must be positive")
+    report = build_report(_open(model, revision, endpoint, token, offline))
+    est = estimate(report, context=context, batch=batch, kv_dtype=kv_dtype,
+                   what_if=tuple(d.strip() for d in dtype.split(",") if d.strip()))
+    if as_json:
+        emit_json(estimate_json(report, est))
+    else:
+        _stdout().print(estimate_table(report, est))
 
 
 @app.command("save", help="Write MODEL's header snapshot to a folder: inspect, diff or audit it later offline.")

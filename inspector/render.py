@@ -258,3 +258,106 @@ def formula_table(check: Any) -> RenderableType:
         t.add_row(r.role, r.formula, n(r.predicted), n(r.actual), "; ".join(x for x in (flag, r.note) if x))
     t.add_row("total", "", n(check.predicted), n(check.actual), "", style="bold")
     return Group(t, *(Text("note: " + note, style="dim") for note in check.notes))
+
+
+# --- estimate -------------------------------------------------------------------------------------
+
+_FIGURE_TITLES = {
+    "weights_bytes": "weights, as stored", "kv_bytes_per_token": "KV cache per token", "kv_bytes": "KV cache",
+    "total_parameters": "parameters, total", "main_parameters": "parameters, main model",
+    "active_parameters": "parameters, active per token", "flops_per_token_weights": "FLOPs per token, weights",
+    "flops_per_token_attention": "FLOPs per token, attention", "flops_decode_step": "FLOPs, one decode step",
+    "flops_prefill": "FLOPs, prefill", "attention_to_gemm_ratio": "attention / weight FLOPs",
+    "attention_to_gemm_ratio_seed": "… seed's t / (2D + 1.5I)",
+}
+
+
+def _value(v: int | float | None, unit: str) -> str:
+    if v is None:
+        return "—"
+    if isinstance(v, float):
+        return f"{v:.4f}"
+    if unit == "B":
+        return f"{v:,} B ({size(v)})"
+    if unit == "FLOP":
+        return f"{v:,} ({short(v)})"
+    return n(v)
+
+
+def estimate_json(report: Report, est: Any) -> dict[str, Any]:
+    q = est.quant
+    c = report.checkpoint
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "model": {"label": c.label, "origin": c.origin, "repo_id": c.repo_id, "revision": c.revision},
+        "context": est.context, "batch": est.batch, "kv_dtype": est.kv_dtype,
+        "figures": [{"name": f.name, "value": f.value, "unit": f.unit, "formula": f.formula, "source": f.source,
+                     "assumptions": list(f.assumptions)} for f in est.figures],
+        "quantization": {
+            "method": q.method, "bits": q.bits, "source": q.source, "logical_parameters": q.logical_parameters,
+            "stored_elements": q.stored_elements, "overhead_elements": q.overhead_elements, "notes": list(q.notes),
+            "by_role": [{"role": r.role, "logical": r.logical, "stored": r.stored, "weight_bytes": r.weight_bytes,
+                         "overhead_bytes": r.overhead_bytes, "bits_per_weight": r.bits_per_weight} for r in q.rows],
+        },
+        "what_if": [{"dtype": d, "bytes": b} for d, b in est.what_if],
+    }
+
+
+def estimate_table(report: Report, est: Any) -> RenderableType:
+    c = report.checkpoint
+    parts: list[RenderableType] = [
+        Text(f"{sanitize(c.label)}: estimates at context {est.context:,}, batch {est.batch}, "
+             f"KV cache in {est.kv_dtype}", style="bold")]
+    t = Table(show_edge=False, pad_edge=False)
+    t.add_column("figure")
+    t.add_column("value", justify="right")
+    t.add_column("formula")
+    t.add_column("", justify="right")
+    notes: list[str] = []
+    for f in est.figures:
+        marks = []
+        for text in (f.source, *f.assumptions):
+            if text not in notes:
+                notes.append(text)
+            marks.append(str(notes.index(text) + 1))
+        t.add_row(_FIGURE_TITLES.get(f.name, f.name), _value(f.value, f.unit), sanitize(f.formula), ",".join(marks))
+    parts += [t, Text("")]
+    q = est.quant
+    if q.method or q.overhead_elements:
+        qt = Table(title=f"Quantisation: {q.method} {q.bits or ''}-bit (from {q.source})".replace(" -bit", ""),
+                   title_justify="left", show_edge=False, pad_edge=False)
+        for col, just in (("role", "left"), ("logical parameters", "right"), ("stored elements", "right"),
+                          ("weight bytes", "right"), ("overhead bytes", "right"), ("bits/weight", "right")):
+            qt.add_column(col, justify=just)  # type: ignore[arg-type]
+        for r in q.rows:
+            bpw = f"{r.bits_per_weight:.3f}" if r.bits_per_weight is not None else "—"
+            qt.add_row(r.role, n(r.logical), n(r.stored), n(r.weight_bytes), n(r.overhead_bytes), bpw)
+        qt.add_row("total", n(q.logical_parameters), n(q.stored_elements), "", n(q.overhead_elements) + " el.",
+                   "", style="bold")
+        parts += [qt, Text("scales, zero points and group indices are overhead, not parameters", style="dim"),
+                  Text("")]
+        notes += list(q.notes)
+    w = Table(title="Weights at other dtypes (logical parameters × bits; no scales)", title_justify="left",
+              show_edge=False, pad_edge=False)
+    w.add_column("dtype")
+    w.add_column("bytes", justify="right")
+    for dtype, nbytes in est.what_if:
+        w.add_row(dtype, f"{nbytes:,} ({size(nbytes)})")
+    parts += [w, Text("")]
+    for i, note in enumerate(notes, 1):
+        parts.append(Text(f"{i}. {sanitize(note)}", style="dim"))
+    return Group(*parts)
+
+
+def estimate_line(est: Any) -> str:
+    """The one-line summary ``inspect MODEL`` prints."""
+    kv = est.get("kv_bytes_per_token").value
+    flops = est.get("flops_per_token_weights").value
+    parts = [f"KV cache {n(kv)} B/token ({est.kv_dtype})" if kv is not None else "KV cache unknown",
+             f"{n(flops)} FLOPs/token (weights)" if flops else ""]
+    active = next((f.value for f in est.figures if f.name == "active_parameters"), None)
+    if active is not None:
+        parts.append(f"active {n(active)} parameters/token")
+    if est.quant.method:
+        parts.append(f"{est.quant.method}: {n(est.quant.logical_parameters)} logical parameters")
+    return "estimate: " + " · ".join(p for p in parts if p) + " (inspect estimate for formulas)"

@@ -1,0 +1,121 @@
+"""Estimates: formulas checked by hand on tiny configs and against ../shared/REFERENCE.md."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from helpers import save_real, tiny_llama, write_layout
+
+from inspector.estimate import estimate
+from inspector.report import build_report
+from inspector.source import open_checkpoint
+
+
+def est(model: str, **kw):
+    return estimate(build_report(open_checkpoint(model)), **kw)
+
+
+def value(e, name: str):
+    return e.get(name).value
+
+
+def test_llama3_8b_reference_figures() -> None:
+    e = est("llama3-8b", context=8192)
+    assert value(e, "weights_bytes") == 16_060_522_496
+    assert value(e, "kv_bytes_per_token") == 131_072
+    assert value(e, "kv_bytes") == 1_073_741_824  # 1 GiB at 8,192 tokens
+    assert value(e, "flops_per_token_weights") == 15_009_849_344
+    assert "checked" in " ".join(e.get("kv_bytes_per_token").assumptions)
+
+
+def test_llama2_7b_reference_figures() -> None:
+    e = est("llama2-7b", context=4096)
+    assert value(e, "kv_bytes_per_token") == 524_288
+    assert value(e, "flops_per_token_weights") == 13_214_687_232
+    assert value(e, "flops_per_token_attention") == 2_147_483_648
+    assert value(e, "attention_to_gemm_ratio_seed") == pytest.approx(4096 / 24_704)
+
+
+def test_reference_md_has_these_figures(shared: Path) -> None:
+    text = (shared / "REFERENCE.md").read_text()
+    for figure in ("524,288", "131,072", "1,073,741,824", "13,214,687,232", "15,009,849,344",
+                   "2,147,483,648", "24,704", "12,879,925,248"):
+        assert figure in text
+
+
+def test_mixtral_total_and_active() -> None:
+    e = est("mixtral-8x7b")
+    assert value(e, "total_parameters") == 46_702_792_704
+    assert value(e, "active_parameters") == 12_879_925_248
+
+
+def test_deepseek_v3_mla_moe_fp8() -> None:
+    e = est("deepseek-v3", context=4096)
+    assert value(e, "kv_bytes_per_token") == (512 + 64) * 61 * 2  # latent + rope key, not 128 heads
+    active = value(e, "active_parameters")
+    assert 36e9 < active < 38e9 and 670e9 < value(e, "main_parameters") < 672e9
+    assert e.quant.method == "fp8" and e.quant.logical_parameters == e.quant.stored_elements
+    assert e.quant.overhead_elements == 41_540_496  # the weight_scale_inv blocks
+
+
+def test_gptq_logical_parameters_match_the_unquantised_model(shared: Path) -> None:
+    e = est("llama2-13b-gptq")
+    q = e.quant
+    real = json.loads((shared / "realdata" / "TheBloke__Llama-2-13B-chat-GPTQ" / "config.json").read_text())
+    assert (q.method, q.bits) == (real["quantization_config"]["quant_method"], real["quantization_config"]["bits"])
+    # the unquantised Llama-2-13B from the same config: embed + head + 40 × layer + final norm
+    d, i, v, n_layers = 5120, 13824, 32000, 40
+    dense = 2 * v * d + n_layers * (4 * d * d + 3 * d * i + 2 * d) + d
+    assert abs(q.logical_parameters - dense) <= dense * 0.001
+    assert q.overhead_elements > 0 and q.stored_elements < q.logical_parameters / 4
+    bits = {r.role: r.bits_per_weight for r in q.rows}
+    assert 4.0 < bits["mlp.up"] < 4.3 and bits["embedding"] == 16.0
+
+
+def test_tiny_gqa_kv_and_flops_by_hand(tmp_path: Path) -> None:
+    config, entries = tiny_llama(layers=3, hidden=16, inter=32, vocab=50, heads=4, kv=2, dtype="F16")
+    save_real(tmp_path / "m" / "model.safetensors", {n: (dt, s) for n, dt, s in entries})
+    (tmp_path / "m" / "config.json").write_text(json.dumps(config))
+    e = est(str(tmp_path / "m"), context=10, kv_dtype="fp8")
+    # 2 × 3 layers × 2 KV heads × head_dim 4 × 1 byte
+    assert value(e, "kv_bytes_per_token") == 2 * 3 * 2 * 4 * 1
+    params = sum(__import__("math").prod(s) for _, _, s in entries)
+    assert value(e, "flops_per_token_weights") == 2 * (params - 50 * 16)
+    assert value(e, "flops_per_token_attention") == 4 * 3 * 4 * 4 * 10
+    assert value(e, "flops_prefill") == 2 * (params - 800) * 10 + 4 * 3 * 4 * 4 * (10 * 11 // 2)
+
+
+def test_sliding_window_layers_cap_the_cache(tmp_path: Path) -> None:
+    config, entries = tiny_llama(layers=4, hidden=16, heads=4, kv=4)
+    config.update({"model_type": "gemma3_text", "sliding_window": 8, "head_dim": 4,
+                   "layer_types": ["sliding_attention", "sliding_attention", "sliding_attention", "full_attention"]})
+    write_layout(tmp_path / "m" / "model.safetensors", entries)
+    (tmp_path / "m" / "config.json").write_text(json.dumps(config))
+    e = est(str(tmp_path / "m"), context=100, kv_dtype="bf16")
+    per_layer_token = 2 * 4 * 4 * 2
+    assert value(e, "kv_bytes") == per_layer_token * (3 * 8 + 100)
+
+
+def test_hybrid_layers_keep_constant_state(tmp_path: Path) -> None:
+    config, entries = tiny_llama(layers=4, hidden=16, heads=4, kv=4)
+    config.update({"model_type": "qwen3_next", "head_dim": 4,
+                   "layer_types": ["linear_attention"] * 3 + ["full_attention"]})
+    write_layout(tmp_path / "m" / "model.safetensors", entries)
+    (tmp_path / "m" / "config.json").write_text(json.dumps(config))
+    e = est(str(tmp_path / "m"), context=10)
+    assert value(e, "kv_bytes_per_token") == 2 * 1 * 4 * 4 * 4  # one attention layer, F32 config
+    assert any("constant state" in a for a in e.get("kv_bytes_per_token").assumptions)
+
+
+def test_cli_estimate_json_and_summary_line(cli) -> None:
+    r = cli("estimate", "llama3-8b", "--context", "8192", "--json")
+    doc = r.json()
+    assert r.code == 0 and doc["schema_version"] == 1
+    figures = {f["name"]: f for f in doc["figures"]}
+    assert figures["kv_bytes"]["value"] == 1_073_741_824
+    assert all(f["source"] and f["formula"] for f in doc["figures"])
+    assert {w["dtype"]: w["bytes"] for w in doc["what_if"]}["int4"] == 8_030_261_248 // 2
+    assert "estimate: KV cache 131,072 B/token" in cli("llama3-8b").out
+    assert cli("estimate", "llama3-8b", "--kv-dtype", "fp3").code == 2

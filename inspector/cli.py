@@ -227,6 +227,67 @@ def estimate_cmd(
         _stdout().print(estimate_table(report, est))
 
 
+@app.command("audit", help="Check that a checkpoint is whole and consistent, from headers, index, config and "
+                           "file sizes (Hub repos: the listed sizes). Exit 0 with no error finding, 1 with any. "
+                           "Never modifies the audited files.")
+def audit_cmd(
+    target: Annotated[str, typer.Argument(help="path, alias, or Hub repo id (org/name[@revision])")],
+    as_json: Annotated[bool, typer.Option("--json", help="one JSON document (schema_version 1)")] = False,
+    deep: Annotated[
+        bool, typer.Option("--deep", help="local only: stream tensor data, flag NaN, Inf, all-zero")
+    ] = False,
+    revision: Revision = None,
+    endpoint: Endpoint = None,
+    token: Token = None,
+    offline: Offline = False,
+) -> None:
+    from pathlib import Path
+
+    from . import audit as audit_mod
+    from .aliases import ALIASES, bundled_path
+    from .hub import HubOptions
+    from .render import audit_json, audit_table
+    from .snapshot import is_snapshot, load_snapshot
+    from .source import looks_like_repo_id, split_revision
+
+    path = Path(target).expanduser()
+    name, rev = split_revision(target) if not path.exists() else (target, None)
+    inp = None
+    if path.exists() and path.is_dir() and is_snapshot(path):
+        result = audit_mod.audit_checkpoint_like(load_snapshot(path, strict=False))
+    elif path.exists():
+        inp = audit_mod.load_local(path)
+        result = audit_mod.audit(inp)
+    elif name.lower() in ALIASES and not (rev or revision):
+        alias = ALIASES[name.lower()]
+        result = audit_mod.audit_checkpoint_like(load_snapshot(bundled_path(alias), origin="bundled",
+                                                               label=alias.repo_id, strict=False))
+    elif looks_like_repo_id(name) and "/" in name:
+        _quiet_hub_logging()
+        options = HubOptions(endpoint=endpoint, token=token, offline=True if offline else None)
+        result = audit_mod.audit(audit_mod.load_hub(name, rev or revision, options))
+    else:
+        from .errors import NotFoundError
+
+        raise NotFoundError(f"{target}: no such file or folder, alias or Hub repo id")
+    if deep:
+        if inp is None:
+            from .errors import UsageError
+
+            raise UsageError("--deep needs a local checkpoint folder or file")
+        with _progress() as progress:
+            extra = audit_mod.deep_scan(inp, progress)
+        result = audit_mod.AuditResult(result.input, tuple(sorted(
+            (*result.findings, *extra), key=lambda f: (("error", "warning", "info").index(f.severity), f.code))),
+            result.checked)
+    if as_json:
+        emit_json(audit_json(result))
+    else:
+        _stdout().print(audit_table(result))
+    if result.errors:
+        raise typer.Exit(1)
+
+
 @app.command("save", help="Write MODEL's header snapshot to a folder: inspect, diff or audit it later offline.")
 def save(
     model: Annotated[str, typer.Argument(help="path, alias, or Hub repo id (org/name[@revision])")],

@@ -361,3 +361,45 @@ def estimate_line(est: Any) -> str:
     if est.quant.method:
         parts.append(f"{est.quant.method}: {n(est.quant.logical_parameters)} logical parameters")
     return "estimate: " + " · ".join(p for p in parts if p) + " (inspect estimate for formulas)"
+
+
+# --- audit ----------------------------------------------------------------------------------------
+
+
+def audit_json(result: Any) -> dict[str, Any]:
+    inp = result.input
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "target": {"label": inp.label, "location": inp.location, "remote": inp.remote},
+        "ok": result.errors == 0,
+        "counts": {"error": result.errors, "warning": result.warnings,
+                   "info": sum(f.severity == "info" for f in result.findings)},
+        "checked": dict(result.checked),
+        "findings": [{"code": f.code, "severity": f.severity, "file": f.file, "tensor": f.tensor,
+                      "message": f.message} for f in result.findings],
+    }
+
+
+def audit_table(result: Any) -> RenderableType:
+    inp = result.input
+    head = Text()
+    head.append(f"audit {sanitize(inp.label)}", style="bold")
+    head.append(f"  ({sanitize(inp.location)})", style="dim")
+    parts: list[RenderableType] = [head]
+    checked = result.checked
+    parts.append(Text(f"checked {checked.get('files', 0)} files, {checked.get('headers', 0)} headers, "
+                      f"{checked.get('tensors', 0):,} tensors"))
+    if not result.findings:
+        parts.append(Text("clean: no findings", style="green"))
+        return Group(*parts)
+    t = Table(show_edge=False, pad_edge=False)
+    for col in ("severity", "code", "file", "tensor", "finding"):
+        t.add_column(col)
+    style = {"error": "red", "warning": "yellow", "info": "dim"}
+    for f in result.findings:
+        t.add_row(Text(f.severity, style=style[f.severity]), f.code, sanitize(f.file or ""),
+                  sanitize(f.tensor or ""), sanitize(f.message))
+    parts.append(t)
+    verdict = "no errors" if result.errors == 0 else f"{result.errors} error(s)"
+    parts.append(Text(f"{verdict}, {result.warnings} warning(s)", style="green" if result.errors == 0 else "red"))
+    return Group(*parts)

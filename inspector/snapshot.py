@@ -104,8 +104,11 @@ def read_header_bytes(folder: Path, relative: str) -> bytes:
     return data
 
 
-def load_snapshot(folder: Path, *, origin: str = "snapshot", label: str | None = None) -> Checkpoint:
-    """Read a header snapshot folder into a Checkpoint. Headers are validated as usual."""
+def load_snapshot(folder: Path, *, origin: str = "snapshot", label: str | None = None,
+                  strict: bool = True) -> Checkpoint:
+    """Read a header snapshot folder into a Checkpoint. Headers are validated as usual; with
+    ``strict=False`` (the audit) a header that claims more data than the file holds is kept, for
+    the audit to report."""
     manifest = read_manifest(folder)
     files = snapshot_files(manifest, folder)
     headers: list[Header] = []
@@ -113,7 +116,7 @@ def load_snapshot(folder: Path, *, origin: str = "snapshot", label: str | None =
         if f.header is None:
             continue
         blob = read_header_bytes(folder, f.header)
-        headers.append(parse_header(blob, file=f.path, file_size=f.size))
+        headers.append(parse_header(blob, file=f.path, file_size=f.size if strict else None))
     config = _read_json(folder, "config.json", files)
     index_name = next((f.path for f in files if f.path.endswith(".safetensors.index.json") and f.stored), None)
     index = _read_json(folder, index_name, files) if index_name else None

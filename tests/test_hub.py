@@ -249,3 +249,23 @@ def test_diff_two_revisions_of_one_repo(hub: HubServer, cli, monkeypatch) -> Non
     assert doc["causes"][0]["delta"] == 2 * 3 * 8 * (24 - 16)
     r = cli("diff", "acme/tiny@v1", "acme/tiny@v404")
     assert r.code == errors.EXIT_NOT_FOUND and "no such revision" in r.err
+
+
+def test_remote_audit_catches_a_short_shard_from_listed_sizes(hub: HubServer, cli, monkeypatch) -> None:
+    a = ALIASES["llama3-8b"]
+    real = {f.path: f.size for f in __import__("inspector.snapshot", fromlist=["x"]).snapshot_files(
+        json.loads((bundled_path(a) / "inspector-snapshot.json").read_text()), bundled_path(a))}
+    short = "model-00002-of-00004.safetensors"
+    hub.add_snapshot("acme/short", bundled_path(a), sizes={short: real[short] - 300_000_000})
+    monkeypatch.setenv("HF_ENDPOINT", hub.url)
+    r = cli("audit", "acme/short", "--json")
+    assert r.code == 1, r.err
+    findings = [f for f in r.json()["findings"] if f["severity"] == "error"]
+    assert [(f["code"], f["file"]) for f in findings] == [("file.truncated", short)]
+    assert "300,000,000 bytes missing" in findings[0]["message"]
+    # only header bytes were asked for: every range ends inside the header
+    for entry in hub.requests("GET"):
+        if entry.path.endswith(".safetensors"):
+            end = int(entry.range.split("-")[1])
+            assert end < 20_000, entry
+    assert cli("audit", LLAMA3, "--json").json()["ok"] is True

@@ -1,0 +1,491 @@
+"""Audit a checkpoint without loading its weights: is it whole and consistent?
+
+Reads only what ``inspect`` reads (headers, index, config, file sizes) and never writes to the
+audited folder. Each problem is a Finding with a stable code, a severity, the file and tensor it
+concerns and one sentence. Local folders read file sizes from the disk; Hub repos from the sizes
+the Hub lists, so a truncated shard is caught without a byte of its data.
+
+Codes (stable; the README lists them):
+
+=========================  ========  ==================================================================
+header.<rule>              error     a header breaks a rule of the format (rule as in ``errors``)
+file.zero-length           error     an empty .safetensors file
+file.truncated             error     the file is shorter than its header says (bytes missing named)
+file.trailing-bytes        warning   bytes after the last tensor's data
+index.invalid              error     the index is not JSON or has no weight_map
+index.missing-shard        error     the index names a shard the folder or repo lacks
+index.tensor-not-in-shard  error     the index places a tensor in a shard whose header lacks it
+index.tensor-not-indexed   error     a shard holds a tensor the index does not list
+index.total-size           warning   metadata.total_size differs from the headers' data bytes
+index.orphan-shard         warning   a .safetensors file the index does not name
+tensor.duplicate           error     a tensor in two shards
+weights.bin-disagrees      warning   pytorch_model.bin.index.json lists other tensors than the safetensors
+config.<field>             error     a tensor's shape contradicts config.json (field named)
+config.tied                error/w.  tie_word_embeddings against the presence of lm_head
+config.dtype               warning   torch_dtype is not the dtype of most parameters
+tensor.buffer              info      a saved buffer, not a parameter
+tensor.nan / .inf / .zero  error/w.  --deep: NaN, Inf or all-zero tensor data
+model.<kind>               error/w.  --modeling: missing, unexpected or mis-shaped keys vs the model class
+=========================  ========  ==================================================================
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter, defaultdict
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .checkpoint import Checkpoint, FileEntry
+from .config import ModelConfig, load_config
+from .errors import HeaderError, InvalidCheckpointError, NotFoundError
+from .header import PREFIX_BYTES, Header, parse_header, read_header_length
+from .stats import Tensor, placed
+from .text import natural_key
+
+SEVERITIES = ("error", "warning", "info")
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    code: str
+    severity: str
+    message: str
+    file: str | None = None
+    tensor: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AuditInput:
+    """What an audit reads: every file with its size, the header bytes of the safetensors files
+    (or why they could not be read), the index and the config."""
+
+    label: str
+    location: str
+    remote: bool
+    files: tuple[FileEntry, ...]
+    headers: dict[str, Header]
+    header_errors: dict[str, HeaderError]
+    config: Mapping[str, Any] | None
+    index: Mapping[str, Any] | None
+    index_name: str | None
+    index_error: str | None
+    bin_index: Mapping[str, Any] | None
+    root: Path | None = None  # local folder, for --deep
+
+
+@dataclass(frozen=True, slots=True)
+class AuditResult:
+    input: AuditInput
+    findings: tuple[Finding, ...]
+    checked: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def errors(self) -> int:
+        return sum(f.severity == "error" for f in self.findings)
+
+    @property
+    def warnings(self) -> int:
+        return sum(f.severity == "warning" for f in self.findings)
+
+
+# --- loading -----------------------------------------------------------------------------------
+
+
+def load_local(path: Path) -> AuditInput:
+    """Read a local file or folder for auditing. Never writes; a bad file becomes a finding."""
+    from .source import _hf_cache_snapshot, _list_files, _pick_index
+
+    if path.is_file():
+        files = [FileEntry(path.name, path.stat().st_size)]
+        root = path.parent
+        names = [path.name]
+        index_name = None
+    elif path.is_dir():
+        cache = _hf_cache_snapshot(path)
+        root = cache[0] if cache else path
+        files = _list_files(root)
+        names = [f.path for f in files]
+        index_name = _pick_index(set(names))
+    else:
+        raise NotFoundError(f"{path}: no such file or folder")
+    config = _json_file(root / "config.json") if "config.json" in names or path.is_file() else None
+    index, index_error = (None, None)
+    if index_name:
+        try:
+            index = _json_file(root / index_name)
+            if index is None or not isinstance(index.get("weight_map"), dict):
+                index, index_error = None, "no weight_map"
+        except InvalidCheckpointError as exc:
+            index_error = exc.message
+    bin_index = None
+    if "pytorch_model.bin.index.json" in names:
+        try:
+            bin_index = _json_file(root / "pytorch_model.bin.index.json")
+        except InvalidCheckpointError:
+            bin_index = None
+    headers: dict[str, Header] = {}
+    errors: dict[str, HeaderError] = {}
+    sizes = {f.path: f.size for f in files}
+    for name in _safetensors_names(names, index):
+        if name not in sizes:
+            continue
+        try:
+            headers[name] = _read_lenient(root / name, name, sizes[name] or 0)
+        except HeaderError as exc:
+            errors[name] = exc
+    if not headers and not errors and not index:
+        raise NotFoundError(f"{path}: no safetensors files to audit")
+    return AuditInput(path.name, str(path), False, tuple(files), headers, errors, config, index, index_name,
+                      index_error, bin_index, root)
+
+
+def load_hub(repo_id: str, revision: str | None, options: Any = None) -> AuditInput:
+    """Read a Hub repo for auditing: the listing's sizes, config, index and header bytes only."""
+    from .hub import STORED, Hub, _read_header
+
+    hub = Hub(options)
+    info = hub.repo_info(repo_id, revision or "main")
+    sha = info["sha"]
+    sizes: dict[str, int | None] = {}
+    for s in info.get("siblings") or []:
+        if isinstance(s, dict) and isinstance(s.get("rfilename"), str):
+            size = s.get("size")
+            if size is None and isinstance(s.get("lfs"), dict):
+                size = s["lfs"].get("size")
+            sizes[s["rfilename"]] = size if type(size) is int else None
+    names = sorted(sizes, key=natural_key)
+    config = _json_bytes(hub.read_json(repo_id, sha, "config.json"), "config.json") if "config.json" in sizes \
+        else None
+    index_name = "model.safetensors.index.json" if "model.safetensors.index.json" in sizes else None
+    index, index_error = None, None
+    if index_name:
+        try:
+            index = _json_bytes(hub.read_json(repo_id, sha, index_name), index_name)
+            if not isinstance(index.get("weight_map"), dict):
+                index, index_error = None, "no weight_map"
+        except InvalidCheckpointError as exc:
+            index_error = exc.message
+    bin_index = None
+    if "pytorch_model.bin.index.json" in sizes:
+        try:
+            bin_index = _json_bytes(hub.read_json(repo_id, sha, "pytorch_model.bin.index.json"), "bin index")
+        except InvalidCheckpointError:
+            bin_index = None
+    _ = STORED
+    headers: dict[str, Header] = {}
+    errors: dict[str, HeaderError] = {}
+    from concurrent.futures import ThreadPoolExecutor
+
+    wanted = [n for n in _safetensors_names(names, index) if n in sizes]
+
+    def fetch(name: str) -> tuple[str, Header | HeaderError]:
+        size = sizes.get(name)
+        try:
+            if size == 0:
+                raise HeaderError("zero-length file", name)
+            # exactly the header: the 8-byte length, then n bytes; not one byte of tensor data
+            blob = _read_header(hub, repo_id, sha, name, size, PREFIX_BYTES)
+            return name, parse_header(blob, file=name)
+        except HeaderError as exc:
+            return name, exc
+
+    with ThreadPoolExecutor(max_workers=max(1, min(64, len(wanted)))) as pool:
+        for name, result in pool.map(fetch, wanted):
+            if isinstance(result, Header):
+                headers[name] = result
+            else:
+                errors[name] = result
+    files = tuple(FileEntry(p, sizes[p]) for p in names)
+    return AuditInput(repo_id, f"{hub.endpoint}/{repo_id}@{sha}", True, files, headers, errors, config, index,
+                      index_name, index_error, bin_index)
+
+
+def _safetensors_names(names: list[str], index: Mapping[str, Any] | None) -> list[str]:
+    out = {n for n in names if n.endswith(".safetensors") and "/" not in n}
+    if index and isinstance(index.get("weight_map"), dict):
+        out |= {v for v in index["weight_map"].values() if isinstance(v, str)}
+    return sorted(out, key=natural_key)
+
+
+def _read_lenient(path: Path, name: str, size: int) -> Header:
+    """The header, validated, but without the end-of-file check: truncation is the audit's finding."""
+    with path.open("rb") as fh:
+        prefix = fh.read(PREFIX_BYTES)
+        n = read_header_length(prefix, file=name, file_size=size)
+        return parse_header(prefix + fh.read(n), file=name)
+
+
+def _json_file(path: Path) -> dict[str, Any] | None:
+    try:
+        return _json_bytes(path.read_bytes(), path.name)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise InvalidCheckpointError(f"{path}: unreadable ({exc.strerror})") from None
+
+
+def _json_bytes(raw: bytes, name: str) -> dict[str, Any]:
+    try:
+        value = json.loads(raw)
+    except ValueError as exc:
+        raise InvalidCheckpointError(f"{name}: not valid JSON ({exc})") from None
+    if not isinstance(value, dict):
+        raise InvalidCheckpointError(f"{name}: not a JSON object")
+    return value
+
+
+# --- checks ------------------------------------------------------------------------------------
+
+
+def audit(inp: AuditInput) -> AuditResult:
+    findings: list[Finding] = []
+    add = findings.append
+    sizes = {f.path: f.size for f in inp.files}
+    for name, exc in sorted(inp.header_errors.items()):
+        if sizes.get(name) == 0:
+            add(Finding("file.zero-length", "error", "the file is empty (0 bytes)", name))
+        else:
+            add(Finding(f"header.{exc.rule}", "error", exc.message.removeprefix(f"{name}: "), name))
+    for name, h in inp.headers.items():
+        size = sizes.get(name)
+        if size is None:
+            continue
+        if h.expected_file_size > size:
+            add(Finding("file.truncated", "error",
+                        f"the header says {h.expected_file_size:,} bytes but the file has {size:,}: "
+                        f"{h.expected_file_size - size:,} bytes missing", name))
+        elif h.expected_file_size < size:
+            add(Finding("file.trailing-bytes", "warning",
+                        f"{size - h.expected_file_size:,} bytes after the last tensor's data", name))
+    _index_checks(inp, add)
+    tensors = placed(t for h in inp.headers.values() for t in h.tensors)
+    config = load_config(inp.config) if inp.config else ModelConfig()
+    if inp.config:
+        _config_checks(config, tensors, add)
+    for t in tensors:
+        if t.place.kind == "buffer":
+            add(Finding("tensor.buffer", "info",
+                        f"saved buffer {_shape(t.info.shape)} {t.info.dtype}: state, not a parameter "
+                        "(modeling code usually recomputes it and transformers drops it on load)",
+                        t.info.file, t.info.name))
+    order = {s: i for i, s in enumerate(SEVERITIES)}
+    findings.sort(key=lambda f: (order[f.severity], f.code, natural_key(f.file or ""), natural_key(f.tensor or "")))
+    checked = {"files": len(inp.files), "headers": len(inp.headers) + len(inp.header_errors),
+               "tensors": len(tensors)}
+    return AuditResult(inp, tuple(findings), checked)
+
+
+def _index_checks(inp: AuditInput, add: Callable[[Finding], None]) -> None:
+    sizes = {f.path: f.size for f in inp.files}
+    if inp.index_error:
+        add(Finding("index.invalid", "error", f"the index cannot be used: {inp.index_error}", inp.index_name))
+    located: dict[str, list[str]] = defaultdict(list)
+    for name, h in inp.headers.items():
+        for t in h.tensors:
+            located[t.name].append(name)
+    for tensor, shards in sorted(located.items()):
+        if len(shards) > 1:
+            add(Finding("tensor.duplicate", "error", f"the tensor is in {len(shards)} shards: {', '.join(shards)}",
+                        shards[0], tensor))
+    if inp.index is None:
+        return
+    weight_map: dict[str, Any] = inp.index["weight_map"]
+    named = {v for v in weight_map.values() if isinstance(v, str)}
+    for shard in sorted(named - set(sizes), key=natural_key):
+        count = sum(1 for v in weight_map.values() if v == shard)
+        add(Finding("index.missing-shard", "error",
+                    f"the index places {count:,} tensors in this shard, which the "
+                    f"{'repo' if inp.remote else 'folder'} lacks", shard))
+    for tensor, shard in sorted(weight_map.items()):
+        if shard in inp.headers and shard not in located.get(tensor, []):
+            where = located.get(tensor)
+            add(Finding("index.tensor-not-in-shard", "error",
+                        f"the index places it in {shard}, whose header lacks it"
+                        + (f" (it is in {', '.join(where)})" if where else ""), shard, tensor))
+    for tensor, shards in sorted(located.items()):
+        if tensor not in weight_map:
+            add(Finding("index.tensor-not-indexed", "error", "the shard holds it but the index does not list it",
+                        shards[0], tensor))
+    total = (inp.index.get("metadata") or {}).get("total_size")
+    data = sum(h.data_length for h in inp.headers.values())
+    if isinstance(total, int) and not inp.header_errors and named <= set(inp.headers) and total != data:
+        add(Finding("index.total-size", "warning",
+                    f"metadata.total_size is {total:,} but the headers hold {data:,} bytes of tensor data",
+                    inp.index_name))
+    for name in sorted(set(sizes) - named, key=natural_key):
+        if name.endswith(".safetensors") and "/" not in name:
+            add(Finding("index.orphan-shard", "warning", "a safetensors file the index does not name", name))
+    if inp.bin_index and isinstance(inp.bin_index.get("weight_map"), dict):
+        a, b = set(weight_map), set(inp.bin_index["weight_map"])
+        if a != b:
+            add(Finding("weights.bin-disagrees", "warning",
+                        f"pytorch_model.bin.index.json lists {len(b - a):,} tensors the safetensors lack and lacks "
+                        f"{len(a - b):,} they have", "pytorch_model.bin.index.json"))
+
+
+def _config_checks(c: ModelConfig, tensors: list[Tensor], add: Callable[[Finding], None]) -> None:
+    def bad(field_: str, t: Tensor, says: str) -> None:
+        add(Finding(f"config.{field_}", "error", f"config says {says} but {t.info.name.rsplit('.', 2)[-2]} is "
+                                               f"{_shape(t.info.shape)}", t.info.file, t.info.name))
+
+    params = [t for t in tensors if t.place.kind == "parameter" and t.info.name.endswith(".weight")
+              and len(t.info.shape) == 2]
+    hd = c.head_dim
+    for t in params:
+        rows, cols = t.info.shape
+        role = t.place.role
+        if role == "embedding" and t.place.layer is None:
+            if c.vocab_size and rows != c.vocab_size:
+                bad("vocab_size", t, f"vocab_size {c.vocab_size:,}")
+            if c.hidden_size and cols != c.hidden_size:
+                bad("hidden_size", t, f"hidden_size {c.hidden_size:,}")
+        elif role == "lm_head" and t.place.layer is None and c.vocab_size and rows != c.vocab_size:
+            bad("vocab_size", t, f"vocab_size {c.vocab_size:,}")
+        elif role == "attn.q" and t.info.name.endswith("q_proj.weight") and c.num_heads and hd \
+                and rows != c.num_heads * hd:
+            bad("num_attention_heads", t, f"{c.num_heads} heads × head_dim {hd} = {c.num_heads * hd:,} rows")
+        elif role in ("attn.k", "attn.v") and c.num_kv_heads and hd and rows != c.num_kv_heads * hd:
+            bad("num_key_value_heads", t, f"{c.num_kv_heads} KV heads × head_dim {hd} = {c.num_kv_heads * hd:,} rows")
+        elif role in ("mlp.gate", "mlp.up") and c.intermediate_size and rows != c.intermediate_size \
+                and t.info.name.endswith(("gate_proj.weight", "up_proj.weight")) \
+                and not (c.first_k_dense is None and c.num_experts):
+            bad("intermediate_size", t, f"intermediate_size {c.intermediate_size:,}")
+        elif role in ("moe.expert.gate", "moe.expert.up"):
+            width = c.moe_intermediate_size or c.intermediate_size
+            if width and rows != width:
+                bad("moe_intermediate_size" if c.moe_intermediate_size else "intermediate_size", t, f"{width:,} rows")
+        # nn.Linear [out, in] layouts only: GPT-2's Conv1D stores [in, out]
+        if c.hidden_size and role in ("attn.q", "attn.k", "attn.v", "mlp.gate", "mlp.up") and cols != c.hidden_size \
+                and t.info.name.endswith(("q_proj.weight", "k_proj.weight", "v_proj.weight", "gate_proj.weight",
+                                          "up_proj.weight", ".w1.weight", ".w3.weight")) \
+                and not t.info.name.endswith(("q_b_proj.weight", "kv_b_proj.weight")):
+            bad("hidden_size", t, f"hidden_size {c.hidden_size:,} columns")
+    layers = {t.place.layer for t in tensors if t.place.layer is not None and t.place.role not in ("vision", "audio",
+                                                                                                   "projector")}
+    expected = (c.num_layers or 0) + (c.mtp_layers or 0)
+    if c.num_layers and layers and len(layers) != expected:
+        add(Finding("config.num_hidden_layers", "error",
+                    f"config says {c.num_layers} layers" + (f" + {c.mtp_layers} MTP" if c.mtp_layers else "")
+                    + f" but the headers have {len(layers)} (indices {min(layers)}–{max(layers)})"))
+    if c.num_experts:
+        per_layer: dict[int | None, set[int]] = defaultdict(set)
+        for t in tensors:
+            if t.place.expert is not None:
+                per_layer[t.place.layer].add(t.place.expert)
+        wrong = sorted((k for k, v in per_layer.items() if len(v) != c.num_experts), key=lambda x: x or 0)
+        if wrong:
+            add(Finding("config.num_experts", "error",
+                        f"config says {c.num_experts} experts but layer {wrong[0]} has "
+                        f"{len(per_layer[wrong[0]])}"))
+    has_head = any(t.place.role == "lm_head" and t.place.layer is None for t in tensors)
+    has_embed = any(t.place.role == "embedding" for t in tensors)
+    if c.tie_word_embeddings is False and not has_head and has_embed:
+        add(Finding("config.tied", "error", "tie_word_embeddings is false but there is no lm_head tensor: "
+                                            "the output layer would be randomly initialised on load"))
+    elif c.tie_word_embeddings is True and has_head:
+        add(Finding("config.tied", "warning", "tie_word_embeddings is true but an lm_head tensor is saved: "
+                                              "it will be replaced by the embedding on load"))
+    if c.dtype:
+        counts: Counter[str] = Counter()
+        for t in tensors:
+            if t.place.kind == "parameter":
+                counts[t.info.dtype] += t.info.numel
+        if counts:
+            main = counts.most_common(1)[0][0]
+            if main != c.dtype and not c.quantization:
+                add(Finding("config.dtype", "warning", f"torch_dtype says {c.dtype} but most parameters are {main}"))
+
+
+def _shape(shape: tuple[int, ...]) -> str:
+    return "[" + ", ".join(str(d) for d in shape) + "]"
+
+
+def audit_checkpoint_like(checkpoint: Checkpoint) -> AuditResult:
+    """Audit something already opened (a header snapshot or a bundled model): sizes come from its
+    file list."""
+    files = checkpoint.files or tuple(FileEntry(h.file, h.file_size) for h in checkpoint.headers)
+    index_name = next((f.path for f in files if f.path.endswith(".safetensors.index.json")), None)
+    inp = AuditInput(checkpoint.label, checkpoint.location, checkpoint.origin == "hub", tuple(files),
+                     {h.file: h for h in checkpoint.headers}, {}, checkpoint.config, checkpoint.index,
+                     index_name if checkpoint.index is not None else None, None, None)
+    return audit(inp)
+
+
+# --- --deep: the tensor data itself ----------------------------------------------------------------
+
+CHUNK_BYTES = 64 * 1024 * 1024
+
+
+def deep_scan(inp: AuditInput, progress: Callable[[int, int], None] | None = None) -> list[Finding]:
+    """Stream every tensor's bytes through a memory map, a bounded chunk at a time, and flag NaN,
+    Inf and all-zero tensors. Local files only; reads, never writes (the map is read-only)."""
+    import mmap
+
+    import numpy as np
+
+    if inp.root is None:
+        raise InvalidCheckpointError("--deep reads tensor data, which a Hub repo or snapshot does not have locally",
+                                     hint="download the checkpoint, or audit without --deep")
+    findings: list[Finding] = []
+    total = sum(t.nbytes for h in inp.headers.values() for t in h.tensors)
+    done = 0
+    for name, h in sorted(inp.headers.items()):
+        path = inp.root / name
+        size = path.stat().st_size
+        if size < h.expected_file_size or size == 0:
+            continue  # truncated: already a finding; do not read past the end
+        with path.open("rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+            for t in h.tensors:
+                kind = _scan_tensor(np, mm, h.data_start + t.begin, t.nbytes, t.dtype)
+                if kind == "nan":
+                    findings.append(Finding("tensor.nan", "error", f"{t.dtype} data holds NaN", name, t.name))
+                elif kind == "inf":
+                    findings.append(Finding("tensor.inf", "error", f"{t.dtype} data holds Inf", name, t.name))
+                elif kind == "zero" and t.nbytes:
+                    findings.append(Finding("tensor.zero", "warning", "every element is zero", name, t.name))
+                done += t.nbytes
+                if progress:
+                    progress(done, total)
+    return findings
+
+
+def _scan_tensor(np: Any, mm: Any, start: int, length: int, dtype: str) -> str | None:
+    nonzero = False
+    view = memoryview(mm)
+    try:
+        step = CHUNK_BYTES - CHUNK_BYTES % 8
+        for offset in range(start, start + length, step):
+            chunk = view[offset: min(start + length, offset + step)]
+            kind, any_nonzero = _scan_chunk(np, chunk, dtype)
+            if kind:
+                return kind
+            nonzero = nonzero or any_nonzero
+    finally:
+        view.release()
+    return None if nonzero else "zero"
+
+
+def _scan_chunk(np: Any, chunk: memoryview, dtype: str) -> tuple[str | None, bool]:
+    raw = np.frombuffer(chunk, dtype=np.uint8)
+    nonzero = bool(raw.any())
+    if not nonzero:
+        return None, False
+    if dtype in ("F32", "F16", "F64"):
+        values = np.frombuffer(chunk, dtype={"F32": np.float32, "F16": np.float16, "F64": np.float64}[dtype])
+        bad_nan, bad_inf = bool(np.isnan(values).any()), bool(np.isinf(values).any())
+    elif dtype == "BF16":
+        bits = np.frombuffer(chunk, dtype=np.uint16)
+        exp_all = (bits & 0x7F80) == 0x7F80
+        mant = bits & 0x007F
+        bad_nan, bad_inf = bool((exp_all & (mant != 0)).any()), bool((exp_all & (mant == 0)).any())
+    elif dtype == "F8_E4M3":  # e4m3fn: no Inf; NaN is S.1111.111
+        bad_nan, bad_inf = bool(((raw & 0x7F) == 0x7F).any()), False
+    elif dtype == "F8_E5M2":
+        exp_all = (raw & 0x7C) == 0x7C
+        bad_nan, bad_inf = bool((exp_all & ((raw & 0x03) != 0)).any()), bool((exp_all & ((raw & 0x03) == 0)).any())
+    else:
+        bad_nan = bad_inf = False
+    return ("nan" if bad_nan else "inf" if bad_inf else None), True

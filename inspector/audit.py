@@ -25,7 +25,6 @@ config.tied                error/w.  tie_word_embeddings against the presence of
 config.dtype               warning   torch_dtype is not the dtype of most parameters
 tensor.buffer              info      a saved buffer, not a parameter
 tensor.nan / .inf / .zero  error/w.  --deep: NaN, Inf or all-zero tensor data
-model.<kind>               error/w.  --modeling: missing, unexpected or mis-shaped keys vs the model class
 =========================  ========  ==================================================================
 """
 
@@ -453,13 +452,21 @@ def deep_scan(inp: AuditInput, progress: Callable[[int, int], None] | None = Non
 
 
 def _scan_tensor(np: Any, mm: Any, start: int, length: int, dtype: str) -> str | None:
+    """One tensor, a chunk at a time; pages already scanned are released at once (MADV_DONTNEED
+    on a read-only map only drops clean page-cache pages), so memory stays bounded by the chunk."""
+    import mmap
+
     nonzero = False
+    page = mmap.PAGESIZE
     view = memoryview(mm)
     try:
         step = CHUNK_BYTES - CHUNK_BYTES % 8
         for offset in range(start, start + length, step):
-            chunk = view[offset: min(start + length, offset + step)]
-            kind, any_nonzero = _scan_chunk(np, chunk, dtype)
+            end = min(start + length, offset + step)
+            kind, any_nonzero = _scan_chunk(np, view[offset:end], dtype)
+            lo = offset - offset % page
+            if hasattr(mm, "madvise") and hasattr(mmap, "MADV_DONTNEED") and end > lo:
+                mm.madvise(mmap.MADV_DONTNEED, lo, end - lo)
             if kind:
                 return kind
             nonzero = nonzero or any_nonzero
@@ -468,24 +475,30 @@ def _scan_tensor(np: Any, mm: Any, start: int, length: int, dtype: str) -> str |
     return None if nonzero else "zero"
 
 
+_FLOATS = {"F32": "float32", "F16": "float16", "F64": "float64"}
+
+
 def _scan_chunk(np: Any, chunk: memoryview, dtype: str) -> tuple[str | None, bool]:
-    raw = np.frombuffer(chunk, dtype=np.uint8)
-    nonzero = bool(raw.any())
-    if not nonzero:
-        return None, False
-    if dtype in ("F32", "F16", "F64"):
-        values = np.frombuffer(chunk, dtype={"F32": np.float32, "F16": np.float16, "F64": np.float64}[dtype])
-        bad_nan, bad_inf = bool(np.isnan(values).any()), bool(np.isinf(values).any())
-    elif dtype == "BF16":
+    """(nan / inf / None, whether any element is non-zero) for one chunk of a tensor's bytes."""
+    if dtype in _FLOATS:
+        values = np.frombuffer(chunk, dtype=_FLOATS[dtype])
+        if not np.isfinite(values).all():
+            return ("nan" if np.isnan(values).any() else "inf"), True
+        return None, bool(values.any())
+    if dtype == "BF16":
         bits = np.frombuffer(chunk, dtype=np.uint16)
-        exp_all = (bits & 0x7F80) == 0x7F80
-        mant = bits & 0x007F
-        bad_nan, bad_inf = bool((exp_all & (mant != 0)).any()), bool((exp_all & (mant == 0)).any())
-    elif dtype == "F8_E4M3":  # e4m3fn: no Inf; NaN is S.1111.111
-        bad_nan, bad_inf = bool(((raw & 0x7F) == 0x7F).any()), False
-    elif dtype == "F8_E5M2":
-        exp_all = (raw & 0x7C) == 0x7C
-        bad_nan, bad_inf = bool((exp_all & ((raw & 0x03) != 0)).any()), bool((exp_all & ((raw & 0x03) == 0)).any())
-    else:
-        bad_nan = bad_inf = False
-    return ("nan" if bad_nan else "inf" if bad_inf else None), True
+        special = (bits & 0x7F80) == 0x7F80
+        if special.any():
+            return ("nan" if (special & ((bits & 0x007F) != 0)).any() else "inf"), True
+        return None, bool((bits & 0x7FFF).any())
+    raw = np.frombuffer(chunk, dtype=np.uint8)
+    if dtype == "F8_E4M3":  # e4m3fn: no Inf; NaN is S.1111.111
+        if ((raw & 0x7F) == 0x7F).any():
+            return "nan", True
+        return None, bool((raw & 0x7F).any())
+    if dtype == "F8_E5M2":
+        special = (raw & 0x7C) == 0x7C
+        if special.any():
+            return ("nan" if (special & ((raw & 0x03) != 0)).any() else "inf"), True
+        return None, bool((raw & 0x7F).any())
+    return None, bool(raw.any())

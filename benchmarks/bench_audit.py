@@ -23,8 +23,6 @@ from pathlib import Path
 import numpy as np
 
 
-
-
 def run(args: list[str]) -> tuple[float, int]:
     """Wall time of the whole command, and its own peak RSS (KiB) from /usr/bin/time's report."""
     t = time.perf_counter()
@@ -53,7 +51,8 @@ def main() -> None:
         tensors = {}
         for i in range(count):
             if i % 2:
-                tensors[f"layers.{i}.weight"] = rng.standard_normal(tensor_bytes // 2, dtype=np.float32).astype(np.float16)
+                values = rng.standard_normal(tensor_bytes // 2, dtype=np.float32)
+                tensors[f"layers.{i}.weight"] = values.astype(np.float16)
             else:
                 tensors[f"layers.{i}.weight"] = rng.standard_normal(tensor_bytes // 4, dtype=np.float32)
         save_file(tensors, str(folder / "model.safetensors"))

@@ -25,6 +25,12 @@ config.tied                error/w.  tie_word_embeddings against the presence of
 config.dtype               warning   torch_dtype is not the dtype of most parameters
 tensor.buffer              info      a saved buffer, not a parameter
 tensor.nan / .inf / .zero  error/w.  --deep: NaN, Inf or all-zero tensor data
+model.missing-key          error     --modeling: the model class expects a key the checkpoint lacks
+model.shape-mismatch       error     --modeling: a key's shape differs from the model's
+model.unexpected-key       warning   --modeling: a key the model class does not have
+model.undeclared-buffer    info      --modeling: a saved buffer the model recomputes (non-persistent)
+model.ignored-key          info      --modeling: a key the model class ignores on load by design
+model.not-checked          info      --modeling: converted by an operation not simulated here
 =========================  ========  ==================================================================
 """
 
@@ -270,11 +276,15 @@ def audit(inp: AuditInput) -> AuditResult:
                         f"saved buffer {_shape(t.info.shape)} {t.info.dtype}: state, not a parameter "
                         "(modeling code usually recomputes it and transformers drops it on load)",
                         t.info.file, t.info.name))
-    order = {s: i for i, s in enumerate(SEVERITIES)}
-    findings.sort(key=lambda f: (order[f.severity], f.code, natural_key(f.file or ""), natural_key(f.tensor or "")))
     checked = {"files": len(inp.files), "headers": len(inp.headers) + len(inp.header_errors),
                "tensors": len(tensors)}
-    return AuditResult(inp, tuple(findings), checked)
+    return AuditResult(inp, sort_findings(findings), checked)
+
+
+def sort_findings(findings: Any) -> tuple[Finding, ...]:
+    order = {s: i for i, s in enumerate(SEVERITIES)}
+    return tuple(sorted(findings, key=lambda f: (order[f.severity], f.code, natural_key(f.file or ""),
+                                                 natural_key(f.tensor or ""))))
 
 
 def _index_checks(inp: AuditInput, add: Callable[[Finding], None]) -> None:

@@ -236,6 +236,9 @@ def audit_cmd(
     deep: Annotated[
         bool, typer.Option("--deep", help="local only: stream tensor data, flag NaN, Inf, all-zero")
     ] = False,
+    modeling: Annotated[bool, typer.Option(
+        "--modeling", help="also check against the model class on PyTorch's meta device (needs the torch extra)")
+    ] = False,
     revision: Revision = None,
     endpoint: Endpoint = None,
     token: Token = None,
@@ -270,6 +273,12 @@ def audit_cmd(
         from .errors import NotFoundError
 
         raise NotFoundError(f"{target}: no such file or folder, alias or Hub repo id")
+    if modeling:
+        from .modeling import modeling_check
+
+        target_input = inp if inp is not None else result.input
+        result = audit_mod.AuditResult(result.input, audit_mod.sort_findings(
+            (*result.findings, *modeling_check(target_input))), result.checked)
     if deep:
         if inp is None:
             from .errors import UsageError
@@ -277,9 +286,8 @@ def audit_cmd(
             raise UsageError("--deep needs a local checkpoint folder or file")
         with _progress() as progress:
             extra = audit_mod.deep_scan(inp, progress)
-        result = audit_mod.AuditResult(result.input, tuple(sorted(
-            (*result.findings, *extra), key=lambda f: (("error", "warning", "info").index(f.severity), f.code))),
-            result.checked)
+        result = audit_mod.AuditResult(result.input, audit_mod.sort_findings((*result.findings, *extra)),
+                                       result.checked)
     if as_json:
         emit_json(audit_json(result))
     else:

@@ -193,7 +193,7 @@ def _kv_check(report: Report, width: int) -> str:
 
 def _kv_check_mla(report: Report, width: int) -> str:
     outs = {t.info.shape[0] for t in report.tensors
-            if t.info.name.endswith("kv_a_proj_with_mqa.weight")}
+            if t.place.role == "attn.kv" and t.info.name.endswith("kv_a_proj_with_mqa.weight")}
     if outs == {width}:
         return f"checked: kv_a_proj_with_mqa has {width} output rows (latent + rope key)"
     return f"MISMATCH: config implies {width}, headers have {sorted(outs)}" if outs else "no kv_a_proj to check"
@@ -206,18 +206,19 @@ def _moe(report: Report, bits: int | None) -> tuple[int, list[Figure]]:
     """Active parameters per token: routed experts a token does not visit are left out. Counts are
     logical (a packed int4 word counts its eight weights)."""
     c = report.config
+    packed = _has_packed(report)
 
     def numel(t: Tensor) -> int:
-        return _logical(t, t.info.name.rsplit(".", 1)[-1], bits)
+        return _logical(t, t.info.name.rsplit(".", 1)[-1], bits) if packed else t.info.numel
 
     params = [t for t in report.tensors if t.place.kind == "parameter"]
-    total = sum(numel(t) for t in params)
     experts = [t for t in params if t.place.role.startswith("moe.expert")]
-    mtp = _mtp_layers(report)
-    mtp_params = sum(numel(t) for t in params if (t.place.stack, t.place.layer) in mtp)
     k = c.experts_per_token
     if not experts or not k:
-        return total, []
+        return (sum(numel(t) for t in params) if packed else report.summary.parameters), []
+    total = sum(numel(t) for t in params) if packed else report.summary.parameters
+    mtp = _mtp_layers(report)
+    mtp_params = sum(numel(t) for t in params if (t.place.stack, t.place.layer) in mtp) if mtp else 0
     per_layer: dict[tuple[str | None, int | None], list[Tensor]] = defaultdict(list)
     for t in experts:
         per_layer[(t.place.stack, t.place.layer)].append(t)
@@ -260,8 +261,8 @@ def _mtp_layers(report: Report) -> set[tuple[str | None, int | None]]:
     c = report.config
     if not c.mtp_layers or not c.num_layers:
         return set()
-    return {(t.place.stack, t.place.layer) for t in report.tensors
-            if t.place.layer is not None and t.place.layer >= c.num_layers}
+    return {(g.stack, i) for g in report.summary.layer_groups for i in range(g.first, g.last + 1)
+            if i >= c.num_layers}
 
 
 # --- FLOPs ---------------------------------------------------------------------------------------
@@ -335,8 +336,7 @@ def quantization(report: Report) -> Quant:
         bits = 4
     elif qc.get("load_in_8bit"):
         bits = 8
-    names = [t.info.name for t in report.tensors]
-    looks = _looks_like(names)
+    looks = _looks_like(report)
     notes: list[str] = []
     if method is None and looks:
         method, source = looks, "tensors"
@@ -345,23 +345,33 @@ def quantization(report: Report) -> Quant:
         notes.append(f"config says {method}, but the tensors look like {looks}")
     elif method and not looks and method not in ("fp8",):
         notes.append(f"config says {method}, but no packed tensors were found")
+    packed = _has_packed(report)
+    if not packed:  # nothing packs several weights per element: the summary has every figure
+        s = report.summary
+        return Quant(
+            method=method, bits=int(bits) if isinstance(bits, int) else None, source=source,
+            logical_parameters=s.parameters, stored_elements=s.parameters, overhead_elements=s.quant_elements,
+            rows=tuple(QuantRow(r.role, r.parameters, r.parameters, r.bytes - r.quant_bytes, r.quant_bytes)
+                       for r in s.by_role if r.parameters or r.quant_elements),
+            notes=tuple(notes),
+        )
     rows: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0, 0])
     logical_total = stored_total = overhead_total = 0
-    for t in report.tensors:
-        if t.place.kind == "buffer":
+    for info, place in report.tensors:
+        kind = place.kind
+        if kind == "buffer":
             continue
-        row = rows[t.place.role]
-        leaf = t.info.name.rsplit(".", 1)[-1]
-        if t.place.kind == "quant":
-            row[3] += t.info.nbytes
-            overhead_total += t.info.numel
+        row = rows[place.role]
+        if kind == "quant":
+            row[3] += info.end - info.begin
+            overhead_total += info.numel
             continue
-        logical = _logical(t, leaf, bits)
+        logical = _logical(Tensor(info, place), info.name.rsplit(".", 1)[-1], bits)
         row[0] += logical
-        row[1] += t.info.numel
-        row[2] += t.info.nbytes
+        row[1] += info.numel
+        row[2] += info.end - info.begin
         logical_total += logical
-        stored_total += t.info.numel
+        stored_total += info.numel
     return Quant(
         method=method, bits=int(bits) if isinstance(bits, int) else None, source=source,
         logical_parameters=logical_total, stored_elements=stored_total, overhead_elements=overhead_total,
@@ -381,7 +391,13 @@ def _logical(t: Tensor, leaf: str, bits: Any) -> int:
     return t.info.numel
 
 
-def _looks_like(names: list[str]) -> str | None:
+def _has_packed(report: Report) -> bool:
+    """Whether any tensor packs several weights per element (GPTQ/AWQ words, 4-bit bytes, MXFP4)."""
+    return any(d.dtype in ("I32", "U8", "I8", "U32") for d in report.summary.by_dtype if d.parameters)
+
+
+def _looks_like(report: Report) -> str | None:
+    names = [t.info.name for t in report.tensors if t.place.kind != "parameter" or t.info.dtype in ("I32", "U8")]
     tail = {n.rsplit(".", 1)[-1] for n in names}
     if "qweight" in tail:
         return "gptq/awq"

@@ -29,7 +29,7 @@ import gzip
 import json
 import os
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -119,7 +119,8 @@ def load_snapshot(folder: Path, *, origin: str = "snapshot", label: str | None =
         headers.append(parse_header(blob, file=f.path, file_size=f.size if strict else None))
     config = _read_json(folder, "config.json", files)
     index_name = next((f.path for f in files if f.path.endswith(".safetensors.index.json") and f.stored), None)
-    index = _read_json(folder, index_name, files) if index_name else None
+    # DeepSeek-V3's index is 8 MB of JSON that `inspect` never looks at: read it when first used
+    index = LazyJSON(lambda: _read_json(folder, index_name, files) or {}) if index_name else None
     repo_id = manifest.get("repo_id") if isinstance(manifest.get("repo_id"), str) else None
     revision = manifest.get("revision") if isinstance(manifest.get("revision"), str) else None
     provenance = manifest.get("provenance")
@@ -136,6 +137,28 @@ def load_snapshot(folder: Path, *, origin: str = "snapshot", label: str | None =
         files=tuple(FileEntry(f.path, f.size) for f in files),
         notes=notes,
     )
+
+
+class LazyJSON(Mapping[str, Any]):
+    """A JSON object read from disk the first time it is looked into."""
+
+    def __init__(self, load: Callable[[], dict[str, Any]]) -> None:
+        self._load = load
+        self._value: dict[str, Any] | None = None
+
+    def _get(self) -> dict[str, Any]:
+        if self._value is None:
+            self._value = self._load()
+        return self._value
+
+    def __getitem__(self, key: str) -> Any:
+        return self._get()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._get())
+
+    def __len__(self) -> int:
+        return len(self._get())
 
 
 def _read_json(folder: Path, name: str | None, files: list[SnapshotFile]) -> dict[str, Any] | None:
@@ -231,7 +254,7 @@ def save_checkpoint(checkpoint: Checkpoint, folder: Path) -> Path:
     index_name = next((f.path for f in checkpoint.files if f.path.endswith(".safetensors.index.json")
                        and "/" not in f.path), "model.safetensors.index.json")
     if checkpoint.index is not None:
-        stored[index_name] = (json.dumps(checkpoint.index, indent=2) + "\n").encode()
+        stored[index_name] = (json.dumps(dict(checkpoint.index), indent=2) + "\n").encode()
     sizes = {f.path: f.size for f in checkpoint.files}
     for h in checkpoint.headers:
         sizes.setdefault(h.file, h.file_size)

@@ -43,6 +43,7 @@ class RoleRow:
     quant_elements: int
     buffer_elements: int
     bytes: int
+    quant_bytes: int = 0  # of ``bytes``, those of quantisation side data
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,8 +110,8 @@ def summarize(checkpoint: Checkpoint) -> Summary:
 
 
 def summarize_tensors(tensors: list[Tensor], checkpoint: Checkpoint | None = None) -> Summary:
-    # role → [tensors, parameters, quant elements, buffer elements, bytes]
-    roles: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0, 0, 0])
+    # role → [tensors, parameters, quant elements, buffer elements, bytes, quant bytes]
+    roles: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0, 0, 0, 0])
     # dtype → [tensors, parameters, elements, bytes]
     dtypes: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0, 0])
     params = buffers = quant = nbytes = outside = 0
@@ -135,6 +136,7 @@ def summarize_tensors(tensors: list[Tensor], checkpoint: Checkpoint | None = Non
         elif kind == "quant":
             quant += n
             row[2] += n
+            row[5] += b
         else:
             buffers += n
             row[3] += n

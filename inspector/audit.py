@@ -36,14 +36,13 @@ model.not-checked          info      --modeling: converted by an operation not s
 
 from __future__ import annotations
 
-import json
 from collections import Counter, defaultdict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .checkpoint import Checkpoint, FileEntry
+from .checkpoint import Checkpoint, FileEntry, json_object
 from .config import ModelConfig, load_config
 from .errors import HeaderError, InvalidCheckpointError, NotFoundError
 from .header import PREFIX_BYTES, Header, parse_header, read_header_length
@@ -117,20 +116,8 @@ def load_local(path: Path) -> AuditInput:
     else:
         raise NotFoundError(f"{path}: no such file or folder")
     config = _json_file(root / "config.json") if "config.json" in names or path.is_file() else None
-    index, index_error = (None, None)
-    if index_name:
-        try:
-            index = _json_file(root / index_name)
-            if index is None or not isinstance(index.get("weight_map"), dict):
-                index, index_error = None, "no weight_map"
-        except InvalidCheckpointError as exc:
-            index_error = exc.message
-    bin_index = None
-    if "pytorch_model.bin.index.json" in names:
-        try:
-            bin_index = _json_file(root / "pytorch_model.bin.index.json")
-        except InvalidCheckpointError:
-            bin_index = None
+    index, index_error = _index(lambda: _json_file(root / str(index_name))) if index_name else (None, None)
+    bin_index = _index(lambda: _json_file(root / BIN_INDEX))[0] if BIN_INDEX in names else None
     headers: dict[str, Header] = {}
     errors: dict[str, HeaderError] = {}
     sizes = {f.path: f.size for f in files}
@@ -149,7 +136,7 @@ def load_local(path: Path) -> AuditInput:
 
 def load_hub(repo_id: str, revision: str | None, options: Any = None) -> AuditInput:
     """Read a Hub repo for auditing: the listing's sizes, config, index and header bytes only."""
-    from .hub import STORED, Hub, _read_header
+    from .hub import Hub, _read_header
 
     hub = Hub(options)
     info = hub.repo_info(repo_id, revision or "main")
@@ -162,24 +149,13 @@ def load_hub(repo_id: str, revision: str | None, options: Any = None) -> AuditIn
                 size = s["lfs"].get("size")
             sizes[s["rfilename"]] = size if type(size) is int else None
     names = sorted(sizes, key=natural_key)
-    config = _json_bytes(hub.read_json(repo_id, sha, "config.json"), "config.json") if "config.json" in sizes \
+    config = json_object(hub.read_json(repo_id, sha, "config.json"), "config.json") if "config.json" in sizes \
         else None
     index_name = "model.safetensors.index.json" if "model.safetensors.index.json" in sizes else None
-    index, index_error = None, None
-    if index_name:
-        try:
-            index = _json_bytes(hub.read_json(repo_id, sha, index_name), index_name)
-            if not isinstance(index.get("weight_map"), dict):
-                index, index_error = None, "no weight_map"
-        except InvalidCheckpointError as exc:
-            index_error = exc.message
-    bin_index = None
-    if "pytorch_model.bin.index.json" in sizes:
-        try:
-            bin_index = _json_bytes(hub.read_json(repo_id, sha, "pytorch_model.bin.index.json"), "bin index")
-        except InvalidCheckpointError:
-            bin_index = None
-    _ = STORED
+    index, index_error = _index(lambda: json_object(hub.read_json(repo_id, sha, str(index_name)), str(index_name))) \
+        if index_name else (None, None)
+    bin_index = _index(lambda: json_object(hub.read_json(repo_id, sha, BIN_INDEX), BIN_INDEX))[0] \
+        if BIN_INDEX in sizes else None
     headers: dict[str, Header] = {}
     errors: dict[str, HeaderError] = {}
     from concurrent.futures import ThreadPoolExecutor
@@ -223,23 +199,24 @@ def _read_lenient(path: Path, name: str, size: int) -> Header:
         return parse_header(prefix + fh.read(n), file=name)
 
 
+BIN_INDEX = "pytorch_model.bin.index.json"
+
+
+def _index(load: Callable[[], dict[str, Any] | None]) -> tuple[dict[str, Any] | None, str | None]:
+    """(index, None) when it loads with a weight_map, else (None, why): a finding, not a crash."""
+    try:
+        index = load()
+    except InvalidCheckpointError as exc:
+        return None, exc.message
+    if index is None or not isinstance(index.get("weight_map"), dict):
+        return None, "no weight_map"
+    return index, None
+
+
 def _json_file(path: Path) -> dict[str, Any] | None:
-    try:
-        return _json_bytes(path.read_bytes(), path.name)
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        raise InvalidCheckpointError(f"{path}: unreadable ({exc.strerror})") from None
+    from .source import _load_json
 
-
-def _json_bytes(raw: bytes, name: str) -> dict[str, Any]:
-    try:
-        value = json.loads(raw)
-    except ValueError as exc:
-        raise InvalidCheckpointError(f"{name}: not valid JSON ({exc})") from None
-    if not isinstance(value, dict):
-        raise InvalidCheckpointError(f"{name}: not a JSON object")
-    return value
+    return _load_json(path)
 
 
 # --- checks ------------------------------------------------------------------------------------

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -55,3 +55,38 @@ class Checkpoint:
             f for f in self.files
             if f.path not in counted and f.path.endswith(WEIGHT_SUFFIXES)
         )
+
+
+def json_object(raw: bytes | str, name: str) -> dict[str, Any]:
+    """Parse a small JSON file of a checkpoint (config, index) that must be an object."""
+    import json
+
+    from .errors import InvalidCheckpointError
+
+    try:
+        value = json.loads(raw)
+    except ValueError as exc:
+        raise InvalidCheckpointError(f"{name}: not valid JSON ({exc})") from None
+    if not isinstance(value, dict):
+        raise InvalidCheckpointError(f"{name}: not a JSON object")
+    return value
+
+
+def index_shards(index: Mapping[str, Any], available: Iterable[str], where: str, index_name: str | None) -> list[str]:
+    """The shards an index names, in natural order; an invalid weight_map or a named shard that
+    is not available is an invalid checkpoint (``inspect audit`` lists every such problem)."""
+    from .errors import InvalidCheckpointError
+    from .text import natural_key
+
+    weight_map = index.get("weight_map")
+    if not isinstance(weight_map, dict) or not all(isinstance(v, str) for v in weight_map.values()):
+        raise InvalidCheckpointError(f"{where}: {index_name or 'the index'} has no valid weight_map")
+    names = sorted(set(weight_map.values()), key=natural_key)
+    have = set(available)
+    missing = [n for n in names if n not in have]
+    if missing:
+        raise InvalidCheckpointError(
+            f"{where}: the index names {len(missing)} shard(s) it does not have, first {missing[0]!r}",
+            hint="`inspect audit` lists every inconsistency",
+        )
+    return names

@@ -17,7 +17,6 @@ the header cache (``$HF_HOME/inspector/hub``) as header snapshots, written atomi
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import random
 import re
@@ -30,7 +29,7 @@ from pathlib import Path
 from typing import Any, Final
 from urllib.parse import quote
 
-from .checkpoint import WEIGHT_SUFFIXES, Checkpoint, FileEntry
+from .checkpoint import WEIGHT_SUFFIXES, Checkpoint, FileEntry, index_shards, json_object
 from .errors import AccessError, InvalidCheckpointError, NetworkError, NotFoundError
 from .header import MAX_HEADER_BYTES, PREFIX_BYTES, parse_header, read_header_length
 from .snapshot import is_snapshot, load_snapshot, write_snapshot
@@ -420,7 +419,7 @@ def fetch_checkpoint(hub: Hub, repo_id: str, sha: str, info: Mapping[str, Any],
         config_f = pool.submit(hub.read_json, repo_id, sha, "config.json") if "config.json" in sizes else None
         extra_f = {p: pool.submit(hub.read_json, repo_id, sha, p) for p in STORED[1:] if p in sizes}
         index_raw = hub.read_json(repo_id, sha, index_name) if index_name else None
-        index = _json(index_raw, index_name) if index_raw is not None else None
+        index = json_object(index_raw, index_name or 'index') if index_raw is not None else None
         shards = _shards(repo_id, sizes, top, index, index_name)
         first_reads = _first_reads(index)
         if progress:
@@ -442,7 +441,7 @@ def fetch_checkpoint(hub: Hub, repo_id: str, sha: str, info: Mapping[str, Any],
         config_raw = config_f.result() if config_f else None
         stored = {p: f.result() for p, f in extra_f.items()}
     headers = tuple(parse_header(blobs[n], file=n, file_size=sizes.get(n)) for n in shards)
-    config = _json(config_raw, "config.json") if config_raw is not None else None
+    config = json_object(config_raw, "config.json") if config_raw is not None else None
     stored_all: dict[str, bytes] = dict(stored)
     if config_raw is not None:
         stored_all["config.json"] = config_raw
@@ -470,17 +469,7 @@ def fetch_checkpoint(hub: Hub, repo_id: str, sha: str, info: Mapping[str, Any],
 def _shards(repo_id: str, sizes: Mapping[str, int | None], top: set[str], index: Mapping[str, Any] | None,
             index_name: str | None) -> list[str]:
     if index is not None:
-        weight_map = index.get("weight_map")
-        if not isinstance(weight_map, dict) or not all(isinstance(v, str) for v in weight_map.values()):
-            raise InvalidCheckpointError(f"{repo_id}: {index_name} has no valid weight_map")
-        names = sorted(set(weight_map.values()), key=natural_key)
-        missing = [n for n in names if n not in sizes]
-        if missing:
-            raise InvalidCheckpointError(
-                f"{repo_id}: the index names {len(missing)} shard(s) the repo does not have, first {missing[0]!r}",
-                hint="`inspect audit` lists every inconsistency",
-            )
-        return names
+        return index_shards(index, sizes, repo_id, index_name)
     names = sorted((p for p in top if p.endswith(".safetensors")), key=natural_key)
     if names:
         return names
@@ -518,13 +507,3 @@ def _read_header(hub: Hub, repo_id: str, sha: str, name: str, size: int | None, 
             raise InvalidCheckpointError(f"{name}: header too large")
         blob += hub.read_range(repo_id, sha, name, len(blob), total - len(blob))
     return blob[:total]
-
-
-def _json(raw: bytes, name: str | None) -> dict[str, Any]:
-    try:
-        value = json.loads(raw)
-    except ValueError as exc:
-        raise InvalidCheckpointError(f"{name}: not valid JSON ({exc})") from None
-    if not isinstance(value, dict):
-        raise InvalidCheckpointError(f"{name}: not a JSON object")
-    return value

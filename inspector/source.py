@@ -10,7 +10,6 @@ Order, documented in ``inspect --help`` and the README:
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from collections.abc import Callable
@@ -18,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from .aliases import ALIASES, bundled_path
-from .checkpoint import WEIGHT_SUFFIXES, Checkpoint, FileEntry
+from .checkpoint import WEIGHT_SUFFIXES, Checkpoint, FileEntry, index_shards, json_object
 from .errors import InvalidCheckpointError, NotFoundError, UsageError
 from .header import PREFIX_BYTES, Header, parse_header, read_header_length
 from .snapshot import is_snapshot, load_snapshot
@@ -109,17 +108,7 @@ def _open_folder(folder: Path, *, origin: str, repo_id: str | None = None,
     index = _load_json(folder / index_name) if index_name else None
     notes: list[str] = []
     if index is not None:
-        weight_map = index.get("weight_map")
-        if not isinstance(weight_map, dict) or not all(isinstance(v, str) for v in weight_map.values()):
-            raise InvalidCheckpointError(f"{folder / str(index_name)}: weight_map is missing or malformed")
-        shard_names = sorted(set(weight_map.values()), key=natural_key)
-        missing = [s for s in shard_names if s not in names]
-        if missing:
-            raise InvalidCheckpointError(
-                f"{folder}: the index names {len(missing)} shard(s) missing from the folder, "
-                f"first {missing[0]!r}",
-                hint="`inspect audit` lists every inconsistency",
-            )
+        shard_names = index_shards(index, names, str(folder), index_name)
     else:
         shard_names = sorted((n for n in names if n.endswith(".safetensors") and "/" not in n), key=natural_key)
     if not shard_names:
@@ -187,12 +176,11 @@ def _pick_index(names: set[str]) -> str | None:
 
 def _load_json(path: Path) -> dict[str, Any] | None:
     try:
-        value = json.loads(path.read_text(encoding="utf-8"))
+        return json_object(path.read_bytes(), str(path))
     except FileNotFoundError:
         return None
-    except (OSError, ValueError) as exc:
-        raise InvalidCheckpointError(f"{path}: not valid JSON ({exc})") from None
-    return value if isinstance(value, dict) else None
+    except OSError as exc:
+        raise InvalidCheckpointError(f"{path}: unreadable ({exc.strerror})") from None
 
 
 def _hf_cache_snapshot(path: Path) -> tuple[Path, str, str | None] | None:

@@ -2,8 +2,9 @@
 
     python benchmarks/bench_hub.py [--latency 0.05] [--repeat 3]
 
-Runs the local Hub server of the tests (tests/hubserver.py) with a set delay before every answer
-(standing for the round trip), serving four repos as full-size virtual files:
+Runs the local Hub server of the tests (tests/hubserver.py), in a process of its own so that it
+does not share the readers' interpreter lock, with a set delay before every answer (standing for
+the round trip), serving four repos as full-size virtual files:
 Llama-3-8B (4 shards), Llama-3-70B (30), a Llama-3.1-405B-shaped repo (191, made here by the
 snapshot generator) and DeepSeek-V3 (163 shards, MB-sized headers). For each reader it prints wall
 time (best of --repeat), requests and bytes the server sent.
@@ -38,6 +39,39 @@ def make_405b(out: Path) -> Path:
     return out / "bench__Llama-405B-shaped"
 
 
+class RemoteHub:
+    """tests/hubserver.py in a subprocess, driven through its /_control/ endpoints."""
+
+    def __init__(self, repos: list[tuple[str, Path]]) -> None:
+        import subprocess
+
+        args = [f"{repo}={folder}" for repo, folder in repos]
+        self.proc = subprocess.Popen([sys.executable, str(ROOT / "tests" / "hubserver.py"), *args],
+                                     stdout=subprocess.PIPE, text=True)
+        assert self.proc.stdout is not None
+        self.url = self.proc.stdout.readline().strip()
+
+    def _get(self, what: str) -> object:
+        import json
+        import urllib.request
+
+        with urllib.request.urlopen(f"{self.url}/_control/{what}") as response:
+            return json.loads(response.read())
+
+    def set_latency(self, seconds: float) -> None:
+        self._get(f"latency?seconds={seconds}")
+
+    def clear_log(self) -> None:
+        self._get("clear")
+
+    def log(self) -> list[dict]:
+        return self._get("log")  # type: ignore[return-value]
+
+    def stop(self) -> None:
+        self.proc.kill()
+        self.proc.wait()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--latency", type=float, default=0.05, help="seconds before every answer")
@@ -49,7 +83,6 @@ def main() -> None:
     os.environ["HF_HUB_DISABLE_TELEMETRY"] = "1"
     os.environ.pop("HF_HUB_OFFLINE", None)
     import huggingface_hub.constants as constants
-    from hubserver import HubServer
     from huggingface_hub import HfApi
     from huggingface_hub.utils import close_session
     from huggingface_hub.utils import logging as hf_logging
@@ -68,10 +101,9 @@ def main() -> None:
         ("deepseek-ai/DeepSeek-V3", bundled_path(ALIASES["deepseek-v3"])),
     ]
     rows = []
-    with HubServer() as server:
-        for repo, folder in repos:
-            server.add_snapshot(repo, folder)
-        server.state.latency = args.latency
+    server = RemoteHub([(repo, folder) for repo, folder in repos])
+    try:
+        server.set_latency(args.latency)
         for repo, _ in repos:
             shards = None
             header_bytes = None
@@ -85,7 +117,8 @@ def main() -> None:
                     t = time.perf_counter()
                     fn()
                     elapsed = time.perf_counter() - t
-                    got = (elapsed, len(server.log), server.bytes_sent())
+                    log = server.log()
+                    got = (elapsed, len(log), sum(entry["sent"] for entry in log))
                     best = got if best is None or got[0] < best[0] else best
                 assert best is not None
                 rows.append((repo, label, *best, shards, header_bytes))
@@ -108,6 +141,8 @@ def main() -> None:
             api = HfApi(endpoint=server.url)
             measure("huggingface_hub get_safetensors_metadata",
                     lambda: api.get_safetensors_metadata(repo))
+    finally:
+        server.stop()
 
     print(f"round trip (injected): {args.latency * 1000:.0f} ms; best of {args.repeat}")
     print(f"{'repo':30} {'reader':42} {'seconds':>8} {'requests':>8} {'bytes':>12} {'shards':>6} "

@@ -219,6 +219,8 @@ def _make_handler(state: HubState) -> type[BaseHTTPRequestHandler]:
                 f429 = state.take_fault("429", path)
                 if f429:
                     return self._error(429, "RateLimited", "injected", {"Retry-After": str(int(f429.value))})
+                if path.startswith("/_control/"):
+                    return self._control(path[len("/_control/"):], parse_qs(url.query))
                 if path.startswith("/api/models/"):
                     return self._api(path[len("/api/models/"):], parse_qs(url.query), head)
                 if path.startswith("/cdn/"):
@@ -229,9 +231,24 @@ def _make_handler(state: HubState) -> type[BaseHTTPRequestHandler]:
             except (BrokenPipeError, ConnectionResetError):
                 self.close_connection = True
             finally:
-                with state.lock:
-                    state.log.append(Logged(self.command, path, self.headers.get("Range"), self._status,
-                                            self._sent, origin))
+                if not path.startswith("/_control/"):
+                    with state.lock:
+                        state.log.append(Logged(self.command, path, self.headers.get("Range"), self._status,
+                                                self._sent, origin))
+
+        def _control(self, what: str, query: dict[str, list[str]]) -> None:
+            """For a server in another process: read the log, clear it, set the latency."""
+            if what == "log":
+                body = json.dumps([vars(entry) for entry in state.log]).encode()
+            elif what == "clear":
+                state.log.clear()
+                body = b"[]"
+            elif what == "latency":
+                state.latency = float(query.get("seconds", ["0"])[0])
+                body = b"[]"
+            else:
+                return self._error(404, "NotFound", "no such control")
+            self._send(200, body, {"Content-Type": "application/json"}, False)
 
         def _api(self, rest: str, query: dict[str, list[str]], head: bool) -> None:
             if "/revision/" in rest:
@@ -356,3 +373,24 @@ def _make_handler(state: HubState) -> type[BaseHTTPRequestHandler]:
                 self._sent += len(body)
 
     return Handler
+
+
+def main() -> None:
+    """Serve snapshots from another process: ``python tests/hubserver.py REPO=FOLDER …``; prints the
+    URL on the first line of stdout, then serves until killed."""
+    import sys
+
+    server = HubServer().__enter__()
+    for arg in sys.argv[1:]:
+        repo, _, folder = arg.partition("=")
+        server.add_snapshot(repo, Path(folder))
+    sys.stdout.write(server.url + "\n")
+    sys.stdout.flush()
+    threading.Event().wait()
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    main()

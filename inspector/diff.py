@@ -102,6 +102,16 @@ class Diff:
     def delta(self) -> int:
         return self.b.summary.parameters - self.a.summary.parameters
 
+    def bytes_by_dtype(self) -> tuple[tuple[str, int, int], ...]:
+        """ΔBytes split by dtype: (dtype, Δelements, Δbytes); the Δbytes add up to B − A exactly."""
+        from .dtypes import DTYPE_BITS
+
+        rows = []
+        for dtype, x, y in self.dtypes:
+            if x != y:
+                rows.append((dtype, y - x, (y - x) * DTYPE_BITS.get(dtype, 0) // 8))
+        return tuple(rows)
+
     @property
     def identical(self) -> bool:
         return not self.changes and self.parameters[0] == self.parameters[1] \

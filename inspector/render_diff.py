@@ -44,6 +44,7 @@ def diff_json(d: Diff) -> dict[str, Any]:
         "residual": residual,
         "roles": [{"role": r.role, "a": r.a, "b": r.b, "delta": r.b - r.a} for r in d.roles],
         "dtypes": [{"dtype": dt, "a": x, "b": y} for dt, x, y in d.dtypes],
+        "bytes_by_dtype": [{"dtype": dt, "elements": de, "bytes": db} for dt, de, db in d.bytes_by_dtype()],
         "changes": [
             {"kind": c.kind, "role": c.role, "name": c.name, "count": c.count,
              "shape_a": list(c.shape_a) if c.shape_a is not None else None,
@@ -76,6 +77,12 @@ def waterfall(d: Diff, width: int = 40) -> list[tuple[str, str, str]]:
         running += c.delta
     rows.append((d.b.checkpoint.label, bar(0, b, "█"), n(b)))
     return rows
+
+
+def _width(dtype: str) -> str:
+    from .dtypes import DTYPE_BITS
+
+    return f"{DTYPE_BITS.get(dtype, 0) / 8:g}"
 
 
 def diff_table(d: Diff, *, all_changes: bool = False) -> RenderableType:
@@ -119,7 +126,8 @@ def diff_table(d: Diff, *, all_changes: bool = False) -> RenderableType:
     extra.add_column()
     extra.add_row("buffers", f"{n(d.buffers[0])} → {n(d.buffers[1])} ({signed(d.buffers[1] - d.buffers[0])}), "
                              "not parameters")
-    extra.add_row("bytes", f"{n(d.bytes[0])} → {n(d.bytes[1])} ({signed(d.bytes[1] - d.bytes[0])})")
+    extra.add_row("bytes", f"{n(d.bytes[0])} → {n(d.bytes[1])} ({signed(d.bytes[1] - d.bytes[0])}) = "
+                           + ", ".join(f"{dt} {signed(de)} × {_width(dt)} B" for dt, de, _ in d.bytes_by_dtype()))
     dtypes = ", ".join(f"{dt} {n(x)} → {n(y)}" for dt, x, y in d.dtypes)
     extra.add_row("dtypes", dtypes)
     if d.active[0] is not None or d.active[1] is not None:

@@ -35,6 +35,10 @@ def test_llama2_to_llama3_as_in_the_reference() -> None:
                                                         "lm_head.weight": 394_264_576}
     assert d.buffers[1] - d.buffers[0] == -2_048
     assert sum(c.delta for c in d.causes) == d.delta
+    # bytes: F16 → BF16 keeps 2 bytes per element; the F32 inv_freq buffers go
+    assert dict((dt, db) for dt, _, db in d.bytes_by_dtype()) == {
+        "BF16": 2 * 8_030_261_248, "F16": -2 * 6_738_415_616, "F32": -4 * 2_048}
+    assert sum(db for *_, db in d.bytes_by_dtype()) == d.bytes[1] - d.bytes[0]
 
 
 def test_reference_md_explains_the_same_split(shared: Path) -> None:

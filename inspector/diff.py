@@ -194,6 +194,8 @@ def diff_reports(a: Report, b: Report) -> Diff:
         dt[d.dtype][0] = d.elements
     for d in b.summary.by_dtype:
         dt[d.dtype][1] = d.elements
+    from .estimate import active_parameters
+
     return Diff(
         a=a, b=b, same_layout=same, causes=causes, changes=changes, roles=roles,
         buffers=(a.summary.buffer_elements, b.summary.buffer_elements),
@@ -456,34 +458,6 @@ def _changes(a: Report, b: Report) -> tuple[Change, ...]:
     order = {"removed": 0, "added": 1, "reshaped": 2, "retyped": 3}
     out.sort(key=lambda c: (order[c.kind], role_group(c.role), natural_key(c.name)))
     return tuple(out)
-
-
-def active_parameters(r: Report) -> int | None:
-    """Parameters used per token of a mixture of experts: all but the routed experts a token does
-    not visit: total − Σ over MoE layers of (experts − experts per token) × one expert's size.
-    None for a dense model or one whose config does not say how many experts a token uses."""
-    k = r.config.experts_per_token
-    experts_total = sum(t.info.numel for t in r.tensors
-                        if t.place.kind == "parameter" and t.place.role.startswith("moe.expert"))
-    if not experts_total or not k:
-        return None
-    per_layer: dict[tuple[str | None, int | None], set[int]] = defaultdict(set)
-    per_layer_elems: dict[tuple[str | None, int | None], int] = defaultdict(int)
-    fused = 0
-    for t in r.tensors:
-        if t.place.kind == "parameter" and t.place.role.startswith("moe.expert"):
-            key = (t.place.stack, t.place.layer)
-            per_layer_elems[key] += t.info.numel
-            if t.place.expert is not None:
-                per_layer[key].add(t.place.expert)
-            else:
-                fused += 1
-    inactive = 0
-    for key, elems in per_layer_elems.items():
-        n = len(per_layer[key]) or (r.config.num_experts or 0)
-        if n and n > k:
-            inactive += elems * (n - k) // n
-    return r.summary.parameters - inactive
 
 
 def _prod(values: list[int]) -> int:

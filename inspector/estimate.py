@@ -257,6 +257,12 @@ def _moe(report: Report, bits: int | None) -> tuple[int, list[Figure]]:
     ]
 
 
+def active_parameters(report: Report) -> int | None:
+    """Parameters a token uses in a mixture of experts (see ``_moe``); None for a dense model."""
+    active, figures = _moe(report, quantization(report).bits)
+    return active if figures else None
+
+
 def _mtp_layers(report: Report) -> set[tuple[str | None, int | None]]:
     c = report.config
     if not c.mtp_layers or not c.num_layers:

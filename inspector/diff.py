@@ -34,8 +34,9 @@ from .stats import Tensor, layer_suffix
 
 CAUSE_ORDER: Final[tuple[str, ...]] = (
     "vocabulary", "positions", "hidden size", "layer count", "MLP width", "expert MLP width",
-    "q width", "KV width", "experts", "router", "tied embeddings", "biases", "norms", "residual",
+    "q width", "KV width", "experts", "router", "tied embeddings", "biases", "norms", "quantisation", "residual",
 )
+PACKED_LEAVES: Final = ("qweight", "weight_packed")
 
 LLAMA_LIKE: Final = frozenset({
     "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "gemma", "gemma2",
@@ -276,12 +277,18 @@ def _explain(a: Report, b: Report) -> tuple[Cause, ...]:
                 _shape(tuple(sa[i] if i in dims else current[i] for i in range(len(sa))))
             ledger.add(cause, pattern, formula, after - before, causes[dims[0]][1])
 
+    packed = {id(a): _packed(a), id(b): _packed(b)}
+
     def single(t: Tensor, sign: int, pattern: str) -> None:
         if t.place.kind != "parameter":
             return
         role = t.place.role
         leaf = t.info.name.rsplit(".", 1)[-1]
-        if role.startswith("moe.expert") or role.startswith("moe.shared") or \
+        other = b if sign < 0 else a
+        if leaf in PACKED_LEAVES or leaf.endswith("_blocks") or (
+                leaf == "weight" and packed[id(other)] and role.split(".", 1)[0] in ("attn", "mlp", "moe")):
+            cause = "quantisation"  # a packed tensor against an unpacked one: stored elements differ
+        elif role.startswith("moe.expert") or role.startswith("moe.shared") or \
                 (role.startswith("mlp.") and _has_experts(b if sign < 0 else a)):
             cause = "experts"
         elif role == "moe.router":
@@ -359,6 +366,11 @@ def _layers(r: Report) -> dict[str, dict[int, dict[str, Tensor]]]:
     return out
 
 
+def _packed(r: Report) -> bool:
+    return any(t.info.name.endswith(PACKED_LEAVES) or t.info.name.endswith("_blocks") for t in r.tensors
+               if t.place.kind == "parameter" and t.info.dtype in ("I32", "U32", "U8"))
+
+
 def _has_experts(r: Report) -> bool:
     return any(row.role.startswith("moe.expert") for row in r.summary.by_role)
 
@@ -412,6 +424,10 @@ def _label(cause: str, ca: ModelConfig, cb: ModelConfig, labels: set[str]) -> st
         return "MoE router"
     if cause == "tied embeddings":
         return f"tied embeddings {ca.tie_word_embeddings} → {cb.tie_word_embeddings}"
+    if cause == "quantisation":
+        qa = (ca.quantization or {}).get("quant_method", "none")
+        qb = (cb.quantization or {}).get("quant_method", "none")
+        return f"quantisation {qa} → {qb}: packed weights count stored elements, widths included"
     if cause == "residual":
         return "residual (no config cause)"
     return cause

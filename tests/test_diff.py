@@ -125,3 +125,18 @@ def test_layer_count_and_tied_embeddings_on_tiny_models(tmp_path: Path) -> None:
     d = diff(str(tmp_path / "a"), str(tmp_path / "b"))
     per_layer = 4 * 8 * 8 // 2 * 0 + (8 * 8 + 4 * 8 + 4 * 8 + 8 * 8) + 3 * 8 * 16 + 2 * 8
     assert causes(d) == {"layer count": per_layer, "tied embeddings": -32 * 8, "residual": 0}
+
+
+def test_quantised_against_dense_is_a_named_cause(tmp_path: Path) -> None:
+    """A GPTQ model against its dense original: the packed storage is the cause, not a residual."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
+    import make_snapshots as ms
+
+    dense = {k: v for k, v in ms.LLAMA2_13B_GPTQ.items() if k != "quantization_config"}
+    ms.build(ms.Model("acme/llama2-13b-dense", dense, lambda c: ms.llama_like(c, dtype="F16"), None), tmp_path)
+    d = diff(str(tmp_path / "acme__llama2-13b-dense"), "llama2-13b-gptq")
+    found = causes(d)
+    assert set(found) == {"quantisation", "residual"} and found["residual"] == 0
+    assert found["quantisation"] == d.delta < 0

@@ -269,3 +269,21 @@ def test_remote_audit_catches_a_short_shard_from_listed_sizes(hub: HubServer, cl
             end = int(entry.range.split("-")[1])
             assert end < 20_000, entry
     assert cli("audit", LLAMA3, "--json").json()["ok"] is True
+
+
+def test_offline_env_through_the_console_script(tmp_path: Path) -> None:
+    """HF_HUB_OFFLINE=1 in a fresh process: no request, the bundled snapshot, a notice naming it."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path), "HF_ENDPOINT": "http://127.0.0.1:9"}
+    done = subprocess.run([sys.executable, "-m", "inspector", LLAMA3, "--json"], capture_output=True, text=True,
+                          env=env)
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(done.stdout)
+    assert doc["model"]["origin"] == "bundled"
+    assert any("offline mode is on" in n and "8cde5ca8380496c9a6cc7ef3a8b46a0372a1d920" in n for n in doc["notes"])
+    done = subprocess.run([sys.executable, "-m", "inspector", "acme/never-seen"], capture_output=True, text=True,
+                          env=env)
+    assert done.returncode == errors.EXIT_NETWORK and done.stderr.startswith("Error:")

@@ -60,6 +60,10 @@ class NetworkError(InspectorError):
     exit_code = EXIT_NETWORK
 
 
+class HubUnreachable(NetworkError):
+    """No answer at all (timeout, DNS failure, connection refused): the cache may stand in."""
+
+
 # --- safetensors header rules: one class per rule, as in the Rust reference -------------
 
 

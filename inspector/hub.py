@@ -30,7 +30,7 @@ from typing import Any, Final
 from urllib.parse import quote
 
 from .checkpoint import WEIGHT_SUFFIXES, Checkpoint, FileEntry, index_shards, json_object
-from .errors import AccessError, InvalidCheckpointError, NetworkError, NotFoundError
+from .errors import AccessError, HubUnreachable, InvalidCheckpointError, NetworkError, NotFoundError
 from .header import MAX_HEADER_BYTES, PREFIX_BYTES, parse_header, read_header_length
 from .snapshot import is_snapshot, load_snapshot, write_snapshot
 from .text import natural_key
@@ -274,12 +274,12 @@ class _Translate:
                 raise NotFoundError(f"{where}: not found (HTTP 404)") from None
             raise NetworkError(f"{repo}: the Hub answered HTTP {status} after retries") from None
         if isinstance(exc, httpx2.TimeoutException):
-            raise NetworkError(f"{self.hub.endpoint}: timed out after {self.hub.timeout:g} s",
+            raise HubUnreachable(f"{self.hub.endpoint}: timed out after {self.hub.timeout:g} s",
                                hint="check the network; HF_HUB_DOWNLOAD_TIMEOUT sets the limit") from None
         if isinstance(exc, httpx2.ConnectError):
             reason = "DNS lookup failed" if "name" in str(exc).lower() or "resolution" in str(exc).lower() \
                 else "connection refused or unreachable"
-            raise NetworkError(f"{self.hub.endpoint}: {reason}",
+            raise HubUnreachable(f"{self.hub.endpoint}: {reason}",
                                hint="check the network or HF_ENDPOINT; HF_HUB_OFFLINE=1 uses the cache") from None
         if isinstance(exc, (httpx2.TransportError, httpx2.StreamError)):
             raise _Retryable(type(exc).__name__) from None
@@ -353,11 +353,8 @@ def open_hub(repo_id: str, revision: str | None = None, *, options: HubOptions |
         return _offline(repo_id, rev, cache, hub, "offline mode is on (HF_HUB_OFFLINE)")
     try:
         info = hub.repo_info(repo_id, rev)
-    except NetworkError as exc:
-        if "timed out" in exc.message or "unreachable" in exc.message or "DNS" in exc.message \
-                or "refused" in exc.message:
-            return _offline(repo_id, rev, cache, hub, f"the Hub is unreachable ({exc.message})")
-        raise
+    except HubUnreachable as exc:
+        return _offline(repo_id, rev, cache, hub, f"the Hub is unreachable ({exc.message})")
     sha = info["sha"]
     if use_cache and cache.get(repo_id, sha):
         cache.set_ref(repo_id, rev, sha)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import math
+import operator
 import struct
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -72,15 +73,11 @@ class Header:
     metadata: Mapping[str, str] = field(default_factory=dict)
     file_size: int | None = None
     raw: bytes = field(default=b"", repr=False)  # the first 8 + n bytes, for snapshots
+    data_length: int = 0  # bytes of tensor data the header accounts for (the largest end offset)
 
     @property
     def data_start(self) -> int:
         return PREFIX_BYTES + self.header_length
-
-    @property
-    def data_length(self) -> int:
-        """Bytes of tensor data the header accounts for (the largest end offset)."""
-        return max((t.end for t in self.tensors), default=0)
 
     @property
     def expected_file_size(self) -> int:
@@ -124,9 +121,9 @@ def parse_header(blob: bytes, *, file: str = "<bytes>", file_size: int | None = 
         )
     raw = bytes(blob[PREFIX_BYTES : PREFIX_BYTES + n])
     tensors, metadata = _decode_entries(raw, file)
-    _check_spans(tensors, file)
+    data_length = _check_spans(tensors, file)
     header = Header(file=file, header_length=n, tensors=tuple(tensors), metadata=metadata, file_size=file_size,
-                    raw=bytes(blob[: PREFIX_BYTES + n]))
+                    raw=bytes(blob[: PREFIX_BYTES + n]), data_length=data_length)
     if file_size is not None and header.expected_file_size > file_size:
         missing = header.expected_file_size - file_size
         raise DataBeyondFile(
@@ -238,24 +235,26 @@ def _shape_text(shape: list[int]) -> str:
     return text if len(text) < 80 else text[:77] + "...]"
 
 
-def _check_spans(tensors: list[TensorInfo], file: str) -> None:
-    """Spans must tile the data from byte 0 with no hole and no overlap (the reference's rule)."""
+def _check_spans(tensors: list[TensorInfo], file: str) -> int:
+    """Spans must tile the data from byte 0 with no hole and no overlap (the reference's rule).
+    Returns the length of the data they cover."""
     position = 0
-    previous = "the start of the data"
-    for t in sorted(tensors, key=lambda t: (t.begin, t.end)):
-        if t.begin < position:
-            raise OverlappingSpans(
-                f"tensor {t.name!r} starts at byte {t.begin:,}, inside {previous} (ends at {position:,})",
-                file,
-            )
-        if t.begin > position:
+    previous: TensorInfo | None = None
+    for t in sorted(tensors, key=_SPAN):
+        if t.begin != position:
+            after = f"tensor {previous.name!r}" if previous else "the start of the data"
+            if t.begin < position:
+                raise OverlappingSpans(
+                    f"tensor {t.name!r} starts at byte {t.begin:,}, inside {after} (ends at {position:,})", file)
             raise SpanGap(
                 f"tensor {t.name!r} starts at byte {t.begin:,}, leaving a {t.begin - position:,}-byte "
-                f"hole after {previous}",
-                file,
-            )
+                f"hole after {after}", file)
         position = t.end
-        previous = f"tensor {t.name!r}"
+        previous = t
+    return position
+
+
+_SPAN = operator.itemgetter(3, 4)  # (begin, end) of a TensorInfo
 
 
 def _short(exc: BaseException) -> str:

@@ -133,7 +133,7 @@ def show(
         emit_json(report_json(report, rows=rows, formula=check))
         return
     console = _stdout()
-    console.print(report_table(report, rows=None, all_shards=shards))
+    console.print(report_table(report, all_shards=shards))
     from .estimate import estimate
     from .render import estimate_line
 

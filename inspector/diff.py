@@ -231,16 +231,13 @@ class _Ledger:
 
     def __init__(self) -> None:
         self.lines: dict[tuple[str, str, str], list[int]] = defaultdict(lambda: [0, 0])
-        self.labels: dict[str, set[str]] = defaultdict(set)
 
-    def add(self, cause: str, tensor: str, formula: str, delta: int, label: str = "") -> None:
+    def add(self, cause: str, tensor: str, formula: str, delta: int) -> None:
         if delta == 0:
             return
         line = self.lines[(cause, tensor, formula)]
         line[0] += 1
         line[1] += delta
-        if label:
-            self.labels[cause].add(label)
 
 
 def _explain(a: Report, b: Report) -> tuple[Cause, ...]:
@@ -275,7 +272,7 @@ def _explain(a: Report, b: Report) -> tuple[Cause, ...]:
             after = _prod(current)
             formula = " × ".join(parts) if len(dims) == 1 else f"{_shape(tuple(current))} − " + \
                 _shape(tuple(sa[i] if i in dims else current[i] for i in range(len(sa))))
-            ledger.add(cause, pattern, formula, after - before, causes[dims[0]][1])
+            ledger.add(cause, pattern, formula, after - before)
 
     packed = {id(a): _packed(a), id(b): _packed(b)}
 
@@ -391,12 +388,12 @@ def _causes(ledger: _Ledger, ca: ModelConfig, cb: ModelConfig) -> tuple[Cause, .
         if not items and cause != "residual":
             continue
         items = sorted(items or [], key=lambda i: (-abs(i.delta), i.tensor))
-        causes.append(Cause(cause, _label(cause, ca, cb, ledger.labels.get(cause, set())),
+        causes.append(Cause(cause, _label(cause, ca, cb),
                             sum(i.delta for i in items), tuple(items)))
     return tuple(causes)
 
 
-def _label(cause: str, ca: ModelConfig, cb: ModelConfig, labels: set[str]) -> str:
+def _label(cause: str, ca: ModelConfig, cb: ModelConfig) -> str:
     def change(x: int | None, y: int | None) -> str:
         return f"{x:,} → {y:,}" if x is not None and y is not None else f"{x} → {y}"
 

@@ -34,11 +34,6 @@ DTYPE_BITS: Final[dict[str, int]] = {
     "U64": 64,
 }
 
-FLOAT_DTYPES: Final[frozenset[str]] = frozenset(
-    {"F4", "F6_E2M3", "F6_E3M2", "F8_E5M2", "F8_E4M3", "F8_E8M0", "F8_E4M3FNUZ", "F8_E5M2FNUZ",
-     "F16", "BF16", "F32", "F64", "C64"}
-)
-
 # config.json's ``torch_dtype`` / ``dtype`` → the safetensors dtype it stores.
 TORCH_TO_SAFETENSORS: Final[dict[str, str]] = {
     "float16": "F16",
@@ -58,11 +53,6 @@ WHAT_IF_BITS: Final[dict[str, float]] = {
     "fp32": 32, "f32": 32, "fp16": 16, "f16": 16, "bf16": 16,
     "fp8": 8, "f8": 8, "int8": 8, "i8": 8, "int4": 4, "i4": 4, "fp4": 4, "nf4": 4,
 }
-
-
-def dtype_bits(dtype: str) -> int | None:
-    """Bits per element, or None for a dtype the format does not define."""
-    return DTYPE_BITS.get(dtype)
 
 
 def dtype_sort_key(dtype: str) -> tuple[int, str]:

@@ -142,7 +142,7 @@ def config_line(cfg: ModelConfig) -> str:
     return " · ".join(parts)
 
 
-def report_table(report: Report, *, rows: list[ListingRow] | None, all_shards: bool = False) -> RenderableType:
+def report_table(report: Report, *, all_shards: bool = False) -> RenderableType:
     c = report.checkpoint
     s = report.summary
     origin = {"bundled": "bundled header snapshot", "hub": "Hub, headers only", "snapshot": "header snapshot",
@@ -219,8 +219,6 @@ def report_table(report: Report, *, rows: list[ListingRow] | None, all_shards: b
 
     for note in report.notes:
         parts.append(Text("note: " + sanitize(note, 500), style="yellow"))
-    if rows is not None:
-        parts += [Text(""), tensor_table(rows)]
     return Group(*parts)
 
 
@@ -231,9 +229,6 @@ def tensor_lines(rows: list[ListingRow]) -> list[str]:
         for r in rows
     ]
 
-
-def tensor_table(rows: list[ListingRow]) -> RenderableType:
-    return Text("\n".join(tensor_lines(rows)))
 
 
 def formula_json(check: Any) -> dict[str, Any]:

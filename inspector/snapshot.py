@@ -41,7 +41,6 @@ from .header import Header, parse_header
 MANIFEST: Final = "inspector-snapshot.json"
 FORMAT: Final = "inspector-header-snapshot"
 VERSION: Final = 1
-STORED_NAMES: Final = ("config.json", "generation_config.json", "quantize_config.json", "params.json")
 
 
 @dataclass(frozen=True, slots=True)

@@ -45,7 +45,7 @@ from typing import Any
 from .checkpoint import Checkpoint, FileEntry, json_object
 from .config import ModelConfig, load_config
 from .errors import HeaderError, InvalidCheckpointError, NotFoundError
-from .header import PREFIX_BYTES, Header, parse_header, read_header_length
+from .header import PREFIX_BYTES, Header
 from .stats import Tensor, placed
 from .text import natural_key
 
@@ -136,18 +136,13 @@ def load_local(path: Path) -> AuditInput:
 
 def load_hub(repo_id: str, revision: str | None, options: Any = None) -> AuditInput:
     """Read a Hub repo for auditing: the listing's sizes, config, index and header bytes only."""
-    from .hub import Hub, _read_header
+    from .hub import Hub, read_header, repo_sizes
+    from .safeio import commit_id
 
     hub = Hub(options)
     info = hub.repo_info(repo_id, revision or "main")
-    sha = info["sha"]
-    sizes: dict[str, int | None] = {}
-    for s in info.get("siblings") or []:
-        if isinstance(s, dict) and isinstance(s.get("rfilename"), str):
-            size = s.get("size")
-            if size is None and isinstance(s.get("lfs"), dict):
-                size = s["lfs"].get("size")
-            sizes[s["rfilename"]] = size if type(size) is int else None
+    sha = commit_id(info["sha"], f"{hub.public}: the listing of {repo_id}: sha")
+    sizes = repo_sizes(hub, info, repo_id)
     names = sorted(sizes, key=natural_key)
     config = json_object(hub.read_json(repo_id, sha, "config.json"), "config.json") if "config.json" in sizes \
         else None
@@ -168,8 +163,7 @@ def load_hub(repo_id: str, revision: str | None, options: Any = None) -> AuditIn
             if size == 0:
                 raise HeaderError("zero-length file", name)
             # exactly the header: the 8-byte length, then n bytes; not one byte of tensor data
-            blob = _read_header(hub, repo_id, sha, name, size, PREFIX_BYTES)
-            return name, parse_header(blob, file=name)
+            return name, read_header(hub, repo_id, sha, name, size, PREFIX_BYTES, lenient=True)
         except HeaderError as exc:
             return name, exc
 
@@ -180,7 +174,7 @@ def load_hub(repo_id: str, revision: str | None, options: Any = None) -> AuditIn
             else:
                 errors[name] = result
     files = tuple(FileEntry(p, sizes[p]) for p in names)
-    return AuditInput(repo_id, f"{hub.endpoint}/{repo_id}@{sha}", True, files, headers, errors, config, index,
+    return AuditInput(repo_id, f"{hub.public}/{repo_id}@{sha}", True, files, headers, errors, config, index,
                       index_name, index_error, bin_index)
 
 
@@ -193,10 +187,9 @@ def _safetensors_names(names: list[str], index: Mapping[str, Any] | None) -> lis
 
 def _read_lenient(path: Path, name: str, size: int) -> Header:
     """The header, validated, but without the end-of-file check: truncation is the audit's finding."""
-    with path.open("rb") as fh:
-        prefix = fh.read(PREFIX_BYTES)
-        n = read_header_length(prefix, file=name, file_size=size)
-        return parse_header(prefix + fh.read(n), file=name)
+    from .source import read_local_header
+
+    return read_local_header(path, name, lenient=True)
 
 
 BIN_INDEX = "pytorch_model.bin.index.json"

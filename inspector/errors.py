@@ -78,6 +78,12 @@ class HeaderError(InvalidCheckpointError):
         self.file = file
 
 
+class NotRegularFile(HeaderError):
+    """A FIFO, device, socket or folder where a file was expected: never opened for reading."""
+
+    rule = "not-regular-file"
+
+
 class HeaderTooSmall(HeaderError):
     rule = "header-too-small"
 
@@ -108,6 +114,12 @@ class InvalidMetadata(HeaderError):
 
 class DuplicateTensor(HeaderError):
     rule = "duplicate-tensor"
+
+
+class ShapeOverflow(HeaderError):
+    """The product of a shape's dimensions (or its size in bits) overflows 64 bits."""
+
+    rule = "shape-overflow"
 
 
 class UnknownDtype(HeaderError):

@@ -31,6 +31,7 @@ from .errors import (
     InvalidEntry,
     InvalidMetadata,
     OverlappingSpans,
+    ShapeOverflow,
     SpanGap,
     SpanMismatch,
     UnknownDtype,
@@ -84,7 +85,7 @@ class Header:
         return self.data_start + self.data_length
 
 
-def read_header_length(prefix: bytes, *, file: str | None = None, file_size: int | None = None) -> int:
+def read_header_length(prefix: bytes | bytearray, *, file: str | None = None, file_size: int | None = None) -> int:
     """Decode and check the 8-byte length prefix. ``prefix`` may be longer than 8 bytes."""
     if len(prefix) < PREFIX_BYTES:
         raise HeaderTooSmall(
@@ -107,7 +108,7 @@ def read_header_length(prefix: bytes, *, file: str | None = None, file_size: int
     return int(n)
 
 
-def parse_header(blob: bytes, *, file: str = "<bytes>", file_size: int | None = None) -> Header:
+def parse_header(blob: bytes | bytearray, *, file: str = "<bytes>", file_size: int | None = None) -> Header:
     """Parse and validate a header from the first bytes of a safetensors file.
 
     ``blob`` must hold at least the 8-byte prefix and the whole JSON; extra bytes are ignored.
@@ -119,11 +120,12 @@ def parse_header(blob: bytes, *, file: str = "<bytes>", file_size: int | None = 
             f"header claims {n:,} bytes but only {len(blob) - PREFIX_BYTES:,} follow the length prefix",
             file,
         )
-    raw = bytes(blob[PREFIX_BYTES : PREFIX_BYTES + n])
-    tensors, metadata = _decode_entries(raw, file)
+    view = memoryview(blob)  # no copies of a header that may be 100 MB
+    tensors, metadata = _decode_entries(view[PREFIX_BYTES : PREFIX_BYTES + n], file)
     data_length = _check_spans(tensors, file)
+    whole = blob if type(blob) is bytes and len(blob) == PREFIX_BYTES + n else bytes(view[: PREFIX_BYTES + n])
     header = Header(file=file, header_length=n, tensors=tuple(tensors), metadata=metadata, file_size=file_size,
-                    raw=bytes(blob[: PREFIX_BYTES + n]), data_length=data_length)
+                    raw=whole, data_length=data_length)
     if file_size is not None and header.expected_file_size > file_size:
         missing = header.expected_file_size - file_size
         raise DataBeyondFile(
@@ -134,19 +136,21 @@ def parse_header(blob: bytes, *, file: str = "<bytes>", file_size: int | None = 
     return header
 
 
-def _decode_entries(raw: bytes, file: str) -> tuple[list[TensorInfo], dict[str, str]]:
+def _decode_entries(raw: memoryview, file: str) -> tuple[list[TensorInfo], dict[str, str]]:
     try:
-        text = raw.decode("utf-8")
-        obj = json.loads(text)
+        text = str(raw, "utf-8")
+        obj = json.loads(text, parse_constant=_no_constant)
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise HeaderNotJSON(f"header is not valid UTF-8 JSON ({_short(exc)})", file) from None
     if not isinstance(obj, dict):
         raise HeaderNotObject(f"header JSON is a {type(obj).__name__}, not an object", file)
     # json.loads keeps the last of duplicate keys silently. Each key of each entry occurs once per
-    # entry, so when the counts in the text match the parsed entries there was no duplicate;
-    # otherwise parse again keeping every pair, to name the duplicate.
+    # entry, so when the counts in the text match the parsed entries, no key is escaped (a
+    # backslash anywhere) and __metadata__ appears at most once, there was no duplicate; otherwise
+    # parse again keeping every pair, which names the duplicate and refuses lone surrogates.
     entries = len(obj) - (METADATA_KEY in obj)
-    if any(text.count(key) != entries for key in ('"dtype"', '"shape"', '"data_offsets"')):
+    if "\\" in text or text.count(f'"{METADATA_KEY}"') > 1 or any(
+            text.count(key) != entries for key in ('"dtype"', '"shape"', '"data_offsets"')):
         _find_duplicates(text, file)
     metadata = _metadata(obj.pop(METADATA_KEY), file) if METADATA_KEY in obj else {}
     # Fast path for well-formed entries; anything unusual goes through _entry, which names the rule.
@@ -164,6 +168,8 @@ def _decode_entries(raw: bytes, file: str) -> tuple[list[TensorInfo], dict[str, 
                 if type(dim) is not int or not 0 <= dim <= _U64_MAX:
                     raise TypeError
                 numel *= dim
+                if numel > _U64_MAX:  # the reference multiplies in order with overflow checks
+                    raise TypeError
             if (
                 bits is None or type(shape) is not list or type(begin) is not int or type(end) is not int
                 or not 0 <= begin <= end <= _U64_MAX or numel * bits != (end - begin) * 8
@@ -176,19 +182,64 @@ def _decode_entries(raw: bytes, file: str) -> tuple[list[TensorInfo], dict[str, 
     return tensors, metadata
 
 
+def _no_constant(token: str) -> Any:
+    raise ValueError(f"{token} is not JSON")
+
+
 def _find_duplicates(text: str, file: str) -> None:
+    """Parse keeping every pair: a key twice in a tensor entry, ``__metadata__`` twice, or a lone
+    surrogate in any string is an error, as in the reference. (Two tensors of one name are too,
+    though the reference keeps the last: silently dropping a tensor is worse than refusing it.
+    Repeated keys inside ``__metadata__`` keep the last, as the reference does.)"""
     def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
         seen: set[str] = set()
-        for key, _ in items:
+        for key, value in items:
             if key in seen:
-                raise DuplicateTensor(f"key {key!r} appears twice in one object of the header", file)
+                raise DuplicateTensor(f"key {_quote(key)} appears twice in one object of the header", file)
             seen.add(key)
+            _no_surrogate(key, file)
+            if isinstance(value, str):
+                _no_surrogate(value, file)
         return dict(items)
 
-    json.loads(text, object_pairs_hook=pairs)
+    def meta_pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        # inside __metadata__ repeated keys are allowed (the reference reads a map: last wins)
+        for key, value in items:
+            _no_surrogate(key, file)
+            if isinstance(value, str):
+                _no_surrogate(value, file)
+        return dict(items)
+
+    try:
+        top = json.loads(text, object_pairs_hook=lambda items: items, parse_constant=_no_constant)
+    except (ValueError, RecursionError) as exc:
+        raise HeaderNotJSON(f"header is not valid UTF-8 JSON ({_short(exc)})", file) from None
+    if not isinstance(top, list):
+        return
+    seen: set[str] = set()
+    for key, value in top:
+        if key in seen:
+            raise DuplicateTensor(f"key {_quote(key)} appears twice in one object of the header", file)
+        seen.add(key)
+        _no_surrogate(key, file)
+        if isinstance(value, list) and all(isinstance(kv, tuple) for kv in value):
+            (meta_pairs if key == METADATA_KEY else pairs)(value)
+
+
+def _no_surrogate(text: str, file: str) -> None:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise HeaderNotJSON("header holds a lone surrogate escape (not valid UTF-8 text)", file) from None
+
+
+def _quote(key: str) -> str:
+    return repr(key.encode("utf-8", "backslashreplace").decode("ascii", "backslashreplace"))
 
 
 def _metadata(entry: Any, file: str) -> dict[str, str]:
+    if entry is None:  # the reference reads an optional map: null is no metadata
+        return {}
     if not isinstance(entry, dict) or not all(isinstance(v, str) for v in entry.values()):
         raise InvalidMetadata("__metadata__ must be an object of string values", file)
     return entry
@@ -205,10 +256,13 @@ def _entry(name: str, entry: Any, file: str) -> TensorInfo:
     if type(shape) is not list:
         raise InvalidEntry(f"tensor {name!r}: shape is not a list of non-negative integers", file)
     numel = 1
-    for dim in shape:
+    for i, dim in enumerate(shape):
         if type(dim) is not int or dim < 0 or dim > _U64_MAX:
             raise InvalidEntry(f"tensor {name!r}: shape is not a list of non-negative integers", file)
         numel *= dim
+        if numel > _U64_MAX:
+            raise ShapeOverflow(
+                f"tensor {name!r}: the product of its first {i + 1} dimensions overflows 64 bits", file)
     if type(offsets) is not list or len(offsets) != 2:
         raise InvalidEntry(f"tensor {name!r}: data_offsets is not two ordered non-negative integers", file)
     begin, end = offsets
@@ -221,6 +275,8 @@ def _entry(name: str, entry: Any, file: str) -> TensorInfo:
             hint="known dtypes: " + ", ".join(DTYPE_BITS),
         )
     total_bits = numel * bits
+    if total_bits > _U64_MAX:
+        raise ShapeOverflow(f"tensor {name!r}: its size in bits overflows 64 bits", file)
     if total_bits % 8 or total_bits // 8 != end - begin:
         raise SpanMismatch(
             f"tensor {name!r}: data_offsets span {end - begin:,} bytes but {dtype} {_shape_text(shape)} "

@@ -28,7 +28,9 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import shutil
 import tempfile
+import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,11 +38,18 @@ from typing import Any, Final
 
 from .checkpoint import Checkpoint, FileEntry
 from .errors import InvalidCheckpointError, NotFoundError, UsageError
-from .header import Header, parse_header
+from .header import MAX_HEADER_BYTES, PREFIX_BYTES, Header, parse_header
+from .safeio import commit_id, gunzip_bounded, inside, read_regular, relative_name, write_inside
 
 MANIFEST: Final = "inspector-snapshot.json"
 FORMAT: Final = "inspector-header-snapshot"
 VERSION: Final = 1
+#: what one stored header may take, compressed or not: the format's own header limit
+HEADER_BUDGET: Final = PREFIX_BYTES + MAX_HEADER_BYTES
+#: a stored JSON file (config, index) or the manifest
+JSON_BUDGET: Final = 256 * 1024 * 1024
+#: temporary folders older than this, or of a process that is gone, are removed on the next write
+STALE_SECONDS: Final = 3600
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,11 +65,11 @@ def is_snapshot(folder: Path) -> bool:
 
 
 def read_manifest(folder: Path) -> dict[str, Any]:
+    if not (folder / MANIFEST).exists():
+        raise NotFoundError(f"{folder}: not a header snapshot (no {MANIFEST})")
     try:
-        manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise NotFoundError(f"{folder}: not a header snapshot (no {MANIFEST})") from None
-    except (OSError, ValueError) as exc:
+        manifest = json.loads(read_regular(folder / MANIFEST, JSON_BUDGET).decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise InvalidCheckpointError(f"{folder / MANIFEST}: unreadable snapshot manifest ({exc})") from None
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
         raise InvalidCheckpointError(f"{folder / MANIFEST}: not an {FORMAT} manifest")
@@ -75,31 +84,36 @@ def read_manifest(folder: Path) -> dict[str, Any]:
 
 def snapshot_files(manifest: Mapping[str, Any], folder: Path) -> list[SnapshotFile]:
     files = []
-    for entry in manifest.get("files") or []:
-        if not isinstance(entry, dict) or not isinstance(entry.get("path"), str):
-            raise InvalidCheckpointError(f"{folder / MANIFEST}: a files entry has no path")
+    entries = manifest.get("files") or []
+    if not isinstance(entries, list):
+        raise InvalidCheckpointError(f"{folder / MANIFEST}: files is not a list")
+    for i, entry in enumerate(entries):
+        if not isinstance(entry, dict):
+            raise InvalidCheckpointError(f"{folder / MANIFEST}: files[{i}] is not an object")
+        path = relative_name(entry.get("path"), f"{folder / MANIFEST}: files[{i}].path")
         size = entry.get("size")
         header = entry.get("header")
+        if header is not None:
+            header = relative_name(header, f"{folder / MANIFEST}: files[{i}].header")
         files.append(SnapshotFile(
-            path=entry["path"],
+            path=path,
             size=size if type(size) is int and size >= 0 else None,
-            header=header if isinstance(header, str) else None,
+            header=header,
             stored=bool(entry.get("stored")),
         ))
     return files
 
 
 def read_header_bytes(folder: Path, relative: str) -> bytes:
-    path = _inside(folder, relative)
+    path = inside(folder, relative, f"{folder / MANIFEST}: header path")
     try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise InvalidCheckpointError(f"{path}: snapshot header missing or unreadable ({exc.strerror})") from None
+        data = read_regular(path, HEADER_BUDGET + 1)
+    except NotFoundError as exc:
+        raise InvalidCheckpointError(f"{exc.message} (a header the snapshot lists)") from None
+    if len(data) > HEADER_BUDGET:
+        raise InvalidCheckpointError(f"{path}: over {HEADER_BUDGET:,} bytes, more than any header may be")
     if relative.endswith(".gz"):
-        try:
-            data = gzip.decompress(data)
-        except (OSError, EOFError) as exc:
-            raise InvalidCheckpointError(f"{path}: corrupt compressed header ({exc})") from None
+        data = gunzip_bounded(data, HEADER_BUDGET, str(path))
     return data
 
 
@@ -121,7 +135,9 @@ def load_snapshot(folder: Path, *, origin: str = "snapshot", label: str | None =
     # DeepSeek-V3's index is 8 MB of JSON that `inspect` never looks at: read it when first used
     index = LazyJSON(lambda: _read_json(folder, index_name, files) or {}) if index_name else None
     repo_id = manifest.get("repo_id") if isinstance(manifest.get("repo_id"), str) else None
-    revision = manifest.get("revision") if isinstance(manifest.get("revision"), str) else None
+    revision = manifest.get("revision")
+    if revision is not None:
+        revision = commit_id(revision, f"{folder / MANIFEST}: revision")
     provenance = manifest.get("provenance")
     notes = (f"snapshot provenance: {provenance}",) if isinstance(provenance, str) and provenance else ()
     return Checkpoint(
@@ -163,20 +179,14 @@ class LazyJSON(Mapping[str, Any]):
 def _read_json(folder: Path, name: str | None, files: list[SnapshotFile]) -> dict[str, Any] | None:
     if name is None or not any(f.path == name and f.stored for f in files):
         return None
-    path = _inside(folder, name)
+    path = inside(folder, name, f"{folder / MANIFEST}: stored file")
     try:
-        value = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
+        value = json.loads(read_regular(path, JSON_BUDGET).decode("utf-8"))
+    except NotFoundError as exc:
+        raise InvalidCheckpointError(f"{exc.message} (a file the snapshot lists)") from None
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise InvalidCheckpointError(f"{path}: unreadable JSON in snapshot ({exc})") from None
     return value if isinstance(value, dict) else None
-
-
-def _inside(folder: Path, relative: str) -> Path:
-    """Resolve a manifest path, refusing any that escapes the snapshot folder."""
-    path = (folder / relative).resolve()
-    if not path.is_relative_to(folder.resolve()):
-        raise InvalidCheckpointError(f"{folder / MANIFEST}: path {relative!r} points outside the snapshot")
-    return path
 
 
 # --- writing ------------------------------------------------------------------------------
@@ -192,6 +202,7 @@ def write_snapshot(
     stored: Mapping[str, bytes],
     provenance: str,
     compress_over: int | None = 65536,
+    compress_level: int = 1,
 ) -> None:
     """Write a snapshot folder. ``headers`` maps a safetensors path to its first 8 + n bytes;
     ``stored`` maps small files (config, index) to their bytes. Writes to a temporary folder
@@ -202,8 +213,13 @@ def write_snapshot(
             f"{folder} exists and is not a header snapshot; refusing to overwrite it",
             hint="choose a new or empty folder",
         )
+    if revision is not None:
+        commit_id(revision, "snapshot revision")
+    for path, _ in files:
+        relative_name(path, "snapshot file")
     folder.parent.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
+    clean_stale(folder.parent)
+    work = Path(tempfile.mkdtemp(prefix=_tmp_prefix(folder.name), dir=folder.parent))
     work.chmod(0o755)
     entries: list[dict[str, Any]] = []
     for path, size in files:
@@ -213,34 +229,59 @@ def write_snapshot(
             name = f"headers/{path}.hdr"
             if compress_over is not None and len(blob) > compress_over:
                 name += ".gz"
-                blob = gzip.compress(blob, mtime=0)
-            _write(work / name, blob)
+                # level 1 (the default): a tenth of level 9's time on header JSON, a little larger
+                blob = gzip.compress(blob, compresslevel=compress_level, mtime=0)
+            write_inside(work, name, blob, "snapshot header")
             entry["header"] = name
         elif path in stored:
-            _write(work / path, stored[path])
+            write_inside(work, path, stored[path], "snapshot file")
             entry["stored"] = True
         entries.append(entry)
     manifest = {"format": FORMAT, "version": VERSION, "repo_id": repo_id, "revision": revision,
                 "provenance": provenance, "files": entries}
-    _write(work / MANIFEST, (json.dumps(manifest, indent=1) + "\n").encode())
+    write_inside(work, MANIFEST, (json.dumps(manifest, indent=1) + "\n").encode())
     if folder.exists():
-        old = Path(tempfile.mkdtemp(prefix=f".{folder.name}.old.", dir=folder.parent))
+        old = Path(tempfile.mkdtemp(prefix=_tmp_prefix(folder.name), dir=folder.parent))
         os.replace(folder, old / folder.name)
         os.replace(work, folder)
-        _remove_tree(old)
+        shutil.rmtree(old, ignore_errors=True)
     else:
         os.replace(work, folder)
 
 
-def _write(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(data)
+def _tmp_prefix(name: str) -> str:
+    return f".{name}.tmp-{os.getpid()}-"
 
 
-def _remove_tree(path: Path) -> None:
-    import shutil
+def clean_stale(parent: Path) -> None:
+    """Remove temporary folders that killed runs left in ``parent``: those of a process that no
+    longer exists, or older than an hour (another machine sharing the folder)."""
+    try:
+        candidates = [p for p in parent.iterdir() if p.name.startswith(".") and ".tmp-" in p.name]
+    except OSError:
+        return
+    now = time.time()
+    for p in candidates:
+        pid_text = p.name.rpartition(".tmp-")[2].partition("-")[0]
+        try:
+            old = now - p.lstat().st_mtime > STALE_SECONDS
+        except OSError:
+            continue
+        gone = pid_text.isdigit() and not _alive(int(pid_text))
+        if (gone or old) and p.is_dir() and not p.is_symlink():
+            shutil.rmtree(p, ignore_errors=True)
 
-    shutil.rmtree(path, ignore_errors=True)
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
 
 
 def save_checkpoint(checkpoint: Checkpoint, folder: Path) -> Path:

@@ -20,7 +20,8 @@ from .aliases import ALIASES, bundled_path
 from .checkpoint import WEIGHT_SUFFIXES, Checkpoint, FileEntry, index_shards, json_object
 from .errors import InvalidCheckpointError, NotFoundError, UsageError
 from .header import PREFIX_BYTES, Header, parse_header, read_header_length
-from .snapshot import is_snapshot, load_snapshot
+from .safeio import read_regular, regular_size
+from .snapshot import JSON_BUDGET, is_snapshot, load_snapshot
 from .text import natural_key
 
 _REPO_ID = re.compile(r"^(?:[A-Za-z0-9][\w.-]*/)?[A-Za-z0-9][\w.-]*$")
@@ -135,21 +136,15 @@ def _open_folder(folder: Path, *, origin: str, repo_id: str | None = None,
     )
 
 
-def read_local_header(path: Path, name: str) -> Header:
-    """Read and validate one file's header: two small reads, never the data."""
-    try:
-        size = path.stat().st_size
-        with path.open("rb") as fh:
-            prefix = fh.read(PREFIX_BYTES)
-            n = read_header_length(prefix, file=name, file_size=size)
-            body = fh.read(n)
-    except PermissionError:
-        raise NotFoundError(f"{path}: permission denied") from None
-    except IsADirectoryError:
-        raise InvalidCheckpointError(f"{path}: a folder where a safetensors file was expected") from None
-    except OSError as exc:
-        raise NotFoundError(f"{path}: cannot read ({exc.strerror})") from None
-    return parse_header(prefix + body, file=name, file_size=size)
+def read_local_header(path: Path, name: str, *, lenient: bool = False) -> Header:
+    """Read and validate one file's header: two small reads, never the data. Only a regular file
+    is opened (a FIFO named like a shard would block forever). ``lenient`` (the audit) leaves the
+    end-of-file checks to the caller."""
+    size = regular_size(path)
+    prefix = read_regular(path, PREFIX_BYTES)
+    n = read_header_length(prefix, file=name, file_size=None if lenient else size)
+    body = read_regular(path, n, PREFIX_BYTES)
+    return parse_header(prefix + body, file=name, file_size=None if lenient else size)
 
 
 def _list_files(folder: Path) -> list[FileEntry]:
@@ -175,12 +170,12 @@ def _pick_index(names: set[str]) -> str | None:
 
 
 def _load_json(path: Path) -> dict[str, Any] | None:
-    try:
-        return json_object(path.read_bytes(), str(path))
-    except FileNotFoundError:
+    if not path.exists():
         return None
-    except OSError as exc:
-        raise InvalidCheckpointError(f"{path}: unreadable ({exc.strerror})") from None
+    raw = read_regular(path, JSON_BUDGET + 1)
+    if len(raw) > JSON_BUDGET:
+        raise InvalidCheckpointError(f"{path}: over {JSON_BUDGET:,} bytes; not a config or index this tool reads")
+    return json_object(raw, str(path))
 
 
 def _hf_cache_snapshot(path: Path) -> tuple[Path, str, str | None] | None:

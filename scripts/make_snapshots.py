@@ -427,7 +427,8 @@ def build(model: Model, out: Path) -> dict[str, int]:
         "made from the public config by exact shape rules (scripts/make_snapshots.py); "
         "shard boundaries follow transformers' greedy sharding" + (f"; {model.note}" if model.note else "")
     )
-    write_snapshot(out / model.repo_id.replace("/", "__"), repo_id=model.repo_id, revision=model.revision,
+    write_snapshot(out / model.repo_id.replace("/", "__"), compress_level=9, repo_id=model.repo_id,
+                   revision=model.revision,
                    files=files, headers=headers, stored=stored, provenance=provenance)
     return {"tensors": len(entries), "shards": len(shards), "bytes": total}
 

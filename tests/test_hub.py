@@ -168,7 +168,8 @@ def test_offline_serves_the_cache_then_the_bundle(hub: HubServer, monkeypatch) -
     # never fetched: the bundled snapshot, said so
     c = open_hub("mistralai/Mixtral-8x7B-v0.1", options=options(hub, offline=True))
     assert c.origin == "bundled" and any("bundled snapshot" in n for n in c.notes)
-    with pytest.raises(errors.NetworkError, match="no cached or bundled snapshot"):
+    # an offline miss is "not found" (exit 3), not a network fault
+    with pytest.raises(errors.NotFoundError, match="no cached or bundled snapshot"):
         open_hub("acme/never-seen", options=options(hub, offline=True))
 
 
@@ -197,7 +198,7 @@ def test_concurrent_runs_share_one_cache_safely(hub: HubServer) -> None:
     for t in threads:
         t.join()
     assert not errors_seen and results == [91_991] * 3
-    cache = HeaderCache()
+    cache = HeaderCache(endpoint=hub.url)
     sha = cache.ref("deepseek-ai/DeepSeek-V3", "main")
     assert sha and cache.get("deepseek-ai/DeepSeek-V3", sha)
     leftovers = [p for p in cache.path("deepseek-ai/DeepSeek-V3", sha).parent.iterdir() if p.name.startswith(".")]
@@ -286,4 +287,4 @@ def test_offline_env_through_the_console_script(tmp_path: Path) -> None:
     assert any("offline mode is on" in n and "8cde5ca8380496c9a6cc7ef3a8b46a0372a1d920" in n for n in doc["notes"])
     done = subprocess.run([sys.executable, "-m", "inspector", "acme/never-seen"], capture_output=True, text=True,
                           env=env)
-    assert done.returncode == errors.EXIT_NETWORK and done.stderr.startswith("Error:")
+    assert done.returncode == errors.EXIT_NOT_FOUND and done.stderr.startswith("Error:")

@@ -1,0 +1,152 @@
+"""Untrusted names, the one path guard, bounded reads.
+
+Everything that turns an outside string into a path comes through here:
+
+* ``commit_id`` and ``relative_name`` validate a commit id (40 hex characters) and a file name from a
+  listing, an index or a snapshot manifest (relative, normalised, no ``..``, no absolute part, no
+  backslash, NUL or control character) before it is used. Anything else is an
+  ``InvalidCheckpointError`` (exit 4) naming the field it came from.
+* ``inside`` resolves a relative name below a root and refuses any result outside it; every write
+  of the package goes through ``write_inside``, which uses it.
+* ``read_regular`` opens only regular files (a FIFO named like a shard would block forever; a
+  device could be read without end), and reads at most the bytes asked for.
+* ``gunzip_bounded`` decompresses with a cap on the output, checked while decompressing.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+import zlib
+from pathlib import Path, PurePosixPath
+from typing import Final
+
+from .errors import InvalidCheckpointError, NotFoundError, NotRegularFile
+
+COMMIT: Final = re.compile(r"^[0-9a-f]{40}$")
+_REPO_PART: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}$")
+_BAD_CHARS: Final = re.compile(r"[\x00-\x1f\x7f\\]")
+
+
+def commit_id(value: object, field: str) -> str:
+    """A commit id from outside (a listing's ``sha``, a manifest's ``revision``): 40 lowercase hex."""
+    if not isinstance(value, str) or not COMMIT.match(value):
+        raise InvalidCheckpointError(
+            f"{field}: {_show(value)} is not a commit id (40 hexadecimal characters); refusing to use it",
+            hint="the server or file is broken or hostile",
+        )
+    return value
+
+
+def repo_id(value: str, field: str = "repo id") -> str:
+    """``org/name`` or ``name``: each part letters, digits, ``.``, ``_``, ``-``, no ``..``."""
+    parts = value.split("/")
+    if not 1 <= len(parts) <= 2 or not all(_REPO_PART.match(p) and ".." not in p for p in parts):
+        raise InvalidCheckpointError(f"{field}: {_show(value)} is not a repo id (org/name)")
+    return value
+
+
+def relative_name(value: object, field: str) -> str:
+    """A file name from outside, to be used below a root: relative, normalised, POSIX."""
+    if not isinstance(value, str) or not value or len(value) > 4096:
+        raise InvalidCheckpointError(f"{field}: {_show(value)} is not a file name")
+    if _BAD_CHARS.search(value):
+        raise InvalidCheckpointError(
+            f"{field}: file name {_show(value)} holds a backslash, NUL or control character; refusing it")
+    pure = PurePosixPath(value)
+    if pure.is_absolute() or value.startswith("/"):
+        raise InvalidCheckpointError(f"{field}: file name {_show(value)} is absolute; refusing it")
+    parts = value.split("/")
+    if any(p in ("", ".", "..") for p in parts) or ":" in parts[0]:
+        raise InvalidCheckpointError(
+            f"{field}: file name {_show(value)} is not a plain relative path (empty, '.' or '..' part); "
+            "refusing it")
+    return value
+
+
+def inside(root: Path, relative: str, field: str = "path") -> Path:
+    """``root / relative``, resolved, provided it stays inside ``root`` (symlinks included)."""
+    relative_name(relative, field)
+    base = root.resolve()
+    path = (base / relative).resolve()
+    if path != base and not path.is_relative_to(base):
+        raise InvalidCheckpointError(f"{field}: {_show(relative)} points outside {base}; refusing it")
+    return path
+
+
+def write_inside(root: Path, relative: str, data: bytes, field: str = "path") -> Path:
+    """The one function that writes a file: the final path is resolved and must stay in ``root``."""
+    path = inside(root, relative, field)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # resolve again once the parents exist: a symlinked parent created meanwhile cannot lead out
+    inside(root, relative, field)
+    path.write_bytes(data)
+    return path
+
+
+def open_regular(path: Path) -> int:
+    """A read-only descriptor of a regular file; FIFOs, devices, sockets and folders are refused
+    without blocking (O_NONBLOCK, then fstat)."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
+    try:
+        fd = os.open(path, flags)
+    except PermissionError:
+        raise NotFoundError(f"{path}: permission denied") from None
+    except IsADirectoryError:
+        raise NotRegularFile("a folder where a file was expected", str(path)) from None
+    except OSError as exc:
+        raise NotFoundError(f"{path}: cannot open ({exc.strerror})") from None
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        kind = ("a FIFO" if stat.S_ISFIFO(mode) else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+                else "a socket" if stat.S_ISSOCK(mode) else "a folder" if stat.S_ISDIR(mode) else "not a file")
+        raise NotRegularFile(f"{kind}, not a regular file; refusing to read it", str(path))
+    return fd
+
+
+def read_regular(path: Path, limit: int, offset: int = 0) -> bytes:
+    """At most ``limit`` bytes of a regular file from ``offset``."""
+    fd = open_regular(path)
+    try:
+        out = bytearray()
+        while len(out) < limit:
+            chunk = os.pread(fd, min(limit - len(out), 1 << 24), offset + len(out))
+            if not chunk:
+                break
+            out += chunk
+        return bytes(out)
+    except OSError as exc:
+        raise NotFoundError(f"{path}: cannot read ({exc.strerror})") from None
+    finally:
+        os.close(fd)
+
+
+def regular_size(path: Path) -> int:
+    fd = open_regular(path)
+    try:
+        return os.fstat(fd).st_size
+    finally:
+        os.close(fd)
+
+
+def gunzip_bounded(data: bytes, limit: int, what: str) -> bytes:
+    """gzip-decompress ``data``, refusing output over ``limit`` bytes as soon as it is exceeded."""
+    inflater = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
+    try:
+        out = inflater.decompress(data, limit + 1)
+    except zlib.error as exc:
+        raise InvalidCheckpointError(f"{what}: corrupt compressed data ({exc})") from None
+    if len(out) > limit or inflater.unconsumed_tail:
+        raise InvalidCheckpointError(
+            f"{what}: decompresses to more than {limit:,} bytes; refusing it (a compression bomb?)")
+    if not inflater.eof:
+        raise InvalidCheckpointError(f"{what}: truncated compressed data")
+    return out
+
+
+def _show(value: object) -> str:
+    from .text import sanitize
+
+    return repr(sanitize(value, 120)) if isinstance(value, str) else type(value).__name__

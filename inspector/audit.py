@@ -44,7 +44,7 @@ from typing import Any
 
 from .checkpoint import Checkpoint, FileEntry, json_object
 from .config import ModelConfig, load_config
-from .errors import HeaderError, InvalidCheckpointError, NotFoundError
+from .errors import HeaderError, InvalidCheckpointError, NotFoundError, NotRegularFile
 from .header import PREFIX_BYTES, Header
 from .stats import Tensor, placed
 from .text import natural_key
@@ -220,7 +220,7 @@ def audit(inp: AuditInput) -> AuditResult:
     add = findings.append
     sizes = {f.path: f.size for f in inp.files}
     for name, exc in sorted(inp.header_errors.items()):
-        if sizes.get(name) == 0:
+        if sizes.get(name) == 0 and not isinstance(exc, NotRegularFile):
             add(Finding("file.zero-length", "error", "the file is empty (0 bytes)", name))
         else:
             add(Finding(f"header.{exc.rule}", "error", exc.message.removeprefix(f"{name}: "), name))

@@ -81,7 +81,10 @@ def index_shards(index: Mapping[str, Any], available: Iterable[str], where: str,
     weight_map = index.get("weight_map")
     if not isinstance(weight_map, dict) or not all(isinstance(v, str) for v in weight_map.values()):
         raise InvalidCheckpointError(f"{where}: {index_name or 'the index'} has no valid weight_map")
-    names = sorted(set(weight_map.values()), key=natural_key)
+    from .safeio import relative_name
+
+    names = sorted({relative_name(v, f"{where}: {index_name or 'the index'}: weight_map")
+                    for v in weight_map.values()}, key=natural_key)
     have = set(available)
     missing = [n for n in names if n not in have]
     if missing:

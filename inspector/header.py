@@ -121,6 +121,9 @@ def parse_header(blob: bytes | bytearray, *, file: str = "<bytes>", file_size: i
             file,
         )
     view = memoryview(blob)  # no copies of a header that may be 100 MB
+    lead = bytes(view[PREFIX_BYTES : PREFIX_BYTES + min(n, 4096)]).lstrip(b" \t\r\n")
+    if n > 1 << 20 and lead and lead[:1] != b"{":  # large garbage is refused before it is decoded
+        raise HeaderNotJSON("header is not a JSON object: it does not start with '{' (not safetensors?)", file)
     tensors, metadata = _decode_entries(view[PREFIX_BYTES : PREFIX_BYTES + n], file)
     data_length = _check_spans(tensors, file)
     whole = blob if type(blob) is bytes and len(blob) == PREFIX_BYTES + n else bytes(view[: PREFIX_BYTES + n])

@@ -260,5 +260,5 @@ def read_header(hub: Hub, repo_id: str, sha: str, name: str, size: int | None, f
         if len(blob) < first and (size is None or len(blob) < size):
             raise NetworkError(f"{name}: the server sent {len(blob):,} of the {first:,} bytes asked for")
         budget.take(total - len(blob), name)
-        blob += hub.read_range(repo_id, sha, name, len(blob), total - len(blob))
-    return parse_header(blob[:total], file=name, file_size=None if lenient else size)
+        hub.read_range(repo_id, sha, name, len(blob), total - len(blob), into=blob)
+    return parse_header(blob, file=name, file_size=None if lenient else size)

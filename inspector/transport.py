@@ -38,7 +38,7 @@ DEFAULT_DEADLINE: Final = 60.0  # seconds for the whole Hub phase of one command
 DEFAULT_REQUEST_DEADLINE: Final = 20.0  # seconds for one request, however its bytes trickle
 DEFAULT_MAX_RETRY_AFTER: Final = 20.0
 CACHED_CONNECT_WAIT: Final = 3.0  # the listing's limit when a cached snapshot can stand in
-MAX_CONTINUATIONS: Final = 16  # further range requests after a short 206
+MAX_CONTINUATIONS: Final = 1024  # further range requests after a short 206 (the deadline bounds them too)
 
 Waiting = Callable[[str], None]
 
@@ -155,8 +155,9 @@ class Hub:
         import json
 
         url = f"{self.endpoint}/api/models/{repo_id}/revision/{quote(revision, safe='')}"
-        body, _ = self._get(url, repo_id, revision, None, params={"blobs": "true"}, limit=LISTING_BUDGET,
-                            whole=True, unreachable_after=CACHED_CONNECT_WAIT if quick else None)
+        body = bytearray()
+        self._get(url, repo_id, revision, None, params={"blobs": "true"}, limit=LISTING_BUDGET, into=body,
+                  whole=True, unreachable_after=CACHED_CONNECT_WAIT if quick else None)
         try:
             info = json.loads(body)
         except (ValueError, RecursionError):
@@ -171,33 +172,34 @@ class Hub:
         return str(hf_hub_url(repo_id, path, revision=sha, endpoint=self.endpoint))
 
     def read_json(self, repo_id: str, sha: str, path: str, limit: int = JSON_BUDGET) -> bytes:
-        body, _ = self._get(self.file_url(repo_id, sha, path), repo_id, sha, path, limit=limit, whole=True)
-        if len(body) > limit:
-            raise NetworkError(f"{path}: over {limit:,} bytes; not a config or index this tool reads")
-        return body
+        body = bytearray()
+        self._get(self.file_url(repo_id, sha, path), repo_id, sha, path, limit=limit, into=body, whole=True)
+        return bytes(body)
 
-    def read_range(self, repo_id: str, sha: str, path: str, start: int, length: int) -> bytes:
-        """Bytes ``[start, start + length)`` of a file (fewer at its end). A 206 that brings fewer
-        bytes than asked (legal) is continued from where it stopped."""
+    def read_range(self, repo_id: str, sha: str, path: str, start: int, length: int,
+                   into: bytearray | None = None) -> bytearray:
+        """Bytes ``[start, start + length)`` of a file (fewer at its end), appended to ``into`` (a
+        new buffer if None) without an intermediate copy. A 206 that brings fewer bytes than asked
+        (legal) is continued from where it stopped."""
         url = self.file_url(repo_id, sha, path)
-        got, size = self._get(url, repo_id, sha, path, start=start, limit=length)
-        if len(got) >= length or not got or (size is not None and start + len(got) >= size):
-            return got
-        buf = bytearray(got)
-        for _ in range(MAX_CONTINUATIONS):
-            got, size = self._get(url, repo_id, sha, path, start=start + len(buf), limit=length - len(buf))
-            buf += got
-            if len(buf) >= length or not got or (size is not None and start + len(buf) >= size):
-                return bytes(buf)
+        buf = bytearray() if into is None else into
+        base = len(buf)
+        for _ in range(MAX_CONTINUATIONS + 1):
+            got = len(buf) - base
+            size = self._get(url, repo_id, sha, path, start=start + got, limit=length - got, into=buf)
+            now = len(buf) - base
+            if now >= length or now == got or (size is not None and start + now >= size):
+                return buf
         raise NetworkError(f"{path}: the server kept answering short ranges ({len(buf):,} of {length:,} bytes "
                            f"after {MAX_CONTINUATIONS + 1} requests)")
 
     # -- one request, retried ------------------------------------------------------------------
 
     def _get(self, url: str, repo_id: str, revision: str, path: str | None, *, start: int = 0, limit: int,
-             whole: bool = False, params: dict[str, str] | None = None,
-             unreachable_after: float | None = None) -> tuple[bytes, int | None]:
-        """GET ``url`` (a byte range unless ``whole``) and return (body, file size when known)."""
+             into: bytearray, whole: bool = False, params: dict[str, str] | None = None,
+             unreachable_after: float | None = None) -> int | None:
+        """GET ``url`` (a byte range unless ``whole``), append the body to ``into``, return the
+        file's size when the answer tells it."""
         import httpx2
         from huggingface_hub.utils import get_session
 
@@ -208,9 +210,11 @@ class Hub:
             headers["Range"] = f"bytes={start}-{start + limit - 1}"
             headers["Accept-Encoding"] = "identity"
         what = path or "the repo listing"
+        base = len(into)
         attempt = 0
         while True:
             attempt += 1
+            del into[base:]  # what a failed attempt appended
             budget = self.remaining()
             if budget <= 0:
                 raise NetworkError(f"{what}: the Hub phase went over its {self.deadline_seconds:g} s deadline",
@@ -230,7 +234,7 @@ class Hub:
                         continue
                     if status >= 400:
                         self._raise_for_status(response, deadline)
-                    return self._body(response, start, limit, whole, what, deadline)
+                    return self._body(response, start, limit, whole, what, deadline, into)
             except _Retryable as exc:
                 if attempt > self.options.max_retries:
                     raise NetworkError(
@@ -252,8 +256,8 @@ class Hub:
         hf_raise_for_status(copy)
         raise NetworkError(f"HTTP {response.status_code}")  # pragma: no cover - hf_raise_for_status raised
 
-    def _body(self, response: Any, start: int, limit: int, whole: bool, what: str,
-              deadline: float) -> tuple[bytes, int | None]:
+    def _body(self, response: Any, start: int, limit: int, whole: bool, what: str, deadline: float,
+              into: bytearray) -> int | None:
         skip = 0
         size: int | None = None
         if not whole and response.status_code == 200:
@@ -266,21 +270,22 @@ class Hub:
             if not m or int(m.group(1)) != start:
                 raise NetworkError(f"{what}: the server answered a different range ({content_range or 'none'})")
             size = int(m.group(3)) if m.group(3) != "*" else None
-        want = skip + limit
-        cap = want + 1 if whole else want  # one byte over tells a whole body went over its budget
-        buf = bytearray()
+        base = len(into)
+        cap = skip + limit + (1 if whole else 0)  # one byte over tells a whole body went over its budget
+        seen = 0
         try:
             for chunk in _decoded(response, cap, deadline, what):
-                buf += chunk
-                if len(buf) >= cap:
+                if seen + len(chunk) > skip:
+                    into += chunk[max(0, skip - seen):] if seen < skip else chunk
+                seen += len(chunk)
+                if seen >= cap:
                     break
         finally:
-            self.stats.add(nbytes=len(buf))
-        if whole and len(buf) > limit:
+            self.stats.add(nbytes=seen)
+        if whole and len(into) - base > limit:
             raise NetworkError(f"{what}: over {limit:,} bytes; refusing to read more (a hostile server?)")
-        del buf[want:]
-        del buf[:skip]
-        return bytes(buf), size
+        del into[base + limit:]
+        return size
 
     def _wait(self, attempt: int, retry_after: str | None, what: str, status: int | None) -> None:
         delay = min(8.0, 0.25 * 2 ** (attempt - 1)) * (0.5 + random.random() / 2)

@@ -11,6 +11,10 @@ Safetensors files are virtual and full size: the real header bytes, then zeros, 
 so a 5 GB shard costs nothing. Options: 302 redirects of LFS files to a second origin (a "CDN"),
 latency per request, a request log, and faults (5xx then success, 429 with Retry-After, a
 connection reset mid-body, a stall, Range ignored) that fire a set number of times.
+
+Hostile modes, for the tests of hostile servers: a listing patched with any JSON (a commit id or
+file names with traversal), a gzip bomb as the listing body, a reset of every API call, a redirect
+loop, bodies trickled a few bytes a second, and 206 answers shorter than the range asked for.
 """
 
 from __future__ import annotations
@@ -68,7 +72,8 @@ class Repo:
 
 @dataclass
 class Fault:
-    kind: str  # "5xx", "429", "reset", "stall", "ignore_range"
+    kind: str  # "5xx", "429", "reset", "stall", "ignore_range", "reset_api", "redirect_loop", "trickle",
+    # "short206" (value: bytes per answer), "gzip_bomb" (value: MB of whitespace)
     path: str = ""  # regex searched in the request path
     times: int = 1  # how many requests it hits; -1 for all
     value: float = 0  # Retry-After seconds, stall seconds, status for 5xx
@@ -93,6 +98,7 @@ class HubState:
         self.redirect = False
         self.lock = threading.Lock()
         self.cdn_url = ""
+        self.listing_patch: dict[str, dict[str, Any]] = {}  # repo → keys replaced in its listing
 
     def take_fault(self, kind: str, path: str) -> Fault | None:
         with self.lock:
@@ -156,7 +162,7 @@ class HubServer:
         for _ in range(2):  # the Hub, and a second origin standing for the CDN
             server = _Server(("127.0.0.1", 0), handler)
             server.daemon_threads = True
-            threading.Thread(target=server.serve_forever, daemon=True).start()
+            threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
             self._servers.append(server)
         self.state.cdn_url = f"http://127.0.0.1:{self._servers[1].server_address[1]}"
         return self
@@ -221,6 +227,17 @@ def _make_handler(state: HubState) -> type[BaseHTTPRequestHandler]:
                     return self._error(429, "RateLimited", "injected", {"Retry-After": str(int(f429.value))})
                 if path.startswith("/_control/"):
                     return self._control(path[len("/_control/"):], parse_qs(url.query))
+                if state.take_fault("reset_api", path):
+                    self.close_connection = True
+                    self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+                    self.connection.close()
+                    return None
+                if state.take_fault("redirect_loop", path):
+                    return self._send(302, b"", {"Location": self.path}, head)
+                bomb = state.take_fault("gzip_bomb", path)
+                if bomb:
+                    return self._send(200, _gzip_bomb(int(bomb.value)), {"Content-Type": "application/json",
+                                                                        "Content-Encoding": "gzip"}, head)
                 if path.startswith("/api/models/"):
                     return self._api(path[len("/api/models/"):], parse_qs(url.query), head)
                 if path.startswith("/cdn/"):
@@ -273,8 +290,13 @@ def _make_handler(state: HubState) -> type[BaseHTTPRequestHandler]:
                     if f.lfs:
                         entry["lfs"] = {"sha256": f.etag, "size": f.size, "pointerSize": 134}
                 siblings.append(entry)
-            body = json.dumps({"id": repo_id, "modelId": repo_id, "sha": revision.sha, "private": False,
-                               "gated": "manual" if repo.gated else False, "siblings": siblings}).encode()
+            doc = {"id": repo_id, "modelId": repo_id, "sha": revision.sha, "private": False,
+                   "gated": "manual" if repo.gated else False, "siblings": siblings}
+            doc.update(state.listing_patch.get(repo_id, {}))
+            body = json.dumps(doc).encode()
+            trickle = state.take_fault("trickle", self.path)
+            if trickle:
+                return self._trickle(200, body, {"Content-Type": "application/json"}, trickle.value)
             self._send(200, body, {"Content-Type": "application/json"}, head)
 
         def _lookup(self, rest: str) -> tuple[Repo, Revision, str, VFile] | None:
@@ -329,9 +351,15 @@ def _make_handler(state: HubState) -> type[BaseHTTPRequestHandler]:
                                        {"Content-Range": f"bytes */{f.size}"})
                 start = int(m.group(1))
                 end = min(f.size, int(m.group(2)) + 1) if m.group(2) else f.size
+                short = state.take_fault("short206", self.path)
+                if short:
+                    end = min(end, start + int(short.value))
                 status = 206
                 meta["Content-Range"] = f"bytes {start}-{end - 1}/{f.size}"
             reset = None if head else state.take_fault("reset", self.path)
+            trickle = None if head else state.take_fault("trickle", self.path)
+            if trickle:
+                return self._trickle(status, f.read(start, end), meta, trickle.value)
             self._status = status
             self.send_response(status)
             for k, v in {**meta, "Content-Length": str(end - start), "Accept-Ranges": "bytes",
@@ -355,6 +383,21 @@ def _make_handler(state: HubState) -> type[BaseHTTPRequestHandler]:
 
         # -- responses ---------------------------------------------------------------------------
 
+        def _trickle(self, status: int, body: bytes, headers: dict[str, str], per_second: float) -> None:
+            """The body a few bytes at a time, each piece soon enough to keep an idle timeout happy."""
+            self._status = status
+            self.send_response(status)
+            for k, v in headers.items():
+                self.send_header(k, v)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            step = max(1, int(per_second / 10))
+            for i in range(0, len(body), step):
+                self.wfile.write(body[i:i + step])
+                self.wfile.flush()
+                self._sent += step
+                time.sleep(0.1)
+
         def _error(self, status: int, code: str, message: str, extra: dict[str, str] | None = None) -> None:
             body = json.dumps({"error": message}).encode()
             self._send(status, body, {"X-Error-Code": code, "X-Error-Message": message,
@@ -373,6 +416,23 @@ def _make_handler(state: HubState) -> type[BaseHTTPRequestHandler]:
                 self._sent += len(body)
 
     return Handler
+
+
+_BOMBS: dict[int, bytes] = {}
+
+
+def _gzip_bomb(megabytes: int) -> bytes:
+    """A gzip body that inflates to ``megabytes`` MB of JSON whitespace (about 1 kB per MB)."""
+    if megabytes not in _BOMBS:
+        import zlib
+
+        packer = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+        block = b" " * (1 << 20)
+        parts = [packer.compress(b"{")]
+        parts += [packer.compress(block) for _ in range(megabytes)]
+        parts.append(packer.compress(b"}") + packer.flush())
+        _BOMBS[megabytes] = b"".join(parts)
+    return _BOMBS[megabytes]
 
 
 def main() -> None:

@@ -61,10 +61,10 @@ Offline = Annotated[bool, typer.Option("--offline", help="no network: the header
 
 def _open(model: str, revision: str | None, endpoint: str | None, token: str | None, offline: bool) -> Any:
     """Open MODEL from wherever it is, with a progress bar on a terminal for many-shard Hub repos."""
-    from .hub import HubOptions, open_hub
+    from .hub import open_hub
     from .source import open_checkpoint
 
-    options = HubOptions(endpoint=endpoint, token=token, offline=True if offline else None)
+    options = _hub_options(endpoint, token, offline)
 
     def hub(repo_id: str, rev: str | None) -> Any:
         _quiet_hub_logging()
@@ -72,6 +72,16 @@ def _open(model: str, revision: str | None, endpoint: str | None, token: str | N
             return open_hub(repo_id, rev, options=options, progress=progress)
 
     return open_checkpoint(model, hub=hub, revision=revision)
+
+
+def _hub_options(endpoint: str | None, token: str | None, offline: bool) -> Any:
+    from .hub import HubOptions
+    from .text import sanitize
+
+    def waiting(message: str) -> None:
+        _stderr().print(sanitize(message), markup=False, highlight=False)
+
+    return HubOptions(endpoint=endpoint, token=token, offline=True if offline else None, on_wait=waiting)
 
 
 def _quiet_hub_logging() -> None:
@@ -248,7 +258,6 @@ def audit_cmd(
 
     from . import audit as audit_mod
     from .aliases import ALIASES, bundled_path
-    from .hub import HubOptions
     from .render import audit_json, audit_table
     from .snapshot import is_snapshot, load_snapshot
     from .source import looks_like_repo_id, split_revision
@@ -267,8 +276,7 @@ def audit_cmd(
                                                                label=alias.repo_id, strict=False))
     elif looks_like_repo_id(name) and "/" in name:
         _quiet_hub_logging()
-        options = HubOptions(endpoint=endpoint, token=token, offline=True if offline else None)
-        result = audit_mod.audit(audit_mod.load_hub(name, rev or revision, options))
+        result = audit_mod.audit(audit_mod.load_hub(name, rev or revision, _hub_options(endpoint, token, offline)))
     else:
         from .errors import NotFoundError
 

@@ -13,7 +13,7 @@ import hashlib
 import io
 import json
 import os
-import tempfile
+import threading
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -152,14 +152,15 @@ def _cache_read(key: str) -> dict[str, Any] | None:
 
 def _cache_write(key: str, value: dict[str, Any]) -> None:
     """Atomic: a temporary file renamed into place, so readers never see half an entry."""
+    from .errors import InspectorError
+    from .safeio import inside, write_inside
+
+    folder = _cache_dir()
+    tmp = f".tmp-{os.getpid()}-{threading.get_ident()}-{key}.json"
     try:
-        folder = _cache_dir()
-        folder.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=".json")
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(value, fh, default=str)
-        os.replace(tmp, folder / f"{key}.json")
-    except OSError:
+        written = write_inside(folder, tmp, json.dumps(value, default=str).encode(), "config cache")
+        os.replace(written, inside(folder, f"{key}.json", "config cache"))
+    except (OSError, InspectorError):
         pass  # a read-only cache only costs time
 
 

@@ -67,7 +67,11 @@ def open_hub(repo_id: str, revision: str | None = None, *, options: HubOptions |
         return _from_cache(cache, repo_id, rev, hub, [])
     if hub.offline:
         return _offline(repo_id, revision, cache, hub, "offline mode is on (HF_HUB_OFFLINE)", unreachable=False)
-    cached = use_cache and _cached_sha(cache, repo_id, revision) is not None
+    from .aliases import BY_REPO
+
+    # when a cached or bundled snapshot can stand in, an unresponsive Hub costs seconds, not a minute
+    cached = (use_cache and _cached_sha(cache, repo_id, revision) is not None) or (
+        revision is None and repo_id.lower() in BY_REPO)
     try:
         info = hub.repo_info(repo_id, rev, quick=cached)
     except HubUnreachable as exc:

@@ -11,8 +11,9 @@ shard header is laid out as the ``safetensors`` reference writer lays it out, wi
 ``{"format": "pt"}`` metadata transformers writes. Shard boundaries are therefore ours, not
 necessarily the real repo's; tensor names, shapes, dtypes, counts and ``total_size`` are exact.
 
-The config values are public facts from each model's config.json; the tests check the results
-against ../shared/realdata and ../shared/REFERENCE.md.
+The inputs are each model's public config.json values, in fixtures/snapshot-configs (the tests
+compare those that have a real copy in fixtures/realdata with it); the tests check the results
+against the real indexes and published counts in fixtures/.
 """
 
 from __future__ import annotations
@@ -234,112 +235,30 @@ def deepseek_v3(c: dict[str, object]) -> Iterator[Entry]:
     yield "lm_head.weight", "BF16", (vocab, h)
 
 
-# --- configs (public config.json values) ----------------------------------------------------
+# --- configs (public config.json values, kept in fixtures/snapshot-configs) -----------------
 
-LLAMA2_7B = {
-    "architectures": ["LlamaForCausalLM"], "bos_token_id": 1, "eos_token_id": 2, "hidden_act": "silu",
-    "hidden_size": 4096, "initializer_range": 0.02, "intermediate_size": 11008,
-    "max_position_embeddings": 4096, "model_type": "llama", "num_attention_heads": 32,
-    "num_hidden_layers": 32, "num_key_value_heads": 32, "pretraining_tp": 1, "rms_norm_eps": 1e-05,
-    "rope_scaling": None, "tie_word_embeddings": False, "torch_dtype": "float16",
-    "transformers_version": "4.31.0.dev0", "use_cache": True, "vocab_size": 32000,
-}
-LLAMA3_8B = {
-    "architectures": ["LlamaForCausalLM"], "attention_bias": False, "attention_dropout": 0.0,
-    "bos_token_id": 128000, "eos_token_id": 128001, "hidden_act": "silu", "hidden_size": 4096,
-    "initializer_range": 0.02, "intermediate_size": 14336, "max_position_embeddings": 8192,
-    "model_type": "llama", "num_attention_heads": 32, "num_hidden_layers": 32,
-    "num_key_value_heads": 8, "pretraining_tp": 1, "rms_norm_eps": 1e-05, "rope_scaling": None,
-    "rope_theta": 500000.0, "tie_word_embeddings": False, "torch_dtype": "bfloat16",
-    "transformers_version": "4.40.0.dev0", "use_cache": True, "vocab_size": 128256,
-}
-LLAMA3_70B = {**LLAMA3_8B, "hidden_size": 8192, "intermediate_size": 28672, "num_attention_heads": 64,
-              "num_hidden_layers": 80}
-MISTRAL_7B = {
-    "architectures": ["MistralForCausalLM"], "attention_dropout": 0.0, "bos_token_id": 1, "eos_token_id": 2,
-    "hidden_act": "silu", "hidden_size": 4096, "initializer_range": 0.02, "intermediate_size": 14336,
-    "max_position_embeddings": 32768, "model_type": "mistral", "num_attention_heads": 32,
-    "num_hidden_layers": 32, "num_key_value_heads": 8, "rms_norm_eps": 1e-05, "rope_theta": 1000000.0,
-    "sliding_window": None, "tie_word_embeddings": False, "torch_dtype": "bfloat16",
-    "transformers_version": "4.36.0", "use_cache": True, "vocab_size": 32000,
-}
-MIXTRAL = {
-    **MISTRAL_7B, "architectures": ["MixtralForCausalLM"], "model_type": "mixtral",
-    "num_experts_per_tok": 2, "num_local_experts": 8, "output_router_logits": False,
-    "router_aux_loss_coef": 0.02, "transformers_version": "4.36.0.dev0",
-}
-QWEN25_7B = {
-    "architectures": ["Qwen2ForCausalLM"], "attention_dropout": 0.0, "bos_token_id": 151643,
-    "eos_token_id": 151645, "hidden_act": "silu", "hidden_size": 3584, "initializer_range": 0.02,
-    "intermediate_size": 18944, "max_position_embeddings": 32768, "max_window_layers": 28,
-    "model_type": "qwen2", "num_attention_heads": 28, "num_hidden_layers": 28, "num_key_value_heads": 4,
-    "rms_norm_eps": 1e-06, "rope_theta": 1000000.0, "sliding_window": 131072, "tie_word_embeddings": False,
-    "torch_dtype": "bfloat16", "transformers_version": "4.43.1", "use_cache": True,
-    "use_sliding_window": False, "vocab_size": 152064,
-}
-GEMMA_2B = {
-    "architectures": ["GemmaForCausalLM"], "attention_bias": False, "attention_dropout": 0.0,
-    "bos_token_id": 2, "eos_token_id": 1, "head_dim": 256, "hidden_act": "gelu", "hidden_size": 2048,
-    "initializer_range": 0.02, "intermediate_size": 16384, "max_position_embeddings": 8192,
-    "model_type": "gemma", "num_attention_heads": 8, "num_hidden_layers": 18, "num_key_value_heads": 1,
-    "pad_token_id": 0, "rms_norm_eps": 1e-06, "rope_scaling": None, "rope_theta": 10000.0,
-    "torch_dtype": "bfloat16", "transformers_version": "4.38.0.dev0", "use_cache": True,
-    "vocab_size": 256000,
-}
-PHI2 = {
-    "architectures": ["PhiForCausalLM"], "attention_dropout": 0.0, "bos_token_id": 50256,
-    "embd_pdrop": 0.0, "eos_token_id": 50256, "hidden_act": "gelu_new", "hidden_size": 2560,
-    "initializer_range": 0.02, "intermediate_size": 10240, "layer_norm_eps": 1e-05,
-    "max_position_embeddings": 2048, "model_type": "phi", "num_attention_heads": 32,
-    "num_hidden_layers": 32, "num_key_value_heads": 32, "partial_rotary_factor": 0.4,
-    "qk_layernorm": False, "resid_pdrop": 0.1, "rope_scaling": None, "rope_theta": 10000.0,
-    "tie_word_embeddings": False, "torch_dtype": "float16", "transformers_version": "4.37.0",
-    "use_cache": True, "vocab_size": 51200,
-}
-GPT2 = {
-    "activation_function": "gelu_new", "architectures": ["GPT2LMHeadModel"], "attn_pdrop": 0.1,
-    "bos_token_id": 50256, "embd_pdrop": 0.1, "eos_token_id": 50256, "initializer_range": 0.02,
-    "layer_norm_epsilon": 1e-05, "model_type": "gpt2", "n_ctx": 1024, "n_embd": 768, "n_head": 12,
-    "n_layer": 12, "n_positions": 1024, "resid_pdrop": 0.1, "vocab_size": 50257,
-}
-LLAMA2_13B_GPTQ = {
-    "architectures": ["LlamaForCausalLM"], "bos_token_id": 1, "eos_token_id": 2, "hidden_act": "silu",
-    "hidden_size": 5120, "initializer_range": 0.02, "intermediate_size": 13824, "max_length": 4096,
-    "max_position_embeddings": 4096, "model_type": "llama", "num_attention_heads": 40,
-    "num_hidden_layers": 40, "num_key_value_heads": 40, "pad_token_id": 0, "rms_norm_eps": 1e-05,
-    "rope_scaling": None, "tie_word_embeddings": False, "torch_dtype": "float16",
-    "transformers_version": "4.30.2", "use_cache": True, "vocab_size": 32000,
-    "quantization_config": {
-        "bits": 4, "group_size": 128, "damp_percent": 0.01, "desc_act": False, "sym": True,
-        "true_sequential": True, "model_name_or_path": None, "model_file_base_name": "model",
-        "quant_method": "gptq",
-    },
-}
-GPTQ_QUANTIZE_CONFIG = {
-    "bits": 4, "group_size": 128, "damp_percent": 0.01, "desc_act": False, "sym": True,
-    "true_sequential": True, "model_name_or_path": None, "model_file_base_name": "model",
-}
-DEEPSEEK_V3 = {
-    "architectures": ["DeepseekV3ForCausalLM"], "attention_bias": False, "attention_dropout": 0.0,
-    "auto_map": {"AutoConfig": "configuration_deepseek.DeepseekV3Config",
-                 "AutoModel": "modeling_deepseek.DeepseekV3Model",
-                 "AutoModelForCausalLM": "modeling_deepseek.DeepseekV3ForCausalLM"},
-    "aux_loss_alpha": 0.001, "bos_token_id": 0, "eos_token_id": 1, "ep_size": 1,
-    "first_k_dense_replace": 3, "hidden_act": "silu", "hidden_size": 7168, "initializer_range": 0.02,
-    "intermediate_size": 18432, "kv_lora_rank": 512, "max_position_embeddings": 163840,
-    "model_type": "deepseek_v3", "moe_intermediate_size": 2048, "moe_layer_freq": 1, "n_group": 8,
-    "n_routed_experts": 256, "n_shared_experts": 1, "norm_topk_prob": True, "num_attention_heads": 128,
-    "num_experts_per_tok": 8, "num_hidden_layers": 61, "num_key_value_heads": 128,
-    "num_nextn_predict_layers": 1, "q_lora_rank": 1536, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64,
-    "quantization_config": {"activation_scheme": "dynamic", "fmt": "e4m3", "quant_method": "fp8",
-                            "weight_block_size": [128, 128]},
-    "rms_norm_eps": 1e-06,
-    "rope_scaling": {"beta_fast": 32, "beta_slow": 1, "factor": 40, "mscale": 1.0, "mscale_all_dim": 1.0,
-                     "original_max_position_embeddings": 4096, "type": "yarn"},
-    "rope_theta": 10000, "routed_scaling_factor": 2.5, "scoring_func": "sigmoid", "seq_aux": True,
-    "tie_word_embeddings": False, "topk_group": 4, "topk_method": "noaux_tc", "torch_dtype": "bfloat16",
-    "transformers_version": "4.46.3", "use_cache": True, "v_head_dim": 128, "vocab_size": 129280,
-}
+CONFIGS = ROOT / "fixtures" / "snapshot-configs"
+
+
+def config(repo_id: str, name: str = "") -> dict[str, object]:
+    """A model's config.json values (or another small file's, ``name``), as the generator's input."""
+    stem = repo_id.replace("/", "__")
+    value: dict[str, object] = json.loads((CONFIGS / (f"{stem}.{name}" if name else f"{stem}.json")).read_text())
+    return value
+
+
+LLAMA2_7B = config("meta-llama/Llama-2-7b-hf")
+LLAMA3_8B = config("meta-llama/Meta-Llama-3-8B")
+LLAMA3_70B = config("meta-llama/Meta-Llama-3-70B")
+MISTRAL_7B = config("mistralai/Mistral-7B-Instruct-v0.2")
+MIXTRAL = config("mistralai/Mixtral-8x7B-v0.1")
+QWEN25_7B = config("Qwen/Qwen2.5-7B-Instruct")
+GEMMA_2B = config("google/gemma-2b")
+PHI2 = config("microsoft/phi-2")
+GPT2 = config("openai-community/gpt2")
+LLAMA2_13B_GPTQ = config("TheBloke/Llama-2-13B-chat-GPTQ")
+GPTQ_QUANTIZE_CONFIG = config("TheBloke/Llama-2-13B-chat-GPTQ", "quantize_config.json")
+DEEPSEEK_V3 = config("deepseek-ai/DeepSeek-V3")
 
 MODELS: tuple[Model, ...] = (
     Model("meta-llama/Llama-2-7b-hf", LLAMA2_7B,

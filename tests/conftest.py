@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-SHARED = ROOT.parent / "shared"
 sys.path.insert(0, str(Path(__file__).parent))
 
 
@@ -30,18 +29,6 @@ def isolated_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.M
 
     monkeypatch.setattr(constants, "HF_HOME", str(home))
     yield
-
-
-@pytest.fixture
-def shared() -> Path:
-    """../shared beside the checkout. CI always has it; elsewhere tests that need it skip."""
-    if not SHARED.is_dir():
-        pytest.skip("../shared is absent (it is always present in CI)")
-    return SHARED
-
-
-def reference_json(path: Path) -> dict:
-    return json.loads(path.read_text())
 
 
 class Result:
@@ -70,12 +57,6 @@ def cli(capsys: pytest.CaptureFixture[str]):
         return Result(code, captured.out, captured.err)
 
     return run
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    for item in items:
-        if "shared" in getattr(item, "fixturenames", ()):
-            item.add_marker(pytest.mark.shared)
 
 
 os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")

@@ -12,6 +12,22 @@ import numpy as np
 
 from inspector.header import encode_header
 
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+_REFERENCE: dict[str, Any] = {}
+
+
+def ref(figure: str) -> Any:
+    """A reference figure from fixtures/reference.json (value, what it counts, its source)."""
+    if not _REFERENCE:
+        for entry in json.loads((FIXTURES / "reference.json").read_text())["figures"]:
+            _REFERENCE[entry["id"]] = entry
+    return _REFERENCE[figure]["value"]
+
+
+def realdata(folder: str, name: str) -> dict[str, Any]:
+    """A real file copied into fixtures/realdata (its SOURCE.txt beside it)."""
+    return json.loads((FIXTURES / "realdata" / folder / name).read_text())
+
 NP = {"F32": np.float32, "F16": np.float16, "I64": np.int64, "I32": np.int32, "U8": np.uint8,
       "I8": np.int8, "F64": np.float64, "BOOL": np.bool_}
 

@@ -1,4 +1,5 @@
-"""Estimates: formulas checked by hand on tiny configs and against ../shared/REFERENCE.md."""
+"""Estimates: formulas checked by hand on tiny configs and against the reference figures
+(fixtures/reference.json: each figure's source and arithmetic)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from helpers import save_real, tiny_llama, write_layout
+from helpers import realdata, ref, save_real, tiny_llama, write_layout
 
 from inspector.estimate import estimate
 from inspector.report import build_report
@@ -23,52 +24,48 @@ def value(e, name: str):
 
 def test_llama3_8b_reference_figures() -> None:
     e = est("llama3-8b", context=8192)
-    assert value(e, "weights_bytes") == 16_060_522_496
-    assert value(e, "kv_bytes_per_token") == 131_072
-    assert value(e, "kv_bytes") == 1_073_741_824  # 1 GiB at 8,192 tokens
-    assert value(e, "flops_per_token_weights") == 15_009_849_344
+    assert value(e, "weights_bytes") == ref("llama3-8b.bytes")
+    assert value(e, "kv_bytes_per_token") == ref("llama3-8b.kv_bytes_per_token")
+    assert value(e, "kv_bytes") == ref("llama3-8b.kv_bytes_per_token") * 8192 == 2**30  # 1 GiB at 8,192 tokens
+    assert value(e, "flops_per_token_weights") == ref("llama3-8b.flops_per_token")
     assert "checked" in " ".join(e.get("kv_bytes_per_token").assumptions)
 
 
 def test_llama2_7b_reference_figures() -> None:
     e = est("llama2-7b", context=4096)
-    assert value(e, "kv_bytes_per_token") == 524_288
-    assert value(e, "flops_per_token_weights") == 13_214_687_232
-    assert value(e, "flops_per_token_attention") == 2_147_483_648
-    assert value(e, "attention_to_gemm_ratio_seed") == pytest.approx(4096 / 24_704)
-
-
-def test_reference_md_has_these_figures(shared: Path) -> None:
-    text = (shared / "REFERENCE.md").read_text()
-    for figure in ("524,288", "131,072", "1,073,741,824", "13,214,687,232", "15,009,849,344",
-                   "2,147,483,648", "24,704", "12,879,925,248"):
-        assert figure in text
+    assert value(e, "kv_bytes_per_token") == ref("llama2-7b.kv_bytes_per_token")
+    assert value(e, "flops_per_token_weights") == ref("llama2-7b.flops_per_token")
+    assert value(e, "flops_per_token_attention") == ref("llama3-8b.attention_flops_4096")  # same L, h, d
+    # seed 002's ratio t / (2D + 1.5I), with Llama-2-7B's D = 4,096 and I = 11,008
+    assert value(e, "attention_to_gemm_ratio_seed") == pytest.approx(4096 / (2 * 4096 + 1.5 * 11008))
 
 
 def test_mixtral_total_and_active() -> None:
     e = est("mixtral-8x7b")
-    assert value(e, "total_parameters") == 46_702_792_704
-    assert value(e, "active_parameters") == 12_879_925_248
+    assert value(e, "total_parameters") == ref("mixtral-8x7b.parameters")
+    assert value(e, "active_parameters") == ref("mixtral-8x7b.active")
 
 
 def test_deepseek_v3_mla_moe_fp8() -> None:
     e = est("deepseek-v3", context=4096)
-    assert value(e, "kv_bytes_per_token") == (512 + 64) * 61 * 2  # latent + rope key, not 128 heads
+    assert value(e, "kv_bytes_per_token") == ref("deepseek-v3.kv_bytes_per_token")  # latent + rope key
     active = value(e, "active_parameters")
-    assert 36e9 < active < 38e9 and 670e9 < value(e, "main_parameters") < 672e9
+    # the model card: 671B main-model parameters, "37B activated for each token" (a 37.x figure)
+    assert 37e9 <= active < 38e9
+    assert round(value(e, "main_parameters") / 1e9) == ref("deepseek-v3.main_billions")
     assert e.quant.method == "fp8" and e.quant.logical_parameters == e.quant.stored_elements
-    assert e.quant.overhead_elements == 41_540_496  # the weight_scale_inv blocks
+    assert e.quant.overhead_elements == ref("deepseek-v3.weight_scale_inv")
 
 
-def test_gptq_logical_parameters_match_the_unquantised_model(shared: Path) -> None:
+def test_gptq_logical_parameters_match_the_unquantised_model() -> None:
     e = est("llama2-13b-gptq")
     q = e.quant
-    real = json.loads((shared / "realdata" / "TheBloke__Llama-2-13B-chat-GPTQ" / "config.json").read_text())
+    real = realdata("TheBloke__Llama-2-13B-chat-GPTQ", "config.json")
     assert (q.method, q.bits) == (real["quantization_config"]["quant_method"], real["quantization_config"]["bits"])
-    # the unquantised Llama-2-13B from the same config: embed + head + 40 × layer + final norm
-    d, i, v, n_layers = 5120, 13824, 32000, 40
+    # the unquantised Llama-2-13B from the real config: embed + head + layers × (q/k/v/o, MLP, 2 norms) + final norm
+    d, i, v, n_layers = (real[k] for k in ("hidden_size", "intermediate_size", "vocab_size", "num_hidden_layers"))
     dense = 2 * v * d + n_layers * (4 * d * d + 3 * d * i + 2 * d) + d
-    assert abs(q.logical_parameters - dense) <= dense * 0.001
+    assert q.logical_parameters == dense == ref("llama2-13b-gptq.logical")
     assert q.overhead_elements > 0 and q.stored_elements < q.logical_parameters / 4
     bits = {r.role: r.bits_per_weight for r in q.rows}
     assert 4.0 < bits["mlp.up"] < 4.3 and bits["embedding"] == 16.0
@@ -116,6 +113,6 @@ def test_cli_estimate_json_and_summary_line(cli) -> None:
     figures = {f["name"]: f for f in doc["figures"]}
     assert figures["kv_bytes"]["value"] == 1_073_741_824
     assert all(f["source"] and f["formula"] for f in doc["figures"])
-    assert {w["dtype"]: w["bytes"] for w in doc["what_if"]}["int4"] == 8_030_261_248 // 2
+    assert {w["dtype"]: w["bytes"] for w in doc["what_if"]}["int4"] == ref("llama3-8b.parameters") // 2
     assert "estimate: KV cache 131,072 B/token" in cli("llama3-8b").out
     assert cli("estimate", "llama3-8b", "--kv-dtype", "fp3").code == 2

@@ -59,6 +59,13 @@ def test_shards_without_index_are_read_in_natural_order(tmp_path: Path) -> None:
     c = open_checkpoint(str(folder))
     assert [h.file for h in c.headers] == sorted(h.file for h in c.headers)
     assert c.index is None and summarize(c).parameters == params
+    # names whose text order differs from their natural order: part-2 before part-10
+    other = tmp_path / "n"
+    for i in (10, 2, 1):
+        save_real(other / f"part-{i}.safetensors", {f"t{i}": ("F32", (i,))})
+    c = open_checkpoint(str(other))
+    assert [h.file for h in c.headers] == ["part-1.safetensors", "part-2.safetensors", "part-10.safetensors"]
+    assert sorted(h.file for h in c.headers) != [h.file for h in c.headers]  # plain text order would differ
 
 
 def test_index_naming_a_missing_shard_is_an_invalid_checkpoint(tmp_path: Path) -> None:

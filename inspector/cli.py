@@ -16,7 +16,6 @@ import traceback
 from typing import Annotated, Any, NoReturn
 
 import typer
-from rich.console import Console
 
 from . import __version__
 from .errors import EXIT_INTERNAL, EXIT_USAGE, InspectorError
@@ -41,16 +40,20 @@ app = typer.Typer(
 )
 
 
-def _stdout() -> Console:
-    return Console(soft_wrap=True, highlight=False)
+def _say(message: str) -> None:
+    """One line of diagnostics on stderr, sanitised, never interpreted as markup."""
+    from .text import sanitize
 
-
-def _stderr() -> Console:
-    return Console(stderr=True, soft_wrap=True, highlight=False)
+    sys.stderr.write(sanitize(message) + "\n")
 
 
 def emit_json(doc: Any) -> None:
-    sys.stdout.write(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
+    """JSON on stdout: ASCII only, so control characters, bidi marks and lone surrogates from
+    untrusted names arrive escaped (``\\u001b``), never raw."""
+    sys.stdout.write(json.dumps(doc, indent=2, ensure_ascii=True) + "\n")
+
+
+Wide = Annotated[bool, typer.Option("--wide", help="on a terminal: draw tables at full width (as when piped)")]
 
 
 Revision = Annotated[str | None, typer.Option("--revision", help="Hub branch, tag or commit (or write repo@rev)")]
@@ -76,10 +79,9 @@ def _open(model: str, revision: str | None, endpoint: str | None, token: str | N
 
 def _hub_options(endpoint: str | None, token: str | None, offline: bool) -> Any:
     from .hub import HubOptions
-    from .text import sanitize
 
     def waiting(message: str) -> None:
-        _stderr().print(sanitize(message), markup=False, highlight=False)
+        _say(message)
 
     return HubOptions(endpoint=endpoint, token=token, offline=True if offline else None, on_wait=waiting)
 
@@ -90,21 +92,29 @@ def _quiet_hub_logging() -> None:
     hf_logging.set_verbosity_error()  # type: ignore[no-untyped-call]
 
 
+def _progress_bars_disabled() -> bool:
+    from huggingface_hub import constants
+
+    return bool(constants.HF_HUB_DISABLE_PROGRESS_BARS)
+
+
 class _progress:
     """A rich progress bar on stderr for Hub fetches of many shards; silent when not a terminal."""
 
     def __enter__(self) -> Any:
         self.bar: Any = None
-        if not sys.stderr.isatty():
+        if not sys.stderr.isatty() or _progress_bars_disabled():
             return None
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+        from .render import console
 
         def update(done: int, total: int) -> None:
             if total < 8:
                 return
             if self.bar is None:
                 self.bar = Progress(TextColumn("headers"), BarColumn(), MofNCompleteColumn(),
-                                    console=_stderr(), transient=True)
+                                    console=console(stderr=True), transient=True)
                 self.bar.start()
                 self.task = self.bar.add_task("headers", total=total)
             self.bar.update(self.task, completed=done)
@@ -131,28 +141,41 @@ def show(
     endpoint: Endpoint = None,
     token: Token = None,
     offline: Offline = False,
+    wide: Wide = False,
 ) -> None:
+    from .errors import UsageError
     from .formula import formula_check
-    from .render import formula_table, listing, report_json, report_table, tensor_lines
+    from .render import emit, formula_table, listing, report_json, report_table, tensor_lines
     from .report import build_report
 
+    if collapse and not tensors:
+        raise UsageError("--collapse goes with --tensors", hint="inspect MODEL --tensors --collapse")
     report = build_report(_open(model, revision, endpoint, token, offline))
     rows = listing(report, collapse) if tensors else None
     check = formula_check(report) if formula else None
     if as_json:
         emit_json(report_json(report, rows=rows, formula=check))
         return
-    console = _stdout()
-    console.print(report_table(report, all_shards=shards))
+    if rows is not None:  # the list only, one tensor a line, ready for grep
+        sys.stdout.write("\n".join(tensor_lines(rows)) + "\n")
+        return
+    from rich.console import Group
+    from rich.text import Text
+
     from .estimate import estimate
     from .render import estimate_line
 
+    est = None
     with contextlib.suppress(InspectorError):
-        console.print(estimate_line(estimate(report)), style="cyan", highlight=False)
+        est = estimate(report)
+    packed = (est.quant.method or "quantised", est.quant.logical_parameters) \
+        if est is not None and est.quant.method and report.summary.quant_elements else None
+    parts: list[Any] = [report_table(report, all_shards=shards, logical=packed)]
+    if est is not None:
+        parts.append(Text(estimate_line(est), style="cyan"))
     if check is not None:
-        console.print(formula_table(check))
-    if rows is not None:
-        sys.stdout.write("\n".join(tensor_lines(rows)) + "\n")
+        parts.append(formula_table(check))
+    emit(Group(*parts), wide=wide)
 
 
 FAIL_IF = ("params", "dtypes", "shapes", "any")
@@ -173,9 +196,11 @@ def diff(
     endpoint: Endpoint = None,
     token: Token = None,
     offline: Offline = False,
+    wide: Wide = False,
 ) -> None:
     from .diff import diff_reports
     from .errors import UsageError
+    from .render import emit
     from .render_diff import diff_json, diff_markdown, diff_table
     from .report import build_report
 
@@ -185,6 +210,8 @@ def diff(
         raise UsageError(f"--fail-if: unknown condition {unknown[0]!r}", hint="use " + ", ".join(FAIL_IF))
     if fmt not in ("table", "json", "markdown"):
         raise UsageError(f"--format: unknown format {fmt!r}", hint="use table, json or markdown")
+    if as_json and fmt not in ("table", "json"):
+        raise UsageError(f"--json and --format {fmt} ask for two formats", hint="give one of them")
     result = diff_reports(build_report(_open(a, None, endpoint, token, offline)),
                           build_report(_open(b, None, endpoint, token, offline)))
     if as_json or fmt == "json":
@@ -192,7 +219,7 @@ def diff(
     elif fmt == "markdown":
         sys.stdout.write(diff_markdown(result))
     else:
-        _stdout().print(diff_table(result, all_changes=all_changes))
+        emit(diff_table(result, all_changes=all_changes), wide=wide)
     triggered = {
         "params": result.delta != 0,
         "dtypes": any(c.kind == "retyped" or (c.dtype_a and c.dtype_b and c.dtype_a != c.dtype_b)
@@ -203,7 +230,7 @@ def diff(
     }
     hit = [g for g in gates if triggered[g]]
     if hit:
-        _stderr().print(f"--fail-if: {', '.join(hit)} changed")
+        _say(f"--fail-if: {', '.join(hit)} changed")
         raise typer.Exit(1)
 
 
@@ -220,10 +247,11 @@ def estimate_cmd(
     endpoint: Endpoint = None,
     token: Token = None,
     offline: Offline = False,
+    wide: Wide = False,
 ) -> None:
     from .errors import UsageError
     from .estimate import estimate
-    from .render import estimate_json, estimate_table
+    from .render import emit, estimate_json, estimate_table
     from .report import build_report
 
     if (context is not None and context < 1) or batch < 1:
@@ -234,7 +262,7 @@ def estimate_cmd(
     if as_json:
         emit_json(estimate_json(report, est))
     else:
-        _stdout().print(estimate_table(report, est))
+        emit(estimate_table(report, est), wide=wide)
 
 
 @app.command("audit", help="Check that a checkpoint is whole and consistent, from headers, index, config and "
@@ -253,12 +281,13 @@ def audit_cmd(
     endpoint: Endpoint = None,
     token: Token = None,
     offline: Offline = False,
+    wide: Wide = False,
 ) -> None:
     from pathlib import Path
 
     from . import audit as audit_mod
     from .aliases import ALIASES, bundled_path
-    from .render import audit_json, audit_table
+    from .render import audit_json, audit_table, emit
     from .snapshot import is_snapshot, load_snapshot
     from .source import looks_like_repo_id, split_revision
 
@@ -299,7 +328,7 @@ def audit_cmd(
     if as_json:
         emit_json(audit_json(result))
     else:
-        _stdout().print(audit_table(result))
+        emit(audit_table(result), wide=wide)
     if result.errors:
         raise typer.Exit(1)
 
@@ -319,7 +348,7 @@ def save(
 
     checkpoint = _open(model, revision, endpoint, token, offline)
     folder = save_checkpoint(checkpoint, Path(out))
-    _stderr().print(f"saved {checkpoint.tensor_count:,} tensor headers of {checkpoint.label} to {folder}")
+    _say(f"saved {checkpoint.tensor_count:,} tensor headers of {checkpoint.label} to {folder}")
 
 
 @app.command("aliases", help="List the short names of bundled models (served offline).")
@@ -338,7 +367,9 @@ def aliases(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
         t.add_column(col)
     for a in all_aliases():
         t.add_row(a.name, a.repo_id, a.description)
-    _stdout().print(t)
+    from .render import emit
+
+    emit(t)
 
 
 def _version_callback(value: bool) -> None:
@@ -422,10 +453,10 @@ def _run(argv: list[str] | None) -> int:
 
 
 def _fail(message: str, hint: str | None, code: int) -> int:
+    """``Error: …`` and ``hint: …`` on stderr as plain, sanitised text."""
     from .text import sanitize
 
-    err = _stderr()
-    err.print(f"[bold red]Error:[/] {sanitize(message, 1000)}", markup=True, highlight=False)
-    if hint:
-        err.print(f"[dim]hint: {sanitize(hint, 1000)}[/]", markup=True, highlight=False)
+    lines = f"Error: {sanitize(message)}\n" + (f"hint: {sanitize(hint)}\n" if hint else "")
+    with contextlib.suppress(OSError, ValueError):
+        sys.stderr.write(lines)
     return code

@@ -17,7 +17,7 @@ import threading
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from .dtypes import TORCH_TO_SAFETENSORS
 
@@ -44,6 +44,16 @@ _ALIASES: dict[str, tuple[str, ...]] = {
     "v_head_dim": ("v_head_dim",),
     "mtp_layers": ("num_nextn_predict_layers",),
 }
+
+
+#: model types that are encoders only (transformers' model_type values: BERT, RoBERTa and their kin;
+#: sentence-transformers checkpoints such as all-MiniLM-L6-v2 are "bert")
+ENCODER_ONLY_TYPES: Final = frozenset({
+    "bert", "roberta", "distilbert", "xlm-roberta", "electra", "deberta", "deberta-v2", "albert", "mpnet",
+    "camembert", "nomic_bert", "modernbert", "xlm", "flaubert", "ernie", "nezha", "megatron-bert"})
+#: architecture suffixes that mean an encoder head (transformers class names); classification heads
+#: are left out, since decoders have them too (LlamaForSequenceClassification)
+ENCODER_ONLY_HEADS: Final = ("ForMaskedLM",)
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +88,14 @@ class ModelConfig:
     quantization: Mapping[str, Any] | None = None
     source: str = "none"  # "transformers", "raw" or "none"
     raw: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def encoder_only(self) -> bool:
+        """An encoder (BERT and kin): bidirectional attention, no output layer over the vocabulary
+        for generation, no autoregressive decoding and so no KV cache."""
+        if self.model_type in ENCODER_ONLY_TYPES:
+            return True
+        return bool(self.architectures) and all(a.endswith(ENCODER_ONLY_HEADS) for a in self.architectures)
 
     def as_dict(self) -> dict[str, Any]:
         return {

@@ -18,7 +18,8 @@ from .stats import Tensor
 
 KV_DTYPE_BYTES: Final[dict[str, float]] = {"fp32": 4, "f32": 4, "bf16": 2, "fp16": 2, "f16": 2, "fp8": 1,
                                             "int8": 1, "int4": 0.5}
-SEED_002: Final = "seed 002 (FLOPs per token: GEMM 2N, attention 4·L·h·d·t)"
+FLOPS_SOURCE: Final = ("Kaplan et al. 2020, 2N FLOPs per token for the weights; Hoffmann et al. 2022, appendix F, "
+                       "for the attention logits and reduction (4·L·h·d·t)")
 LINEAR_STATE: Final = ("linear_attention", "mamba", "ssm", "recurrent", "conv")
 
 
@@ -74,7 +75,7 @@ def estimate(report: Report, *, context: int | None = None, batch: int = 1, kv_d
              what_if: tuple[str, ...] = ("bf16", "fp8", "int4")) -> Estimate:
     c = report.config
     ctx = context or c.max_position or 4096
-    kvd = (kv_dtype or _default_kv_dtype(c)).lower()
+    kvd = (kv_dtype or _default_kv_dtype(c, report)).lower()
     if kvd not in KV_DTYPE_BYTES:
         from .errors import UsageError
 
@@ -101,8 +102,17 @@ def estimate(report: Report, *, context: int | None = None, batch: int = 1, kv_d
     return Estimate(ctx, batch, kvd, tuple(figures), q, tuple(rows))
 
 
-def _default_kv_dtype(c: ModelConfig) -> str:
-    return {"BF16": "bf16", "F16": "fp16", "F32": "fp32"}.get(c.dtype or "", "bf16")
+def _default_kv_dtype(c: ModelConfig, report: Report | None = None) -> str:
+    """The model's own dtype: config.json's, else that of most parameters; bf16 only when neither
+    is a float dtype (a packed integer checkpoint without torch_dtype)."""
+    names = {"BF16": "bf16", "F16": "fp16", "F32": "fp32"}
+    if c.dtype in names:
+        return names[c.dtype]
+    if report is not None:
+        floats = [d for d in report.summary.by_dtype if d.dtype in names and d.parameters]
+        if floats:
+            return names[max(floats, key=lambda d: d.parameters).dtype]
+    return "bf16"
 
 
 # --- KV cache ------------------------------------------------------------------------------------
@@ -112,6 +122,9 @@ def _kv(report: Report, ctx: int, batch: int, kvd: str) -> list[Figure]:
     c = report.config
     nbytes = KV_DTYPE_BYTES[kvd]
     layers = c.num_layers or 0
+    if c.encoder_only:
+        why = "an encoder reads its whole input at once; there is no autoregressive decoding"
+        return [Figure("kv_bytes_per_token", None, "B", "none: " + why, "config.json model_type", (why,))]
     if not layers:
         return [Figure("kv_bytes_per_token", None, "B", "no layer count in config", "config.json")]
     if c.kv_lora_rank and c.qk_rope_head_dim is not None:
@@ -159,11 +172,11 @@ def _kv(report: Report, ctx: int, batch: int, kvd: str) -> list[Figure]:
     return [
         Figure("kv_bytes_per_token", int(per_token), "B",
                f"2 (K and V) × {len(storing)} layers × {kv} KV heads × head_dim {hd} × {nbytes:g} B",
-               "standard decoder KV cache (REFERENCE.md: 2 × layers × KV heads × head_dim × bytes)",
+               "standard decoder KV cache: K and V of every KV head, per layer and token",
                tuple(assumptions)),
         Figure("kv_bytes", int(total * batch), "B",
                f"Σ over layers of per-layer bytes × min(context {ctx:,}, window) × batch {batch}",
-               "standard decoder KV cache (REFERENCE.md: 2 × layers × KV heads × head_dim × bytes)",
+               "standard decoder KV cache: K and V of every KV head, per layer and token",
                tuple(assumptions)),
     ]
 
@@ -300,24 +313,25 @@ def _flops(report: Report, active: int, ctx: int, moe: bool) -> list[Figure]:
                    "mixture of experts: only active parameters" if moe else "dense model: every parameter is used",
                    "softmax and other element-wise work ignored")
     d, inter = c.hidden_size or 0, c.intermediate_size or 0
-    seed_ratio = ctx / (2 * d + 1.5 * inter) if d and inter else None
+    closed_ratio = ctx / (2 * d + 1.5 * inter) if d and inter else None
     return [
         Figure("flops_per_token_weights", gemm, "FLOP",
                f"2 × (parameters used per token {active:,} − input embedding {input_embedding:,}"
                + (f" − position lookups {lookups:,}" if lookups else "")
-               + ("" if has_head else f" + tied head {input_embedding:,}") + ")", SEED_002, assumptions),
+               + ("" if has_head else f" + tied head {input_embedding:,}") + ")", FLOPS_SOURCE, assumptions),
         Figure("flops_per_token_attention", attention, "FLOP",
                f"2 × {layers} layers × {heads} heads × (d_qk {d_qk} + d_v {d_v}) × context {ctx:,}"
-               f" (= 4·L·h·d·t when d_qk = d_v)", SEED_002, ("score and value products at context t",)),
-        Figure("flops_decode_step", gemm + attention, "FLOP", "weights + attention at context t", SEED_002),
+               f" (= 4·L·h·d·t when d_qk = d_v)", FLOPS_SOURCE, ("score and value products at context t",)),
+        Figure("flops_decode_step", gemm + attention, "FLOP", "weights + attention at context t", FLOPS_SOURCE),
         Figure("flops_prefill", gemm * ctx + attn_per_t * ctx * (ctx + 1) // 2, "FLOP",
-               "t × weights + attention summed over positions 1…t = 2N′t + a·t(t+1)/2", SEED_002,
+               "t × weights + attention summed over positions 1…t = 2N′t + a·t(t+1)/2", FLOPS_SOURCE,
                ("causal attention: token i attends to i tokens",)),
         Figure("attention_to_gemm_ratio", attention / gemm if gemm else None, "",
-               "attention FLOPs / weight FLOPs at context t", SEED_002),
-        Figure("attention_to_gemm_ratio_seed", seed_ratio, "",
-               f"t / (2D + 1.5I) = {ctx:,} / (2 × {d:,} + 1.5 × {inter:,})", SEED_002,
-               ("the seed's closed form for dense Llama-like models (MHA, gated MLP, V ≪ L·D)",)),
+               "attention FLOPs / weight FLOPs at context t", FLOPS_SOURCE),
+        Figure("attention_to_gemm_ratio_closed_form", closed_ratio, "",
+               f"t / (2D + 1.5I) = {ctx:,} / (2 × {d:,} + 1.5 × {inter:,})", FLOPS_SOURCE,
+               ("4·L·D·t ÷ 2·L·(4D² + 3·D·I): dense models with full multi-head attention and a gated MLP, "
+                "embeddings left out",)),
     ]
 
 

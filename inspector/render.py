@@ -6,12 +6,15 @@ through ``sanitize`` first, since those strings come from untrusted headers.
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
-from rich.console import Group, RenderableType
+from rich.console import Console, Group, RenderableType
+from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
+from .checkpoint import Checkpoint
 from .config import ModelConfig
 from .listing import ListingRow, collapsed_rows, tensor_rows
 from .report import Report
@@ -19,6 +22,48 @@ from .stats import Summary
 from .text import sanitize
 
 SCHEMA_VERSION = 1
+#: the width when stdout is not a terminal (a file, a pipe) or with --wide: tables at full width
+UNLIMITED = 1_000_000
+
+
+# --- the console ------------------------------------------------------------------------------
+
+_CONSOLES: dict[tuple[bool, bool], Console] = {}
+
+
+def console(*, stderr: bool = False, wide: bool = False) -> Console:
+    """The one console of the run for stdout (or stderr). Markup and emoji codes are off, so no
+    string is ever interpreted; our styles come as Text objects. Not a terminal, or ``wide``: no
+    width limit, so nothing is cut."""
+    key = (stderr, wide)
+    if key not in _CONSOLES:
+        stream = sys.stderr if stderr else sys.stdout
+        tty = stream.isatty()
+        _CONSOLES[key] = Console(stderr=stderr, soft_wrap=True, highlight=False, markup=False, emoji=False,
+                                 width=None if tty and not wide else UNLIMITED)
+    return _CONSOLES[key]
+
+
+def emit(renderable: RenderableType, *, stderr: bool = False, wide: bool = False) -> None:
+    """Print a renderable so that no number is cut: right-aligned (numeric) columns never wrap,
+    text columns fold rather than cut, and a table that cannot fit the terminal is printed at the
+    width it needs (the terminal then wraps whole lines)."""
+    out = console(stderr=stderr, wide=wide)
+    _harden(renderable)
+    need = Measurement.get(out, out.options, renderable).minimum
+    out.print(renderable, width=max(out.width, need))
+
+
+def _harden(renderable: Any) -> None:
+    if isinstance(renderable, Group):
+        for part in renderable.renderables:
+            _harden(part)
+    elif isinstance(renderable, Table):
+        for column in renderable.columns:
+            if column.justify == "right":
+                column.no_wrap = True
+            else:
+                column.overflow = "fold"
 
 
 # --- number formats ---------------------------------------------------------------------------
@@ -56,6 +101,7 @@ def report_json(report: Report, *, rows: list[ListingRow] | None, formula: Any =
     """The ``inspect --json`` document (schema_version 1; every key always present)."""
     c = report.checkpoint
     s = report.summary
+    metadata = {h.file: h.metadata for h in c.headers}
     return {
         "schema_version": SCHEMA_VERSION,
         "model": {"label": c.label, "origin": c.origin, "location": c.location, "repo_id": c.repo_id,
@@ -79,7 +125,7 @@ def report_json(report: Report, *, rows: list[ListingRow] | None, formula: Any =
         ],
         "shards": [
             {"file": h.file, "size": h.size, "tensors": h.tensors, "header_bytes": h.header_bytes,
-             "data_bytes": h.data_bytes}
+             "data_bytes": h.data_bytes, "metadata": dict(metadata.get(h.file, {}))}
             for h in s.shards
         ],
         "other_weight_files": [{"path": f.path, "size": f.size} for f in report.other_weights],
@@ -142,21 +188,35 @@ def config_line(cfg: ModelConfig) -> str:
     return " · ".join(parts)
 
 
-def report_table(report: Report, *, all_shards: bool = False) -> RenderableType:
+def origin_text(c: Checkpoint) -> str:
+    """Where the figures come from, said in the title line: a bundled snapshot says it was rebuilt."""
+    at = f" at revision {c.revision[:12]}" if c.revision else ""
+    if c.origin == "bundled":
+        return f"bundled header snapshot, rebuilt from config.json{at} by shape rules"
+    origin = {"hub": "Hub, headers only", "snapshot": "header snapshot", "hf-cache": "Hugging Face cache",
+              "folder": "folder", "file": "file"}.get(c.origin, c.origin)
+    return origin + (f", revision {c.revision[:12]}" if c.revision else "")
+
+
+def report_table(report: Report, *, all_shards: bool = False, logical: tuple[str, int] | None = None) -> RenderableType:
+    """``logical``: (method, logical parameters) of a packed quantised checkpoint, shown first."""
     c = report.checkpoint
     s = report.summary
-    origin = {"bundled": "bundled header snapshot", "hub": "Hub, headers only", "snapshot": "header snapshot",
-              "hf-cache": "Hugging Face cache", "folder": "folder", "file": "file"}.get(c.origin, c.origin)
     title = Text()
     title.append(sanitize(c.label), style="bold")
-    title.append(f"  ({origin}" + (f", revision {c.revision[:12]}" if c.revision else "") + ")", style="dim")
-    parts: list[RenderableType] = [title, Text(config_line(report.config), style="cyan"), Text("")]
+    title.append(f"  ({sanitize(origin_text(c))})", style="dim")
+    parts: list[RenderableType] = [title, Text(sanitize(config_line(report.config)), style="cyan"), Text("")]
 
     totals = Table.grid(padding=(0, 2))
     totals.add_column(style="bold")
     totals.add_column(justify="right")
     totals.add_column(style="dim")
-    totals.add_row("Parameters", n(s.parameters), short(s.parameters))
+    if logical is not None and logical[1] != s.parameters:
+        method, count = logical
+        totals.add_row("Parameters", n(count), f"{short(count)}, logical (unpacked), {sanitize(method)}")
+        totals.add_row("Stored", n(s.parameters), "elements as stored: packed words count once")
+    else:
+        totals.add_row("Parameters", n(s.parameters), short(s.parameters))
     totals.add_row("Buffers", n(s.buffer_elements), "elements of saved non-parameter state")
     if s.quant_elements:
         totals.add_row("Quant data", n(s.quant_elements), "elements of scales, zero points, indices")
@@ -263,7 +323,7 @@ _FIGURE_TITLES = {
     "active_parameters": "parameters, active per token", "flops_per_token_weights": "FLOPs per token, weights",
     "flops_per_token_attention": "FLOPs per token, attention", "flops_decode_step": "FLOPs, one decode step",
     "flops_prefill": "FLOPs, prefill", "attention_to_gemm_ratio": "attention / weight FLOPs",
-    "attention_to_gemm_ratio_seed": "… seed's t / (2D + 1.5I)",
+    "attention_to_gemm_ratio_closed_form": "… closed form t / (2D + 1.5I)",
 }
 
 
@@ -307,7 +367,7 @@ def estimate_table(report: Report, est: Any) -> RenderableType:
     t.add_column("figure")
     t.add_column("value", justify="right")
     t.add_column("formula")
-    t.add_column("", justify="right")
+    t.add_column("notes", justify="right")
     notes: list[str] = []
     for f in est.figures:
         marks = []
@@ -346,15 +406,19 @@ def estimate_table(report: Report, est: Any) -> RenderableType:
 
 def estimate_line(est: Any) -> str:
     """The one-line summary ``inspect MODEL`` prints."""
-    kv = est.get("kv_bytes_per_token").value
+    kv_figure = est.get("kv_bytes_per_token")
+    kv = kv_figure.value
     flops = est.get("flops_per_token_weights").value
-    parts = [f"KV cache {n(kv)} B/token ({est.kv_dtype})" if kv is not None else "KV cache unknown",
+    no_kv = kv_figure.formula.removeprefix("none: ") if kv_figure.formula.startswith("none: ") else None
+    kv_text = f"KV cache {n(kv)} B/token ({est.kv_dtype})" if kv is not None else (
+        f"no KV cache ({no_kv})" if no_kv else "KV cache unknown")
+    parts = [kv_text,
              f"{n(flops)} FLOPs/token (weights)" if flops else ""]
     active = next((f.value for f in est.figures if f.name == "active_parameters"), None)
     if active is not None:
         parts.append(f"active {n(active)} parameters/token")
     if est.quant.method:
-        parts.append(f"{est.quant.method}: {n(est.quant.logical_parameters)} logical parameters")
+        parts.append(f"{sanitize(est.quant.method)}: {n(est.quant.logical_parameters)} logical parameters")
     return "estimate: " + " · ".join(p for p in parts if p) + " (inspect estimate for formulas)"
 
 

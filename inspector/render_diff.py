@@ -10,7 +10,13 @@ from rich.text import Text
 
 from .diff import Diff
 from .render import SCHEMA_VERSION, n, shape_text, short
-from .text import sanitize
+from .text import markdown, sanitize
+
+
+def side_label(r: Any) -> str:
+    """``org/name@rev`` when the revision is known (two revisions of one repo differ only there)."""
+    c = r.checkpoint
+    return f"{c.label}@{c.revision[:12]}" if c.revision and c.origin in ("hub", "hf-cache") else c.label
 
 
 def signed(value: int) -> str:
@@ -89,7 +95,7 @@ def diff_table(d: Diff, *, all_changes: bool = False) -> RenderableType:
     a, b = d.parameters
     parts: list[RenderableType] = []
     head = Text()
-    head.append(f"{sanitize(d.a.checkpoint.label)} → {sanitize(d.b.checkpoint.label)}", style="bold")
+    head.append(f"{sanitize(side_label(d.a))} → {sanitize(side_label(d.b))}", style="bold")
     parts.append(head)
     if d.identical:
         parts.append(Text("no differences: same tensors, shapes, dtypes and counts", style="green"))
@@ -153,18 +159,19 @@ def diff_table(d: Diff, *, all_changes: bool = False) -> RenderableType:
 
 
 def diff_markdown(d: Diff) -> str:
-    """For pull-request comments."""
+    """For pull-request comments: every untrusted string is escaped for markdown (no code spans,
+    which a backtick in a name would end), so nothing in a tensor name becomes a link or an image."""
     a, b = d.parameters
-    la, lb = sanitize(d.a.checkpoint.label), sanitize(d.b.checkpoint.label)
-    lines = [f"### `{la}` → `{lb}`", ""]
+    la, lb = markdown(side_label(d.a)), markdown(side_label(d.b))
+    lines = [f"### {la} → {lb}", ""]
     if d.identical:
         return "\n".join([*lines, "No differences: same tensors, shapes, dtypes and counts.", ""])
     lines += [f"Parameters **{n(a)} → {n(b)}** ({signed(b - a)})", "",
               "| cause | tensor | × | arithmetic (per tensor) | parameters |", "|---|---|--:|---|--:|"]
     for c in d.causes:
-        lines.append(f"| **{c.label}** | | | | **{signed(c.delta)}** |")
+        lines.append(f"| **{markdown(c.label)}** | | | | **{signed(c.delta)}** |")
         for i in c.items:
-            lines.append(f"| | `{sanitize(i.tensor)}` | {i.count} | {sanitize(i.formula)} | {signed(i.delta)} |")
+            lines.append(f"| | {markdown(i.tensor)} | {i.count} | {markdown(i.formula)} | {signed(i.delta)} |")
     lines.append(f"| **total** | | | | **{signed(b - a)}** |")
     lines += ["", f"Buffers {n(d.buffers[0])} → {n(d.buffers[1])} (not parameters); "
                   f"bytes {n(d.bytes[0])} → {n(d.bytes[1])}.", ""]
@@ -173,7 +180,8 @@ def diff_markdown(d: Diff) -> str:
         for change in d.changes:
             sa = f"{shape_text(change.shape_a)} {change.dtype_a}" if change.shape_a is not None else "—"
             sb = f"{shape_text(change.shape_b)} {change.dtype_b}" if change.shape_b is not None else "—"
-            lines.append(f"| {change.kind} | {change.role} | `{sanitize(change.name)}` | {sa} | {sb} |")
+            lines.append(f"| {change.kind} | {markdown(change.role)} | {markdown(change.name)} | "
+                         f"{markdown(sa)} | {markdown(sb)} |")
         lines.append("")
-    lines += [f"_{note}_" for note in d.notes]
+    lines += [f"_{markdown(note)}_" for note in d.notes]
     return "\n".join(lines) + "\n"

@@ -31,10 +31,19 @@ def _notes(checkpoint: Checkpoint, config: ModelConfig, summary: Summary, tensor
            other: tuple[FileEntry, ...]) -> tuple[str, ...]:
     notes = list(checkpoint.notes)
     roles = {r.role for r in summary.by_role}
-    if "embedding" in roles and "lm_head" not in roles:
-        notes.append("no lm_head tensor: the output layer reuses the input embedding (tied)")
-    if config.tie_word_embeddings is False and "lm_head" not in roles and "embedding" in roles:
-        notes.append("config says tie_word_embeddings=false, yet the checkpoint has no lm_head tensor")
+    if "embedding" in roles and "lm_head" not in roles and not config.encoder_only:
+        if config.tie_word_embeddings is False:
+            notes.append("config says tie_word_embeddings=false, yet the checkpoint has no lm_head tensor "
+                         "(transformers would initialise it randomly)")
+        else:
+            notes.append("no lm_head tensor: the output layer reuses the input embedding (tied)")
+    metadata = sorted({tuple(sorted(h.metadata.items())) for h in checkpoint.headers if h.metadata})
+    if len(metadata) == 1:
+        shown = ", ".join(f"{k}={v}" for k, v in metadata[0])
+        files = len(checkpoint.headers)
+        notes.append(f"safetensors metadata: {shown}" + (f" (all {files} files)" if files > 1 else ""))
+    elif metadata:
+        notes.append(f"safetensors metadata differs between files ({len(metadata)} kinds; --json lists each)")
     if summary.buffer_elements:
         names = sorted({t.info.name.rsplit(".", 2)[-2] + "." + t.info.name.rsplit(".", 1)[-1]
                         if t.info.name.count(".") else t.info.name

@@ -376,8 +376,8 @@ class _Translate:
             raise NotFoundError(f"{where}: no such revision (branch, tag or commit)") from None
         if isinstance(exc, hf.RepositoryNotFoundError):
             raise NotFoundError(
-                f"{repo}: no such repo on {hub.public}, or it is private and "
-                f"{hub.token_source()} cannot see it",
+                f"{repo}: no such repo on {hub.public}, or it is private and cannot be read with "
+                f"{hub.token_source()}",
                 hint="check the name; for a private repo, log in with `hf auth login` or set HF_TOKEN",
             ) from None
         if isinstance(exc, hf.EntryNotFoundError):

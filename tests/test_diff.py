@@ -94,7 +94,7 @@ def test_json_sums_and_is_stable(cli) -> None:
 def test_markdown_for_pull_requests(cli) -> None:
     r = cli("diff", "mistral-7b", "mixtral-8x7b", "--format", "markdown")
     assert r.code == 0
-    assert r.out.startswith("### `mistralai/Mistral-7B-Instruct-v0.2` → `mistralai/Mixtral-8x7B-v0.1`")
+    assert r.out.startswith("### mistralai/Mistral-7B-Instruct-v0.2 → mistralai/Mixtral-8x7B-v0.1")
     assert "| **MoE router** | | | | **+1,048,576** |" in r.out
 
 

@@ -36,8 +36,8 @@ def test_llama2_7b_reference_figures() -> None:
     assert value(e, "kv_bytes_per_token") == ref("llama2-7b.kv_bytes_per_token")
     assert value(e, "flops_per_token_weights") == ref("llama2-7b.flops_per_token")
     assert value(e, "flops_per_token_attention") == ref("llama3-8b.attention_flops_4096")  # same L, h, d
-    # seed 002's ratio t / (2D + 1.5I), with Llama-2-7B's D = 4,096 and I = 11,008
-    assert value(e, "attention_to_gemm_ratio_seed") == pytest.approx(4096 / (2 * 4096 + 1.5 * 11008))
+    # the closed form t / (2D + 1.5I), with Llama-2-7B's D = 4,096 and I = 11,008
+    assert value(e, "attention_to_gemm_ratio_closed_form") == pytest.approx(4096 / (2 * 4096 + 1.5 * 11008))
 
 
 def test_mixtral_total_and_active() -> None:

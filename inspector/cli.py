@@ -32,7 +32,7 @@ app = typer.Typer(
     "inspect MODEL shows a model (MODEL: a path, an alias from `inspect aliases`, or a Hub repo "
     "org/name[@revision]). A first word that is a subcommand runs it: to inspect a folder named like "
     "one, write ./NAME.\n\n" + EXIT_CODES_HELP,
-    add_completion=False,
+    add_completion=True,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
@@ -341,13 +341,14 @@ def save(
     endpoint: Endpoint = None,
     token: Token = None,
     offline: Offline = False,
+    force: Annotated[bool, typer.Option("--force", help="replace a snapshot of another model in that folder")] = False,
 ) -> None:
     from pathlib import Path
 
     from .snapshot import save_checkpoint
 
     checkpoint = _open(model, revision, endpoint, token, offline)
-    folder = save_checkpoint(checkpoint, Path(out))
+    folder = save_checkpoint(checkpoint, Path(out), force=force)
     _say(f"saved {checkpoint.tensor_count:,} tensor headers of {checkpoint.label} to {folder}")
 
 
@@ -392,8 +393,21 @@ def _route(argv: list[str]) -> list[str]:
         return argv
     first = argv[0]
     commands = {c.name for c in app.registered_commands if c.name}
-    if first in commands or first in ("-h", "--help", "--version"):
+    if first in commands or first in ("-h", "--help", "--version", "--install-completion", "--show-completion"):
         return argv
+    from pathlib import Path
+
+    from .source import did_you_mean
+
+    close = did_you_mean(first, commands - {"show"})
+    if close and not Path(first).exists() and "/" not in first:
+        from .aliases import ALIASES
+
+        if first.lower() not in ALIASES:
+            from .errors import UsageError
+
+            raise UsageError(f"{first!r} is not a command, a path or an alias",
+                             hint=f"did you mean `inspect {close}`?")
     return ["show", *argv]
 
 
@@ -414,13 +428,13 @@ def entry() -> NoReturn:
 
 
 def _run(argv: list[str] | None) -> int:
-    args = _route(list(sys.argv[1:] if argv is None else argv))
     command = typer.main.get_command(app)
     debug = bool(os.environ.get("INSPECTOR_DEBUG") or os.environ.get("HF_DEBUG"))
     # Header records are small immutable tuples with no reference cycles: the cyclic collector
     # would only rescan them, about a sixth of the time on DeepSeek-V3's 91,991 tensors.
     gc.disable()
     try:
+        args = _route(list(sys.argv[1:] if argv is None else argv))
         code = command.main(args=args, prog_name="inspect", standalone_mode=False)
         return code if isinstance(code, int) else 0
     except InspectorError as exc:

@@ -45,23 +45,26 @@ def console(*, stderr: bool = False, wide: bool = False) -> Console:
 
 
 def emit(renderable: RenderableType, *, stderr: bool = False, wide: bool = False) -> None:
-    """Print a renderable so that no number is cut: right-aligned (numeric) columns never wrap,
-    text columns fold rather than cut, and a table that cannot fit the terminal is printed at the
-    width it needs (the terminal then wraps whole lines)."""
+    """Print a renderable so that no number is cut: right-aligned (numeric) columns never wrap and
+    keep the width of their widest cell, text columns fold rather than cut, and what cannot fit the
+    terminal is printed at the width it needs (the terminal then wraps whole lines)."""
     out = console(stderr=stderr, wide=wide)
-    _harden(renderable)
-    need = Measurement.get(out, out.options, renderable).minimum
+    unlimited = out.options.update(max_width=UNLIMITED)
+    _harden(renderable, out, unlimited)
+    need = Measurement.get(out, unlimited, renderable).minimum
     out.print(renderable, width=max(out.width, need))
 
 
-def _harden(renderable: Any) -> None:
+def _harden(renderable: Any, out: Console, options: Any) -> None:
     if isinstance(renderable, Group):
         for part in renderable.renderables:
-            _harden(part)
+            _harden(part, out, options)
     elif isinstance(renderable, Table):
         for column in renderable.columns:
             if column.justify == "right":
                 column.no_wrap = True
+                cells = [column.header, *column.cells]
+                column.min_width = max(Measurement.get(out, options, cell).maximum for cell in cells)
             else:
                 column.overflow = "fold"
 
@@ -176,7 +179,7 @@ def config_line(cfg: ModelConfig) -> str:
         parts.append(f"experts {cfg.num_experts} (top-{cfg.experts_per_token})")
     if cfg.vocab_size:
         parts.append(f"vocab {n(cfg.vocab_size)}")
-    if cfg.tie_word_embeddings is not None:
+    if cfg.tie_word_embeddings is not None and not cfg.encoder_only:  # an encoder has no output layer to tie
         parts.append("tied embeddings" if cfg.tie_word_embeddings else "untied")
     if cfg.max_position:
         parts.append(f"context {n(cfg.max_position)}")

@@ -240,13 +240,20 @@ def write_snapshot(
     manifest = {"format": FORMAT, "version": VERSION, "repo_id": repo_id, "revision": revision,
                 "provenance": provenance, "files": entries}
     write_inside(work, MANIFEST, (json.dumps(manifest, indent=1) + "\n").encode())
-    if folder.exists():
-        old = Path(tempfile.mkdtemp(prefix=_tmp_prefix(folder.name), dir=folder.parent))
-        os.replace(folder, old / folder.name)
+    old: Path | None = None
+    try:
+        if folder.exists():
+            old = Path(tempfile.mkdtemp(prefix=_tmp_prefix(folder.name), dir=folder.parent))
+            os.replace(folder, old / folder.name)
         os.replace(work, folder)
-        shutil.rmtree(old, ignore_errors=True)
-    else:
-        os.replace(work, folder)
+    except OSError:
+        if not is_snapshot(folder):
+            raise
+        # a concurrent writer put its copy in place first: the same bytes, so ours is dropped
+    finally:
+        for leftover in (work, old):
+            if leftover is not None and leftover.exists():
+                shutil.rmtree(leftover, ignore_errors=True)
 
 
 def _tmp_prefix(name: str) -> str:
@@ -284,9 +291,19 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def save_checkpoint(checkpoint: Checkpoint, folder: Path) -> Path:
+def save_checkpoint(checkpoint: Checkpoint, folder: Path, *, force: bool = False) -> Path:
     """Write any opened checkpoint as a header snapshot: its headers byte for byte, its config and
-    index (as JSON), and the list of every file with its size."""
+    index (as JSON), and the list of every file with its size. A snapshot of another model (repo
+    or revision) already in ``folder`` is replaced only with ``force``."""
+    if is_snapshot(folder) and not force:
+        try:
+            old = read_manifest(folder)
+        except InvalidCheckpointError:
+            old = {}
+        if (old.get("repo_id"), old.get("revision")) != (checkpoint.repo_id, checkpoint.revision):
+            what = f"{old.get('repo_id') or 'an unnamed model'}@{(old.get('revision') or 'unknown')[:12]}"
+            raise UsageError(f"{folder} holds a snapshot of {what}; refusing to replace it",
+                             hint="choose another folder, or pass --force")
     headers = {h.file: h.raw for h in checkpoint.headers}
     stored: dict[str, bytes] = {}
     if checkpoint.config is not None:

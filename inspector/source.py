@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -32,8 +32,23 @@ _SKIP_DIRS = {".git", ".cache", "__pycache__", ".huggingface"}
 HubOpener = Callable[[str, "str | None"], Checkpoint]
 
 
+_HUB_URL = re.compile(r"^(?:https?://(?:www\.)?huggingface\.co/|hf://)(?:models/)?"
+                      r"(?P<repo>[^/@?#]+/[^/@?#]+)(?:/(?:tree|blob|resolve)/(?P<rev>[^/?#]+))?/?(?:[?#].*)?$")
+
+
+def hub_url(spec: str) -> str | None:
+    """``https://huggingface.co/org/name[/tree/rev]`` or ``hf://org/name`` → ``org/name[@rev]``."""
+    m = _HUB_URL.match(spec)
+    if m is None:
+        return None
+    from urllib.parse import unquote
+
+    return m.group("repo") + (f"@{unquote(m.group('rev'))}" if m.group("rev") else "")
+
+
 def split_revision(spec: str) -> tuple[str, str | None]:
     """``org/name@rev`` → (``org/name``, ``rev``)."""
+    spec = hub_url(spec) or spec
     if "@" in spec:
         name, _, rev = spec.partition("@")
         if not rev:
@@ -51,7 +66,7 @@ def open_checkpoint(spec: str, *, hub: HubOpener | None = None, revision: str | 
     if not spec:
         raise UsageError("no model given", hint="inspect PATH | ALIAS | ORG/NAME")
     path = Path(spec).expanduser()
-    if path.exists():
+    if hub_url(spec) is None and path.exists():
         if revision:
             raise UsageError(f"{spec}: --revision applies to Hub repos, not to a local path")
         return open_local(path)
@@ -66,10 +81,20 @@ def open_checkpoint(spec: str, *, hub: HubOpener | None = None, revision: str | 
         return hub(name, rev)
     if looks_like_repo_id(name) and "/" in name:
         raise NotFoundError(f"{spec}: not a local path, and Hub access is not available here")
+    close = did_you_mean(name.lower(), ALIASES)
     raise NotFoundError(
         f"{spec}: no such file or folder, and not an alias or a Hub repo id (org/name)",
-        hint="`inspect aliases` lists the bundled models; a Hub repo looks like org/name",
+        hint=f"did you mean {close}? (`inspect aliases` lists the bundled models)" if close else
+        "`inspect aliases` lists the bundled models; a Hub repo looks like org/name",
     )
+
+
+def did_you_mean(word: str, choices: Iterable[str]) -> str | None:
+    """The closest choice, when one is close enough to be a typo."""
+    import difflib
+
+    found = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.75)
+    return found[0] if found else None
 
 
 def open_local(path: Path) -> Checkpoint:

@@ -314,9 +314,24 @@ def shard(entries: list[Entry], max_shard: int | None, digits: tuple[int, int]) 
     return [(f"model-{i + 1:0{a}d}-of-{n:0{z}d}.safetensors", block) for i, block in enumerate(blocks)]
 
 
+def real_shards(model: Model, entries: list[Entry]) -> list[tuple[str, list[Entry]]] | None:
+    """The real repo's shard boundaries, where its index is in fixtures/realdata."""
+    index = ROOT / "fixtures" / "realdata" / model.repo_id.replace("/", "__") / "model.safetensors.index.json"
+    if not index.is_file():
+        return None
+    weight_map: dict[str, str] = json.loads(index.read_text())["weight_map"]
+    if set(weight_map) != {e[0] for e in entries}:
+        raise SystemExit(f"{model.repo_id}: the shape rules' tensor names differ from the real index")
+    blocks: dict[str, list[Entry]] = {}
+    for e in entries:
+        blocks.setdefault(weight_map[e[0]], []).append(e)
+    return sorted(blocks.items())
+
+
 def build(model: Model, out: Path) -> dict[str, int]:
     entries = list(model.tensors(model.config))
-    shards = shard(entries, model.max_shard, model.shard_digits)
+    real = real_shards(model, entries)
+    shards = real or shard(entries, model.max_shard, model.shard_digits)
     headers: dict[str, bytes] = {}
     files: list[tuple[str, int | None]] = []
     stored: dict[str, bytes] = {}
@@ -342,9 +357,11 @@ def build(model: Model, out: Path) -> dict[str, int]:
             {"metadata": {"total_size": total}, "weight_map": dict(sorted(weight_map.items()))})
     files.extend(model.extra_files)
     files.sort()
+    boundaries = "shard boundaries are the real index's" if real else \
+        "shard boundaries follow transformers' greedy sharding (the real index was not at hand)"
     provenance = (
         "made from the public config by exact shape rules (scripts/make_snapshots.py); "
-        "shard boundaries follow transformers' greedy sharding" + (f"; {model.note}" if model.note else "")
+        + boundaries + (f"; {model.note}" if model.note else "")
     )
     write_snapshot(out / model.repo_id.replace("/", "__"), compress_level=9, repo_id=model.repo_id,
                    revision=model.revision,

@@ -10,6 +10,8 @@ from __future__ import annotations
 from typing import Final
 
 DTYPE_BITS: Final[dict[str, int]] = {
+    # in the reference's ``Dtype`` declaration order: its writer lays tensors out by this order,
+    # descending (then by name), so ``header.encode_header`` takes its order from this table
     "BOOL": 8,
     "F4": 4,  # float4 e2m1 (MXFP4/NVFP4 payloads)
     "F6_E2M3": 6,

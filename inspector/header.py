@@ -348,12 +348,5 @@ def encode_header(
     return struct.pack("<Q", len(text)) + text, offset
 
 
-# The reference sorts by the ``Dtype`` enum's declaration order, descending.
-_ORDER: Final[dict[str, int]] = {
-    name: i
-    for i, name in enumerate(
-        ["BOOL", "F4", "F6_E2M3", "F6_E3M2", "U8", "I8", "F8_E5M2", "F8_E4M3", "F8_E8M0",
-         "F8_E4M3FNUZ", "F8_E5M2FNUZ", "I16", "U16", "F16", "BF16", "I32", "U32", "F32", "F64",
-         "I64", "U64", "C64"]
-    )
-}
+# The reference sorts by the ``Dtype`` enum's declaration order, descending: the order of DTYPE_BITS.
+_ORDER: Final[dict[str, int]] = {name: i for i, name in enumerate(DTYPE_BITS)}

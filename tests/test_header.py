@@ -189,3 +189,34 @@ def test_entry_order_does_not_matter_for_span_checks() -> None:
     h = parse_header(raw_header(obj))
     assert sorted(t.name for t in h.tensors) == ["y", "z"]
     assert json.loads(raw_header(obj)[8:])["z"]["data_offsets"] == [2, 3]
+
+
+def test_the_writer_order_of_every_dtype_matches_the_safetensors_library() -> None:
+    """Every dtype the library's own writer takes (all but the two F6 types, which it cannot
+    write), in one header: our layout is byte-identical to ``safetensors.serialize``'s."""
+    import ctypes
+
+    from safetensors import TensorSpec, serialize
+
+    from inspector.dtypes import DTYPE_BITS
+
+    library_names = {
+        "BOOL": "bool", "U8": "uint8", "I8": "int8", "F8_E5M2": "float8_e5m2", "F8_E4M3": "float8_e4m3fn",
+        "F8_E8M0": "float8_e8m0fnu", "F8_E4M3FNUZ": "float8_e4m3fnuz", "F8_E5M2FNUZ": "float8_e5m2fnuz",
+        "I16": "int16", "U16": "uint16", "F16": "float16", "BF16": "bfloat16", "I32": "int32", "U32": "uint32",
+        "F32": "float32", "C64": "complex64", "F64": "float64", "I64": "int64", "U64": "uint64",
+        "F4": "float4_e2m1fn_x2"}
+    assert set(DTYPE_BITS) - set(library_names) == {"F6_E2M3", "F6_E3M2"}
+    buffer = ctypes.create_string_buffer(4096)
+    specs, ours = {}, []
+    for i, (dtype, library) in enumerate(sorted(library_names.items())):
+        name = f"t{(i * 7) % 20:02d}"  # names in another order than the dtypes
+        logical = (3, 8)
+        storage = [3, 4] if dtype == "F4" else list(logical)  # two F4 values a byte: the library doubles
+        specs[name] = TensorSpec(dtype=library, shape=storage, data_ptr=ctypes.addressof(buffer),
+                                 data_len=3 * 8 * DTYPE_BITS[dtype] // 8)
+        ours.append((name, dtype, logical))
+    reference = bytes(serialize(specs, None))
+    blob, data = encode_header(ours)
+    assert reference[: len(blob)] == blob
+    assert len(reference) == len(blob) + data

@@ -172,7 +172,14 @@ def show(
         if est is not None and est.quant.method and report.summary.quant_elements else None
     parts: list[Any] = [report_table(report, all_shards=shards, logical=packed)]
     if est is not None:
-        parts.append(Text(estimate_line(est), style="cyan"))
+        from .estimate import common_fit
+
+        line = estimate_line(est)
+        with contextlib.suppress(InspectorError):
+            budget = common_fit(report, est)
+            line = line.replace(" (inspect estimate for formulas)", f" · {budget} (inspect estimate for formulas)") \
+                if budget else line
+        parts.append(Text(line, style="cyan"))
     if check is not None:
         parts.append(formula_table(check))
     emit(Group(*parts), wide=wide)
@@ -235,13 +242,22 @@ def diff(
 
 
 @app.command("estimate", help="Memory, KV cache, FLOPs, MoE active parameters and quantisation-aware counts, "
-                              "each with its formula, source and assumptions.")
+                              "each with its formula, source and assumptions; with --gpu, whether it fits.")
 def estimate_cmd(
     model: Annotated[str, typer.Argument(help="path, alias, or Hub repo id (org/name[@revision])")],
-    context: Annotated[int | None, typer.Option("--context", help="tokens (default: the config's context)")] = None,
-    batch: Annotated[int, typer.Option("--batch", help="sequences")] = 1,
-    kv_dtype: Annotated[str | None, typer.Option("--kv-dtype", help="bf16, fp16, fp32, fp8, int8, int4")] = None,
-    dtype: Annotated[str, typer.Option("--dtype", help="what-if weight dtypes, comma-separated")] = "bf16,fp8,int4",
+    context: Annotated[str | None, typer.Option(
+        "--context", help="tokens: 8192, 8k, 128k, 1M (k and M binary; default: the config's context)")] = None,
+    batch: Annotated[str, typer.Option("--batch", help="sequences")] = "1",
+    kv_dtype: Annotated[str | None, typer.Option(
+        "--kv-dtype", help="bf16, fp16, fp32, fp8, int8, int4 (default: the model's dtype)")] = None,
+    dtype: Annotated[str | None, typer.Option(
+        "--dtype", help="what-if weight dtypes, comma-separated (default bf16,fp8,int4); with --gpu, one dtype "
+                        "sizes the weights in the fit")] = None,
+    gpu: Annotated[str | None, typer.Option(
+        "--gpu", help="memory budget per device, optionally ×N devices: 24GiB, 80GiBx2, 141GiBx8, 16GB")] = None,
+    overhead: Annotated[str | None, typer.Option(
+        "--overhead", help="runtime overhead per device, replacing the default (1 GiB + one prefill chunk's "
+                           "activations): 2GiB, 500MB")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="one JSON document (schema_version 1)")] = False,
     revision: Revision = None,
     endpoint: Endpoint = None,
@@ -250,19 +266,34 @@ def estimate_cmd(
     wide: Wide = False,
 ) -> None:
     from .errors import UsageError
-    from .estimate import estimate
+    from .estimate import estimate, fit_estimate
+    from .fit import parse_budget, parse_count
     from .render import emit, estimate_json, estimate_table
     from .report import build_report
 
-    if (context is not None and context < 1) or batch < 1:
-        raise UsageError("--context and --batch must be positive")
+    ctx = parse_count(context, "--context") if context is not None else None
+    sequences = parse_count(batch, "--batch")
+    budget = parse_budget(gpu) if gpu else None
+    extra = parse_budget(overhead).per_device if overhead else None
+    what_if = tuple(d.strip() for d in (dtype or "bf16,fp8,int4").split(",") if d.strip())
+    if budget is None and extra is not None:
+        raise UsageError("--overhead goes with --gpu", hint="inspect estimate MODEL --gpu 24GiB --overhead 2GiB")
+    weights_dtype = None
+    if budget is not None and dtype is not None:
+        if len(what_if) != 1:
+            raise UsageError("with --gpu, --dtype takes one dtype: the weights' width in the fit",
+                             hint="for example --dtype fp8")
+        weights_dtype = what_if[0]
     report = build_report(_open(model, revision, endpoint, token, offline))
-    est = estimate(report, context=context, batch=batch, kv_dtype=kv_dtype,
-                   what_if=tuple(d.strip() for d in dtype.split(",") if d.strip()))
+    est = estimate(report, context=ctx, batch=sequences, kv_dtype=kv_dtype, what_if=what_if)
+    fitted = fit_estimate(report, est, budget, weights_dtype=weights_dtype, overhead=extra) if budget else None
+    if fitted is not None:
+        for warning in fitted.warnings:
+            _say(f"warning: {warning}")
     if as_json:
-        emit_json(estimate_json(report, est))
+        emit_json(estimate_json(report, est, fitted))
     else:
-        emit(estimate_table(report, est), wide=wide)
+        emit(estimate_table(report, est, fitted), wide=wide)
 
 
 @app.command("audit", help="Check that a checkpoint is whole and consistent, from headers, index, config and "

@@ -90,7 +90,7 @@ def estimate(report: Report, *, context: int | None = None, batch: int = 1, kv_d
     active, moe_figs = _moe(report, q.bits)
     figures += moe_figs
     figures += _flops(report, active, ctx, moe=bool(moe_figs))
-    bits = {k: v for k, v in WHAT_IF_BITS.items()}
+    bits = dict(WHAT_IF_BITS)
     rows = []
     for name in what_if:
         key = name.lower()
@@ -434,3 +434,63 @@ def _looks_like(report: Report) -> str | None:
 
 def _family(method: str) -> str:
     return {"gptq": "gptq/awq", "awq": "gptq/awq"}.get(method, method)
+
+
+# --- will it fit? ----------------------------------------------------------------------------------
+
+
+def model_limit(c: ModelConfig) -> int | None:
+    """The model's context limit: max_position_embeddings, or with YaRN/linear/dynamic rope scaling
+    that leaves it at the original length, factor × original_max_position_embeddings."""
+    limit = c.max_position
+    scaling = c.raw.get("rope_scaling")
+    if isinstance(scaling, dict):
+        factor, original = scaling.get("factor"), scaling.get("original_max_position_embeddings")
+        if isinstance(factor, (int, float)) and isinstance(original, int) and factor > 1:
+            limit = max(limit or 0, int(factor * original))
+    return limit
+
+
+def fit_estimate(report: Report, est: Estimate, budget: Any, *, weights_dtype: str | None = None,
+                 overhead: int | None = None) -> Any:
+    """Weights + KV cache at the estimate's context and batch + overhead, against ``budget``."""
+    from .fit import REPLICATED_ROLES, fit
+
+    c = report.config
+    s = report.summary
+    weights_all = s.bytes
+    scale = 1.0
+    if weights_dtype:
+        bits = WHAT_IF_BITS[weights_dtype.lower()]
+        weights_all = int(est.quant.logical_parameters * bits // 8)
+        scale = weights_all / s.bytes if s.bytes else 1.0
+    replicated = {r.role: int(r.bytes * scale) for r in s.by_role if r.role in REPLICATED_ROLES}
+    kvd = est.kv_dtype
+
+    def kv_at(ctx: int) -> tuple[int, int]:
+        figures = {f.name: f.value for f in _kv(report, ctx, 1, kvd)}
+        return int(figures.get("kv_bytes_per_token") or 0), int(figures.get("kv_bytes") or 0)
+
+    dtype_bytes = DTYPE_BITS.get(c.dtype or "", 16) / 8
+    inter = max(c.intermediate_size or 0, (c.moe_intermediate_size or 0) * (c.experts_per_token or 1))
+    return fit(budget=budget, batch=est.batch, context=est.context, weights_all=weights_all, replicated=replicated,
+               kv_at=kv_at, kv_heads=c.num_kv_heads, mla=bool(c.kv_lora_rank), hidden=c.hidden_size or 0,
+               inter=inter, dtype_bytes=dtype_bytes, overhead=overhead, model_limit=model_limit(c))
+
+
+def common_fit(report: Report, est: Estimate) -> str | None:
+    """The one-line answer of ``inspect MODEL``: the smallest common GPU budget it fits at 8k context."""
+    from .fit import COMMON_BUDGETS_GIB, GIB, SUMMARY_CONTEXT, Budget
+
+    if report.config.encoder_only or not report.config.num_layers:
+        return None
+    limit = model_limit(report.config)
+    ctx = min(SUMMARY_CONTEXT, limit) if limit else SUMMARY_CONTEXT
+    at = estimate(report, context=ctx, what_if=())
+    for devices in (1, 2, 4, 8):
+        for gib in COMMON_BUDGETS_GIB:
+            f = fit_estimate(report, at, Budget(gib * GIB, devices))
+            if f.fits:
+                where = f"one {gib} GiB GPU" if devices == 1 else f"{devices} × {gib} GiB GPUs"
+                return f"fits {where} at {ctx:,} tokens of context"
+    return f"does not fit 8 × {COMMON_BUDGETS_GIB[-1]} GiB GPUs at {ctx:,} tokens of context"

@@ -342,7 +342,56 @@ def _value(v: int | float | None, unit: str) -> str:
     return n(v)
 
 
-def estimate_json(report: Report, est: Any) -> dict[str, Any]:
+def fit_json(f: Any) -> dict[str, Any]:
+    """The ``fit`` object: bytes per device; total = weights + KV + overhead; fits ⇔ total ≤ budget."""
+    return {
+        "budget_bytes": f.budget_bytes, "devices": f.devices, "batch": f.batch, "context": f.context,
+        "weights_bytes": f.weights_bytes, "weights_bytes_all_devices": f.weights_bytes_all,
+        "replicated_bytes": f.replicated_bytes, "replicated": list(f.replicated),
+        "kv_bytes_per_token": f.kv_bytes_per_token, "kv_bytes": f.kv_bytes, "kv_share": f.kv_share,
+        "overhead_bytes": f.overhead_bytes, "overhead_formula": f.overhead_formula, "total_bytes": f.total_bytes,
+        "fits": f.fits, "max_context": f.max_context, "max_context_capped": f.max_context_capped,
+        "max_batch": f.max_batch, "model_limit": f.model_limit,
+    }
+
+
+def gb_gib(value: int) -> str:
+    return f"{value:,} B ({value / 10**9:.2f} GB, {value / 2**30:.2f} GiB)"
+
+
+def fit_table(f: Any) -> RenderableType:
+    per = " per device" if f.devices > 1 else ""
+    t = Table(title=f"Will it fit? {f.devices} × {f.budget_bytes / 2**30:.2f} GiB, context {f.context:,}, "
+                    f"batch {f.batch}", title_justify="left", show_edge=False, pad_edge=False)
+    t.add_column("memory" + per)
+    t.add_column("bytes", justify="right")
+    t.add_column("GB", justify="right")
+    t.add_column("GiB", justify="right")
+    t.add_column("how")
+    rows = [("weights", f.weights_bytes, (f"1/{f.devices} of {f.weights_bytes_all:,} B, replicated pieces whole"
+                                          if f.devices > 1 else "as the headers hold them")),
+            ("KV cache", f.kv_bytes, f"{f.kv_bytes_per_token:,} B/token × {f.context:,} × batch {f.batch}; "
+                                     f"{f.kv_share}"),
+            ("overhead", f.overhead_bytes, f.overhead_formula),
+            ("total", f.total_bytes, "weights + KV cache + overhead"),
+            ("budget", f.budget_bytes, "--gpu")]
+    for label, value, how in rows:
+        t.add_row(label, n(value), f"{value / 10**9:.2f}", f"{value / 2**30:.2f}", sanitize(how))
+    verdict = Text("fits" if f.fits else "does not fit", style="bold green" if f.fits else "bold red")
+    verdict.append(f": {f.total_bytes / 2**30:.2f} GiB of {f.budget_bytes / 2**30:.2f} GiB{per}", style="")
+    limit = (f"the model's own limit of {f.model_limit:,}" if f.max_context_capped else "the budget")
+    most = (f"largest context that fits at batch {f.batch}: {f.max_context:,} tokens (capped by {limit}); "
+            f"largest batch at {f.context:,} tokens: {f.max_batch:,}") if f.max_context else \
+        "not even one token of context fits beside the weights and overhead"
+    parts: list[RenderableType] = [t, verdict, Text(most)]
+    if f.replicated and f.devices > 1:
+        parts.append(Text("replicated on every device: " + ", ".join(f.replicated), style="dim"))
+    for w in f.warnings:
+        parts.append(Text("warning: " + sanitize(w), style="yellow"))
+    return Group(*parts)
+
+
+def estimate_json(report: Report, est: Any, fitted: Any = None) -> dict[str, Any]:
     q = est.quant
     c = report.checkpoint
     return {
@@ -358,12 +407,15 @@ def estimate_json(report: Report, est: Any) -> dict[str, Any]:
                          "overhead_bytes": r.overhead_bytes, "bits_per_weight": r.bits_per_weight} for r in q.rows],
         },
         "what_if": [{"dtype": d, "bytes": b} for d, b in est.what_if],
+        "fit": None if fitted is None else fit_json(fitted),
+        "warnings": [] if fitted is None else list(fitted.warnings),
     }
 
 
-def estimate_table(report: Report, est: Any) -> RenderableType:
+def estimate_table(report: Report, est: Any, fitted: Any = None) -> RenderableType:
     c = report.checkpoint
-    parts: list[RenderableType] = [
+    parts: list[RenderableType] = [] if fitted is None else [fit_table(fitted), Text("")]
+    parts += [
         Text(f"{sanitize(c.label)}: estimates at context {est.context:,}, batch {est.batch}, "
              f"KV cache in {est.kv_dtype}", style="bold")]
     t = Table(show_edge=False, pad_edge=False)

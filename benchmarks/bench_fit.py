@@ -39,15 +39,15 @@ def hf_mem_figures(checkpoint, context: int, batch: int) -> tuple[int, int | Non
     return metadata.bytes_count, kv, dtype
 
 
-def explain(ours, theirs: int | None, report, est) -> str:
+def explain(ours, theirs: int | None, report, est, their_dtype: str | None) -> str:
     if theirs is None:
         return "hf-mem gives no KV figure"
     if ours == theirs:
         return "same"
     c = report.config
     if c.kv_lora_rank:
-        return ("MLA: we count the cached latent (kv_lora_rank + rope dim) per layer; hf-mem counts "
-                "2 × heads × head_dim as for plain attention")
+        return (f"MLA: we count the cached latent (kv_lora_rank + rope dim) per layer in {est.kv_dtype}; "
+                f"hf-mem counts 2 × KV heads × hidden/heads as for plain attention, in {their_dtype}")
     if c.encoder_only:
         return "encoder: no KV cache (hf-mem computes one)"
     if c.sliding_window and ours < theirs:
@@ -78,7 +78,7 @@ def main() -> None:
         kv = est.get("kv_bytes").value if any(f.name == "kv_bytes" for f in est.figures) else None
         weights, their_kv, note = hf_mem_figures(checkpoint, args.context, args.batch)
         weights_note = "same" if weights == report.summary.bytes else "weights differ"
-        why = explain(kv, their_kv, report, est)
+        why = explain(kv, their_kv, report, est, note)
         if their_kv is None and note:
             why += f" ({note})"
         ours_kv = f"{kv:,}" if kv is not None else "—"

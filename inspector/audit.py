@@ -42,10 +42,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .checkpoint import Checkpoint, FileEntry, json_object
+from .checkpoint import BIN_INDEX, Checkpoint, FileEntry
 from .config import ModelConfig, load_config
-from .errors import HeaderError, InvalidCheckpointError, NotFoundError, NotRegularFile
-from .header import PREFIX_BYTES, Header
+from .errors import HeaderError, InvalidCheckpointError, NotRegularFile
+from .header import Header
 from .stats import Tensor, placed
 from .text import natural_key
 
@@ -95,121 +95,23 @@ class AuditResult:
         return sum(f.severity == "warning" for f in self.findings)
 
 
-# --- loading -----------------------------------------------------------------------------------
+# --- input: a lenient checkpoint from the one resolver ---------------------------------------------
 
 
-def load_local(path: Path) -> AuditInput:
-    """Read a local file or folder for auditing. Never writes; a bad file becomes a finding."""
-    from .source import _hf_cache_snapshot, _list_files, _pick_index
-
-    if path.is_file():
-        files = [FileEntry(path.name, path.stat().st_size)]
-        root = path.parent
-        names = [path.name]
-        index_name = None
-    elif path.is_dir():
-        cache = _hf_cache_snapshot(path)
-        root = cache[0] if cache else path
-        files = _list_files(root)
-        names = [f.path for f in files]
-        index_name = _pick_index(set(names))
-    else:
-        raise NotFoundError(f"{path}: no such file or folder")
-    config = _json_file(root / "config.json") if "config.json" in names or path.is_file() else None
-    index, index_error = _index(lambda: _json_file(root / str(index_name))) if index_name else (None, None)
-    bin_index = _index(lambda: _json_file(root / BIN_INDEX))[0] if BIN_INDEX in names else None
-    headers: dict[str, Header] = {}
-    errors: dict[str, HeaderError] = {}
-    sizes = {f.path: f.size for f in files}
-    for name in _safetensors_names(names, index):
-        if name not in sizes:
-            continue
-        try:
-            headers[name] = _read_lenient(root / name, name, sizes[name] or 0)
-        except HeaderError as exc:
-            errors[name] = exc
-    if not headers and not errors and not index:
-        raise NotFoundError(f"{path}: no safetensors files to audit")
-    return AuditInput(path.name, str(path), False, tuple(files), headers, errors, config, index, index_name,
-                      index_error, bin_index, root)
-
-
-def load_hub(repo_id: str, revision: str | None, options: Any = None) -> AuditInput:
-    """Read a Hub repo for auditing: the listing's sizes, config, index and header bytes only."""
-    from .hub import Hub, read_header, repo_sizes
-    from .safeio import commit_id
-
-    hub = Hub(options)
-    info = hub.repo_info(repo_id, revision or "main")
-    sha = commit_id(info["sha"], f"{hub.public}: the listing of {repo_id}: sha")
-    sizes = repo_sizes(hub, info, repo_id)
-    names = sorted(sizes, key=natural_key)
-    config = json_object(hub.read_json(repo_id, sha, "config.json"), "config.json") if "config.json" in sizes \
-        else None
-    index_name = "model.safetensors.index.json" if "model.safetensors.index.json" in sizes else None
-    index, index_error = _index(lambda: json_object(hub.read_json(repo_id, sha, str(index_name)), str(index_name))) \
-        if index_name else (None, None)
-    bin_index = _index(lambda: json_object(hub.read_json(repo_id, sha, BIN_INDEX), BIN_INDEX))[0] \
-        if BIN_INDEX in sizes else None
-    headers: dict[str, Header] = {}
-    errors: dict[str, HeaderError] = {}
-    from concurrent.futures import ThreadPoolExecutor
-
-    wanted = [n for n in _safetensors_names(names, index) if n in sizes]
-
-    def fetch(name: str) -> tuple[str, Header | HeaderError]:
-        size = sizes.get(name)
-        try:
-            if size == 0:
-                raise HeaderError("zero-length file", name)
-            # exactly the header: the 8-byte length, then n bytes; not one byte of tensor data
-            return name, read_header(hub, repo_id, sha, name, size, PREFIX_BYTES, lenient=True)
-        except HeaderError as exc:
-            return name, exc
-
-    with ThreadPoolExecutor(max_workers=max(1, min(64, len(wanted)))) as pool:
-        for name, result in pool.map(fetch, wanted):
-            if isinstance(result, Header):
-                headers[name] = result
-            else:
-                errors[name] = result
-    files = tuple(FileEntry(p, sizes[p]) for p in names)
-    return AuditInput(repo_id, f"{hub.public}/{repo_id}@{sha}", True, files, headers, errors, config, index,
-                      index_name, index_error, bin_index)
-
-
-def _safetensors_names(names: list[str], index: Mapping[str, Any] | None) -> list[str]:
-    out = {n for n in names if n.endswith(".safetensors") and "/" not in n}
-    if index and isinstance(index.get("weight_map"), dict):
-        out |= {v for v in index["weight_map"].values() if isinstance(v, str)}
-    return sorted(out, key=natural_key)
-
-
-def _read_lenient(path: Path, name: str, size: int) -> Header:
-    """The header, validated, but without the end-of-file check: truncation is the audit's finding."""
-    from .source import read_local_header
-
-    return read_local_header(path, name, lenient=True)
-
-
-BIN_INDEX = "pytorch_model.bin.index.json"
-
-
-def _index(load: Callable[[], dict[str, Any] | None]) -> tuple[dict[str, Any] | None, str | None]:
-    """(index, None) when it loads with a weight_map, else (None, why): a finding, not a crash."""
-    try:
-        index = load()
-    except InvalidCheckpointError as exc:
-        return None, exc.message
-    if index is None or not isinstance(index.get("weight_map"), dict):
-        return None, "no weight_map"
-    return index, None
-
-
-def _json_file(path: Path) -> dict[str, Any] | None:
-    from .source import _load_json
-
-    return _load_json(path)
+def audit_input(checkpoint: Checkpoint) -> AuditInput:
+    """What the checks read, from a checkpoint opened leniently (``source.open_checkpoint(...,
+    lenient=True)``): header errors, a broken index and missing shards arrive as data."""
+    bin_index = checkpoint.side_json.get(BIN_INDEX)
+    return AuditInput(
+        label=checkpoint.label, location=checkpoint.location, remote=checkpoint.origin == "hub",
+        files=checkpoint.files or tuple(FileEntry(h.file, h.file_size) for h in checkpoint.headers),
+        headers={h.file: h for h in checkpoint.headers},
+        header_errors={e.file or "": e for e in checkpoint.header_errors},
+        config=checkpoint.config, index=checkpoint.index, index_name=checkpoint.index_name,
+        index_error=checkpoint.index_error,
+        bin_index=bin_index if bin_index and isinstance(bin_index.get("weight_map"), dict) else None,
+        root=Path(checkpoint.root) if checkpoint.root else None,
+    )
 
 
 # --- checks ------------------------------------------------------------------------------------
@@ -380,17 +282,6 @@ def _config_checks(c: ModelConfig, tensors: list[Tensor], add: Callable[[Finding
 
 def _shape(shape: tuple[int, ...]) -> str:
     return "[" + ", ".join(str(d) for d in shape) + "]"
-
-
-def audit_checkpoint_like(checkpoint: Checkpoint) -> AuditResult:
-    """Audit something already opened (a header snapshot or a bundled model): sizes come from its
-    file list."""
-    files = checkpoint.files or tuple(FileEntry(h.file, h.file_size) for h in checkpoint.headers)
-    index_name = next((f.path for f in files if f.path.endswith(".safetensors.index.json")), None)
-    inp = AuditInput(checkpoint.label, checkpoint.location, checkpoint.origin == "hub", tuple(files),
-                     {h.file: h for h in checkpoint.headers}, {}, checkpoint.config, checkpoint.index,
-                     index_name if checkpoint.index is not None else None, None, None)
-    return audit(inp)
 
 
 # --- --deep: the tensor data itself ----------------------------------------------------------------

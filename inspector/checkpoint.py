@@ -6,6 +6,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from .errors import HeaderError
 from .header import Header, TensorInfo
 
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pth", ".pt", ".gguf", ".ckpt", ".h5", ".msgpack", ".ot", ".onnx",
@@ -38,6 +39,13 @@ class Checkpoint:
     revision: str | None = None
     files: tuple[FileEntry, ...] = ()
     notes: tuple[str, ...] = field(default_factory=tuple)
+    # lenient opens (the audit): what could not be read, collected instead of raised
+    header_errors: tuple[HeaderError, ...] = ()
+    index_name: str | None = None
+    index_error: str | None = None
+    #: small side files read alongside (``pytorch_model.bin.index.json``), by path
+    side_json: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    root: str | None = None  # the local folder holding the files (for reading tensor data)
 
     def tensors(self) -> Iterator[TensorInfo]:
         for header in self.headers:
@@ -72,9 +80,22 @@ def json_object(raw: bytes | str, name: str) -> dict[str, Any]:
     return value
 
 
-def index_shards(index: Mapping[str, Any], available: Iterable[str], where: str, index_name: str | None) -> list[str]:
+#: the side file whose key list the audit compares with the safetensors
+BIN_INDEX = "pytorch_model.bin.index.json"
+
+
+def pick_index(names: Iterable[str]) -> str | None:
+    """The safetensors index of a folder or repo: ``model.safetensors.index.json``, else the first
+    other top-level ``*.safetensors.index.json`` (one rule for every source)."""
+    top = sorted(n for n in names if "/" not in n and n.endswith(".safetensors.index.json"))
+    return "model.safetensors.index.json" if "model.safetensors.index.json" in top else (top[0] if top else None)
+
+
+def index_shards(index: Mapping[str, Any], available: Iterable[str], where: str, index_name: str | None,
+                 *, lenient: bool = False) -> list[str]:
     """The shards an index names, in natural order; an invalid weight_map or a named shard that
-    is not available is an invalid checkpoint (``inspect audit`` lists every such problem)."""
+    is not available is an invalid checkpoint (``inspect audit`` lists every such problem, and
+    asks with ``lenient`` for the names whether present or not)."""
     from .errors import InvalidCheckpointError
     from .text import natural_key
 
@@ -87,7 +108,7 @@ def index_shards(index: Mapping[str, Any], available: Iterable[str], where: str,
                     for v in weight_map.values()}, key=natural_key)
     have = set(available)
     missing = [n for n in names if n not in have]
-    if missing:
+    if missing and not lenient:
         raise InvalidCheckpointError(
             f"{where}: the index names {len(missing)} shard(s) it does not have, first {missing[0]!r}",
             hint="`inspect audit` lists every inconsistency",

@@ -62,19 +62,21 @@ Token = Annotated[str | None, typer.Option("--token", help="Hub token (default: 
 Offline = Annotated[bool, typer.Option("--offline", help="no network: the header cache and bundled snapshots only")]
 
 
-def _open(model: str, revision: str | None, endpoint: str | None, token: str | None, offline: bool) -> Any:
-    """Open MODEL from wherever it is, with a progress bar on a terminal for many-shard Hub repos."""
+def _open(model: str, revision: str | None, endpoint: str | None, token: str | None, offline: bool,
+          *, lenient: bool = False) -> Any:
+    """Open MODEL from wherever it is (the one resolver), with a progress bar on a terminal for
+    many-shard Hub repos. ``lenient``: for the audit, problems are collected, not raised."""
     from .hub import open_hub
     from .source import open_checkpoint
 
     options = _hub_options(endpoint, token, offline)
 
-    def hub(repo_id: str, rev: str | None) -> Any:
+    def hub(repo_id: str, rev: str | None, lenient: bool) -> Any:
         _quiet_hub_logging()
         with _progress() as progress:
-            return open_hub(repo_id, rev, options=options, progress=progress)
+            return open_hub(repo_id, rev, options=options, progress=progress, lenient=lenient)
 
-    return open_checkpoint(model, hub=hub, revision=revision)
+    return open_checkpoint(model, hub=hub, revision=revision, lenient=lenient)
 
 
 def _hub_options(endpoint: str | None, token: str | None, offline: bool) -> Any:
@@ -150,6 +152,13 @@ def show(
 
     if collapse and not tensors:
         raise UsageError("--collapse goes with --tensors", hint="inspect MODEL --tensors --collapse")
+    from pathlib import Path
+
+    from .source import is_hf_cache_root
+
+    if is_hf_cache_root(Path(model).expanduser()):
+        _cache_listing(Path(model).expanduser(), as_json, wide)
+        return
     report = build_report(_open(model, revision, endpoint, token, offline))
     rows = listing(report, collapse) if tensors else None
     check = formula_check(report) if formula else None
@@ -183,6 +192,37 @@ def show(
     if check is not None:
         parts.append(formula_table(check))
     emit(Group(*parts), wide=wide)
+
+
+def _cache_listing(root: Any, as_json: bool, wide: bool) -> None:
+    """``inspect $HF_HUB_CACHE``: every cached model with its counts, the way `hf cache ls` lists sizes."""
+    from rich.table import Table
+
+    from .render import emit, n
+    from .report import build_report
+    from .source import cached_models, open_folder
+
+    rows: list[dict[str, Any]] = []
+    for repo_id, sha, folder in cached_models(root):
+        try:
+            s = build_report(open_folder(folder, origin="hf-cache", repo_id=repo_id, revision=sha)).summary
+            rows.append({"repo_id": repo_id, "revision": sha, "parameters": s.parameters, "bytes": s.bytes,
+                         "files": len(s.shards), "status": "ok"})
+        except InspectorError as exc:
+            status = "config only" if "config-only" in exc.message else exc.message
+            rows.append({"repo_id": repo_id, "revision": sha, "parameters": None, "bytes": None, "files": None,
+                         "status": status})
+    if as_json:
+        emit_json({"schema_version": 1, "cache": str(root), "models": rows})
+        return
+    t = Table(title=f"Hugging Face cache {root}", title_justify="left", show_edge=False, pad_edge=False)
+    for col, just in (("repo", "left"), ("revision", "left"), ("parameters", "right"), ("bytes", "right"),
+                      ("files", "right"), ("", "left")):
+        t.add_column(col, justify=just)  # type: ignore[arg-type]
+    for r in rows:
+        t.add_row(r["repo_id"], r["revision"][:12], n(r["parameters"]), n(r["bytes"]), n(r["files"]),
+                  "" if r["status"] == "ok" else r["status"])
+    emit(t, wide=wide)
 
 
 FAIL_IF = ("params", "dtypes", "shapes", "any")
@@ -314,41 +354,19 @@ def audit_cmd(
     offline: Offline = False,
     wide: Wide = False,
 ) -> None:
-    from pathlib import Path
-
     from . import audit as audit_mod
-    from .aliases import ALIASES, bundled_path
     from .render import audit_json, audit_table, emit
-    from .snapshot import is_snapshot, load_snapshot
-    from .source import looks_like_repo_id, split_revision
 
-    path = Path(target).expanduser()
-    name, rev = split_revision(target) if not path.exists() else (target, None)
-    inp = None
-    if path.exists() and path.is_dir() and is_snapshot(path):
-        result = audit_mod.audit_checkpoint_like(load_snapshot(path, strict=False))
-    elif path.exists():
-        inp = audit_mod.load_local(path)
-        result = audit_mod.audit(inp)
-    elif name.lower() in ALIASES and not (rev or revision):
-        alias = ALIASES[name.lower()]
-        result = audit_mod.audit_checkpoint_like(load_snapshot(bundled_path(alias), origin="bundled",
-                                                               label=alias.repo_id, strict=False))
-    elif looks_like_repo_id(name) and "/" in name:
-        _quiet_hub_logging()
-        result = audit_mod.audit(audit_mod.load_hub(name, rev or revision, _hub_options(endpoint, token, offline)))
-    else:
-        from .errors import NotFoundError
-
-        raise NotFoundError(f"{target}: no such file or folder, alias or Hub repo id")
+    checkpoint = _open(target, revision, endpoint, token, offline, lenient=True)
+    inp = audit_mod.audit_input(checkpoint)
+    result = audit_mod.audit(inp)
     if modeling:
         from .modeling import modeling_check
 
-        target_input = inp if inp is not None else result.input
         result = audit_mod.AuditResult(result.input, audit_mod.sort_findings(
-            (*result.findings, *modeling_check(target_input))), result.checked)
+            (*result.findings, *modeling_check(inp))), result.checked)
     if deep:
-        if inp is None:
+        if inp.root is None:
             from .errors import UsageError
 
             raise UsageError("--deep needs a local checkpoint folder or file")

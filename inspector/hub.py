@@ -25,9 +25,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Final
 
-from .checkpoint import WEIGHT_SUFFIXES, Checkpoint, FileEntry, index_shards, json_object
-from .errors import HubUnreachable, InvalidCheckpointError, NetworkError, NotFoundError
-from .header import MAX_HEADER_BYTES, PREFIX_BYTES, Header, parse_header, read_header_length
+from .checkpoint import BIN_INDEX, WEIGHT_SUFFIXES, Checkpoint, FileEntry, index_shards, json_object, pick_index
+from .errors import HeaderError, HubUnreachable, InvalidCheckpointError, NetworkError, NotFoundError
+from .formats import SAFETENSORS, reader_for
+from .header import Header
 from .hubcache import HeaderCache
 from .safeio import COMMIT, commit_id, relative_name
 from .snapshot import load_snapshot
@@ -37,11 +38,8 @@ from .transport import FetchStats, Hub, HubOptions
 __all__ = ["FetchStats", "HeaderCache", "Hub", "HubOptions", "fetch_checkpoint", "open_hub", "read_header",
            "repo_sizes"]
 
-STORED: Final[tuple[str, ...]] = ("config.json", "generation_config.json", "quantize_config.json")
-#: bytes of header JSON per tensor, beyond its name: `{"dtype":"BF16","shape":[14336,4096],
-#: "data_offsets":[…,…]},` is 60–90 bytes; a little over keeps the first read whole
-ENTRY_OVERHEAD: Final = 96
-FIRST_READ_UNINDEXED: Final = 64 * 1024
+STORED: Final[tuple[str, ...]] = ("config.json", "generation_config.json", "quantize_config.json", BIN_INDEX)
+FIRST_READ_UNINDEXED: Final = None  # the reader's own default
 #: header bytes one repo may hold in all (DeepSeek-V3's 163 headers are 11.5 MB)
 REPO_HEADER_BUDGET: Final = 256 * 1024 * 1024
 
@@ -53,20 +51,26 @@ Progress = Callable[[int, int], None]
 
 def open_hub(repo_id: str, revision: str | None = None, *, options: HubOptions | None = None,
              progress: Progress | None = None, hub: Hub | None = None,
-             cache: HeaderCache | None = None) -> Checkpoint:
-    """Read a Hub repo's config, index and safetensors headers. See the module docstring.
+             cache: HeaderCache | None = None, lenient: bool = False) -> Checkpoint:
+    """Read a Hub repo's config, index and headers. See the module docstring.
 
-    ``revision`` None means the default branch; offline, it may then be served by the newest
-    cached snapshot. A revision the user named is served only by its own snapshot (exit 3 if none).
+    Before any range request, a complete snapshot in the Hugging Face cache (``HF_HUB_CACHE``,
+    where ``snapshot_download`` and transformers put them) or in the header cache answers: a pinned
+    commit makes no request, a branch only the listing call. ``revision`` None means the default
+    branch; offline, it may then be served by the newest cached snapshot. A revision the user named
+    is served only by its own snapshot (exit 3 if none). ``lenient``: see ``source.open_checkpoint``.
     """
     hub = hub or Hub(options)
     cache = cache or HeaderCache(endpoint=hub.endpoint)
     rev = revision or "main"
     use_cache = hub.options.use_cache
-    if use_cache and COMMIT.match(rev) and cache.get(repo_id, rev):
-        return _from_cache(cache, repo_id, rev, hub, [])
+    if COMMIT.match(rev):
+        local = _local(cache, repo_id, rev, hub, lenient) if use_cache else None
+        if local is not None:
+            return local
     if hub.offline:
-        return _offline(repo_id, revision, cache, hub, "offline mode is on (HF_HUB_OFFLINE)", unreachable=False)
+        return _offline(repo_id, revision, cache, hub, "offline mode is on (HF_HUB_OFFLINE)", unreachable=False,
+                        lenient=lenient)
     from .aliases import BY_REPO
 
     # when a cached or bundled snapshot can stand in, an unresponsive Hub costs seconds, not a minute
@@ -75,45 +79,68 @@ def open_hub(repo_id: str, revision: str | None = None, *, options: HubOptions |
     try:
         info = hub.repo_info(repo_id, rev, quick=cached)
     except HubUnreachable as exc:
-        return _offline(repo_id, revision, cache, hub, f"the Hub is unreachable ({exc.message})", unreachable=True)
+        return _offline(repo_id, revision, cache, hub, f"the Hub is unreachable ({exc.message})", unreachable=True,
+                        lenient=lenient)
     sha = commit_id(info["sha"], f"{hub.public}: the listing of {repo_id}: sha")
-    if use_cache and cache.get(repo_id, sha):
+    local = _local(cache, repo_id, sha, hub, lenient) if use_cache else None
+    if local is not None:
         cache.set_ref(repo_id, rev, sha)
-        return _from_cache(cache, repo_id, sha, hub, [])
-    checkpoint, snapshot = fetch_checkpoint(hub, repo_id, sha, info, progress)
-    if use_cache:
+        return local
+    checkpoint, snapshot = fetch_checkpoint(hub, repo_id, sha, info, progress, lenient=lenient)
+    if use_cache and not checkpoint.header_errors and checkpoint.index_error is None:
         cache.put(snapshot)
         cache.set_ref(repo_id, rev, sha)
     return checkpoint
 
 
-def _from_cache(cache: HeaderCache, repo_id: str, sha: str, hub: Hub, notes: list[str]) -> Checkpoint:
+def _local(cache: HeaderCache, repo_id: str, sha: str, hub: Hub, lenient: bool,
+           notes: tuple[str, ...] = ()) -> Checkpoint | None:
+    """The snapshot at ``sha`` from the header cache, else from the Hugging Face cache."""
+    if cache.get(repo_id, sha):
+        return _from_cache(cache, repo_id, sha, hub, list(notes), lenient)
+    from .source import hf_cache_folder, open_folder
+
+    found = hf_cache_folder(repo_id, sha)
+    if found is None:
+        return None
+    c = open_folder(found[0], origin="hf-cache", repo_id=repo_id, revision=sha, lenient=lenient)
+    return replace(c, notes=(*c.notes, *notes, f"files from the Hugging Face cache ({sha[:12]}), "
+                                                f"{hub.stats.requests} request(s)"))
+
+
+def _from_cache(cache: HeaderCache, repo_id: str, sha: str, hub: Hub, notes: list[str],
+                lenient: bool = False) -> Checkpoint:
     folder = cache.get(repo_id, sha)
     assert folder is not None
-    c = load_snapshot(folder, origin="hub", label=repo_id)
+    c = load_snapshot(folder, origin="hub", label=repo_id, strict=not lenient)
     return replace(c, notes=(*notes, f"headers from the cache ({sha[:12]}), {hub.stats.requests} request(s)"))
 
 
 def _cached_sha(cache: HeaderCache, repo_id: str, revision: str | None) -> str | None:
-    """The cached commit that may stand for ``revision``: its own snapshot, or for the default
-    branch (``None``) the newest one."""
+    """The cached commit (header cache or Hugging Face cache) that may stand for ``revision``: its
+    own snapshot, or for the default branch (``None``) the newest one."""
+    from .source import hf_cache_folder
+
     rev = revision or "main"
     if COMMIT.match(rev):
-        return rev if cache.get(repo_id, rev) else None
-    return cache.ref(repo_id, rev) or (cache.newest(repo_id) if revision is None else None)
+        return rev if cache.get(repo_id, rev) or hf_cache_folder(repo_id, rev) else None
+    found = hf_cache_folder(repo_id, rev)
+    return cache.ref(repo_id, rev) or (found[1] if found else None) or (
+        cache.newest(repo_id) if revision is None else None)
 
 
 def _offline(repo_id: str, revision: str | None, cache: HeaderCache, hub: Hub, why: str, *,
-             unreachable: bool) -> Checkpoint:
+             unreachable: bool, lenient: bool = False) -> Checkpoint:
     sha = _cached_sha(cache, repo_id, revision)
-    if sha:
-        return _from_cache(cache, repo_id, sha, hub,
-                           [f"{why}: serving the cached snapshot at commit {sha} (offline)"])
+    local = _local(cache, repo_id, sha, hub, lenient, (f"{why}: serving the cached snapshot at commit {sha} "
+                                                       "(offline)",)) if sha else None
+    if local is not None:
+        return local
     from .aliases import BY_REPO, bundled_path
 
     alias = BY_REPO.get(repo_id.lower())
     if alias is not None and revision is None:
-        c = load_snapshot(bundled_path(alias), origin="bundled", label=alias.repo_id)
+        c = load_snapshot(bundled_path(alias), origin="bundled", label=alias.repo_id, strict=not lenient)
         return replace(c, notes=(*c.notes, f"{why}: serving the bundled snapshot at commit "
                                            f"{c.revision or 'unknown'} (offline)"))
     where = f"{repo_id}@{revision}" if revision else repo_id
@@ -160,37 +187,56 @@ class _Budget:
 
 
 def fetch_checkpoint(hub: Hub, repo_id: str, sha: str, info: Mapping[str, Any],
-                     progress: Progress | None = None) -> tuple[Checkpoint, dict[str, Any]]:
-    """The cold path: config and index, then every header, concurrently, each parsed on arrival."""
+                     progress: Progress | None = None, *, lenient: bool = False) -> tuple[Checkpoint, dict[str, Any]]:
+    """The cold path: config and index, then every header, concurrently, each parsed on arrival.
+    ``lenient`` (the audit): header errors, a broken index and missing shards are collected."""
     sizes = repo_sizes(hub, info, repo_id)
     top = {p for p in sizes if "/" not in p}
-    index_name = "model.safetensors.index.json" if "model.safetensors.index.json" in top else next(
-        (p for p in sorted(top) if p.endswith(".safetensors.index.json")), None)
+    index_name = pick_index(top)
     budget = _Budget(REPO_HEADER_BUDGET)
 
     with ThreadPoolExecutor(max_workers=max(1, min(hub.options.workers, len(sizes) or 1))) as pool:
         config_f = pool.submit(hub.read_json, repo_id, sha, "config.json") if "config.json" in sizes else None
         extra_f = {p: pool.submit(hub.read_json, repo_id, sha, p) for p in STORED[1:] if p in sizes}
         index_raw = hub.read_json(repo_id, sha, index_name) if index_name else None
-        index = json_object(index_raw, index_name or 'index') if index_raw is not None else None
-        shards = _shards(repo_id, sizes, top, index, index_name)
+        index: dict[str, Any] | None = None
+        index_error: str | None = None
+        try:
+            index = json_object(index_raw, index_name or "index") if index_raw is not None else None
+            shards = _shards(repo_id, sizes, top, index, index_name, lenient)
+        except InvalidCheckpointError as exc:
+            if not lenient or index_raw is None:
+                raise
+            index, index_error = None, exc.message
+            shards = _shards(repo_id, sizes, top, None, None, lenient)
+        if lenient:  # the audit reports shards the index does not name, and does not read missing ones
+            shards = sorted({*(s for s in shards if s in sizes), *(p for p in top if reader_for(p))},
+                            key=natural_key)
         first_reads = _first_reads(index)
         if progress:
             progress(0, len(shards))
         done = 0
         lock = threading.Lock()
 
-        def fetch(name: str) -> Header:
+        def fetch(name: str) -> Header | HeaderError:
             nonlocal done
             first = first_reads.get(name, FIRST_READ_UNINDEXED)
-            header = read_header(hub, repo_id, sha, name, sizes.get(name), first, budget)
+            try:
+                header: Header | HeaderError = read_header(hub, repo_id, sha, name, sizes.get(name), first, budget,
+                                                           lenient=lenient)
+            except HeaderError as exc:
+                if not lenient:
+                    raise
+                header = exc
             with lock:
                 done += 1
                 if progress:
                     progress(done, len(shards))
             return header
 
-        headers = tuple(pool.map(fetch, shards))
+        results = list(pool.map(fetch, shards))
+        headers = tuple(h for h in results if isinstance(h, Header))
+        errors = tuple(h for h in results if isinstance(h, HeaderError))
         config_raw = config_f.result() if config_f else None
         stored = {p: f.result() for p, f in extra_f.items()}
     config = json_object(config_raw, "config.json") if config_raw is not None else None
@@ -203,11 +249,12 @@ def fetch_checkpoint(hub: Hub, repo_id: str, sha: str, info: Mapping[str, Any],
              f"at commit {sha}"]
     if hub.stats.range_ignored:
         notes.append("the server ignored Range requests; only the header bytes were read")
+    side = {BIN_INDEX: json_object(stored[BIN_INDEX], BIN_INDEX)} if BIN_INDEX in stored else {}
     checkpoint = Checkpoint(
         label=repo_id, origin="hub", location=f"{hub.public}/{repo_id}", headers=headers,
         config=config, index=index, repo_id=repo_id, revision=sha,
         files=tuple(FileEntry(p, s) for p, s in sorted(sizes.items(), key=lambda kv: natural_key(kv[0]))),
-        notes=tuple(notes),
+        notes=tuple(notes), header_errors=errors, index_name=index_name, index_error=index_error, side_json=side,
     )
     snapshot = {
         "repo_id": repo_id, "revision": sha,
@@ -219,11 +266,11 @@ def fetch_checkpoint(hub: Hub, repo_id: str, sha: str, info: Mapping[str, Any],
 
 
 def _shards(repo_id: str, sizes: Mapping[str, int | None], top: set[str], index: Mapping[str, Any] | None,
-            index_name: str | None) -> list[str]:
+            index_name: str | None, lenient: bool = False) -> list[str]:
     if index is not None:
-        return index_shards(index, sizes, repo_id, index_name)
-    names = sorted((p for p in top if p.endswith(".safetensors")), key=natural_key)
-    if names:
+        return index_shards(index, sizes, repo_id, index_name, lenient=lenient)
+    names = sorted((p for p in top if reader_for(p)), key=natural_key)
+    if names or lenient:
         return names
     weights = sorted(p for p in sizes if p.endswith(WEIGHT_SUFFIXES))
     if weights:
@@ -238,31 +285,31 @@ def _shards(repo_id: str, sizes: Mapping[str, int | None], top: set[str], index:
 
 def _first_reads(index: Mapping[str, Any] | None) -> dict[str, int]:
     """Bytes to ask for first, per shard: the header's likely size from the tensor names the index
-    places there (64 KiB for a shard no index describes)."""
-    estimates: dict[str, int] = {}
+    places there (the reader's default for a shard no index describes)."""
+    names: dict[str, list[str]] = {}
     for tensor, shard in ((index or {}).get("weight_map") or {}).items():
-        estimates[shard] = estimates.get(shard, PREFIX_BYTES + 64) + len(tensor) + ENTRY_OVERHEAD
-    return estimates
+        names.setdefault(shard, []).append(tensor)
+    return {shard: SAFETENSORS.estimate(tensors) for shard, tensors in names.items() if reader_for(shard)}
 
 
-def read_header(hub: Hub, repo_id: str, sha: str, name: str, size: int | None, first: int,
+def read_header(hub: Hub, repo_id: str, sha: str, name: str, size: int | None, first: int | None,
                 budget: _Budget | None = None, *, lenient: bool = False) -> Header:
-    """One shard's header: a first range read, an exact second one only when the header is
-    larger, the bytes reserved from the repo's budget before they are asked for, then parsed.
-    ``lenient`` (the audit) leaves the end-of-file checks to the caller."""
+    """One file's header: a first range read, an exact second one only when the header is larger
+    than its reader's first read, the bytes reserved from the repo's budget before they are asked
+    for, then parsed. ``lenient`` (the audit) leaves the end-of-file checks to the caller."""
+    reader = reader_for(name) or SAFETENSORS
     budget = budget or _Budget(REPO_HEADER_BUDGET)
+    checked = None if lenient else size
+    want = reader.first_read(first)
     if size is not None:
-        if size < PREFIX_BYTES:
-            read_header_length(b"", file=name, file_size=size)  # raises HeaderTooSmall
-        first = min(first, size)
-    first = min(max(first, PREFIX_BYTES), PREFIX_BYTES + MAX_HEADER_BYTES)
-    budget.take(first, name)
-    blob = hub.read_range(repo_id, sha, name, 0, first)
-    n = read_header_length(blob, file=name, file_size=None if lenient else size)
-    total = PREFIX_BYTES + n
+        want = min(want, size)
+    if want:
+        budget.take(want, name)
+    blob = hub.read_range(repo_id, sha, name, 0, want) if want else bytearray()
+    total = reader.need(blob, file=name, file_size=checked)
     if len(blob) < total:
-        if len(blob) < first and (size is None or len(blob) < size):
-            raise NetworkError(f"{name}: the server sent {len(blob):,} of the {first:,} bytes asked for")
+        if len(blob) < want and (size is None or len(blob) < size):
+            raise NetworkError(f"{name}: the server sent {len(blob):,} of the {want:,} bytes asked for")
         budget.take(total - len(blob), name)
         hub.read_range(repo_id, sha, name, len(blob), total - len(blob), into=blob)
-    return parse_header(blob, file=name, file_size=None if lenient else size)
+    return reader.parse(blob, file=name, file_size=checked)

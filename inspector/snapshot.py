@@ -10,12 +10,12 @@ A snapshot is a folder::
 
 The manifest::
 
-    {"format": "inspector-header-snapshot", "version": 1,
+    {"format": "inspector-header-snapshot", "version": 2,
      "repo_id": "meta-llama/Meta-Llama-3-8B" | null, "revision": "<40-hex>" | null,
      "provenance": "free text: how the snapshot was made",
      "files": [{"path": "config.json", "size": 654, "stored": true},
                {"path": "model-00001-of-00004.safetensors", "size": 4976698672,
-                "header": "headers/model-00001-of-00004.safetensors.hdr"},
+                "header": "headers/model-00001-of-00004.safetensors.hdr", "format": "safetensors"},
                {"path": "original/consolidated.00.pth", "size": 16060617592}]}
 
 ``files`` lists every file of the repo with its true size; a safetensors file's header bytes plus
@@ -36,14 +36,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from .checkpoint import Checkpoint, FileEntry
-from .errors import InvalidCheckpointError, NotFoundError, UsageError
-from .header import MAX_HEADER_BYTES, PREFIX_BYTES, Header, parse_header
+from .checkpoint import BIN_INDEX, Checkpoint, FileEntry, pick_index
+from .errors import HeaderError, InvalidCheckpointError, NotFoundError, UsageError
+from .formats import reader_for, reader_named
+from .header import MAX_HEADER_BYTES, PREFIX_BYTES, Header
 from .safeio import commit_id, gunzip_bounded, inside, read_regular, relative_name, write_inside
 
 MANIFEST: Final = "inspector-snapshot.json"
 FORMAT: Final = "inspector-header-snapshot"
-VERSION: Final = 1
+VERSION: Final = 2  # 2 adds each header's "format"; version 1 (safetensors only) still reads
+READABLE: Final = (1, 2)
 #: what one stored header may take, compressed or not: the format's own header limit
 HEADER_BUDGET: Final = PREFIX_BYTES + MAX_HEADER_BYTES
 #: a stored JSON file (config, index) or the manifest
@@ -58,6 +60,7 @@ class SnapshotFile:
     size: int | None
     header: str | None = None  # relative path of the stored header bytes
     stored: bool = False  # the whole file is stored in the snapshot
+    format: str | None = None  # the reader of the header bytes (version 2); None: by the file's suffix
 
 
 def is_snapshot(folder: Path) -> bool:
@@ -73,10 +76,10 @@ def read_manifest(folder: Path) -> dict[str, Any]:
         raise InvalidCheckpointError(f"{folder / MANIFEST}: unreadable snapshot manifest ({exc})") from None
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
         raise InvalidCheckpointError(f"{folder / MANIFEST}: not an {FORMAT} manifest")
-    if manifest.get("version") != VERSION:
+    if manifest.get("version") not in READABLE:
         raise InvalidCheckpointError(
             f"{folder / MANIFEST}: snapshot version {manifest.get('version')!r} is not supported "
-            f"(this inspector reads version {VERSION})",
+            f"(this inspector reads versions {', '.join(map(str, READABLE))})",
             hint="upgrade the inspector, or save the snapshot again",
         )
     return manifest
@@ -95,11 +98,13 @@ def snapshot_files(manifest: Mapping[str, Any], folder: Path) -> list[SnapshotFi
         header = entry.get("header")
         if header is not None:
             header = relative_name(header, f"{folder / MANIFEST}: files[{i}].header")
+        fmt = entry.get("format")
         files.append(SnapshotFile(
             path=path,
             size=size if type(size) is int and size >= 0 else None,
             header=header,
             stored=bool(entry.get("stored")),
+            format=fmt if isinstance(fmt, str) else None,
         ))
     return files
 
@@ -125,13 +130,23 @@ def load_snapshot(folder: Path, *, origin: str = "snapshot", label: str | None =
     manifest = read_manifest(folder)
     files = snapshot_files(manifest, folder)
     headers: list[Header] = []
+    errors: list[HeaderError] = []
     for f in files:
         if f.header is None:
             continue
+        reader = reader_named(f.format) if f.format else reader_for(f.path)
+        if reader is None:
+            raise InvalidCheckpointError(f"{folder / MANIFEST}: {f.path}: unknown format {f.format!r}",
+                                         hint="upgrade the inspector")
         blob = read_header_bytes(folder, f.header)
-        headers.append(parse_header(blob, file=f.path, file_size=f.size if strict else None))
+        try:
+            headers.append(reader.parse(blob, file=f.path, file_size=f.size if strict else None))
+        except HeaderError as exc:
+            if strict:
+                raise
+            errors.append(exc)
     config = _read_json(folder, "config.json", files)
-    index_name = next((f.path for f in files if f.path.endswith(".safetensors.index.json") and f.stored), None)
+    index_name = pick_index(f.path for f in files if f.stored)
     # DeepSeek-V3's index is 8 MB of JSON that `inspect` never looks at: read it when first used
     index = LazyJSON(lambda: _read_json(folder, index_name, files) or {}) if index_name else None
     repo_id = manifest.get("repo_id") if isinstance(manifest.get("repo_id"), str) else None
@@ -140,6 +155,7 @@ def load_snapshot(folder: Path, *, origin: str = "snapshot", label: str | None =
         revision = commit_id(revision, f"{folder / MANIFEST}: revision")
     provenance = manifest.get("provenance")
     notes = (f"snapshot provenance: {provenance}",) if isinstance(provenance, str) and provenance else ()
+    bin_index = _read_json(folder, BIN_INDEX, files)
     return Checkpoint(
         label=label or repo_id or folder.name,
         origin=origin,
@@ -151,6 +167,9 @@ def load_snapshot(folder: Path, *, origin: str = "snapshot", label: str | None =
         revision=revision,
         files=tuple(FileEntry(f.path, f.size) for f in files),
         notes=notes,
+        header_errors=tuple(errors),
+        index_name=index_name,
+        side_json={BIN_INDEX: bin_index} if bin_index is not None else {},
     )
 
 
@@ -233,6 +252,8 @@ def write_snapshot(
                 blob = gzip.compress(blob, compresslevel=compress_level, mtime=0)
             write_inside(work, name, blob, "snapshot header")
             entry["header"] = name
+            reader = reader_for(path)
+            entry["format"] = reader.name if reader else "safetensors"
         elif path in stored:
             write_inside(work, path, stored[path], "snapshot file")
             entry["stored"] = True
@@ -308,8 +329,10 @@ def save_checkpoint(checkpoint: Checkpoint, folder: Path, *, force: bool = False
     stored: dict[str, bytes] = {}
     if checkpoint.config is not None:
         stored["config.json"] = (json.dumps(checkpoint.config, indent=2) + "\n").encode()
-    index_name = next((f.path for f in checkpoint.files if f.path.endswith(".safetensors.index.json")
-                       and "/" not in f.path), "model.safetensors.index.json")
+    index_name = checkpoint.index_name or pick_index(f.path for f in checkpoint.files) \
+        or "model.safetensors.index.json"
+    for path, doc in checkpoint.side_json.items():
+        stored[path] = (json.dumps(dict(doc), indent=2) + "\n").encode()
     if checkpoint.index is not None:
         stored[index_name] = (json.dumps(dict(checkpoint.index), indent=2) + "\n").encode()
     sizes = {f.path: f.size for f in checkpoint.files}

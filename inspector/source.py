@@ -17,9 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from .aliases import ALIASES, bundled_path
-from .checkpoint import WEIGHT_SUFFIXES, Checkpoint, FileEntry, index_shards, json_object
-from .errors import InvalidCheckpointError, NotFoundError, UsageError
-from .header import PREFIX_BYTES, Header, parse_header, read_header_length
+from .checkpoint import BIN_INDEX, WEIGHT_SUFFIXES, Checkpoint, FileEntry, index_shards, json_object, pick_index
+from .errors import HeaderError, InvalidCheckpointError, NotFoundError, NotRegularFile, UsageError
+from .formats import SAFETENSORS, reader_for
+from .header import Header
 from .safeio import read_regular, regular_size
 from .snapshot import JSON_BUDGET, is_snapshot, load_snapshot
 from .text import natural_key
@@ -27,9 +28,9 @@ from .text import natural_key
 _REPO_ID = re.compile(r"^(?:[A-Za-z0-9][\w.-]*/)?[A-Za-z0-9][\w.-]*$")
 _SKIP_DIRS = {".git", ".cache", "__pycache__", ".huggingface"}
 
-#: A hook the Hub layer installs: (repo_id, revision) -> Checkpoint. Kept as a seam so this module
-#: stays transport-free.
-HubOpener = Callable[[str, "str | None"], Checkpoint]
+#: A hook the Hub layer installs: (repo_id, revision, lenient) -> Checkpoint. Kept as a seam so this
+#: module stays transport-free.
+HubOpener = Callable[[str, "str | None", bool], Checkpoint]
 
 
 _HUB_URL = re.compile(r"^(?:https?://(?:www\.)?huggingface\.co/|hf://)(?:models/)?"
@@ -61,24 +62,28 @@ def looks_like_repo_id(name: str) -> bool:
     return bool(_REPO_ID.match(name)) and ".." not in name and not name.endswith((".safetensors", ".json"))
 
 
-def open_checkpoint(spec: str, *, hub: HubOpener | None = None, revision: str | None = None) -> Checkpoint:
-    """Open whatever ``spec`` names. Raises NotFoundError with a hint when nothing matches."""
+def open_checkpoint(spec: str, *, hub: HubOpener | None = None, revision: str | None = None,
+                    lenient: bool = False) -> Checkpoint:
+    """The one place that turns what the user typed into a checkpoint. ``lenient`` (the audit):
+    per-file header errors, a broken index and missing shards are collected on the checkpoint
+    instead of raised, and no end-of-file check is applied to the headers (the audit makes its own).
+    Raises NotFoundError with a hint when nothing matches."""
     if not spec:
         raise UsageError("no model given", hint="inspect PATH | ALIAS | ORG/NAME")
     path = Path(spec).expanduser()
     if hub_url(spec) is None and path.exists():
         if revision:
             raise UsageError(f"{spec}: --revision applies to Hub repos, not to a local path")
-        return open_local(path)
+        return open_local(path, lenient=lenient)
     name, rev = split_revision(spec)
     rev = rev or revision
     alias = ALIASES.get(name.lower())
     if alias is not None and rev is None:
-        return load_snapshot(bundled_path(alias), origin="bundled", label=alias.repo_id)
+        return load_snapshot(bundled_path(alias), origin="bundled", label=alias.repo_id, strict=not lenient)
     if alias is not None:
         name = alias.repo_id
     if looks_like_repo_id(name) and "/" in name and hub is not None:
-        return hub(name, rev)
+        return hub(name, rev, lenient)
     if looks_like_repo_id(name) and "/" in name:
         raise NotFoundError(f"{spec}: not a local path, and Hub access is not available here")
     close = did_you_mean(name.lower(), ALIASES)
@@ -97,47 +102,56 @@ def did_you_mean(word: str, choices: Iterable[str]) -> str | None:
     return found[0] if found else None
 
 
-def open_local(path: Path) -> Checkpoint:
+def open_local(path: Path, *, lenient: bool = False) -> Checkpoint:
     """Open a local file or folder, reading only headers."""
     if path.is_file():
-        return _open_file(path)
+        return _open_file(path, lenient)
     if not path.is_dir():
         raise NotFoundError(f"{path}: not a file or folder")
     if is_snapshot(path):
-        return load_snapshot(path)
+        return load_snapshot(path, strict=not lenient)
     cache = _hf_cache_snapshot(path)
     if cache is not None:
         folder, repo_id, revision = cache
-        return _open_folder(folder, origin="hf-cache", repo_id=repo_id, revision=revision)
-    return _open_folder(path, origin="folder")
+        return open_folder(folder, origin="hf-cache", repo_id=repo_id, revision=revision, lenient=lenient)
+    return open_folder(path, origin="folder", lenient=lenient)
 
 
-def _open_file(path: Path) -> Checkpoint:
-    if path.suffix in WEIGHT_SUFFIXES and path.suffix != ".safetensors":
+def _open_file(path: Path, lenient: bool) -> Checkpoint:
+    if reader_for(path.name) is None and path.suffix in WEIGHT_SUFFIXES:
         raise InvalidCheckpointError(
             f"{path}: a {path.suffix} file; the inspector reads safetensors files only",
             hint="convert it to safetensors, or inspect the repo's .safetensors files",
         )
-    header = read_local_header(path, path.name)
+    headers, errors = _read_headers(path.parent, [path.name], lenient)
     config = _load_json(path.parent / "config.json")
+    size = headers[0].file_size if headers else regular_size(path)
     return Checkpoint(
-        label=path.name, origin="file", location=str(path), headers=(header,), config=config,
-        files=(FileEntry(path.name, header.file_size),),
+        label=path.name, origin="file", location=str(path), headers=headers, config=config,
+        files=(FileEntry(path.name, size),), header_errors=errors, root=str(path.parent),
     )
 
 
-def _open_folder(folder: Path, *, origin: str, repo_id: str | None = None,
-                 revision: str | None = None) -> Checkpoint:
+def open_folder(folder: Path, *, origin: str, repo_id: str | None = None, revision: str | None = None,
+                lenient: bool = False) -> Checkpoint:
     files = _list_files(folder)
     names = {f.path for f in files}
-    index_name = _pick_index(names)
-    index = _load_json(folder / index_name) if index_name else None
-    notes: list[str] = []
-    if index is not None:
-        shard_names = index_shards(index, names, str(folder), index_name)
-    else:
-        shard_names = sorted((n for n in names if n.endswith(".safetensors") and "/" not in n), key=natural_key)
-    if not shard_names:
+    index_name = pick_index(names)
+    index: dict[str, Any] | None = None
+    index_error: str | None = None
+    if index_name:
+        try:
+            index = _load_json(folder / index_name)
+            shard_names = index_shards(index or {}, names, str(folder), index_name, lenient=lenient)
+        except InvalidCheckpointError as exc:
+            if not lenient:
+                raise
+            index, index_error = None, exc.message
+    if index is None:
+        shard_names = sorted((n for n in names if reader_for(n) and "/" not in n), key=natural_key)
+    elif lenient:  # files the index does not name are read too: the audit reports them
+        shard_names = sorted({*shard_names, *(n for n in names if reader_for(n) and "/" not in n)}, key=natural_key)
+    if not shard_names and not index_name:
         weights = sorted(n for n in names if n.endswith(WEIGHT_SUFFIXES))
         if weights:
             raise InvalidCheckpointError(
@@ -145,8 +159,13 @@ def _open_folder(folder: Path, *, origin: str, repo_id: str | None = None,
                 + (" …" if len(weights) > 3 else ""),
                 hint="the inspector reads safetensors; convert the checkpoint or use its safetensors revision",
             )
+        if "config.json" in names and repo_id:
+            raise NotFoundError(
+                f"{folder}: only config files are cached for {repo_id} (a config-only download)",
+                hint=f"`inspect {repo_id}` reads the weight headers from the Hub")
         raise NotFoundError(f"{folder}: no safetensors files in this folder")
-    headers = tuple(read_local_header(folder / name, name) for name in shard_names)
+    headers, errors = _read_headers(folder, [n for n in shard_names if n in names], lenient)
+    side = {BIN_INDEX: _load_json(folder / BIN_INDEX) or {}} if BIN_INDEX in names else {}
     return Checkpoint(
         label=repo_id or folder.name,
         origin=origin,
@@ -157,19 +176,42 @@ def _open_folder(folder: Path, *, origin: str, repo_id: str | None = None,
         repo_id=repo_id,
         revision=revision,
         files=tuple(files),
-        notes=tuple(notes),
+        header_errors=errors,
+        index_name=index_name,
+        index_error=index_error,
+        side_json=side,
+        root=str(folder),
     )
 
 
+def _read_headers(folder: Path, names: list[str], lenient: bool) -> tuple[tuple[Header, ...],
+                                                                         tuple[HeaderError, ...]]:
+    headers: list[Header] = []
+    errors: list[HeaderError] = []
+    for name in names:
+        try:
+            headers.append(read_local_header(folder / name, name, lenient=lenient))
+        except HeaderError as exc:
+            if not lenient:
+                raise
+            errors.append(exc)
+    return tuple(headers), tuple(errors)
+
+
 def read_local_header(path: Path, name: str, *, lenient: bool = False) -> Header:
-    """Read and validate one file's header: two small reads, never the data. Only a regular file
-    is opened (a FIFO named like a shard would block forever). ``lenient`` (the audit) leaves the
-    end-of-file checks to the caller."""
-    size = regular_size(path)
-    prefix = read_regular(path, PREFIX_BYTES)
-    n = read_header_length(prefix, file=name, file_size=None if lenient else size)
-    body = read_regular(path, n, PREFIX_BYTES)
-    return parse_header(prefix + body, file=name, file_size=None if lenient else size)
+    """Read and validate one file's header: as many leading bytes as its format's reader needs,
+    never the data. Only a regular file is opened (a FIFO named like a shard would block forever).
+    ``lenient`` (the audit) leaves the end-of-file checks to the caller."""
+    reader = reader_for(name) or SAFETENSORS
+    try:
+        size = regular_size(path)
+    except NotRegularFile as exc:
+        raise NotRegularFile(exc.message.removeprefix(f"{path}: "), name) from None
+    checked = None if lenient else size
+    prefix = read_regular(path, reader.first_read(min(size, 4096)))
+    total = reader.need(prefix, file=name, file_size=checked)
+    blob = prefix if len(prefix) >= total else prefix + read_regular(path, total - len(prefix), len(prefix))
+    return reader.parse(blob, file=name, file_size=checked)
 
 
 def _list_files(folder: Path) -> list[FileEntry]:
@@ -185,13 +227,6 @@ def _list_files(folder: Path) -> list[FileEntry]:
             entries.append(FileEntry(full.relative_to(folder).as_posix(), size))
     entries.sort(key=lambda f: natural_key(f.path))
     return entries
-
-
-def _pick_index(names: set[str]) -> str | None:
-    if "model.safetensors.index.json" in names:
-        return "model.safetensors.index.json"
-    candidates = sorted(n for n in names if n.endswith(".safetensors.index.json") and "/" not in n)
-    return candidates[0] if candidates else None
 
 
 def _load_json(path: Path) -> dict[str, Any] | None:
@@ -230,3 +265,69 @@ def _newest_snapshot(repo_dir: Path, repo_id: str) -> tuple[Path, str, str | Non
     if not snaps:
         raise NotFoundError(f"{repo_dir}: a Hugging Face cache folder with no snapshots")
     return snaps[-1], repo_id, snaps[-1].name
+
+
+# --- the Hugging Face cache, by repo id ----------------------------------------------------------
+
+
+def hf_cache_root() -> Path:
+    from huggingface_hub import constants
+
+    return Path(constants.HF_HUB_CACHE)
+
+
+def hf_cache_folder(repo_id: str, revision: str | None) -> tuple[Path, str] | None:
+    """The complete snapshot of ``repo_id`` at ``revision`` in the Hugging Face cache, laid out as
+    huggingface_hub and transformers keep it (``models--org--name/refs/<branch>`` holding a commit,
+    ``snapshots/<commit>/`` of links into ``blobs/``): (folder, commit), or None when it is not
+    there or not whole (a config-only download, a shard missing)."""
+    from huggingface_hub.file_download import repo_folder_name
+
+    from .safeio import COMMIT, inside
+
+    repo_dir = hf_cache_root() / repo_folder_name(repo_id=repo_id, repo_type="model")
+    rev = revision or "main"
+    if COMMIT.match(rev):
+        sha: str | None = rev
+    else:
+        try:
+            sha = inside(repo_dir / "refs", rev, "branch name").read_text().strip()
+        except (OSError, InvalidCheckpointError):
+            return None
+    if not sha or not COMMIT.match(sha):
+        return None
+    folder = repo_dir / "snapshots" / sha
+    return (folder, sha) if _complete(folder) else None
+
+
+def _complete(folder: Path) -> bool:
+    if not folder.is_dir():
+        return False
+    names = {f.path for f in _list_files(folder) if f.size is not None}  # a dangling link has no size
+    index_name = pick_index(names)
+    if index_name:
+        try:
+            index = _load_json(folder / index_name) or {}
+            index_shards(index, names, str(folder), index_name)
+        except InvalidCheckpointError:
+            return False
+        return True
+    return any(reader_for(n) and "/" not in n for n in names)
+
+
+def is_hf_cache_root(path: Path) -> bool:
+    """A folder of ``models--org--name`` repos (``HF_HUB_CACHE``), not a checkpoint itself."""
+    if not path.is_dir() or _hf_cache_snapshot(path) is not None:
+        return False
+    return any(p.name.startswith("models--") and p.is_dir() for p in path.iterdir())
+
+
+def cached_models(root: Path) -> list[tuple[str, str, Path]]:
+    """(repo id, commit, snapshot folder) of every model snapshot in a Hugging Face cache root."""
+    out: list[tuple[str, str, Path]] = []
+    for repo_dir in sorted(p for p in root.iterdir() if p.name.startswith("models--") and p.is_dir()):
+        repo_id = repo_dir.name.removeprefix("models--").replace("--", "/")
+        for snap in sorted((repo_dir / "snapshots").glob("*"), key=lambda p: p.name):
+            if snap.is_dir():
+                out.append((repo_id, snap.name, snap))
+    return out

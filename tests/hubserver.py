@@ -280,6 +280,11 @@ def _make_handler(state: HubState) -> type[BaseHTTPRequestHandler]:
             revision = repo.resolve(rev)
             if revision is None:
                 return self._error(404, "RevisionNotFound", f"Invalid rev id: {rev}")
+            if "/tree/" in rest:  # list_repo_tree, as snapshot_download asks (one page)
+                tree = [{"type": "file", "path": p, "size": f.size, "oid": f.etag[:40],
+                         **({"lfs": {"oid": f.etag, "size": f.size, "pointerSize": 134}} if f.lfs else {})}
+                        for p, f in sorted(revision.files.items())]
+                return self._send(200, json.dumps(tree).encode(), {"Content-Type": "application/json"}, head)
             blobs = query.get("blobs", ["false"])[0] == "true"
             siblings = []
             for p, f in sorted(revision.files.items()):

@@ -13,6 +13,7 @@ import pytest
 from helpers import save_real, tiny_llama
 
 from inspector import audit as audit_mod
+from inspector.source import open_local
 
 
 def build(root: Path, *, shards: int = 2, config: dict | None = None, entries: list | None = None) -> Path:
@@ -35,7 +36,7 @@ def build(root: Path, *, shards: int = 2, config: dict | None = None, entries: l
 
 
 def codes(path: Path) -> dict[str, list[audit_mod.Finding]]:
-    result = audit_mod.audit(audit_mod.load_local(path))
+    result = audit_mod.audit(audit_mod.audit_input(open_local(path, lenient=True)))
     out: dict[str, list[audit_mod.Finding]] = {}
     for f in result.findings:
         out.setdefault(f.code, []).append(f)
@@ -193,7 +194,7 @@ def test_deep_flags_nan_inf_and_zero(tmp_path: Path, cli) -> None:
     save_file({"a.weight": np.array([1.0, np.nan], np.float32), "b.weight": np.array([np.inf, 1], np.float16),
                "c.weight": np.zeros(4, np.float32), "d.weight": np.ones(3, np.float32)},
               str(root / "model.safetensors"))
-    found = {(f.code, f.tensor) for f in audit_mod.deep_scan(audit_mod.load_local(root))}
+    found = {(f.code, f.tensor) for f in audit_mod.deep_scan(audit_mod.audit_input(open_local(root, lenient=True)))}
     assert found == {("tensor.nan", "a.weight"), ("tensor.inf", "b.weight"), ("tensor.zero", "c.weight")}
     r = cli("audit", str(root), "--deep")
     assert r.code == 1 and "tensor.nan" in r.out

@@ -42,8 +42,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .checkpoint import BIN_INDEX, Checkpoint, FileEntry
+from .checkpoint import BIN_INDEX, Checkpoint, FileEntry, Severity
 from .config import ModelConfig, load_config
+from .dtypes import SAFETENSORS_TO_TORCH
 from .errors import HeaderError, InvalidCheckpointError, NotRegularFile
 from .header import Header
 from .stats import Tensor, placed
@@ -55,7 +56,7 @@ SEVERITIES = ("error", "warning", "info")
 @dataclass(frozen=True, slots=True)
 class Finding:
     code: str
-    severity: str
+    severity: Severity
     message: str
     file: str | None = None
     tensor: str | None = None
@@ -346,7 +347,7 @@ def _scan_tensor(np: Any, mm: Any, start: int, length: int, dtype: str) -> str |
     return None if nonzero else "zero"
 
 
-_FLOATS = {"F32": "float32", "F16": "float16", "F64": "float64"}
+_FLOATS = {dt: SAFETENSORS_TO_TORCH[dt] for dt in ("F32", "F16", "F64")}  # numpy has these three
 
 
 def _scan_chunk(np: Any, chunk: memoryview, dtype: str) -> tuple[str | None, bool]:

@@ -4,10 +4,17 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from .errors import HeaderError
 from .header import Header, TensorInfo
+
+#: where a checkpoint came from (see ``Checkpoint``)
+Origin = Literal["file", "folder", "hf-cache", "snapshot", "bundled", "hub"]
+#: what a tensor is: a parameter, saved state that is not one, or quantisation side data
+Kind = Literal["parameter", "buffer", "quant"]
+#: how bad an audit finding is
+Severity = Literal["error", "warning", "info"]
 
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pth", ".pt", ".gguf", ".ckpt", ".h5", ".msgpack", ".ot", ".onnx",
                    ".tflite")
@@ -30,7 +37,7 @@ class Checkpoint:
     """
 
     label: str
-    origin: str
+    origin: Origin
     location: str
     headers: tuple[Header, ...]
     config: Mapping[str, Any] | None = None

@@ -46,6 +46,13 @@ _ALIASES: dict[str, tuple[str, ...]] = {
 }
 
 
+#: model types whose checkpoints use Llama's layer layout (q/k/v/o projections, a gated MLP of
+#: gate/up/down, RMSNorm): the one family set, for the diff's alignment and the formula
+LLAMA_LIKE: Final = frozenset({
+    "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "gemma", "gemma2",
+    "gemma3_text", "phi3", "deepseek_v2", "deepseek_v3", "olmo", "olmo2", "granite", "cohere", "starcoder2",
+})
+
 #: model types that are encoders only (transformers' model_type values: BERT, RoBERTa and their kin;
 #: sentence-transformers checkpoints such as all-MiniLM-L6-v2 are "bert")
 ENCODER_ONLY_TYPES: Final = frozenset({
@@ -233,7 +240,7 @@ def _from_transformers(raw: Mapping[str, Any]) -> dict[str, Any] | None:
     if not isinstance(model_type, str):
         return None
     try:
-        with _quiet_transformers():
+        with quiet_transformers():
             from transformers import AutoConfig
 
             kwargs = {k: v for k, v in raw.items() if k != "model_type"}
@@ -259,7 +266,7 @@ def _from_transformers(raw: Mapping[str, Any]) -> dict[str, Any] | None:
 
 
 @contextlib.contextmanager
-def _quiet_transformers() -> Iterator[None]:
+def quiet_transformers() -> Iterator[None]:
     """Keep transformers' 'PyTorch was not found' advice and config warnings off the terminal."""
     saved = os.environ.get("TRANSFORMERS_NO_ADVISORY_WARNINGS")
     os.environ["TRANSFORMERS_NO_ADVISORY_WARNINGS"] = "1"

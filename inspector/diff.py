@@ -27,21 +27,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
 
-from .config import ModelConfig
+from .config import LLAMA_LIKE, ModelConfig
 from .report import Report
-from .roles import role_group
+from .roles import is_packed, role_group
 from .stats import Tensor, layer_suffix
 
 CAUSE_ORDER: Final[tuple[str, ...]] = (
     "vocabulary", "positions", "hidden size", "layer count", "MLP width", "expert MLP width",
     "q width", "KV width", "experts", "router", "tied embeddings", "biases", "norms", "quantisation", "residual",
 )
-PACKED_LEAVES: Final = ("qweight", "weight_packed")
-
-LLAMA_LIKE: Final = frozenset({
-    "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "gemma", "gemma2",
-    "gemma3_text", "phi3", "deepseek_v2", "deepseek_v3", "olmo", "olmo2", "granite", "cohere", "starcoder2",
-})
 
 
 @dataclass(frozen=True, slots=True)
@@ -282,7 +276,7 @@ def _explain(a: Report, b: Report) -> tuple[Cause, ...]:
         role = t.place.role
         leaf = t.info.name.rsplit(".", 1)[-1]
         other = b if sign < 0 else a
-        if leaf in PACKED_LEAVES or leaf.endswith("_blocks") or (
+        if is_packed(leaf) or (
                 leaf == "weight" and packed[id(other)] and role.split(".", 1)[0] in ("attn", "mlp", "moe")):
             cause = "quantisation"  # a packed tensor against an unpacked one: stored elements differ
         elif role.startswith("moe.expert") or role.startswith("moe.shared") or \
@@ -364,7 +358,7 @@ def _layers(r: Report) -> dict[str, dict[int, dict[str, Tensor]]]:
 
 
 def _packed(r: Report) -> bool:
-    return any(t.info.name.endswith(PACKED_LEAVES) or t.info.name.endswith("_blocks") for t in r.tensors
+    return any(is_packed(t.info.name) for t in r.tensors
                if t.place.kind == "parameter" and t.info.dtype in ("I32", "U32", "U8"))
 
 

@@ -36,18 +36,19 @@ DTYPE_BITS: Final[dict[str, int]] = {
     "U64": 64,
 }
 
-# config.json's ``torch_dtype`` / ``dtype`` → the safetensors dtype it stores.
+#: safetensors dtype → torch's name for it (and numpy's, where numpy has the type): the one map
+SAFETENSORS_TO_TORCH: Final[dict[str, str]] = {
+    "BOOL": "bool", "U8": "uint8", "I8": "int8", "F8_E5M2": "float8_e5m2", "F8_E4M3": "float8_e4m3fn",
+    "F8_E8M0": "float8_e8m0fnu", "F8_E4M3FNUZ": "float8_e4m3fnuz", "F8_E5M2FNUZ": "float8_e5m2fnuz",
+    "I16": "int16", "U16": "uint16", "F16": "float16", "BF16": "bfloat16", "I32": "int32", "U32": "uint32",
+    "F32": "float32", "C64": "complex64", "F64": "float64", "I64": "int64", "U64": "uint64",
+    "F4": "float4_e2m1fn_x2",
+}
+
+# config.json's ``torch_dtype`` / ``dtype`` → the safetensors dtype it stores (the inverse, and
+# torch's aliases)
 TORCH_TO_SAFETENSORS: Final[dict[str, str]] = {
-    "float16": "F16",
-    "half": "F16",
-    "bfloat16": "BF16",
-    "float32": "F32",
-    "float": "F32",
-    "float64": "F64",
-    "float8_e4m3fn": "F8_E4M3",
-    "float8_e5m2": "F8_E5M2",
-    "int8": "I8",
-    "uint8": "U8",
+    **{torch: st for st, torch in SAFETENSORS_TO_TORCH.items()}, "half": "F16", "float": "F32", "double": "F64",
 }
 
 # what-if dtypes accepted by ``inspect estimate --dtype`` (name → bits)

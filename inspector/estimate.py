@@ -14,6 +14,7 @@ from typing import Any, Final
 from .config import ModelConfig
 from .dtypes import DTYPE_BITS, WHAT_IF_BITS
 from .report import Report
+from .roles import PACKED_LEAVES
 from .stats import Tensor
 
 KV_DTYPE_BYTES: Final[dict[str, float]] = {"fp32": 4, "f32": 4, "bf16": 2, "fp16": 2, "f16": 2, "fp8": 1,
@@ -337,7 +338,6 @@ def _flops(report: Report, active: int, ctx: int, moe: bool) -> list[Figure]:
 
 # --- quantisation --------------------------------------------------------------------------------
 
-PACKED_INT: Final = ("qweight", "weight_packed")
 
 
 def quantization(report: Report) -> Quant:
@@ -402,7 +402,7 @@ def quantization(report: Report) -> Quant:
 
 def _logical(t: Tensor, leaf: str, bits: Any) -> int:
     dtype_bits = DTYPE_BITS.get(t.info.dtype, 0)
-    if leaf in PACKED_INT and isinstance(bits, int) and bits and dtype_bits >= bits:
+    if leaf in PACKED_LEAVES and isinstance(bits, int) and bits and dtype_bits >= bits:
         return t.info.numel * (dtype_bits // bits)  # GPTQ/AWQ int32 words of 32/bits values
     if leaf.endswith("_blocks") and t.info.dtype == "U8":
         return t.info.numel * 2  # MXFP4: two 4-bit values per byte (gpt-oss)

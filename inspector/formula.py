@@ -22,10 +22,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .config import ModelConfig
+from .config import LLAMA_LIKE, ModelConfig
 from .report import Report
 
-LLAMA_FAMILY = frozenset({"llama", "mistral", "mixtral", "qwen2", "gemma"})
+#: the Llama-like types whose every tensor the formula knows (others of the family add pieces it lacks)
+LLAMA_FAMILY = LLAMA_LIKE & frozenset({"llama", "mistral", "mixtral", "qwen2", "gemma"})
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,6 +6,7 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass
 
+from .checkpoint import Kind
 from .stats import LayerGroup, Tensor
 from .text import natural_key
 
@@ -17,7 +18,7 @@ class ListingRow:
     shape: tuple[int, ...]
     count: int  # tensors this row stands for
     role: str
-    kind: str
+    kind: Kind
     file: str | None  # None when the row's tensors span several files
 
 

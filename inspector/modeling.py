@@ -19,12 +19,8 @@ from collections import defaultdict
 from typing import Any
 
 from .audit import AuditInput, Finding
-from .config import _quiet_transformers
+from .config import quiet_transformers
 from .errors import UsageError
-
-_TORCH_DTYPES = {"F32": "float32", "F16": "float16", "BF16": "bfloat16", "F64": "float64", "I64": "int64",
-                 "I32": "int32", "I16": "int16", "I8": "int8", "U8": "uint8", "BOOL": "bool",
-                 "F8_E4M3": "float8_e4m3fn", "F8_E5M2": "float8_e5m2"}
 
 
 def modeling_check(inp: AuditInput) -> list[Finding]:
@@ -35,7 +31,7 @@ def modeling_check(inp: AuditInput) -> list[Finding]:
                          hint="pip install 'hf-inspector[torch]' (torch==2.13.0 installs a CPU build)") from None
     if not inp.config:
         return [Finding("model.unavailable", "warning", "no config.json: the model class is unknown")]
-    with _quiet_transformers():
+    with quiet_transformers():
         import transformers
         from transformers import AutoConfig
 

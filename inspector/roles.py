@@ -18,8 +18,10 @@ from __future__ import annotations
 import re
 from typing import Final, NamedTuple
 
+from .checkpoint import Kind
+
 # (kind, pattern, where seen). Checked first, in order.
-KIND_TABLE: Final[tuple[tuple[str, str, str], ...]] = (
+KIND_TABLE: Final[tuple[tuple[Kind, str, str], ...]] = (
     ("buffer", r"rotary_emb\.inv_freq$", "Llama-2 hf checkpoints, GPT-NeoX, Falcon"),
     ("buffer", r"(^|\.)attn\.(masked_)?bias$", "GPT-2 causal mask [1, 1, n_ctx, n_ctx]; GPT-J, GPT-Neo"),
     ("buffer", r"(^|\.)position_ids$", "BERT, RoBERTa, CLIP, sentence-transformers"),
@@ -106,12 +108,12 @@ ROLE_ORDER: Final[tuple[str, ...]] = (
     "norm", "lm_head", "mtp", "pooler", "head", "vision", "projector", "audio", "buffer", "other",
 )
 
-_KINDS = tuple((kind, re.compile(p)) for kind, p, _ in KIND_TABLE)
+_KINDS: tuple[tuple[Kind, re.Pattern[str]], ...] = tuple((kind, re.compile(p)) for kind, p, _ in KIND_TABLE)
 _ROLES = tuple((role, re.compile(p)) for role, p, _ in ROLE_TABLE)
 _split = re.compile(r"\.(\d+)(?=\.|$)").split
 # name shape (numbers replaced by '#') → (kind, role, layer number's position, expert's, stack);
 # bounded by the number of distinct shapes, a few hundred even for the largest checkpoints
-_SHAPES: dict[str, tuple[str, str, int | None, int | None, str | None]] = {}
+_SHAPES: dict[str, tuple[Kind, str, int | None, int | None, str | None]] = {}
 _LAYER = re.compile(r"^(?P<stack>(?:.*?\.)?(?:layers|layer|h|blocks|block))\.(?P<index>\d+)(?:\.|$)")
 _EXPERT = re.compile(r"\.experts\.(\d+)\.")
 
@@ -119,7 +121,7 @@ _EXPERT = re.compile(r"\.experts\.(\d+)\.")
 class Placement(NamedTuple):
     """Where a tensor sits: its kind, role, layer stack and index, and expert index."""
 
-    kind: str
+    kind: Kind
     role: str
     stack: str | None
     layer: int | None
@@ -152,7 +154,7 @@ def role_group(role: str) -> str:
     return {"attn": "attention", "mlp": "mlp", "moe": "moe"}.get(head, role)
 
 
-def _by_shape(shape: str) -> tuple[str, str, int | None, int | None, str | None]:
+def _by_shape(shape: str) -> tuple[Kind, str, int | None, int | None, str | None]:
     """Everything about a name that does not depend on its numbers, memoised on its shape
     (``model.layers.#.mlp.experts.#.w1.weight``): kind, role, which of its numbers is the layer
     and which the expert, and the layer stack."""
@@ -170,10 +172,21 @@ def _by_shape(shape: str) -> tuple[str, str, int | None, int | None, str | None]
     return kind, role, layer_at, expert_at, stack
 
 
-def _kind_and_role(name: str) -> tuple[str, str]:
-    kind = next((k for k, rx in _KINDS if rx.search(name)), "parameter")
+def _kind_and_role(name: str) -> tuple[Kind, str]:
+    kind: Kind = next((k for k, rx in _KINDS if rx.search(name)), "parameter")
     if kind == "buffer":
         return kind, "buffer"
     # quant side data keeps its module's role: `q_proj.scales` is attention q
     role = next((r for r, rx in _ROLES if rx.search(name)), "other")
     return kind, role
+
+
+#: leaves of tensors that pack several weights per element: GPTQ/AWQ int32 words (``qweight``),
+#: compressed-tensors (``weight_packed``); MXFP4 stores ``*_blocks`` beside ``*_scales``
+PACKED_LEAVES: Final = ("qweight", "weight_packed")
+
+
+def is_packed(name: str) -> bool:
+    """The one definition of a packed (quantised) weight tensor, by its name."""
+    leaf = name.rsplit(".", 1)[-1]
+    return leaf in PACKED_LEAVES or leaf.endswith("_blocks")

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from .checkpoint import BIN_INDEX, Checkpoint, FileEntry, pick_index
+from .checkpoint import BIN_INDEX, Checkpoint, FileEntry, Origin, pick_index
 from .errors import HeaderError, InvalidCheckpointError, NotFoundError, UsageError
 from .formats import reader_for, reader_named
 from .header import MAX_HEADER_BYTES, PREFIX_BYTES, Header
@@ -122,7 +122,7 @@ def read_header_bytes(folder: Path, relative: str) -> bytes:
     return data
 
 
-def load_snapshot(folder: Path, *, origin: str = "snapshot", label: str | None = None,
+def load_snapshot(folder: Path, *, origin: Origin = "snapshot", label: str | None = None,
                   strict: bool = True) -> Checkpoint:
     """Read a header snapshot folder into a Checkpoint. Headers are validated as usual; with
     ``strict=False`` (the audit) a header that claims more data than the file holds is kept, for

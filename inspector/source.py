@@ -17,7 +17,16 @@ from pathlib import Path
 from typing import Any
 
 from .aliases import ALIASES, bundled_path
-from .checkpoint import BIN_INDEX, WEIGHT_SUFFIXES, Checkpoint, FileEntry, index_shards, json_object, pick_index
+from .checkpoint import (
+    BIN_INDEX,
+    WEIGHT_SUFFIXES,
+    Checkpoint,
+    FileEntry,
+    Origin,
+    index_shards,
+    json_object,
+    pick_index,
+)
 from .errors import HeaderError, InvalidCheckpointError, NotFoundError, NotRegularFile, UsageError
 from .formats import SAFETENSORS, reader_for
 from .header import Header
@@ -132,7 +141,7 @@ def _open_file(path: Path, lenient: bool) -> Checkpoint:
     )
 
 
-def open_folder(folder: Path, *, origin: str, repo_id: str | None = None, revision: str | None = None,
+def open_folder(folder: Path, *, origin: Origin, repo_id: str | None = None, revision: str | None = None,
                 lenient: bool = False) -> Checkpoint:
     files = _list_files(folder)
     names = {f.path for f in files}

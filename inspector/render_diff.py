@@ -41,13 +41,16 @@ def diff_json(d: Diff) -> dict[str, Any]:
         "same_layout": d.same_layout,
         "delta": {"parameters": d.delta, "buffer_elements": d.buffers[1] - d.buffers[0],
                   "bytes": d.bytes[1] - d.bytes[0]},
+        # named causes only; the residual once, beside them: sum(causes) + residual == delta.parameters
         "causes": [
             {"cause": c.key, "label": c.label, "delta": c.delta,
              "items": [{"tensor": i.tensor, "count": i.count, "formula": i.formula, "delta": i.delta}
                        for i in c.items]}
-            for c in d.causes
+            for c in d.causes if c.key != "residual"
         ],
         "residual": residual,
+        "residual_items": [{"tensor": i.tensor, "count": i.count, "formula": i.formula, "delta": i.delta}
+                           for c in d.causes if c.key == "residual" for i in c.items],
         "roles": [{"role": r.role, "a": r.a, "b": r.b, "delta": r.b - r.a} for r in d.roles],
         "dtypes": [{"dtype": dt, "a": x, "b": y} for dt, x, y in d.dtypes],
         "bytes_by_dtype": [{"dtype": dt, "elements": de, "bytes": db} for dt, de, db in d.bytes_by_dtype()],

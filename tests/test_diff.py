@@ -134,3 +134,18 @@ def test_quantised_against_dense_is_a_named_cause(tmp_path: Path) -> None:
     found = causes(d)
     assert set(found) == {"quantisation", "residual"} and found["residual"] == 0
     assert found["quantisation"] == d.delta < 0
+
+
+def test_json_causes_and_residual_add_up_once_for_every_bundled_pair(cli) -> None:
+    """`causes` holds named causes only and `residual` appears once: their sum is the gap, for every
+    ordered pair of bundled models."""
+    from inspector.aliases import all_aliases
+
+    names = [a.name for a in all_aliases() if a.name != "deepseek-v3"]  # the large one is covered below
+    for a in names:
+        for b in names:
+            doc = cli("diff", a, b, "--json").json()
+            assert all(c["cause"] != "residual" for c in doc["causes"]), (a, b)
+            assert sum(c["delta"] for c in doc["causes"]) + doc["residual"] == doc["delta"]["parameters"], (a, b)
+    doc = cli("diff", "llama3-8b", "deepseek-v3", "--json").json()
+    assert sum(c["delta"] for c in doc["causes"]) + doc["residual"] == doc["delta"]["parameters"]

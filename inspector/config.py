@@ -93,7 +93,7 @@ class ModelConfig:
     v_head_dim: int | None = None
     mtp_layers: int | None = None
     quantization: Mapping[str, Any] | None = None
-    source: str = "none"  # "transformers", "raw" or "none"
+    source: str = "none"  # "table" (our own, checked against transformers), "transformers", "raw" or "none"
     raw: Mapping[str, Any] = field(default_factory=dict)
 
     @property
@@ -122,6 +122,9 @@ def load_config(raw: Mapping[str, Any] | None, *, cache: bool = True) -> ModelCo
     """
     if not raw:
         return ModelConfig()
+    direct = _from_table(raw)
+    if direct is not None:  # no transformers import: the common case costs nothing
+        return _build(raw, direct, "table")
     key = _cache_key(raw) if cache else None
     cached = _cache_read(key) if key else None
     if cached is not None:
@@ -233,6 +236,64 @@ def _build(raw: Mapping[str, Any], figures: Mapping[str, Any], source: str) -> M
         source=source,
         raw=raw,
     )
+
+
+#: Model types whose figures come from config.json directly, with the defaults transformers' config
+#: class applies to a key the file leaves out (transformers 5.x ``<Type>Config.__init__``; "heads"
+#: means num_attention_heads, "hidden/heads" hidden_size // num_attention_heads). Every other type
+#: goes through transformers' AutoConfig. tests/test_config_table.py checks each type against
+#: AutoConfig, on real configs and on minimal ones that leave every defaulted key out.
+TABLE: Final[dict[str, dict[str, Any]]] = {
+    "llama": {"tie_word_embeddings": False, "max_position_embeddings": 2048, "num_key_value_heads": "heads"},
+    "mistral": {"tie_word_embeddings": False, "max_position_embeddings": 131072, "num_key_value_heads": 8,
+                "sliding_window": 4096},
+    "mixtral": {"tie_word_embeddings": False, "max_position_embeddings": 131072, "num_key_value_heads": 8,
+                "num_local_experts": 8, "num_experts_per_tok": 2},
+    "qwen2": {"tie_word_embeddings": False, "max_position_embeddings": 32768, "num_key_value_heads": 32,
+              "layer_types": "qwen"},
+    "qwen3": {"tie_word_embeddings": False, "max_position_embeddings": 32768, "num_key_value_heads": 32,
+              "head_dim": 128, "layer_types": "qwen"},
+    "gemma": {"tie_word_embeddings": True, "max_position_embeddings": 8192, "num_key_value_heads": 16,
+              "head_dim": 256},
+    "phi": {"tie_word_embeddings": False, "max_position_embeddings": 2048, "num_key_value_heads": "heads"},
+    "phi3": {"tie_word_embeddings": False, "max_position_embeddings": 4096, "num_key_value_heads": "heads"},
+    "gpt2": {"tie_word_embeddings": True, "n_positions": 1024},
+    "bert": {"tie_word_embeddings": True, "max_position_embeddings": 512},
+    "deepseek_v3": {"tie_word_embeddings": False, "max_position_embeddings": 4096, "num_key_value_heads": 128,
+                    "n_routed_experts": 256, "num_experts_per_tok": 8, "moe_intermediate_size": 2048,
+                    "n_shared_experts": 1, "q_lora_rank": 1536, "kv_lora_rank": 512, "qk_rope_head_dim": 64,
+                    "qk_nope_head_dim": 128, "v_head_dim": 128, "num_nextn_predict_layers": 1,
+                    "first_k_dense_replace": 3},
+}
+
+
+def _from_table(raw: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The figures of a config whose model type the table knows, without transformers."""
+    model_type = raw.get("model_type")
+    if not isinstance(model_type, str) or model_type not in TABLE or "text_config" in raw:
+        return None
+    defaults = TABLE[model_type]
+    flat = dict(raw)
+    heads = _first(flat, _ALIASES["num_heads"])
+    for key, value in defaults.items():
+        if key == "layer_types" or key in flat:  # an explicit null stays null, as in transformers
+            continue
+        flat[key] = heads if value == "heads" else value
+    if defaults.get("layer_types") == "qwen" and not flat.get("use_sliding_window"):
+        flat["sliding_window"] = None  # Qwen2Config/Qwen3Config drop the window unless it is switched on
+    figures = {name: _first(flat, keys) for name, keys in _ALIASES.items()}
+    figures["tie_word_embeddings"] = flat.get("tie_word_embeddings")
+    layers = figures.get("num_layers")
+    layer_types = flat.get("layer_types")
+    if layer_types is None and defaults.get("layer_types") == "qwen" and isinstance(layers, int):
+        window = flat.get("sliding_window") if flat.get("use_sliding_window") else None
+        start = flat.get("max_window_layers") or 0
+        layer_types = ["sliding_attention" if window and i >= start else "full_attention" for i in range(layers)]
+    figures["layer_types"] = layer_types
+    figures["dtype"] = flat.get("torch_dtype") or flat.get("dtype")
+    if "head_dim" not in raw and figures.get("kv_lora_rank"):
+        figures["head_dim"] = None  # MLA: heads have separate nope/rope/v dims
+    return figures
 
 
 def _from_transformers(raw: Mapping[str, Any]) -> dict[str, Any] | None:

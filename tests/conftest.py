@@ -31,6 +31,15 @@ def isolated_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.M
     yield
 
 
+@pytest.fixture
+def online(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Network allowed (to the local Hub server only): huggingface_hub's offline switch off."""
+    import huggingface_hub.constants as constants
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+
+
 class Result:
     def __init__(self, code: int, out: str, err: str) -> None:
         self.code, self.out, self.err = code, out, err

@@ -27,14 +27,6 @@ GOOD_SHA = "a" * 40
 
 
 @pytest.fixture
-def online(monkeypatch: pytest.MonkeyPatch) -> None:
-    import huggingface_hub.constants as constants
-
-    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
-    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
-
-
-@pytest.fixture
 def hub(online: None):
     with HubServer() as server:
         yield server

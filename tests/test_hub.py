@@ -20,14 +20,6 @@ LLAMA3 = "meta-llama/Meta-Llama-3-8B"
 
 
 @pytest.fixture
-def online(monkeypatch: pytest.MonkeyPatch) -> None:
-    import huggingface_hub.constants as constants
-
-    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
-    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
-
-
-@pytest.fixture
 def hub(online: None):
     with HubServer() as server:
         for alias in ("llama3-8b", "deepseek-v3", "gpt2", "llama2-7b"):

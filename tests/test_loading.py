@@ -21,14 +21,6 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture
-def online(monkeypatch: pytest.MonkeyPatch) -> None:
-    import huggingface_hub.constants as constants
-
-    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
-    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
-
-
-@pytest.fixture
 def hf_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     import huggingface_hub.constants as constants
 

@@ -281,6 +281,44 @@ def diff(
         raise typer.Exit(1)
 
 
+@app.command("compare", help="Compare 2 to 10 models side by side: totals, config and parameters by role. "
+                             "Each model: a path, an alias or a Hub repo.")
+def compare_cmd(
+    models: Annotated[list[str], typer.Argument(help="2 to 10 models")],
+    as_json: Annotated[bool, typer.Option("--json", help="one JSON document (schema_version 1)")] = False,
+    fmt: Annotated[str, typer.Option("--format", help="table, json or markdown")] = "table",
+    endpoint: Endpoint = None,
+    token: Token = None,
+    offline: Offline = False,
+    wide: Wide = False,
+) -> None:
+    from .compare import compare
+    from .errors import UsageError
+    from .estimate import estimate
+    from .render import compare_json, compare_markdown, compare_table, emit
+    from .report import build_report
+
+    if not 2 <= len(models) <= 10:
+        raise UsageError(f"compare takes 2 to 10 models, not {len(models)}")
+    if fmt not in ("table", "json", "markdown") or (as_json and fmt == "markdown"):
+        raise UsageError(f"--format: {fmt!r} with --json={as_json}", hint="use table, json or markdown, once")
+    reports = [build_report(_open(m, None, endpoint, token, offline)) for m in models]
+    kv: list[int | None] = []
+    for r in reports:
+        try:
+            value = estimate(r, what_if=()).get("kv_bytes_per_token").value
+        except InspectorError:
+            value = None
+        kv.append(int(value) if value is not None else None)
+    result = compare(reports, kv)
+    if as_json or fmt == "json":
+        emit_json(compare_json(result))
+    elif fmt == "markdown":
+        sys.stdout.write(compare_markdown(result))
+    else:
+        emit(compare_table(result), wide=wide)
+
+
 @app.command("estimate", help="Memory, KV cache, FLOPs, MoE active parameters and quantisation-aware counts, "
                               "each with its formula, source and assumptions; with --gpu, whether it fits.")
 def estimate_cmd(

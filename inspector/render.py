@@ -517,3 +517,64 @@ def audit_table(result: Any) -> RenderableType:
     verdict = "no errors" if result.errors == 0 else f"{result.errors} error(s)"
     parts.append(Text(f"{verdict}, {result.warnings} warning(s)", style="green" if result.errors == 0 else "red"))
     return Group(*parts)
+
+
+# --- compare --------------------------------------------------------------------------------------
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return n(value)
+    return sanitize(str(value))
+
+
+def _column_label(report: Report) -> str:
+    c = report.checkpoint
+    return sanitize(c.label + (f"@{c.revision[:12]}" if c.revision and c.origin in ("hub", "hf-cache") else ""))
+
+
+def compare_json(cmp: Any) -> dict[str, Any]:
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "models": [
+            {"label": r.checkpoint.label, "origin": r.checkpoint.origin, "repo_id": r.checkpoint.repo_id,
+             "revision": r.checkpoint.revision, "totals": totals_json(r.summary), "config": r.config.as_dict(),
+             "kv_bytes_per_token": kv,
+             "roles": {x.role: x.parameters or x.buffer_elements or x.quant_elements for x in r.summary.by_role}}
+            for r, kv in zip(cmp.reports, cmp.kv_bytes_per_token, strict=True)
+        ],
+        "rows": [{"section": row.section, "label": row.label, "values": list(row.values)} for row in cmp.rows],
+    }
+
+
+def compare_table(cmp: Any) -> RenderableType:
+    parts: list[RenderableType] = []
+    for section, title in (("totals", "Totals"), ("config", "Config"), ("roles", "Parameters by role")):
+        t = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
+        t.add_column("")
+        for r in cmp.reports:
+            t.add_column(_column_label(r), justify="right")
+        for row in cmp.rows:
+            if row.section == section:
+                t.add_row(row.label, *(_cell(v) for v in row.values))
+        parts += [t, Text("")]
+    return Group(*parts)
+
+
+def compare_markdown(cmp: Any) -> str:
+    from .text import markdown
+
+    head = "| | " + " | ".join(markdown(_column_label(r)) for r in cmp.reports) + " |"
+    rule = "|---|" + "--:|" * len(cmp.reports)
+    lines: list[str] = []
+    for section, title in (("totals", "Totals"), ("config", "Config"), ("roles", "Parameters by role")):
+        lines += [f"**{title}**", "", head, rule]
+        for row in cmp.rows:
+            if row.section == section:
+                lines.append(f"| {markdown(row.label)} | " + " | ".join(markdown(_cell(v)) for v in row.values) + " |")
+        lines.append("")
+    return "\n".join(lines)

@@ -149,3 +149,20 @@ def test_json_causes_and_residual_add_up_once_for_every_bundled_pair(cli) -> Non
             assert sum(c["delta"] for c in doc["causes"]) + doc["residual"] == doc["delta"]["parameters"], (a, b)
     doc = cli("diff", "llama3-8b", "deepseek-v3", "--json").json()
     assert sum(c["delta"] for c in doc["causes"]) + doc["residual"] == doc["delta"]["parameters"]
+
+
+def test_compare_a_family_side_by_side(cli) -> None:
+    models = ("llama2-7b", "llama3-8b", "mistral-7b", "qwen2.5-7b")
+    doc = cli("compare", *models, "--json").json()
+    totals = [m["totals"]["parameters"] for m in doc["models"]]
+    assert totals == [ref("llama2-7b.parameters"), ref("llama3-8b.parameters"),
+                      ref("mistral-7b.bytes") // 2, ref("qwen2.5-7b.parameters")]  # Mistral is all BF16
+    assert [m["kv_bytes_per_token"] for m in doc["models"]][:2] == [ref("llama2-7b.kv_bytes_per_token"),
+                                                                     ref("llama3-8b.kv_bytes_per_token")]
+    for m in doc["models"]:
+        assert sum(v for role, v in m["roles"].items() if role != "buffer") == m["totals"]["parameters"]
+    table = cli("compare", *models).out
+    assert f"{ref('qwen2.5-7b.parameters'):,}" in table and "Parameters by role" in table
+    md = cli("compare", *models, "--format", "markdown").out
+    assert md.startswith("**Totals**") and f"| parameters | {ref('llama2-7b.parameters'):,} |" in md
+    assert cli("compare", "gpt2").code == EXIT_USAGE

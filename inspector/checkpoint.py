@@ -13,6 +13,43 @@ from .header import Header, TensorInfo
 Origin = Literal["file", "folder", "hf-cache", "snapshot", "bundled", "hub"]
 #: what a tensor is: a parameter, saved state that is not one, or quantisation side data
 Kind = Literal["parameter", "buffer", "quant"]
+#: what a tensor does, as the role table names it ("other" when no pattern matches)
+Role = Literal[
+    "attn.k",
+    "attn.kv",
+    "attn.o",
+    "attn.other",
+    "attn.q",
+    "attn.qkv",
+    "attn.v",
+    "audio",
+    "buffer",
+    "embedding",
+    "head",
+    "lm_head",
+    "mlp.down",
+    "mlp.gate",
+    "mlp.gate_up",
+    "mlp.up",
+    "moe.expert",
+    "moe.expert.down",
+    "moe.expert.gate",
+    "moe.expert.gate_up",
+    "moe.expert.up",
+    "moe.router",
+    "moe.shared",
+    "moe.shared.down",
+    "moe.shared.gate",
+    "moe.shared.up",
+    "mtp",
+    "norm",
+    "other",
+    "pooler",
+    "position_embedding",
+    "projector",
+    "token_type_embedding",
+    "vision",
+]
 #: how bad an audit finding is
 Severity = Literal["error", "warning", "info"]
 

@@ -11,6 +11,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any, Final
 
+from .checkpoint import Role
 from .config import ModelConfig
 from .dtypes import DTYPE_BITS, WHAT_IF_BITS
 from .report import Report
@@ -464,7 +465,7 @@ def fit_estimate(report: Report, est: Estimate, budget: Any, *, weights_dtype: s
         bits = WHAT_IF_BITS[weights_dtype.lower()]
         weights_all = int(est.quant.logical_parameters * bits // 8)
         scale = weights_all / s.bytes if s.bytes else 1.0
-    replicated = {r.role: int(r.bytes * scale) for r in s.by_role if r.role in REPLICATED_ROLES}
+    replicated: dict[Role, int] = {r.role: int(r.bytes * scale) for r in s.by_role if r.role in REPLICATED_ROLES}
     kvd = est.kv_dtype
 
     def figures_at(ctx: int) -> tuple[int, int]:

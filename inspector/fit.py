@@ -21,10 +21,11 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Final
 
+from .checkpoint import Role
 from .errors import UsageError
 
 GIB: Final = 1024**3
@@ -100,7 +101,7 @@ class Fit:
 REPLICATED_ROLES: Final = ("norm", "moe.router", "buffer")
 
 
-def fit(*, budget: Budget, batch: int, context: int, weights_all: int, replicated: dict[str, int],
+def fit(*, budget: Budget, batch: int, context: int, weights_all: int, replicated: Mapping[Role, int],
         kv_at: Callable[[int], tuple[int, int]], kv_heads: int | None, mla: bool, hidden: int, inter: int,
         dtype_bytes: float, overhead: int | None, model_limit: int | None) -> Fit:
     """``kv_at(context)`` → (KV bytes per token, KV bytes at that context for batch 1), whole model.

@@ -20,8 +20,10 @@ Llama-3-8B, 4,096 short of the checkpoint's 8,030,261,248.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
+from .checkpoint import Role
 from .config import LLAMA_LIKE, ModelConfig
 from .report import Report
 
@@ -68,7 +70,7 @@ def formula_check(report: Report) -> FormulaCheck:
     return FormulaCheck(None, (), False, (f"no closed formula for model type {c.model_type!r}",))
 
 
-def _llama(c: ModelConfig, actual: dict[str, int], final_norm: int) -> FormulaCheck:
+def _llama(c: ModelConfig, actual: Mapping[Role, int], final_norm: int) -> FormulaCheck:
     d, v, n_layers, i = c.hidden_size or 0, c.vocab_size or 0, c.num_layers or 0, c.intermediate_size or 0
     h, k, hd = c.num_heads or 0, c.num_kv_heads or 0, c.head_dim or 0
     bias = c.model_type == "qwen2"
@@ -83,11 +85,13 @@ def _llama(c: ModelConfig, actual: dict[str, int], final_norm: int) -> FormulaCh
                                "K < H: grouped-query attention" if k and k < h else ""))
     rows.append(FormulaRow("attn.o", "L·H·d·D", n_layers * h * hd * d, actual.get("attn.o", 0)))
     if e:
-        for role in ("moe.expert.gate", "moe.expert.up", "moe.expert.down"):
+        expert_roles: tuple[Role, ...] = ("moe.expert.gate", "moe.expert.up", "moe.expert.down")
+        for role in expert_roles:
             rows.append(FormulaRow(role, "L·E·D·I", n_layers * e * d * i, actual.get(role, 0)))
         rows.append(FormulaRow("moe.router", "L·E·D", n_layers * e * d, actual.get("moe.router", 0)))
     else:
-        for role in ("mlp.gate", "mlp.up", "mlp.down"):
+        mlp_roles: tuple[Role, ...] = ("mlp.gate", "mlp.up", "mlp.down")
+        for role in mlp_roles:
             rows.append(FormulaRow(role, "L·D·I", n_layers * d * i, actual.get(role, 0)))
     layer_norms = 2 * n_layers * d
     rows.append(FormulaRow("norm", "2·L·D (per layer) + D (final)", layer_norms + d, actual.get("norm", 0),
@@ -99,7 +103,7 @@ def _llama(c: ModelConfig, actual: dict[str, int], final_norm: int) -> FormulaCh
     return FormulaCheck("llama-like", tuple(rows), False, notes)
 
 
-def _gpt2(c: ModelConfig, actual: dict[str, int]) -> FormulaCheck:
+def _gpt2(c: ModelConfig, actual: Mapping[Role, int]) -> FormulaCheck:
     d, v, n_layers, p = c.hidden_size or 0, c.vocab_size or 0, c.num_layers or 0, c.max_position or 0
     inner = c.intermediate_size or 4 * d
     rows = (
@@ -116,7 +120,7 @@ def _gpt2(c: ModelConfig, actual: dict[str, int]) -> FormulaCheck:
     return FormulaCheck("gpt2", rows, True, ("the causal-mask buffers attn.bias are not parameters",))
 
 
-def _bert(c: ModelConfig, actual: dict[str, int]) -> FormulaCheck:
+def _bert(c: ModelConfig, actual: Mapping[Role, int]) -> FormulaCheck:
     d, v, n_layers, p = c.hidden_size or 0, c.vocab_size or 0, c.num_layers or 0, c.max_position or 0
     i = c.intermediate_size or 0
     types = int(c.raw.get("type_vocab_size", 2))

@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from typing import Final, NamedTuple
 
-from .checkpoint import Kind
+from .checkpoint import Kind, Role
 
 # (kind, pattern, where seen). Checked first, in order.
 KIND_TABLE: Final[tuple[tuple[Kind, str, str], ...]] = (
@@ -39,7 +39,7 @@ KIND_TABLE: Final[tuple[tuple[Kind, str, str], ...]] = (
 )
 
 # (role, pattern, where seen). The first match wins, so specific rows come before general ones.
-ROLE_TABLE: Final[tuple[tuple[str, str, str], ...]] = (
+ROLE_TABLE: Final[tuple[tuple[Role, str, str], ...]] = (
     # multimodal towers first: they contain their own q_proj, mlp and norms
     ("projector", r"(^|\.)(multi_modal_projector|mm_projector|visual\.merger|connector|mlp1)\.",
      "LLaVA, Qwen2-VL (visual.merger), Idefics3 (connector), InternVL (mlp1)"),
@@ -109,11 +109,11 @@ ROLE_ORDER: Final[tuple[str, ...]] = (
 )
 
 _KINDS: tuple[tuple[Kind, re.Pattern[str]], ...] = tuple((kind, re.compile(p)) for kind, p, _ in KIND_TABLE)
-_ROLES = tuple((role, re.compile(p)) for role, p, _ in ROLE_TABLE)
+_ROLES: tuple[tuple[Role, re.Pattern[str]], ...] = tuple((role, re.compile(p)) for role, p, _ in ROLE_TABLE)
 _split = re.compile(r"\.(\d+)(?=\.|$)").split
 # name shape (numbers replaced by '#') → (kind, role, layer number's position, expert's, stack);
 # bounded by the number of distinct shapes, a few hundred even for the largest checkpoints
-_SHAPES: dict[str, tuple[Kind, str, int | None, int | None, str | None]] = {}
+_SHAPES: dict[str, tuple[Kind, Role, int | None, int | None, str | None]] = {}
 _LAYER = re.compile(r"^(?P<stack>(?:.*?\.)?(?:layers|layer|h|blocks|block))\.(?P<index>\d+)(?:\.|$)")
 _EXPERT = re.compile(r"\.experts\.(\d+)\.")
 
@@ -122,7 +122,7 @@ class Placement(NamedTuple):
     """Where a tensor sits: its kind, role, layer stack and index, and expert index."""
 
     kind: Kind
-    role: str
+    role: Role
     stack: str | None
     layer: int | None
     expert: int | None
@@ -154,7 +154,7 @@ def role_group(role: str) -> str:
     return {"attn": "attention", "mlp": "mlp", "moe": "moe"}.get(head, role)
 
 
-def _by_shape(shape: str) -> tuple[Kind, str, int | None, int | None, str | None]:
+def _by_shape(shape: str) -> tuple[Kind, Role, int | None, int | None, str | None]:
     """Everything about a name that does not depend on its numbers, memoised on its shape
     (``model.layers.#.mlp.experts.#.w1.weight``): kind, role, which of its numbers is the layer
     and which the expert, and the layer stack."""
@@ -172,12 +172,12 @@ def _by_shape(shape: str) -> tuple[Kind, str, int | None, int | None, str | None
     return kind, role, layer_at, expert_at, stack
 
 
-def _kind_and_role(name: str) -> tuple[Kind, str]:
+def _kind_and_role(name: str) -> tuple[Kind, Role]:
     kind: Kind = next((k for k, rx in _KINDS if rx.search(name)), "parameter")
     if kind == "buffer":
         return kind, "buffer"
     # quant side data keeps its module's role: `q_proj.scales` is attention q
-    role = next((r for r, rx in _ROLES if rx.search(name)), "other")
+    role: Role = next((r for r, rx in _ROLES if rx.search(name)), "other")
     return kind, role
 
 

@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from .checkpoint import Checkpoint
+from .checkpoint import Checkpoint, Role
 from .dtypes import dtype_sort_key
 from .header import TensorInfo
 from .roles import ROLE_ORDER, Placement, classify
@@ -37,7 +37,7 @@ class Tensor(NamedTuple):
 
 @dataclass(frozen=True, slots=True)
 class RoleRow:
-    role: str
+    role: Role
     tensors: int
     parameters: int
     quant_elements: int
@@ -111,7 +111,7 @@ def summarize(checkpoint: Checkpoint) -> Summary:
 
 def summarize_tensors(tensors: list[Tensor], checkpoint: Checkpoint | None = None) -> Summary:
     # role → [tensors, parameters, quant elements, buffer elements, bytes, quant bytes]
-    roles: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0, 0, 0, 0])
+    roles: dict[Role, list[int]] = defaultdict(lambda: [0, 0, 0, 0, 0, 0])
     # dtype → [tensors, parameters, elements, bytes]
     dtypes: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0, 0])
     params = buffers = quant = nbytes = outside = 0

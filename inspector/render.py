@@ -434,7 +434,8 @@ def estimate_table(report: Report, est: Any, fitted: Any = None) -> RenderableTy
     parts += [t, Text("")]
     q = est.quant
     if q.method or q.overhead_elements:
-        qt = Table(title=sanitize(f"Quantisation: {q.method} {q.bits or ''}-bit (from {q.source})".replace(" -bit", "")),
+        heading = f"Quantisation: {q.method} {q.bits or ''}-bit (from {q.source})".replace(" -bit", "")
+        qt = Table(title=sanitize(heading),
                    title_justify="left", show_edge=False, pad_edge=False)
         for col, just in (("role", "left"), ("logical parameters", "right"), ("stored elements", "right"),
                           ("weight bytes", "right"), ("overhead bytes", "right"), ("bits/weight", "right")):

@@ -135,6 +135,26 @@ def pick_index(names: Iterable[str]) -> str | None:
     return "model.safetensors.index.json" if "model.safetensors.index.json" in top else (top[0] if top else None)
 
 
+def weight_files(names: Iterable[str], where: str) -> list[str]:
+    """The top-level weight files to count, without an index: the safetensors files if there are
+    any; else the one GGUF file. Several GGUF files are usually one model in several quantisations,
+    never to be added up: the caller is asked to name one."""
+    from .errors import UsageError
+    from .formats import GGUF, SAFETENSORS
+    from .text import natural_key
+
+    top = sorted((n for n in names if "/" not in n), key=natural_key)
+    safetensors = [n for n in top if n.endswith(SAFETENSORS.suffixes)]
+    if safetensors:
+        return safetensors
+    ggufs = [n for n in top if n.endswith(GGUF.suffixes)]
+    if len(ggufs) > 1:
+        shown = ", ".join(ggufs[:6]) + (" …" if len(ggufs) > 6 else "")
+        raise UsageError(f"{where}: {len(ggufs)} GGUF files ({shown}), usually one model in several "
+                         "quantisations: name one", hint=f"inspect {where}/{ggufs[0]}")
+    return ggufs
+
+
 def index_shards(index: Mapping[str, Any], available: Iterable[str], where: str, index_name: str | None,
                  *, lenient: bool = False) -> list[str]:
     """The shards an index names, in natural order; an invalid weight_map or a named shard that

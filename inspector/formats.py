@@ -9,7 +9,7 @@ its name patterns in the role table and its type table.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Final, Protocol
+from typing import Any, Final, Protocol
 
 from .header import MAX_HEADER_BYTES, PREFIX_BYTES, Header, parse_header, read_header_length
 
@@ -39,6 +39,10 @@ class Reader(Protocol):
         """Records from the leading bytes; ``file_size`` None skips the end-of-file checks (lenient)."""
         ...
 
+    def config(self, header: Header) -> dict[str, Any] | None:
+        """config.json's figures when the file carries its own (GGUF metadata), else None."""
+        ...
+
 
 @dataclass(frozen=True, slots=True)
 class Safetensors:
@@ -65,9 +69,58 @@ class Safetensors:
     def parse(self, blob: bytes | bytearray, *, file: str, file_size: int | None) -> Header:
         return parse_header(blob, file=file, file_size=file_size)
 
+    def config(self, header: Header) -> dict[str, Any] | None:
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class Gguf:
+    """llama.cpp's GGUF: magic, version, counts, metadata, tensor infos, padding, data
+    (``ggufread.py`` parses). The header's length is not stored up front, so reads grow (doubling)
+    until the tensor infos are whole."""
+
+    name: str = "gguf"
+    suffixes: tuple[str, ...] = (".gguf",)
+    max_header: int = 512 * 1024 * 1024
+    default_first_read: int = 64 * 1024
+
+    def first_read(self, hint: int | None) -> int:
+        return max(64, min(hint or self.default_first_read, self.max_header))
+
+    def need(self, prefix: bytes | bytearray, *, file: str, file_size: int | None) -> int:
+        from .ggufread import GgufError, Incomplete, parse_gguf
+
+        try:
+            header, _, _ = parse_gguf(prefix, file=file, file_size=None)
+        except Incomplete as more:
+            if file_size is not None and len(prefix) >= file_size:
+                raise GgufError("gguf-truncated", f"the file ends at byte {file_size:,}, inside its header",
+                                file) from None
+            want = max(more.need, 2 * len(prefix))
+            if more.need > self.max_header:
+                raise GgufError("gguf-header-too-large", f"the header needs more than {self.max_header:,} bytes",
+                                file) from None
+            return min(want, self.max_header, file_size) if file_size is not None else min(want, self.max_header)
+        return header.data_start if file_size is None else min(header.data_start, file_size)
+
+    def parse(self, blob: bytes | bytearray, *, file: str, file_size: int | None) -> Header:
+        from .ggufread import GgufError, Incomplete, parse_gguf
+
+        try:
+            return parse_gguf(blob, file=file, file_size=file_size)[0]
+        except Incomplete:
+            raise GgufError("gguf-truncated", "the header ends early", file) from None
+
+    def config(self, header: Header) -> dict[str, Any] | None:
+        from .ggufread import gguf_config, parse_gguf
+
+        _, metadata, _ = parse_gguf(header.raw, file=header.file)
+        return gguf_config(metadata, {t.name for t in header.tensors})
+
 
 SAFETENSORS: Final = Safetensors()
-READERS: Final[tuple[Reader, ...]] = (SAFETENSORS,)
+GGUF: Final = Gguf()
+READERS: Final[tuple[Reader, ...]] = (SAFETENSORS, GGUF)
 
 
 def reader_for(path: str) -> Reader | None:

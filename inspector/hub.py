@@ -25,7 +25,16 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Final
 
-from .checkpoint import BIN_INDEX, WEIGHT_SUFFIXES, Checkpoint, FileEntry, index_shards, json_object, pick_index
+from .checkpoint import (
+    BIN_INDEX,
+    WEIGHT_SUFFIXES,
+    Checkpoint,
+    FileEntry,
+    index_shards,
+    json_object,
+    pick_index,
+    weight_files,
+)
 from .errors import HeaderError, HubUnreachable, InvalidCheckpointError, NetworkError, NotFoundError
 from .formats import SAFETENSORS, reader_for
 from .header import Header
@@ -210,7 +219,7 @@ def fetch_checkpoint(hub: Hub, repo_id: str, sha: str, info: Mapping[str, Any],
             index, index_error = None, exc.message
             shards = _shards(repo_id, sizes, top, None, None, lenient)
         if lenient:  # the audit reports shards the index does not name, and does not read missing ones
-            shards = sorted({*(s for s in shards if s in sizes), *(p for p in top if reader_for(p))},
+            shards = sorted({*(s for s in shards if s in sizes), *(p for p in top if p.endswith(".safetensors"))},
                             key=natural_key)
         first_reads = _first_reads(index)
         if progress:
@@ -269,7 +278,7 @@ def _shards(repo_id: str, sizes: Mapping[str, int | None], top: set[str], index:
             index_name: str | None, lenient: bool = False) -> list[str]:
     if index is not None:
         return index_shards(index, sizes, repo_id, index_name, lenient=lenient)
-    names = sorted((p for p in top if reader_for(p)), key=natural_key)
+    names = weight_files(top, repo_id)
     if names or lenient:
         return names
     weights = sorted(p for p in sizes if p.endswith(WEIGHT_SUFFIXES))
@@ -306,10 +315,13 @@ def read_header(hub: Hub, repo_id: str, sha: str, name: str, size: int | None, f
     if want:
         budget.take(want, name)
     blob = hub.read_range(repo_id, sha, name, 0, want) if want else bytearray()
-    total = reader.need(blob, file=name, file_size=checked)
-    if len(blob) < total:
+    while True:  # a reader whose header length is not stored up front asks again until it is whole
+        total = reader.need(blob, file=name, file_size=size)
+        if len(blob) >= total or (size is not None and len(blob) >= size):
+            break
         if len(blob) < want and (size is None or len(blob) < size):
             raise NetworkError(f"{name}: the server sent {len(blob):,} of the {want:,} bytes asked for")
         budget.take(total - len(blob), name)
+        want = total
         hub.read_range(repo_id, sha, name, len(blob), total - len(blob), into=blob)
     return reader.parse(blob, file=name, file_size=checked)

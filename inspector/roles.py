@@ -25,6 +25,7 @@ KIND_TABLE: Final[tuple[tuple[Kind, str, str], ...]] = (
     ("buffer", r"rotary_emb\.inv_freq$", "Llama-2 hf checkpoints, GPT-NeoX, Falcon"),
     ("buffer", r"(^|\.)attn\.(masked_)?bias$", "GPT-2 causal mask [1, 1, n_ctx, n_ctx]; GPT-J, GPT-Neo"),
     ("buffer", r"(^|\.)position_ids$", "BERT, RoBERTa, CLIP, sentence-transformers"),
+    ("buffer", r"(^|\.)rope_freqs\.weight$", "llama.cpp GGUF (Llama 3.1 rope scaling factors)"),
     ("buffer", r"\.e_score_correction_bias$",
      "DeepSeek-V3 router bias (a buffer in transformers' DeepseekV3TopkRouter)"),
     ("quant", r"\.(qzeros|scales|g_idx)$", "GPTQ (AutoGPTQ, GPTQModel) and AWQ"),
@@ -49,6 +50,24 @@ ROLE_TABLE: Final[tuple[tuple[Role, str, str], ...]] = (
     # norms before attention, so BERT's attention.output.LayerNorm is a norm
     ("norm", r"(?i)(^|\.)(\w*norm\w*|ln_\w+|ln)\.(weight|bias)$",
      "RMSNorm/LayerNorm everywhere: input_layernorm, ln_1, ln_f, q_a_layernorm, q_norm, enorm"),
+    # llama.cpp names in GGUF files (gguf-py's MODEL_TENSOR names: blk.N.attn_q, ffn_gate_exps, …)
+    ("moe.router", r"(^|\.)ffn_gate_inp(_shexp)?\.", "GGUF MoE router (Mixtral, Qwen-MoE, DeepSeek)"),
+    ("moe.shared.gate", r"(^|\.)ffn_gate_shexp\.", "GGUF shared expert"),
+    ("moe.shared.up", r"(^|\.)ffn_up_shexp\.", "GGUF shared expert"),
+    ("moe.shared.down", r"(^|\.)ffn_down_shexp\.", "GGUF shared expert"),
+    ("moe.expert.gate", r"(^|\.)ffn_gate_exps\.", "GGUF experts, stacked"),
+    ("moe.expert.up", r"(^|\.)ffn_up_exps\.", "GGUF experts, stacked"),
+    ("moe.expert.down", r"(^|\.)ffn_down_exps\.", "GGUF experts, stacked"),
+    ("attn.qkv", r"(^|\.)attn_qkv\.", "GGUF (Phi-3, Falcon)"),
+    ("attn.q", r"(^|\.)attn_q\.", "GGUF"),
+    ("attn.k", r"(^|\.)attn_k\.", "GGUF"),
+    ("attn.v", r"(^|\.)attn_v\.", "GGUF"),
+    ("attn.o", r"(^|\.)attn_output\.", "GGUF"),
+    ("mlp.gate", r"(^|\.)ffn_gate\.", "GGUF"),
+    ("mlp.up", r"(^|\.)ffn_up\.", "GGUF"),
+    ("mlp.down", r"(^|\.)ffn_down\.", "GGUF"),
+    ("embedding", r"^token_embd\.weight$", "GGUF"),
+    ("position_embedding", r"^position_embd\.weight$", "GGUF (GPT-2)"),
     # mixture of experts
     ("moe.router", r"\.(block_sparse_moe|mlp|moe|feed_forward)\.(gate|router)\.(weight|bias)$",
      "Mixtral, DeepSeek-V2/V3, Qwen2/3-MoE, gpt-oss, Llama 4"),
@@ -114,7 +133,7 @@ _split = re.compile(r"\.(\d+)(?=\.|$)").split
 # name shape (numbers replaced by '#') → (kind, role, layer number's position, expert's, stack);
 # bounded by the number of distinct shapes, a few hundred even for the largest checkpoints
 _SHAPES: dict[str, tuple[Kind, Role, int | None, int | None, str | None]] = {}
-_LAYER = re.compile(r"^(?P<stack>(?:.*?\.)?(?:layers|layer|h|blocks|block))\.(?P<index>\d+)(?:\.|$)")
+_LAYER = re.compile(r"^(?P<stack>(?:.*?\.)?(?:layers|layer|h|blocks|block|blk))\.(?P<index>\d+)(?:\.|$)")
 _EXPERT = re.compile(r"\.experts\.(\d+)\.")
 
 

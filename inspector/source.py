@@ -26,6 +26,7 @@ from .checkpoint import (
     index_shards,
     json_object,
     pick_index,
+    weight_files,
 )
 from .errors import HeaderError, InvalidCheckpointError, NotFoundError, NotRegularFile, UsageError
 from .formats import SAFETENSORS, reader_for
@@ -134,6 +135,9 @@ def _open_file(path: Path, lenient: bool) -> Checkpoint:
         )
     headers, errors = _read_headers(path.parent, [path.name], lenient)
     config = _load_json(path.parent / "config.json")
+    reader = reader_for(path.name)
+    if config is None and headers and reader is not None:
+        config = reader.config(headers[0])  # a GGUF carries its own
     size = headers[0].file_size if headers else regular_size(path)
     return Checkpoint(
         label=path.name, origin="file", location=str(path), headers=headers, config=config,
@@ -157,9 +161,10 @@ def open_folder(folder: Path, *, origin: Origin, repo_id: str | None = None, rev
                 raise
             index, index_error = None, exc.message
     if index is None:
-        shard_names = sorted((n for n in names if reader_for(n) and "/" not in n), key=natural_key)
+        shard_names = weight_files(names, str(folder))
     elif lenient:  # files the index does not name are read too: the audit reports them
-        shard_names = sorted({*shard_names, *(n for n in names if reader_for(n) and "/" not in n)}, key=natural_key)
+        shard_names = sorted({*shard_names, *(n for n in names if n.endswith(".safetensors") and "/" not in n)},
+                             key=natural_key)
     if not shard_names and not index_name:
         weights = sorted(n for n in names if n.endswith(WEIGHT_SUFFIXES))
         if weights:
@@ -217,9 +222,12 @@ def read_local_header(path: Path, name: str, *, lenient: bool = False) -> Header
     except NotRegularFile as exc:
         raise NotRegularFile(exc.message.removeprefix(f"{path}: "), name) from None
     checked = None if lenient else size
-    prefix = read_regular(path, reader.first_read(min(size, 4096)))
-    total = reader.need(prefix, file=name, file_size=checked)
-    blob = prefix if len(prefix) >= total else prefix + read_regular(path, total - len(prefix), len(prefix))
+    blob = read_regular(path, reader.first_read(min(size, 4096)))
+    while True:  # a reader whose header length is not stored up front asks for more until it is whole
+        total = reader.need(blob, file=name, file_size=size)
+        if len(blob) >= total or len(blob) >= size:
+            break
+        blob += read_regular(path, total - len(blob), len(blob))
     return reader.parse(blob, file=name, file_size=checked)
 
 

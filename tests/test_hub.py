@@ -137,10 +137,15 @@ def test_gated_missing_repo_and_revision(hub: HubServer) -> None:
 
 def test_repo_with_only_other_weight_formats(hub: HubServer) -> None:
     hub.add_files("acme/pickles", {"config.json": b"{}", "pytorch_model.bin": VFile(10**9, b"", True),
-                                   "model.gguf": VFile(10**9, b"", True)})
-    with pytest.raises(errors.InvalidCheckpointError, match=r"holds \.bin, \.gguf files"):
+                                   "tf_model.h5": VFile(10**9, b"", True)})
+    with pytest.raises(errors.InvalidCheckpointError, match=r"holds \.bin, \.h5 files"):
         open_hub("acme/pickles", options=options(hub))
     assert hub.bytes_sent() < 10_000
+    # a GGUF is read (header only); zeros are not a GGUF
+    hub.add_files("acme/zeros", {"model.gguf": VFile(10**9, b"", True)})
+    with pytest.raises(errors.InvalidCheckpointError, match="no GGUF magic"):
+        open_hub("acme/zeros", options=options(hub))
+    assert hub.bytes_sent() < 200_000
 
 
 def test_index_naming_a_missing_shard(hub: HubServer) -> None:

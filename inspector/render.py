@@ -16,6 +16,7 @@ from rich.text import Text
 
 from .checkpoint import Checkpoint
 from .config import ModelConfig
+from .dtypes import DTYPE_BITS
 from .listing import ListingRow, collapsed_rows, tensor_rows
 from .report import Report
 from .stats import Summary
@@ -234,11 +235,17 @@ def report_table(report: Report, *, all_shards: bool = False, logical: tuple[str
     roles.add_column("parameters", justify="right")
     roles.add_column("share", justify="right")
     roles.add_column("bytes", justify="right")
+    blocks = any(d.dtype not in DTYPE_BITS for d in s.by_dtype)  # GGML block types: bits per weight vary
+    if blocks:
+        roles.add_column("bits/el.", justify="right")
     for r in s.by_role:
         count = r.parameters or r.buffer_elements or r.quant_elements
         label = r.role + (" (not parameters)" if r.role == "buffer" else "")
         share = f"{100 * r.parameters / s.parameters:.2f}%" if s.parameters and r.parameters else ""
-        roles.add_row(label, n(r.tensors), n(count), share, n(r.bytes))
+        cells = [label, n(r.tensors), n(count), share, n(r.bytes)]
+        if blocks:
+            cells.append(f"{r.bytes * 8 / count:.3f}" if count else "—")
+        roles.add_row(*cells)
     parts += [roles, Text("")]
 
     if s.layer_groups:
@@ -260,8 +267,13 @@ def report_table(report: Report, *, all_shards: bool = False, logical: tuple[str
     dtypes.add_column("elements", justify="right")
     dtypes.add_column("of which parameters", justify="right")
     dtypes.add_column("bytes", justify="right")
+    if blocks:
+        dtypes.add_column("bits/el.", justify="right")
     for d in s.by_dtype:
-        dtypes.add_row(d.dtype, n(d.tensors), n(d.elements), n(d.parameters), n(d.bytes))
+        cells = [sanitize(d.dtype), n(d.tensors), n(d.elements), n(d.parameters), n(d.bytes)]
+        if blocks:
+            cells.append(f"{d.bytes * 8 / d.elements:.3f}" if d.elements else "—")
+        dtypes.add_row(*cells)
     parts += [dtypes, Text("")]
 
     if s.shards and (len(s.shards) <= 8 or all_shards):

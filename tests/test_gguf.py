@@ -124,3 +124,86 @@ def test_a_truncated_gguf_header_is_an_error_not_a_hang(cli, tmp_path: Path) -> 
     (tmp_path / "cut.gguf").write_bytes(data[:200])
     r = cli(str(tmp_path / "cut.gguf"))
     assert r.code == errors.EXIT_INVALID and "gguf" in r.err.lower()
+
+
+def llama3_8b_q4_k_m(path: Path) -> Path:
+    """Llama-3-8B's tensors in a Q4_K_M-style mix (Q6_K for attn_v, ffn_down and output, Q4_K
+    elsewhere, F32 norms), header written by GGUFWriter, data a hole: a sparse 4.9 GB file."""
+    hidden, inter, vocab, layers, kv = 4096, 14336, 128256, 32, 1024
+    w = gguf.GGUFWriter(str(path), "llama")
+    w.add_block_count(layers)
+    w.add_embedding_length(hidden)
+    w.add_feed_forward_length(inter)
+    w.add_head_count(32)
+    w.add_head_count_kv(8)
+    w.add_context_length(8192)
+    w.add_vocab_size(vocab)
+
+    def info(name: str, shape: tuple[int, ...], kind: str) -> None:
+        qtype = gguf.GGMLQuantizationType[kind]
+        block, size = gguf.GGML_QUANT_SIZES[qtype]
+        numel = int(np.prod(shape))
+        w.add_tensor_info(name, shape, np.dtype(np.float32), numel // block * size, raw_dtype=qtype)
+
+    info("token_embd.weight", (vocab, hidden), "Q4_K")
+    for i in range(layers):
+        p = f"blk.{i}."
+        info(p + "attn_norm.weight", (hidden,), "F32")
+        info(p + "attn_q.weight", (hidden, hidden), "Q4_K")
+        info(p + "attn_k.weight", (kv, hidden), "Q4_K")
+        info(p + "attn_v.weight", (kv, hidden), "Q6_K")
+        info(p + "attn_output.weight", (hidden, hidden), "Q4_K")
+        info(p + "ffn_norm.weight", (hidden,), "F32")
+        info(p + "ffn_gate.weight", (inter, hidden), "Q4_K")
+        info(p + "ffn_up.weight", (inter, hidden), "Q4_K")
+        info(p + "ffn_down.weight", (hidden, inter), "Q6_K")
+    info("output_norm.weight", (hidden,), "F32")
+    info("output.weight", (vocab, hidden), "Q6_K")
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_ti_data_to_file()
+    w.close()
+    return path
+
+
+def test_a_llama3_8b_q4_k_m_layout(tmp_path: Path, cli) -> None:
+    from helpers import ref
+
+    path = llama3_8b_q4_k_m(tmp_path / "llama3-8b.Q4_K_M.gguf")
+    head = path.read_bytes()
+    from inspector.ggufread import parse_gguf
+
+    header, _, _ = parse_gguf(head, file=path.name)
+    with path.open("r+b") as fh:
+        fh.truncate(header.data_start + header.data_length)  # the weights: a hole
+    assert path.stat().st_size > 4_000_000_000
+    doc = cli(str(path), "--json").json()
+    assert doc["totals"]["parameters"] == ref("llama3-8b.parameters")  # the same model, quantised
+    bits = {d["dtype"]: d["bytes"] * 8 / d["elements"] for d in doc["by_dtype"]}
+    assert bits["Q4_K"] == 4.5 and bits["Q6_K"] == 6.5625 and bits["F32"] == 32  # llama.cpp's block sizes
+    table = cli(str(path)).out
+    assert "bits/el." in table and "4.500" in table and "6.562" in table
+    roles = {r["role"]: r["bytes"] * 8 / r["parameters"] for r in doc["by_role"] if r["parameters"]}
+    assert roles["mlp.down"] == roles["attn.v"] == 6.5625 and roles["mlp.gate"] == 4.5 and roles["norm"] == 32
+
+
+def test_a_4_9_gb_gguf_through_the_hub_reads_only_its_header(tmp_path: Path, online: None) -> None:
+    from helpers import ref
+    from hubserver import HubServer, VFile
+
+    from inspector.ggufread import parse_gguf
+    from inspector.hub import HubOptions, open_hub
+    from inspector.stats import summarize
+
+    path = llama3_8b_q4_k_m(tmp_path / "m.gguf")
+    head = path.read_bytes()
+    header, _, _ = parse_gguf(head, file="m.gguf")
+    size = header.data_start + header.data_length
+    with HubServer() as server:
+        server.add_files("acme/llama3-gguf", {"llama3-8b.Q4_K_M.gguf": VFile(size, head, True)})
+        c = open_hub("acme/llama3-gguf", options=HubOptions(endpoint=server.url, timeout=5))
+        assert summarize(c).parameters == ref("llama3-8b.parameters")
+        gets = server.requests("GET")
+        assert len(gets) <= 8
+        assert server.bytes_sent() <= 200_000
+    assert size > 4_000_000_000

@@ -37,7 +37,13 @@ def _notes(checkpoint: Checkpoint, config: ModelConfig, summary: Summary, tensor
                          "(transformers would initialise it randomly)")
         else:
             notes.append("no lm_head tensor: the output layer reuses the input embedding (tied)")
-    metadata = sorted({tuple(sorted(h.metadata.items())) for h in checkpoint.headers if h.metadata})
+    for h in checkpoint.headers:
+        if h.file.endswith(".gguf") and not h.tensors:
+            tokenizer = h.metadata.get("tokenizer.ggml.model", "unknown")
+            vocab = f"{config.vocab_size:,} tokens" if config.vocab_size else "no token list"
+            notes.append(f"{h.file}: a vocab-only GGUF (no tensors): vocabulary {vocab}, tokenizer model {tokenizer}")
+    metadata = sorted({tuple(sorted(h.metadata.items())) for h in checkpoint.headers
+                       if h.metadata and not h.file.endswith(".gguf")})
     if len(metadata) == 1:
         shown = ", ".join(f"{k}={v}" for k, v in metadata[0])
         files = len(checkpoint.headers)

@@ -207,3 +207,43 @@ def test_a_4_9_gb_gguf_through_the_hub_reads_only_its_header(tmp_path: Path, onl
         assert len(gets) <= 8
         assert server.bytes_sent() <= 200_000
     assert size > 4_000_000_000
+
+
+LLAMA_CPP_PYTHON = "llama-cpp-python==0.3.36"
+
+
+@pytest.fixture(scope="session")
+def llama_cpp_vocabs(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    """llama.cpp's own vocab-only GGUFs, from llama-cpp-python's source distribution on PyPI
+    (vendor/llama.cpp/models/ggml-vocab-*.gguf): real files nobody here wrote. Fetched with pip."""
+    import subprocess
+    import sys
+    import tarfile
+
+    where = tmp_path_factory.mktemp("llama-cpp-python")
+    subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--no-binary", ":all:",
+                    LLAMA_CPP_PYTHON, "-d", str(where)], check=True, timeout=600)
+    sdist = next(where.glob("llama_cpp_python-*.tar.gz"))
+    out = where / "models"
+    out.mkdir()
+    with tarfile.open(sdist) as tar:
+        for member in tar.getmembers():
+            name = member.name.rsplit("/", 1)[-1]
+            if "/vendor/llama.cpp/models/" in member.name and name.startswith("ggml-vocab-") and \
+                    name.endswith(".gguf") and member.isfile():
+                source = tar.extractfile(member)
+                assert source is not None
+                (out / name).write_bytes(source.read())
+    return sorted(out.glob("*.gguf"))
+
+
+def test_llama_cpps_vocab_ggufs_are_all_read(llama_cpp_vocabs: list[Path], cli) -> None:
+    assert len(llama_cpp_vocabs) >= 15
+    for path in llama_cpp_vocabs:
+        reference = gguf.GGUFReader(str(path))
+        tokens = len(reference.fields["tokenizer.ggml.tokens"].data)
+        doc = cli(str(path), "--json").json()
+        assert doc["totals"]["tensors"] == len(reference.tensors) == 0, path.name
+        assert doc["config"]["vocab_size"] == tokens, path.name
+        model = bytes(reference.fields["tokenizer.ggml.model"].parts[-1]).decode()
+        assert any("vocab-only GGUF" in n and f"{tokens:,} tokens" in n and model in n for n in doc["notes"]), path

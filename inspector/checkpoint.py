@@ -124,6 +124,11 @@ def json_object(raw: bytes | str, name: str) -> dict[str, Any]:
     return value
 
 
+#: PyTorch pickle files, read by ``torchread`` (local files)
+PICKLE_SUFFIXES = (".bin", ".pth", ".pt", ".ckpt")
+#: pickles that Trainer saves beside the weights: not model weights
+NOT_WEIGHTS = ("training_args", "optimizer", "scheduler", "rng_state", "trainer_state")
+
 #: the side file whose key list the audit compares with the safetensors
 BIN_INDEX = "pytorch_model.bin.index.json"
 
@@ -152,7 +157,10 @@ def weight_files(names: Iterable[str], where: str) -> list[str]:
         shown = ", ".join(ggufs[:6]) + (" …" if len(ggufs) > 6 else "")
         raise UsageError(f"{where}: {len(ggufs)} GGUF files ({shown}), usually one model in several "
                          "quantisations: name one", hint=f"inspect {where}/{ggufs[0]}")
-    return ggufs
+    if ggufs:
+        return ggufs
+    # PyTorch pickles last; trainer state saved beside the weights is not a state dict of the model
+    return [n for n in top if n.endswith(PICKLE_SUFFIXES) and not n.startswith(NOT_WEIGHTS)]
 
 
 def index_shards(index: Mapping[str, Any], available: Iterable[str], where: str, index_name: str | None,

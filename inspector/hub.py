@@ -278,7 +278,7 @@ def _shards(repo_id: str, sizes: Mapping[str, int | None], top: set[str], index:
             index_name: str | None, lenient: bool = False) -> list[str]:
     if index is not None:
         return index_shards(index, sizes, repo_id, index_name, lenient=lenient)
-    names = weight_files(top, repo_id)
+    names = [n for n in weight_files(top, repo_id) if reader_for(n)]  # PyTorch pickles: local files only, for now
     if names or lenient:
         return names
     weights = sorted(p for p in sizes if p.endswith(WEIGHT_SUFFIXES))
@@ -287,7 +287,8 @@ def _shards(repo_id: str, sizes: Mapping[str, int | None], top: set[str], index:
         raise InvalidCheckpointError(
             f"{repo_id}: no safetensors weights; the repo holds {', '.join(kinds)} files "
             f"({', '.join(weights[:3])}{' …' if len(weights) > 3 else ''})",
-            hint="the inspector reads safetensors headers only; look for a safetensors revision or conversion",
+            hint="from the Hub the inspector reads safetensors and GGUF headers (PyTorch pickles: download, then "
+                 "inspect the file); look for a safetensors revision or conversion",
         )
     raise NotFoundError(f"{repo_id}: the repo has no weight files at this revision")
 

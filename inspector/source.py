@@ -19,6 +19,7 @@ from typing import Any
 from .aliases import ALIASES, bundled_path
 from .checkpoint import (
     BIN_INDEX,
+    PICKLE_SUFFIXES,
     WEIGHT_SUFFIXES,
     Checkpoint,
     FileEntry,
@@ -128,7 +129,7 @@ def open_local(path: Path, *, lenient: bool = False) -> Checkpoint:
 
 
 def _open_file(path: Path, lenient: bool) -> Checkpoint:
-    if reader_for(path.name) is None and path.suffix in WEIGHT_SUFFIXES:
+    if reader_for(path.name) is None and path.suffix in WEIGHT_SUFFIXES and not path.name.endswith(PICKLE_SUFFIXES):
         raise InvalidCheckpointError(
             f"{path}: a {path.suffix} file; the inspector reads safetensors files only",
             hint="convert it to safetensors, or inspect the repo's .safetensors files",
@@ -216,6 +217,10 @@ def read_local_header(path: Path, name: str, *, lenient: bool = False) -> Header
     """Read and validate one file's header: as many leading bytes as its format's reader needs,
     never the data. Only a regular file is opened (a FIFO named like a shard would block forever).
     ``lenient`` (the audit) leaves the end-of-file checks to the caller."""
+    if name.endswith(PICKLE_SUFFIXES):
+        from .torchread import read_torch
+
+        return read_torch(path, name, lenient=lenient)
     reader = reader_for(name) or SAFETENSORS
     try:
         size = regular_size(path)

@@ -1,0 +1,193 @@
+"""PyTorch pickles without torch and without running anything: real legacy files from the lpips wheel,
+zip and legacy files built here with the same pickle opcodes torch writes, and hostile pickles whose
+reduce would run a command."""
+
+from __future__ import annotations
+
+import io
+import os
+import pickle
+import sys
+import types
+import zipfile
+from collections import OrderedDict
+from pathlib import Path
+
+import pytest
+from helpers import FIXTURES, ref
+
+from inspector import errors
+from inspector.source import open_checkpoint
+from inspector.stats import summarize
+
+LPIPS = FIXTURES / "checkpoints" / "lpips-0.1.4"
+
+
+@pytest.mark.parametrize("net", ["alex", "vgg", "squeeze"])
+@pytest.mark.parametrize("version", ["v0.0", "v0.1"])
+def test_lpips_legacy_weights_give_the_element_counts(net: str, version: str) -> None:
+    c = open_checkpoint(str(LPIPS / version / f"{net}.pth"))
+    s = summarize(c)
+    assert s.parameters == ref(f"lpips.{net}.parameters")
+    assert all(t.shape[0] == 1 and t.shape[2:] == (1, 1) for t in c.tensors())
+    assert c.headers[0].metadata["format"] == "pytorch legacy"
+
+
+def test_lpips_against_torch_where_it_is_installed() -> None:
+    torch = pytest.importorskip("torch", reason="the torch extra (CI installs it) gives a second reference")
+    for path in sorted(LPIPS.rglob("*.pth")):
+        state = torch.load(path, weights_only=True, map_location="cpu")
+        ours = {t.name: (t.shape, t.numel) for t in open_checkpoint(str(path)).tensors()}
+        assert ours == {k: (tuple(v.shape), v.numel()) for k, v in state.items()}, path
+
+
+# --- files built with torch's own opcodes, without torch ------------------------------------------------
+
+
+class _FakeTorch:
+    """Modules named like torch's, so pickle writes the same GLOBAL opcodes torch.save writes."""
+
+    def __enter__(self) -> _FakeTorch:
+        self.saved = {k: sys.modules.get(k) for k in ("torch", "torch._utils")}
+        torch = types.ModuleType("torch")
+        utils = types.ModuleType("torch._utils")
+
+        def _rebuild_tensor_v2(*args):  # pragma: no cover - never called: we only pickle it
+            raise AssertionError
+
+        _rebuild_tensor_v2.__module__ = "torch._utils"
+        _rebuild_tensor_v2.__qualname__ = "_rebuild_tensor_v2"
+        utils._rebuild_tensor_v2 = _rebuild_tensor_v2
+
+        class FloatStorage:
+            pass
+
+        class HalfStorage:
+            pass
+
+        FloatStorage.__module__ = HalfStorage.__module__ = "torch"
+        FloatStorage.__qualname__, HalfStorage.__qualname__ = "FloatStorage", "HalfStorage"
+        torch.FloatStorage, torch.HalfStorage, torch._utils = FloatStorage, HalfStorage, utils
+        sys.modules["torch"], sys.modules["torch._utils"] = torch, utils
+        self.torch = torch
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for k, v in self.saved.items():
+            if v is None:
+                sys.modules.pop(k, None)
+            else:
+                sys.modules[k] = v
+
+
+class _T:
+    def __init__(self, storage: str, kind: type, numel: int, offset: int, shape: tuple[int, ...]) -> None:
+        self.storage, self.kind, self.numel, self.offset, self.shape = storage, kind, numel, offset, shape
+
+    def __reduce__(self):
+        utils = sys.modules["torch._utils"]
+        stride = tuple(int(__import__("math").prod(self.shape[i + 1:])) for i in range(len(self.shape)))
+        return (utils._rebuild_tensor_v2, (_Storage(self.storage, self.kind, self.numel), self.offset, self.shape,
+                                            stride, False, OrderedDict()))
+
+
+class _Storage:
+    def __init__(self, key: str, kind: type, numel: int) -> None:
+        self.key, self.kind, self.numel = key, kind, numel
+
+
+class _Pickler(pickle.Pickler):
+    def persistent_id(self, obj):
+        if isinstance(obj, _Storage):
+            return ("storage", obj.kind, obj.key, "cpu", obj.numel)
+        return None
+
+
+def _state(fake: _FakeTorch) -> OrderedDict:
+    f32, f16 = fake.torch.FloatStorage, fake.torch.HalfStorage
+    return OrderedDict([
+        ("embed.weight", _T("0", f32, 40, 0, (10, 4))),
+        ("lm_head.weight", _T("0", f32, 40, 0, (10, 4))),  # tied: the same storage
+        ("layers.0.w.weight", _T("1", f16, 12, 0, (3, 4))),
+    ])
+
+
+def write_zip(path: Path) -> Path:
+    with _FakeTorch() as fake:
+        buf = io.BytesIO()
+        _Pickler(buf, protocol=2).dump(_state(fake))
+    with zipfile.ZipFile(path, "w") as z:
+        z.writestr("archive/data.pkl", buf.getvalue())
+        z.writestr("archive/byteorder", "little")
+        z.writestr("archive/data/0", b"\0" * 160)
+        z.writestr("archive/data/1", b"\0" * 24)
+        z.writestr("archive/version", "3\n")
+    return path
+
+
+def write_legacy(path: Path) -> Path:
+    with _FakeTorch() as fake:
+        buf = io.BytesIO()
+        for plain in (0x1950A86A20F9469CFC6C, 1001, {"protocol_version": 1001, "little_endian": True}):
+            pickle.dump(plain, buf, protocol=2)
+        _Pickler(buf, protocol=2).dump(_state(fake))
+        pickle.dump(["0", "1"], buf, protocol=2)
+    for numel, esize in ((40, 4), (12, 2)):
+        buf.write(numel.to_bytes(8, "little") + b"\0" * (numel * esize))
+    path.write_bytes(buf.getvalue())
+    return path
+
+
+@pytest.mark.parametrize("write", [write_zip, write_legacy])
+def test_zip_and_legacy_layouts_count_a_shared_storage_once(tmp_path: Path, write, cli) -> None:
+    path = write(tmp_path / "pytorch_model.bin")
+    c = open_checkpoint(str(path))
+    s = summarize(c)
+    assert s.parameters == 40 + 40 + 12 and s.bytes == 160 + 24  # tied storage: bytes once
+    assert "share a storage" in c.headers[0].metadata["shared storages"]
+    doc = cli(str(path), "--json").json()
+    assert doc["totals"]["parameters"] == 92
+
+
+def test_the_same_state_dict_as_bin_and_safetensors_diffs_as_identical(tmp_path: Path, cli) -> None:
+    from helpers import save_real
+
+    write_zip(tmp_path / "bin" / "pytorch_model.bin") if (tmp_path / "bin").mkdir() is None else None
+    save_real(tmp_path / "st" / "model.safetensors", {"embed.weight": ("F32", (10, 4)),
+                                                      "lm_head.weight": ("F32", (10, 4)),
+                                                      "layers.0.w.weight": ("F16", (3, 4))})
+    doc = cli("diff", str(tmp_path / "bin"), str(tmp_path / "st"), "--json").json()
+    assert doc["delta"]["parameters"] == 0 and doc["changes"] == []
+
+
+# --- hostile pickles ------------------------------------------------------------------------------------
+
+
+class _Evil:
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self):
+        return (os.system, (f"touch {self.marker}",))
+
+
+@pytest.mark.parametrize("layout", ["zip", "legacy"])
+def test_a_pickle_that_would_run_a_command_is_refused_and_never_runs(tmp_path: Path, cli, layout: str) -> None:
+    marker = tmp_path / "pwned"
+    payload = pickle.dumps({"w": _Evil(marker)}, protocol=2)
+    path = tmp_path / "evil.bin"
+    if layout == "zip":
+        with zipfile.ZipFile(path, "w") as z:
+            z.writestr("archive/data.pkl", payload)
+    else:
+        buf = io.BytesIO()
+        for plain in (0x1950A86A20F9469CFC6C, 1001, {"little_endian": True}):
+            pickle.dump(plain, buf, protocol=2)
+        buf.write(payload)
+        path.write_bytes(buf.getvalue())
+    r = cli(str(path))
+    assert r.code == errors.EXIT_INVALID and "posix.system" in r.err and "nothing was run" in r.err
+    r = cli("audit", str(path), "--json")
+    assert r.code == 1
+    assert [f["code"] for f in r.json()["findings"]] == ["header.unsafe-global"]
+    assert not marker.exists()

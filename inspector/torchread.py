@@ -170,7 +170,20 @@ def _read_zip(fh: Any, name: str, size: int) -> Header:
 
 
 def _read_legacy(fh: Any, name: str, size: int) -> Header:
-    head = fh.read(min(size, MAX_PICKLE))
+    """The pickles sit before the storages: read 16 MB, then more (to 256 MB) only if they end later."""
+    want = 16 * 1024 * 1024
+    while True:
+        fh.seek(0)
+        head = fh.read(min(size, want))
+        try:
+            return _parse_legacy(head, name, size)
+        except PickleError as exc:
+            if exc.rule != "legacy-invalid" or len(head) >= min(size, MAX_PICKLE):
+                raise
+            want *= 4
+
+
+def _parse_legacy(head: bytes, name: str, size: int) -> Header:
     stream = io.BytesIO(head)
     try:
         magic = _RestrictedData(stream, name).load()

@@ -81,7 +81,7 @@ class Gguf:
 
     name: str = "gguf"
     suffixes: tuple[str, ...] = (".gguf",)
-    max_header: int = 512 * 1024 * 1024
+    max_header: int = 128 * 1024 * 1024  # a 262k-token vocabulary with merges is about 20 MB
     default_first_read: int = 64 * 1024
 
     def first_read(self, hint: int | None) -> int:

@@ -23,7 +23,7 @@ from .header import PREFIX_BYTES, Header, TensorInfo
 MAGIC: Final = b"GGUF"
 VERSIONS: Final = (2, 3)
 DEFAULT_ALIGNMENT: Final = 32
-MAX_HEADER: Final = 512 * 1024 * 1024  # metadata + tensor infos; a 256k-token vocabulary is ~10 MB
+MAX_HEADER: Final = 128 * 1024 * 1024  # metadata + tensor infos; a 262k-token vocabulary is ~20 MB
 MAX_DIMS: Final = 8
 MAX_STRING: Final = 64 * 1024 * 1024
 #: metadata arrays longer than this are summarised (``tokenizer.ggml.tokens`` is 128,256 strings)

@@ -38,16 +38,17 @@ from typing import Any, Final
 
 from .checkpoint import BIN_INDEX, Checkpoint, FileEntry, Origin, pick_index
 from .errors import HeaderError, InvalidCheckpointError, NotFoundError, UsageError
-from .formats import reader_for, reader_named
-from .header import MAX_HEADER_BYTES, PREFIX_BYTES, Header
+from .formats import READERS, reader_for, reader_named
+from .header import Header
 from .safeio import commit_id, gunzip_bounded, inside, read_regular, relative_name, write_inside
 
 MANIFEST: Final = "inspector-snapshot.json"
 FORMAT: Final = "inspector-header-snapshot"
 VERSION: Final = 2  # 2 adds each header's "format"; version 1 (safetensors only) still reads
 READABLE: Final = (1, 2)
-#: what one stored header may take, compressed or not: the format's own header limit
-HEADER_BUDGET: Final = PREFIX_BYTES + MAX_HEADER_BYTES
+#: what one stored header may take, compressed or not, when its format is not known: the largest
+#: header limit of the formats (a known format's own limit applies otherwise)
+HEADER_BUDGET: Final = max(r.max_header for r in READERS)
 #: a stored JSON file (config, index) or the manifest
 JSON_BUDGET: Final = 256 * 1024 * 1024
 #: temporary folders older than this, or of a process that is gone, are removed on the next write
@@ -109,16 +110,16 @@ def snapshot_files(manifest: Mapping[str, Any], folder: Path) -> list[SnapshotFi
     return files
 
 
-def read_header_bytes(folder: Path, relative: str) -> bytes:
+def read_header_bytes(folder: Path, relative: str, limit: int = HEADER_BUDGET) -> bytes:
     path = inside(folder, relative, f"{folder / MANIFEST}: header path")
     try:
-        data = read_regular(path, HEADER_BUDGET + 1)
+        data = read_regular(path, limit + 1)
     except NotFoundError as exc:
         raise InvalidCheckpointError(f"{exc.message} (a header the snapshot lists)") from None
-    if len(data) > HEADER_BUDGET:
-        raise InvalidCheckpointError(f"{path}: over {HEADER_BUDGET:,} bytes, more than any header may be")
+    if len(data) > limit:
+        raise InvalidCheckpointError(f"{path}: over {limit:,} bytes, more than such a header may be")
     if relative.endswith(".gz"):
-        data = gunzip_bounded(data, HEADER_BUDGET, str(path))
+        data = gunzip_bounded(data, limit, str(path))
     return data
 
 
@@ -138,7 +139,7 @@ def load_snapshot(folder: Path, *, origin: Origin = "snapshot", label: str | Non
         if reader is None:
             raise InvalidCheckpointError(f"{folder / MANIFEST}: {f.path}: unknown format {f.format!r}",
                                          hint="upgrade the inspector")
-        blob = read_header_bytes(folder, f.header)
+        blob = read_header_bytes(folder, f.header, reader.max_header)
         try:
             headers.append(reader.parse(blob, file=f.path, file_size=f.size if strict else None))
         except HeaderError as exc:

@@ -110,6 +110,9 @@ def _default_kv_dtype(c: ModelConfig, report: Report | None = None) -> str:
     names = {"BF16": "bf16", "F16": "fp16", "F32": "fp32"}
     if c.dtype in names:
         return names[c.dtype]
+    if report is not None and report.checkpoint.headers and all(
+            h.file.endswith(".gguf") for h in report.checkpoint.headers):
+        return "fp16"  # llama.cpp's default cache type (--cache-type-k/-v f16)
     if report is not None:
         floats = [d for d in report.summary.by_dtype if d.dtype in names and d.parameters]
         if floats:

@@ -247,3 +247,19 @@ def test_llama_cpps_vocab_ggufs_are_all_read(llama_cpp_vocabs: list[Path], cli) 
         assert doc["config"]["vocab_size"] == tokens, path.name
         model = bytes(reference.fields["tokenizer.ggml.model"].parts[-1]).decode()
         assert any("vocab-only GGUF" in n and f"{tokens:,} tokens" in n and model in n for n in doc["notes"]), path
+
+
+def test_a_gguf_gets_the_fit_answer_from_its_own_metadata(tmp_path: Path, cli) -> None:
+    from helpers import ref
+
+    from inspector.ggufread import parse_gguf
+
+    path = llama3_8b_q4_k_m(tmp_path / "m.gguf")
+    header, _, _ = parse_gguf(path.read_bytes(), file=path.name)
+    with path.open("r+b") as fh:
+        fh.truncate(header.data_start + header.data_length)
+    doc = cli("estimate", str(path), "--gpu", "8GiB", "--context", "8k", "--json").json()
+    assert doc["kv_dtype"] == "fp16"  # llama.cpp's default cache type
+    # Llama-3-8B's KV shape (8 KV heads × 128 × 32 layers) at 2 bytes, from the GGUF metadata alone
+    assert doc["fit"]["kv_bytes_per_token"] == ref("llama3-8b.kv_bytes_per_token")
+    assert doc["fit"]["fits"] and doc["fit"]["weights_bytes"] == header.data_length

@@ -110,6 +110,14 @@ def read_regular(path: Path, limit: int, offset: int = 0) -> bytes:
     """At most ``limit`` bytes of a regular file from ``offset``."""
     fd = open_regular(path)
     try:
+        return pread_all(fd, limit, offset, path)
+    finally:
+        os.close(fd)
+
+
+def pread_all(fd: int, limit: int, offset: int, path: Path) -> bytes:
+    """At most ``limit`` bytes from ``offset`` of an open file (fewer at its end)."""
+    try:
         out = bytearray()
         while len(out) < limit:
             chunk = os.pread(fd, min(limit - len(out), 1 << 24), offset + len(out))
@@ -119,8 +127,6 @@ def read_regular(path: Path, limit: int, offset: int = 0) -> bytes:
         return bytes(out)
     except OSError as exc:
         raise NotFoundError(f"{path}: cannot read ({exc.strerror})") from None
-    finally:
-        os.close(fd)
 
 
 def regular_size(path: Path) -> int:

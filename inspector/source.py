@@ -32,7 +32,7 @@ from .checkpoint import (
 from .errors import HeaderError, InvalidCheckpointError, NotFoundError, NotRegularFile, UsageError
 from .formats import SAFETENSORS, reader_for
 from .header import Header
-from .safeio import read_regular, regular_size
+from .safeio import open_regular, pread_all, read_regular, regular_size
 from .snapshot import JSON_BUDGET, is_snapshot, load_snapshot
 from .text import natural_key
 
@@ -223,16 +223,20 @@ def read_local_header(path: Path, name: str, *, lenient: bool = False) -> Header
         return read_torch(path, name, lenient=lenient)
     reader = reader_for(name) or SAFETENSORS
     try:
-        size = regular_size(path)
+        fd = open_regular(path)
     except NotRegularFile as exc:
         raise NotRegularFile(exc.message.removeprefix(f"{path}: "), name) from None
-    checked = None if lenient else size
-    blob = read_regular(path, reader.first_read(min(size, 4096)))
-    while True:  # a reader whose header length is not stored up front asks for more until it is whole
-        total = reader.need(blob, file=name, file_size=size)
-        if len(blob) >= total or len(blob) >= size:
-            break
-        blob += read_regular(path, total - len(blob), len(blob))
+    try:  # one open file: its size, then as many leading bytes as the reader needs
+        size = os.fstat(fd).st_size
+        checked = None if lenient else size
+        blob = pread_all(fd, reader.first_read(min(size, 4096)), 0, path)
+        while True:  # a reader whose header length is not stored up front asks for more until it is whole
+            total = reader.need(blob, file=name, file_size=size)
+            if len(blob) >= total or len(blob) >= size:
+                break
+            blob += pread_all(fd, total - len(blob), len(blob), path)
+    finally:
+        os.close(fd)
     return reader.parse(blob, file=name, file_size=checked)
 
 

@@ -259,8 +259,9 @@ def diff(
         raise UsageError(f"--format: unknown format {fmt!r}", hint="use table, json or markdown")
     if as_json and fmt not in ("table", "json"):
         raise UsageError(f"--json and --format {fmt} ask for two formats", hint="give one of them")
-    result = diff_reports(build_report(_open(a, None, endpoint, token, offline)),
-                          build_report(_open(b, None, endpoint, token, offline)))
+    ca, cb = _open(a, None, endpoint, token, offline), _open(b, None, endpoint, token, offline)
+    ca, cb = _same_names(ca, cb)
+    result = diff_reports(build_report(ca), build_report(cb))
     if as_json or fmt == "json":
         emit_json(diff_json(result))
     elif fmt == "markdown":
@@ -279,6 +280,24 @@ def diff(
     if hit:
         _say(f"--fail-if: {', '.join(hit)} changed")
         raise typer.Exit(1)
+
+
+def _same_names(a: Any, b: Any) -> tuple[Any, Any]:
+    """A GGUF against a safetensors (or pickle) checkpoint: name the latter's tensors as llama.cpp
+    does, so that the same model in two formats aligns tensor by tensor."""
+    def is_gguf(c: Any) -> bool:
+        return bool(c.headers) and all(h.file.endswith(".gguf") for h in c.headers)
+
+    if is_gguf(a) == is_gguf(b):
+        return a, b
+    from .ggufread import with_gguf_names
+
+    g, other = (a, b) if is_gguf(a) else (b, a)
+    arch = (g.config or {}).get("model_type")
+    if not isinstance(arch, str):
+        return a, b
+    renamed = with_gguf_names(other, arch)
+    return (a, renamed) if is_gguf(a) else (renamed, b)
 
 
 @app.command("compare", help="Compare 2 to 10 models side by side: totals, config and parameters by role. "

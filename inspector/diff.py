@@ -99,12 +99,13 @@ class Diff:
 
     def bytes_by_dtype(self) -> tuple[tuple[str, int, int], ...]:
         """ΔBytes split by dtype: (dtype, Δelements, Δbytes); the Δbytes add up to B − A exactly."""
-        from .dtypes import DTYPE_BITS
-
+        # the headers' own bytes per dtype: exact for GGML block types too (Q4_K is 4.5 bits)
+        bytes_a = {d.dtype: d.bytes for d in self.a.summary.by_dtype}
+        bytes_b = {d.dtype: d.bytes for d in self.b.summary.by_dtype}
         rows = []
         for dtype, x, y in self.dtypes:
-            if x != y:
-                rows.append((dtype, y - x, (y - x) * DTYPE_BITS.get(dtype, 0) // 8))
+            if x != y or bytes_a.get(dtype, 0) != bytes_b.get(dtype, 0):
+                rows.append((dtype, y - x, bytes_b.get(dtype, 0) - bytes_a.get(dtype, 0)))
         return tuple(rows)
 
     @property

@@ -216,3 +216,26 @@ def gguf_config(metadata: dict[str, Any], tensor_names: set[str]) -> dict[str, A
         "tie_word_embeddings": "output.weight" not in tensor_names if tensor_names else None,
     }
     return {k: v for k, v in config.items() if v is not None}
+
+
+def with_gguf_names(checkpoint: Any, arch_name: str) -> Any:
+    """``checkpoint`` (a safetensors or pickle one) with its tensors renamed as llama.cpp names them
+    (gguf-py's ``TensorNameMap``: ``model.layers.0.self_attn.q_proj.weight`` → ``blk.0.attn_q.weight``),
+    so a diff against a GGUF of the same model aligns tensor by tensor. Names the map does not know
+    (buffers such as ``rotary_emb.inv_freq``) stay as they are."""
+    from dataclasses import replace
+
+    import gguf
+
+    arch = next((a for a, name in gguf.MODEL_ARCH_NAMES.items() if name == arch_name), None)
+    layers = (checkpoint.config or {}).get("num_hidden_layers")
+    if arch is None or not isinstance(layers, int):
+        return checkpoint
+    names = gguf.get_tensor_name_map(arch, layers)
+    headers = []
+    for h in checkpoint.headers:
+        renamed = tuple(t._replace(name=names.get_name(t.name, try_suffixes=(".weight", ".bias")) or t.name)
+                        for t in h.tensors)
+        headers.append(replace(h, tensors=renamed))
+    return replace(checkpoint, headers=tuple(headers),
+                   notes=(*checkpoint.notes, "tensor names mapped to llama.cpp's by gguf-py's TensorNameMap"))

@@ -88,10 +88,13 @@ def waterfall(d: Diff, width: int = 40) -> list[tuple[str, str, str]]:
     return rows
 
 
-def _width(dtype: str) -> str:
+def _bytes_term(dtype: str, elements: int, nbytes: int) -> str:
+    """``F16 −6,738,415,616 × 2 B``; a GGML block type has no fixed width: its bytes, said plainly."""
     from .dtypes import DTYPE_BITS
 
-    return f"{DTYPE_BITS.get(dtype, 0) / 8:g}"
+    if dtype in DTYPE_BITS:
+        return f"{dtype} {signed(elements)} × {DTYPE_BITS[dtype] / 8:g} B"
+    return f"{sanitize(dtype)} {signed(nbytes)} B"
 
 
 def diff_table(d: Diff, *, all_changes: bool = False) -> RenderableType:
@@ -136,7 +139,7 @@ def diff_table(d: Diff, *, all_changes: bool = False) -> RenderableType:
     extra.add_row("buffers", f"{n(d.buffers[0])} → {n(d.buffers[1])} ({signed(d.buffers[1] - d.buffers[0])}), "
                              "not parameters")
     extra.add_row("bytes", f"{n(d.bytes[0])} → {n(d.bytes[1])} ({signed(d.bytes[1] - d.bytes[0])}) = "
-                           + ", ".join(f"{dt} {signed(de)} × {_width(dt)} B" for dt, de, _ in d.bytes_by_dtype()))
+                           + ", ".join(_bytes_term(dt, de, db) for dt, de, db in d.bytes_by_dtype()))
     dtypes = ", ".join(f"{dt} {n(x)} → {n(y)}" for dt, x, y in d.dtypes)
     extra.add_row("dtypes", dtypes)
     if d.active[0] is not None or d.active[1] is not None:

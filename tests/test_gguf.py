@@ -263,3 +263,20 @@ def test_a_gguf_gets_the_fit_answer_from_its_own_metadata(tmp_path: Path, cli) -
     # Llama-3-8B's KV shape (8 KV heads × 128 × 32 layers) at 2 bytes, from the GGUF metadata alone
     assert doc["fit"]["kv_bytes_per_token"] == ref("llama3-8b.kv_bytes_per_token")
     assert doc["fit"]["fits"] and doc["fit"]["weights_bytes"] == header.data_length
+
+
+def test_the_same_model_as_safetensors_and_gguf_diffs_to_zero(tmp_path: Path, cli) -> None:
+    """Llama-3-8B (bundled, BF16 safetensors) against its Q4_K_M layout: llama.cpp's names are
+    aligned through gguf-py's TensorNameMap; every tensor pairs, the parameters are equal, and the
+    bytes change is the types'."""
+    from inspector.ggufread import parse_gguf
+
+    path = llama3_8b_q4_k_m(tmp_path / "m.gguf")
+    header, _, _ = parse_gguf(path.read_bytes(), file=path.name)
+    with path.open("r+b") as fh:
+        fh.truncate(header.data_start + header.data_length)
+    doc = cli("diff", "llama3-8b", str(path), "--json").json()
+    assert doc["delta"]["parameters"] == 0 and doc["residual"] == 0 and doc["causes"] == []
+    assert {c["kind"] for c in doc["changes"]} == {"retyped"}  # nothing added or removed
+    assert sum(x["bytes"] for x in doc["bytes_by_dtype"]) == doc["delta"]["bytes"]
+    assert {x["dtype"] for x in doc["bytes_by_dtype"]} == {"BF16", "Q4_K", "Q6_K", "F32"}

@@ -27,6 +27,7 @@ from typing import Any, Final
 
 from .checkpoint import (
     BIN_INDEX,
+    PICKLE_SUFFIXES,
     WEIGHT_SUFFIXES,
     Checkpoint,
     FileEntry,
@@ -96,7 +97,9 @@ def open_hub(repo_id: str, revision: str | None = None, *, options: HubOptions |
         cache.set_ref(repo_id, rev, sha)
         return local
     checkpoint, snapshot = fetch_checkpoint(hub, repo_id, sha, info, progress, lenient=lenient)
-    if use_cache and not checkpoint.header_errors and checkpoint.index_error is None:
+    # a pickle's "header" is not a byte prefix a snapshot can keep: such repos are read again each time
+    pickles = any(h.file.endswith(PICKLE_SUFFIXES) for h in checkpoint.headers)
+    if use_cache and not pickles and not checkpoint.header_errors and checkpoint.index_error is None:
         cache.put(snapshot)
         cache.set_ref(repo_id, rev, sha)
     return checkpoint
@@ -278,7 +281,7 @@ def _shards(repo_id: str, sizes: Mapping[str, int | None], top: set[str], index:
             index_name: str | None, lenient: bool = False) -> list[str]:
     if index is not None:
         return index_shards(index, sizes, repo_id, index_name, lenient=lenient)
-    names = [n for n in weight_files(top, repo_id) if reader_for(n)]  # PyTorch pickles: local files only, for now
+    names = weight_files(top, repo_id)
     if names or lenient:
         return names
     weights = sorted(p for p in sizes if p.endswith(WEIGHT_SUFFIXES))
@@ -307,8 +310,18 @@ def read_header(hub: Hub, repo_id: str, sha: str, name: str, size: int | None, f
     """One file's header: a first range read, an exact second one only when the header is larger
     than its reader's first read, the bytes reserved from the repo's budget before they are asked
     for, then parsed. ``lenient`` (the audit) leaves the end-of-file checks to the caller."""
-    reader = reader_for(name) or SAFETENSORS
     budget = budget or _Budget(REPO_HEADER_BUDGET)
+    if name.endswith(PICKLE_SUFFIXES):
+        if size is None:
+            raise InvalidCheckpointError(f"{name}: the listing gives no size; a pickle is read from its end")
+        from .torchread import RangeFile, read_torch_stream
+
+        def fetch(start: int, length: int) -> bytes:
+            budget.take(length, name)
+            return bytes(hub.read_range(repo_id, sha, name, start, length))
+
+        return read_torch_stream(RangeFile(fetch, size), name, size)
+    reader = reader_for(name) or SAFETENSORS
     checked = None if lenient else size
     want = reader.first_read(first)
     if size is not None:

@@ -142,10 +142,7 @@ def read_torch(path: Path, name: str, *, lenient: bool = False) -> Header:
     with open(fd, "rb") as fh:
         size = fh.seek(0, 2)
         fh.seek(0)
-        if zipfile.is_zipfile(fh):
-            return _read_zip(fh, name, size)
-        fh.seek(0)
-        return _read_legacy(fh, name, size)
+        return read_torch_stream(fh, name, size)
 
 
 def _read_zip(fh: Any, name: str, size: int) -> Header:
@@ -170,7 +167,15 @@ def _read_zip(fh: Any, name: str, size: int) -> Header:
 
 
 def _read_legacy(fh: Any, name: str, size: int) -> Header:
-    """The pickles sit before the storages: read 16 MB, then more (to 256 MB) only if they end later."""
+    """The pickles sit before the storages: read 16 MB, then more (to 256 MB) only if they end later;
+    but first the magic number, so that something else costs 64 bytes, not 16 MB."""
+    fh.seek(0)
+    try:
+        magic = _RestrictedData(io.BytesIO(fh.read(64)), name).load()
+    except Exception:
+        magic = None
+    if magic != LEGACY_MAGIC:
+        raise PickleError("not-torch", "neither a torch zip archive nor a legacy torch pickle", name)
     want = 16 * 1024 * 1024
     while True:
         fh.seek(0)
@@ -274,3 +279,61 @@ def _header(records: list[tuple[str, _Tensor]], name: str, size: int, sizes: dic
     # everything that is not storage bytes (zip directory, pickles) counts as the "header"
     return Header(file=name, header_length=max(0, size - data_length - 8), tensors=tuple(tensors),
                   metadata=metadata, file_size=size, raw=b"", data_length=data_length)
+
+
+class RangeFile(io.RawIOBase):
+    """A read-only, seekable file over ``fetch(start, length) -> bytes`` (a source's byte ranges),
+    reading ahead ``block`` bytes a time and keeping what it fetched: zipfile then finds the end of
+    central directory, the directory and ``data.pkl`` in a handful of range requests."""
+
+    def __init__(self, fetch: Any, size: int, block: int = 64 * 1024) -> None:
+        super().__init__()
+        self.fetch, self.size, self.block = fetch, size, block
+        self.pos = 0
+        self.chunks: dict[int, bytes] = {}
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self.pos
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        self.pos = offset if whence == 0 else self.pos + offset if whence == 1 else self.size + offset
+        self.pos = max(0, min(self.pos, self.size))
+        return self.pos
+
+    def _chunk(self, index: int) -> bytes:
+        if index not in self.chunks:
+            start = index * self.block
+            self.chunks[index] = bytes(self.fetch(start, min(self.block, self.size - start)))
+        return self.chunks[index]
+
+    def read(self, n: int = -1) -> bytes:
+        end = self.size if n is None or n < 0 else min(self.size, self.pos + n)
+        out = bytearray()
+        while self.pos < end:
+            index, within = divmod(self.pos, self.block)
+            piece = self._chunk(index)[within:within + end - self.pos]
+            if not piece:
+                break
+            out += piece
+            self.pos += len(piece)
+        return bytes(out)
+
+    def readinto(self, buffer: Any) -> int:
+        data = self.read(len(buffer))
+        buffer[: len(data)] = data
+        return len(data)
+
+
+def read_torch_stream(fh: Any, name: str, size: int) -> Header:
+    """As ``read_torch``, over any seekable binary file object (a ``RangeFile`` for a remote file)."""
+    if zipfile.is_zipfile(fh):
+        fh.seek(0)
+        return _read_zip(fh, name, size)
+    fh.seek(0)
+    return _read_legacy(fh, name, size)

@@ -136,16 +136,21 @@ def test_gated_missing_repo_and_revision(hub: HubServer) -> None:
 
 
 def test_repo_with_only_other_weight_formats(hub: HubServer) -> None:
-    hub.add_files("acme/pickles", {"config.json": b"{}", "pytorch_model.bin": VFile(10**9, b"", True),
-                                   "tf_model.h5": VFile(10**9, b"", True)})
-    with pytest.raises(errors.InvalidCheckpointError, match=r"holds \.bin, \.h5 files"):
-        open_hub("acme/pickles", options=options(hub))
+    hub.add_files("acme/other", {"config.json": b"{}", "tf_model.h5": VFile(10**9, b"", True),
+                                 "flax_model.msgpack": VFile(10**9, b"", True)})
+    with pytest.raises(errors.InvalidCheckpointError, match=r"holds \.h5, \.msgpack files"):
+        open_hub("acme/other", options=options(hub))
     assert hub.bytes_sent() < 10_000
+    # a pickle is read from its end (zip) or start (legacy): zeros are neither
+    hub.add_files("acme/pickles", {"pytorch_model.bin": VFile(10**9, b"", True)})
+    with pytest.raises(errors.InvalidCheckpointError, match="neither a torch zip"):
+        open_hub("acme/pickles", options=options(hub))
+    assert hub.bytes_sent() < 600_000
     # a GGUF is read (header only); zeros are not a GGUF
     hub.add_files("acme/zeros", {"model.gguf": VFile(10**9, b"", True)})
     with pytest.raises(errors.InvalidCheckpointError, match="no GGUF magic"):
         open_hub("acme/zeros", options=options(hub))
-    assert hub.bytes_sent() < 200_000
+    assert hub.bytes_sent() < 400_000  # a 64 KiB read or two per file, not a GB
 
 
 def test_index_naming_a_missing_shard(hub: HubServer) -> None:

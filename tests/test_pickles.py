@@ -191,3 +191,27 @@ def test_a_pickle_that_would_run_a_command_is_refused_and_never_runs(tmp_path: P
     assert r.code == 1
     assert [f["code"] for f in r.json()["findings"]] == ["header.unsafe-global"]
     assert not marker.exists()
+
+
+def test_a_50_mb_bin_through_the_hub_reads_its_directory_and_data_pkl_only(tmp_path: Path, online: None) -> None:
+    from hubserver import HubServer, VFile
+
+    from inspector.hub import HubOptions, open_hub
+
+    with _FakeTorch() as fake:
+        buf = io.BytesIO()
+        big = OrderedDict([("w.weight", _T("0", fake.torch.FloatStorage, 12_500_000, 0, (2500, 5000)))])
+        _Pickler(buf, protocol=2).dump(big)
+    path = tmp_path / "pytorch_model.bin"
+    with zipfile.ZipFile(path, "w") as z:  # stored, as torch.save writes it
+        z.writestr("archive/data.pkl", buf.getvalue())
+        z.writestr("archive/data/0", b"\0" * 50_000_000)
+        z.writestr("archive/version", "3\n")
+    data = path.read_bytes()
+    with HubServer() as server:
+        server.add_files("acme/bin", {"pytorch_model.bin": VFile(len(data), data, True)})
+        c = open_hub("acme/bin", options=HubOptions(endpoint=server.url, timeout=5))
+        assert summarize(c).parameters == 12_500_000
+        assert len(server.requests("GET")) <= 8
+        print(f"requests {len(server.requests('GET'))}, bytes {server.bytes_sent():,}")
+        assert server.bytes_sent() <= 1_000_000

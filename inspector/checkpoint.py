@@ -144,7 +144,7 @@ def weight_files(names: Iterable[str], where: str) -> list[str]:
     """The top-level weight files to count, without an index: the safetensors files if there are
     any; else the one GGUF file. Several GGUF files are usually one model in several quantisations,
     never to be added up: the caller is asked to name one."""
-    from .errors import UsageError
+    from .errors import SeveralFiles
     from .formats import GGUF, SAFETENSORS
     from .text import natural_key
 
@@ -155,8 +155,8 @@ def weight_files(names: Iterable[str], where: str) -> list[str]:
     ggufs = [n for n in top if n.endswith(GGUF.suffixes)]
     if len(ggufs) > 1:
         shown = ", ".join(ggufs[:6]) + (" …" if len(ggufs) > 6 else "")
-        raise UsageError(f"{where}: {len(ggufs)} GGUF files ({shown}), usually one model in several "
-                         "quantisations: name one", hint=f"inspect {where}/{ggufs[0]}")
+        raise SeveralFiles(f"{where}: {len(ggufs)} GGUF files ({shown}), usually one model in several "
+                           "quantisations: name one", ggufs, where, hint=f"inspect {where}/{ggufs[0]}")
     if ggufs:
         return ggufs
     # PyTorch pickles last; trainer state saved beside the weights is not a state dict of the model

@@ -71,10 +71,10 @@ def _open(model: str, revision: str | None, endpoint: str | None, token: str | N
 
     options = _hub_options(endpoint, token, offline)
 
-    def hub(repo_id: str, rev: str | None, lenient: bool) -> Any:
+    def hub(repo_id: str, rev: str | None, lenient: bool, only: str | None) -> Any:
         _quiet_hub_logging()
         with _progress() as progress:
-            return open_hub(repo_id, rev, options=options, progress=progress, lenient=lenient)
+            return open_hub(repo_id, rev, options=options, progress=progress, lenient=lenient, only=only)
 
     return open_checkpoint(model, hub=hub, revision=revision, lenient=lenient)
 
@@ -159,7 +159,13 @@ def show(
     if is_hf_cache_root(Path(model).expanduser()):
         _cache_listing(Path(model).expanduser(), as_json, wide)
         return
-    report = build_report(_open(model, revision, endpoint, token, offline))
+    from .errors import SeveralFiles
+
+    try:
+        report = build_report(_open(model, revision, endpoint, token, offline))
+    except SeveralFiles as several:
+        _file_listing(model, several, revision, endpoint, token, offline, as_json, wide)
+        return
     rows = listing(report, collapse) if tensors else None
     check = formula_check(report) if formula else None
     if as_json:
@@ -192,6 +198,38 @@ def show(
     if check is not None:
         parts.append(formula_table(check))
     emit(Group(*parts), wide=wide)
+
+
+def _file_listing(model: str, several: Any, revision: str | None, endpoint: str | None, token: str | None,
+                  offline: bool, as_json: bool, wide: bool) -> None:
+    """A folder or repo holding one model in several GGUF files: one row a file (its header only)."""
+    from rich.table import Table
+
+    from .render import emit, n
+    from .report import build_report
+    from .source import split_revision
+
+    name, rev = split_revision(model)
+    rows: list[dict[str, Any]] = []
+    for file in several.files:
+        s = build_report(_open(f"{name}/{file}" + (f"@{rev}" if rev else ""), revision, endpoint, token,
+                               offline)).summary
+        by_bytes = max((d for d in s.by_dtype if d.parameters), key=lambda d: d.bytes, default=None)
+        rows.append({"file": file, "type": by_bytes.dtype if by_bytes else None, "bytes": s.bytes,
+                     "parameters": s.parameters,
+                     "bits_per_weight": round(s.bytes * 8 / s.parameters, 3) if s.parameters else None})
+    if as_json:
+        emit_json({"schema_version": 1, "where": several.where, "files": rows})
+        return
+    t = Table(title=f"{several.where}: {len(rows)} GGUF files (inspect {name}/FILE for one)", title_justify="left",
+              show_edge=False, pad_edge=False)
+    for col, just in (("file", "left"), ("main type", "left"), ("bytes", "right"), ("parameters", "right"),
+                      ("bits/weight", "right")):
+        t.add_column(col, justify=just)  # type: ignore[arg-type]
+    for r in rows:
+        t.add_row(r["file"], r["type"] or "—", n(r["bytes"]), n(r["parameters"]),
+                  f"{r['bits_per_weight']:.3f}" if r["bits_per_weight"] else "—")
+    emit(t, wide=wide)
 
 
 def _cache_listing(root: Any, as_json: bool, wide: bool) -> None:

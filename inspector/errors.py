@@ -40,6 +40,15 @@ class UsageError(InspectorError):
     exit_code = EXIT_USAGE
 
 
+class SeveralFiles(UsageError):
+    """Several weight files that must not be added up (one model in several GGUF quantisations)."""
+
+    def __init__(self, message: str, files: list[str], where: str, hint: str | None = None) -> None:
+        super().__init__(message, hint)
+        self.files = files
+        self.where = where
+
+
 class NotFoundError(InspectorError):
     """A path, repository, revision or file that does not exist or cannot be reached."""
 

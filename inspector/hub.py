@@ -61,7 +61,7 @@ Progress = Callable[[int, int], None]
 
 def open_hub(repo_id: str, revision: str | None = None, *, options: HubOptions | None = None,
              progress: Progress | None = None, hub: Hub | None = None,
-             cache: HeaderCache | None = None, lenient: bool = False) -> Checkpoint:
+             cache: HeaderCache | None = None, lenient: bool = False, only: str | None = None) -> Checkpoint:
     """Read a Hub repo's config, index and headers. See the module docstring.
 
     Before any range request, a complete snapshot in the Hugging Face cache (``HF_HUB_CACHE``,
@@ -69,11 +69,12 @@ def open_hub(repo_id: str, revision: str | None = None, *, options: HubOptions |
     commit makes no request, a branch only the listing call. ``revision`` None means the default
     branch; offline, it may then be served by the newest cached snapshot. A revision the user named
     is served only by its own snapshot (exit 3 if none). ``lenient``: see ``source.open_checkpoint``.
+    ``only``: one weight file of the repo (one GGUF of several); read afresh, never cached.
     """
     hub = hub or Hub(options)
     cache = cache or HeaderCache(endpoint=hub.endpoint)
     rev = revision or "main"
-    use_cache = hub.options.use_cache
+    use_cache = hub.options.use_cache and only is None
     if COMMIT.match(rev):
         local = _local(cache, repo_id, rev, hub, lenient) if use_cache else None
         if local is not None:
@@ -96,7 +97,7 @@ def open_hub(repo_id: str, revision: str | None = None, *, options: HubOptions |
     if local is not None:
         cache.set_ref(repo_id, rev, sha)
         return local
-    checkpoint, snapshot = fetch_checkpoint(hub, repo_id, sha, info, progress, lenient=lenient)
+    checkpoint, snapshot = fetch_checkpoint(hub, repo_id, sha, info, progress, lenient=lenient, only=only)
     # a pickle's "header" is not a byte prefix a snapshot can keep: such repos are read again each time
     pickles = any(h.file.endswith(PICKLE_SUFFIXES) for h in checkpoint.headers)
     if use_cache and not pickles and not checkpoint.header_errors and checkpoint.index_error is None:
@@ -199,7 +200,8 @@ class _Budget:
 
 
 def fetch_checkpoint(hub: Hub, repo_id: str, sha: str, info: Mapping[str, Any],
-                     progress: Progress | None = None, *, lenient: bool = False) -> tuple[Checkpoint, dict[str, Any]]:
+                     progress: Progress | None = None, *, lenient: bool = False,
+                     only: str | None = None) -> tuple[Checkpoint, dict[str, Any]]:
     """The cold path: config and index, then every header, concurrently, each parsed on arrival.
     ``lenient`` (the audit): header errors, a broken index and missing shards are collected."""
     sizes = repo_sizes(hub, info, repo_id)
@@ -215,7 +217,12 @@ def fetch_checkpoint(hub: Hub, repo_id: str, sha: str, info: Mapping[str, Any],
         index_error: str | None = None
         try:
             index = json_object(index_raw, index_name or "index") if index_raw is not None else None
-            shards = _shards(repo_id, sizes, top, index, index_name, lenient)
+            if only is not None:
+                if only not in sizes:
+                    raise NotFoundError(f"{repo_id}: no file {only!r} at this revision")
+                shards = [only]
+            else:
+                shards = _shards(repo_id, sizes, top, index, index_name, lenient)
         except InvalidCheckpointError as exc:
             if not lenient or index_raw is None:
                 raise

@@ -41,7 +41,7 @@ _SKIP_DIRS = {".git", ".cache", "__pycache__", ".huggingface"}
 
 #: A hook the Hub layer installs: (repo_id, revision, lenient) -> Checkpoint. Kept as a seam so this
 #: module stays transport-free.
-HubOpener = Callable[[str, "str | None", bool], Checkpoint]
+HubOpener = Callable[[str, "str | None", bool, "str | None"], Checkpoint]
 
 
 _HUB_URL = re.compile(r"^(?:https?://(?:www\.)?huggingface\.co/|hf://)(?:models/)?"
@@ -88,13 +88,17 @@ def open_checkpoint(spec: str, *, hub: HubOpener | None = None, revision: str | 
         return open_local(path, lenient=lenient)
     name, rev = split_revision(spec)
     rev = rev or revision
+    only = None
+    parts = name.split("/")
+    if len(parts) > 2 and reader_for(name):  # org/name/FILE.gguf: one file of a repo
+        name, only = "/".join(parts[:2]), "/".join(parts[2:])
     alias = ALIASES.get(name.lower())
-    if alias is not None and rev is None:
+    if alias is not None and rev is None and only is None:
         return load_snapshot(bundled_path(alias), origin="bundled", label=alias.repo_id, strict=not lenient)
     if alias is not None:
         name = alias.repo_id
     if looks_like_repo_id(name) and "/" in name and hub is not None:
-        return hub(name, rev, lenient)
+        return hub(name, rev, lenient, only)
     if looks_like_repo_id(name) and "/" in name:
         raise NotFoundError(f"{spec}: not a local path, and Hub access is not available here")
     close = did_you_mean(name.lower(), ALIASES)

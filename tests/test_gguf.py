@@ -280,3 +280,26 @@ def test_the_same_model_as_safetensors_and_gguf_diffs_to_zero(tmp_path: Path, cl
     assert {c["kind"] for c in doc["changes"]} == {"retyped"}  # nothing added or removed
     assert sum(x["bytes"] for x in doc["bytes_by_dtype"]) == doc["delta"]["bytes"]
     assert {x["dtype"] for x in doc["bytes_by_dtype"]} == {"BF16", "Q4_K", "Q6_K", "F32"}
+
+
+def test_several_ggufs_are_listed_and_one_is_named(tmp_path: Path, cli, online: None, monkeypatch) -> None:
+    from hubserver import HubServer
+
+    folder = tmp_path / "repo"
+    folder.mkdir()
+    write_tiny(folder / "tiny.Q8_0.gguf", types={"attn_q": "Q8_0", "ffn_gate": "Q8_0"})
+    write_tiny(folder / "tiny.F16.gguf", types={"attn_q": "F16", "ffn_gate": "F16"})
+    doc = cli(str(folder), "--json").json()
+    assert [f["file"] for f in doc["files"]] == ["tiny.F16.gguf", "tiny.Q8_0.gguf"]
+    assert len({f["parameters"] for f in doc["files"]}) == 1  # one model, two quantisations
+    one = cli(str(folder / "tiny.Q8_0.gguf"), "--json").json()
+    assert one["totals"]["parameters"] == doc["files"][0]["parameters"]
+    with HubServer() as server:
+        server.add_files("acme/ggufs", {p.name: p.read_bytes() for p in folder.iterdir()})
+        monkeypatch.setenv("HF_ENDPOINT", server.url)
+        listed = cli("acme/ggufs", "--json").json()
+        assert [f["file"] for f in listed["files"]] == [f["file"] for f in doc["files"]]
+        assert [f["bytes"] for f in listed["files"]] == [f["bytes"] for f in doc["files"]]
+        single = cli("acme/ggufs/tiny.Q8_0.gguf", "--json").json()
+        assert single["totals"]["bytes"] == one["totals"]["bytes"]
+        assert "Q8_0" in cli("acme/ggufs").out

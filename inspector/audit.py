@@ -45,7 +45,7 @@ from typing import Any
 from .checkpoint import BIN_INDEX, Checkpoint, FileEntry, Severity
 from .config import ModelConfig, load_config
 from .dtypes import SAFETENSORS_TO_TORCH
-from .errors import HeaderError, InvalidCheckpointError, NotRegularFile
+from .errors import HeaderError, InvalidCheckpointError, NotRegularFile, PickleError
 from .header import Header
 from .stats import Tensor, placed
 from .text import natural_key
@@ -126,7 +126,8 @@ def audit(inp: AuditInput) -> AuditResult:
         if sizes.get(name) == 0 and not isinstance(exc, NotRegularFile):
             add(Finding("file.zero-length", "error", "the file is empty (0 bytes)", name))
         else:
-            add(Finding(f"header.{exc.rule}", "error", exc.message.removeprefix(f"{name}: "), name))
+            family = "pickle" if isinstance(exc, PickleError) else "header"
+            add(Finding(f"{family}.{exc.rule}", "error", exc.message.removeprefix(f"{name}: "), name))
     for name, h in inp.headers.items():
         size = sizes.get(name)
         if size is None:

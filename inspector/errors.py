@@ -153,3 +153,13 @@ class SpanGap(HeaderError):
 
 class DataBeyondFile(HeaderError):
     rule = "data-beyond-file"
+
+
+class PickleError(HeaderError):
+    """A PyTorch pickle the inspector will not read; ``rule`` names why (``unsafe-global`` …)."""
+
+    rule = "pickle"
+
+    def __init__(self, rule: str, message: str, file: str | None = None, hint: str | None = None) -> None:
+        super().__init__(message, file, hint)
+        self.rule = rule

@@ -137,7 +137,9 @@ def report_json(report: Report, *, rows: list[ListingRow] | None, formula: Any =
         "formula": None if formula is None else formula_json(formula),
         "tensors": None if rows is None else [
             {"name": r.name, "dtype": r.dtype, "shape": list(r.shape), "count": r.count, "role": r.role,
-             "kind": r.kind, "file": r.file}
+             "kind": r.kind, "file": r.file,
+             # llama.cpp stores dimensions innermost first: the file's own order, beside the HF order
+             "shape_in_file": list(reversed(r.shape)) if (r.file or "").endswith(".gguf") else None}
             for r in rows
         ],
     }

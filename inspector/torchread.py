@@ -26,7 +26,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Final
 
-from .errors import HeaderError
+from .errors import PickleError
 from .header import Header, TensorInfo
 from .safeio import open_regular
 
@@ -46,16 +46,6 @@ DTYPES: Final[dict[str, str]] = {
 }
 _BYTES: Final = {"F32": 4, "F16": 2, "BF16": 2, "F64": 8, "I64": 8, "I32": 4, "I16": 2, "I8": 1, "U8": 1,
                  "BOOL": 1, "C64": 8, "F8_E4M3": 1, "F8_E5M2": 1}
-
-
-class PickleError(HeaderError):
-    """A pickle the inspector will not read; ``rule`` names why (``unsafe-global`` …)."""
-
-    rule = "pickle"
-
-    def __init__(self, rule: str, message: str, file: str | None = None, hint: str | None = None) -> None:
-        super().__init__(message, file, hint)
-        self.rule = rule
 
 
 class _Storage:

@@ -54,7 +54,7 @@ def test_json_schema_is_fixed(cli) -> None:
     assert plain["schema_version"] == 1
     assert plain["tensors"] is None
     assert len(listed["tensors"]) == 160
-    assert listed["tensors"][0].keys() == {"name", "dtype", "shape", "count", "role", "kind", "file"}
+    assert listed["tensors"][0].keys() == {"name", "dtype", "shape", "count", "role", "kind", "file", "shape_in_file"}
     assert plain["totals"]["parameters"] == ref("gpt2.parameters")
     assert plain["totals"]["buffer_elements"] == ref("gpt2.buffers")
     assert plain["config"]["hidden_size"] == 768  # GPT-2's n_embd, through transformers' aliases

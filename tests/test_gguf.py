@@ -88,6 +88,9 @@ def test_the_cli_reads_a_gguf_with_its_config(cli, tmp_path: Path) -> None:
     assert any(s["metadata"].get("general.architecture") == "llama" for s in doc["shards"])
     tokens = doc["shards"][0]["metadata"]["tokenizer.ggml.tokens"]
     assert tokens.startswith("[320 string:")  # summarised, not 320 strings
+    listed = cli(str(path), "--json", "--tensors").json()["tensors"]
+    down = next(t for t in listed if t["name"] == "blk.0.ffn_down.weight")
+    assert down["shape"] == [256, 512] and down["shape_in_file"] == [512, 256]  # HF order; llama.cpp's order
 
 
 def test_a_vocab_only_gguf_is_read(cli, tmp_path: Path) -> None:

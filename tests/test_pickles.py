@@ -189,7 +189,7 @@ def test_a_pickle_that_would_run_a_command_is_refused_and_never_runs(tmp_path: P
     assert r.code == errors.EXIT_INVALID and "posix.system" in r.err and "nothing was run" in r.err
     r = cli("audit", str(path), "--json")
     assert r.code == 1
-    assert [f["code"] for f in r.json()["findings"]] == ["header.unsafe-global"]
+    assert [f["code"] for f in r.json()["findings"]] == ["pickle.unsafe-global"]
     assert not marker.exists()
 
 

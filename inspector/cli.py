@@ -208,6 +208,7 @@ def _file_listing(model: str, several: Any, revision: str | None, endpoint: str 
     from .render import emit, n
     from .report import build_report
     from .source import split_revision
+    from .text import sanitize
 
     name, rev = split_revision(model)
     rows: list[dict[str, Any]] = []
@@ -221,13 +222,14 @@ def _file_listing(model: str, several: Any, revision: str | None, endpoint: str 
     if as_json:
         emit_json({"schema_version": 1, "where": several.where, "files": rows})
         return
-    t = Table(title=f"{several.where}: {len(rows)} GGUF files (inspect {name}/FILE for one)", title_justify="left",
+    t = Table(title=sanitize(f"{several.where}: {len(rows)} GGUF files (inspect {name}/FILE for one)"),
+              title_justify="left",
               show_edge=False, pad_edge=False)
     for col, just in (("file", "left"), ("main type", "left"), ("bytes", "right"), ("parameters", "right"),
                       ("bits/weight", "right")):
         t.add_column(col, justify=just)  # type: ignore[arg-type]
     for r in rows:
-        t.add_row(r["file"], r["type"] or "—", n(r["bytes"]), n(r["parameters"]),
+        t.add_row(sanitize(r["file"]), sanitize(r["type"] or "—"), n(r["bytes"]), n(r["parameters"]),
                   f"{r['bits_per_weight']:.3f}" if r["bits_per_weight"] else "—")
     emit(t, wide=wide)
 
@@ -239,6 +241,7 @@ def _cache_listing(root: Any, as_json: bool, wide: bool) -> None:
     from .render import emit, n
     from .report import build_report
     from .source import cached_models, open_folder
+    from .text import sanitize
 
     rows: list[dict[str, Any]] = []
     for repo_id, sha, folder in cached_models(root):
@@ -253,13 +256,13 @@ def _cache_listing(root: Any, as_json: bool, wide: bool) -> None:
     if as_json:
         emit_json({"schema_version": 1, "cache": str(root), "models": rows})
         return
-    t = Table(title=f"Hugging Face cache {root}", title_justify="left", show_edge=False, pad_edge=False)
+    t = Table(title=sanitize(f"Hugging Face cache {root}"), title_justify="left", show_edge=False, pad_edge=False)
     for col, just in (("repo", "left"), ("revision", "left"), ("parameters", "right"), ("bytes", "right"),
                       ("files", "right"), ("", "left")):
         t.add_column(col, justify=just)  # type: ignore[arg-type]
     for r in rows:
-        t.add_row(r["repo_id"], r["revision"][:12], n(r["parameters"]), n(r["bytes"]), n(r["files"]),
-                  "" if r["status"] == "ok" else r["status"])
+        t.add_row(sanitize(r["repo_id"]), sanitize(r["revision"][:12]), n(r["parameters"]), n(r["bytes"]),
+                  n(r["files"]), "" if r["status"] == "ok" else sanitize(r["status"]))
     emit(t, wide=wide)
 
 

@@ -49,7 +49,6 @@ __all__ = ["FetchStats", "HeaderCache", "Hub", "HubOptions", "fetch_checkpoint",
            "repo_sizes"]
 
 STORED: Final[tuple[str, ...]] = ("config.json", "generation_config.json", "quantize_config.json", BIN_INDEX)
-FIRST_READ_UNINDEXED: Final = None  # the reader's own default
 #: header bytes one repo may hold in all (DeepSeek-V3's 163 headers are 11.5 MB)
 REPO_HEADER_BUDGET: Final = 256 * 1024 * 1024
 
@@ -239,7 +238,7 @@ def fetch_checkpoint(hub: Hub, repo_id: str, sha: str, info: Mapping[str, Any],
 
         def fetch(name: str) -> Header | HeaderError:
             nonlocal done
-            first = first_reads.get(name, FIRST_READ_UNINDEXED)
+            first = first_reads.get(name)  # None: the reader's own first read
             try:
                 header: Header | HeaderError = read_header(hub, repo_id, sha, name, sizes.get(name), first, budget,
                                                            lenient=lenient)

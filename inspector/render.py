@@ -319,7 +319,7 @@ def formula_json(check: Any) -> dict[str, Any]:
 
 def formula_table(check: Any) -> RenderableType:
     if check.family is None:
-        return Text("formula: " + "; ".join(check.notes), style="dim")
+        return Text(sanitize("formula: " + "; ".join(check.notes)), style="dim")
     t = Table(title=f"Config formula ({check.family}) vs headers", title_justify="left", show_edge=False,
               pad_edge=False)
     for col, just in (("role", "left"), ("formula", "left"), ("from config", "right"), ("in headers", "right"),
@@ -329,7 +329,7 @@ def formula_table(check: Any) -> RenderableType:
         flag = "" if r.predicted == r.actual else f"differs by {r.actual - r.predicted:+,}"
         t.add_row(r.role, r.formula, n(r.predicted), n(r.actual), "; ".join(x for x in (flag, r.note) if x))
     t.add_row("total", "", n(check.predicted), n(check.actual), "", style="bold")
-    return Group(t, *(Text("note: " + note, style="dim") for note in check.notes))
+    return Group(t, *(Text("note: " + sanitize(note), style="dim") for note in check.notes))
 
 
 # --- estimate -------------------------------------------------------------------------------------

@@ -116,7 +116,7 @@ def diff_table(d: Diff, *, all_changes: bool = False) -> RenderableType:
     why.add_column("arithmetic (per tensor)")
     why.add_column("parameters", justify="right")
     for c in d.causes:
-        why.add_row(Text(c.label, style="bold"), "", "", Text(signed(c.delta), style="bold"))
+        why.add_row(Text(sanitize(c.label), style="bold"), "", "", Text(signed(c.delta), style="bold"))
         for i in c.items[:12]:
             why.add_row("  " + sanitize(i.tensor), str(i.count), sanitize(i.formula), signed(i.delta))
         if len(c.items) > 12:

@@ -224,7 +224,7 @@ def read_local_header(path: Path, name: str, *, lenient: bool = False) -> Header
     if name.endswith(PICKLE_SUFFIXES):
         from .torchread import read_torch
 
-        return read_torch(path, name, lenient=lenient)
+        return read_torch(path, name)  # its checks do not depend on lenient
     reader = reader_for(name) or SAFETENSORS
     try:
         fd = open_regular(path)
@@ -330,7 +330,21 @@ def hf_cache_folder(repo_id: str, revision: str | None) -> tuple[Path, str] | No
     return (folder, sha) if _complete(folder) else None
 
 
+#: snapshot folders found complete in this process: a snapshot at a commit does not change, so
+#: the scan (a listing and the index) is done once, not at each step of a Hub read
+_COMPLETE: set[Path] = set()
+
+
 def _complete(folder: Path) -> bool:
+    if folder in _COMPLETE and folder.is_dir():
+        return True
+    if _scan_complete(folder):
+        _COMPLETE.add(folder)
+        return True
+    return False
+
+
+def _scan_complete(folder: Path) -> bool:
     if not folder.is_dir():
         return False
     names = {f.path for f in _list_files(folder) if f.size is not None}  # a dangling link has no size

@@ -126,7 +126,7 @@ def _state_dict(obj: Any, prefix: str = "") -> Iterator[tuple[str, _Tensor]]:
             yield from _state_dict(v, f"{prefix}{i}.")
 
 
-def read_torch(path: Path, name: str, *, lenient: bool = False) -> Header:
+def read_torch(path: Path, name: str) -> Header:
     """The tensors of a PyTorch pickle file, header-like: shapes, dtypes, byte spans per storage."""
     fd = open_regular(path)
     with open(fd, "rb") as fh:
@@ -152,7 +152,7 @@ def _read_zip(fh: Any, name: str, size: int) -> Header:
     sizes = {n[len(prefix) + len("data/"):]: i.file_size for n, i in entries.items() if n.startswith(prefix + "data/")}
     offsets = {n[len(prefix) + len("data/"):]: i.header_offset for n, i in entries.items()
                if n.startswith(prefix + "data/")}
-    records = _unpickle(data, name, sizes)
+    records = _unpickle(data, name)
     return _header(records, name, size, sizes, offsets, "pytorch zip")
 
 
@@ -224,7 +224,7 @@ class _RestrictedData(pickle.Unpickler):
                           self.file)
 
 
-def _unpickle(data: bytes, name: str, sizes: dict[str, int]) -> list[tuple[str, _Tensor]]:
+def _unpickle(data: bytes, name: str) -> list[tuple[str, _Tensor]]:
     try:
         obj = _Unpickler(io.BytesIO(data), name).load()
     except PickleError:

@@ -7,6 +7,7 @@ error messages."""
 from __future__ import annotations
 
 import io
+import json
 import os
 import re
 import subprocess
@@ -210,3 +211,16 @@ def test_headlines_are_honest(cli) -> None:
     assert est["kv_dtype"] == "fp32"
     text = cli("estimate", "llama3-8b").out + cli("llama3-8b").out
     assert "seed" not in text and "REFERENCE" not in text
+
+
+def test_config_strings_are_escaped_in_diff_and_formula(cli, tmp_path: Path) -> None:
+    """model_type reaches the diff's cause label and the formula's note: both go through the sanitiser."""
+    for name, model_type in (("a", "evil\x1b]52;c;aGk=\x07"), ("b", "other\u202e")):
+        folder = tmp_path / name
+        save_real(folder / "model.safetensors", {"w": ("F32", (2, 2) if name == "a" else (3, 2))})
+        (folder / "config.json").write_text(json.dumps({"model_type": model_type}))
+    outs = [cli("diff", str(tmp_path / "a"), str(tmp_path / "b")), cli(str(tmp_path / "a"), "--formula")]
+    for r in outs:
+        assert r.code == 0, r.err
+        clean(r.out)
+    assert "evil\\x1b]52" in outs[0].out and "evil\\x1b]52" in outs[1].out

@@ -131,6 +131,10 @@ NOT_WEIGHTS = ("training_args", "optimizer", "scheduler", "rng_state", "trainer_
 
 #: the side file whose key list the audit compares with the safetensors
 BIN_INDEX = "pytorch_model.bin.index.json"
+#: a PEFT adapter's description (rank, target modules, base model), beside adapter_model.safetensors
+ADAPTER_CONFIG = "adapter_config.json"
+#: small JSON files read alongside the headers and kept in ``Checkpoint.side_json``
+SIDE_FILES = (BIN_INDEX, ADAPTER_CONFIG)
 
 
 def pick_index(names: Iterable[str]) -> str | None:

@@ -302,7 +302,13 @@ def diff(
         raise UsageError(f"--json and --format {fmt} ask for two formats", hint="give one of them")
     ca, cb = _open(a, None, endpoint, token, offline), _open(b, None, endpoint, token, offline)
     ca, cb = _same_names(ca, cb)
-    result = diff_reports(build_report(ca), build_report(cb))
+    ra, rb = build_report(ca), build_report(cb)
+    from .adapter import adapter_config
+
+    if (adapter_config(ra) is None) != (adapter_config(rb) is None):  # a PEFT adapter against its base
+        _adapter_diff(ra, rb, as_json or fmt == "json", fmt, gates, wide)
+        return
+    result = diff_reports(ra, rb)
     if as_json or fmt == "json":
         emit_json(diff_json(result))
     elif fmt == "markdown":
@@ -317,6 +323,29 @@ def diff(
         "shapes": any(c.kind in ("added", "removed", "reshaped") for c in result.changes),
         "any": not result.identical,
     }
+    hit = [g for g in gates if triggered[g]]
+    if hit:
+        _say(f"--fail-if: {', '.join(hit)} changed")
+        raise typer.Exit(1)
+
+
+def _adapter_diff(ra: Any, rb: Any, as_json: bool, fmt: str, gates: list[str], wide: bool) -> None:
+    from .adapter import adapter_config, diff_adapter
+    from .render import emit
+    from .render_diff import adapter_json, adapter_markdown, adapter_table
+
+    base, adapter = (ra, rb) if adapter_config(rb) is not None else (rb, ra)
+    result = diff_adapter(base, adapter)
+    if as_json:
+        emit_json(adapter_json(result))
+    elif fmt == "markdown":
+        sys.stdout.write(adapter_markdown(result))
+    else:
+        emit(adapter_table(result), wide=wide)
+    # an adapter changes the model's function, adds parameters and tensors; dtypes: ones the base has not
+    base_dtypes = {d.dtype for d in base.summary.by_dtype}
+    triggered = {"params": result.parameters > 0, "shapes": result.parameters > 0, "any": result.parameters > 0,
+                 "dtypes": any(d.dtype not in base_dtypes for d in adapter.summary.by_dtype)}
     hit = [g for g in gates if triggered[g]]
     if hit:
         _say(f"--fail-if: {', '.join(hit)} changed")

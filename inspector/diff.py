@@ -3,6 +3,13 @@
 Alignment. Tensors inside the repeated block are paired by their name within the layer
 (``self_attn.k_proj.weight``), layer i of B with layer i of A; a layer B has beyond A's count is
 paired with A's last layer (its template). Outside the block, tensors pair by name, then by role.
+Across families the pairing goes through the normalised roles: two models' main layer stacks
+(``h`` and ``model.layers``) are aligned; GPT-2's Conv1D weights, stored [in, out], are read as
+[out, in] like every nn.Linear; a fused projection (``c_attn``, ``qkv_proj``, ``query_key_value``,
+``gate_up_proj``) facing separate ones is split into its parts by the config's widths (q: heads ×
+head_dim, k and v: KV heads × head_dim; gate and up: the MLP width each); tensors left over pair by
+role and leaf (a lone ``attn.o`` weight with the other's), and norms pair in name order (``ln_1``
+with ``input_layernorm``).
 
 Attribution (the stated, deterministic rule). Each dimension of a paired tensor is matched to the
 config quantity that explains its change: the quantity whose value in A equals the dimension in A
@@ -13,8 +20,10 @@ a time, in the order of ``CAUSE_ORDER``; each step's increase in elements is tha
 steps telescope, so the causes add up to B − A exactly. Then:
 
 * extra (or missing) layers: ``layer count``, at the template layer's size in A;
-* tensors only one side has: ``experts`` (a dense MLP replaced by experts, experts added), the MoE
-  ``router``, ``tied embeddings`` (an lm_head dropped or added), ``biases``, ``norms``;
+* tensors only one side has: learned ``positions`` (GPT-2's ``wpe`` against rotary), ``gated MLP``
+  (the third matrix of a SwiGLU MLP), ``experts`` (a dense MLP replaced by experts, experts added),
+  the MoE ``router``, ``tied embeddings`` (an lm_head dropped or added), ``biases``, ``norms`` (a
+  LayerNorm's bias against an RMSNorm, a norm more or less per layer, q/k norms);
 * anything else: the named ``residual``, never hidden.
 
 Buffers are not parameters and are reported beside the causes, as are bytes and dtypes.
@@ -33,7 +42,7 @@ from .roles import is_packed, role_group
 from .stats import Tensor, layer_suffix
 
 CAUSE_ORDER: Final[tuple[str, ...]] = (
-    "vocabulary", "positions", "hidden size", "layer count", "MLP width", "expert MLP width",
+    "vocabulary", "positions", "hidden size", "layer count", "MLP width", "gated MLP", "expert MLP width",
     "q width", "KV width", "experts", "router", "tied embeddings", "biases", "norms", "quantisation", "residual",
 )
 
@@ -128,11 +137,10 @@ def _quantities(c: ModelConfig) -> list[tuple[str, str, int]]:
     add("vocabulary", "vocab", c.vocab_size)
     add("positions", "positions", c.max_position)
     add("hidden size", "hidden", c.hidden_size)
-    add("MLP width", "intermediate", c.intermediate_size)
-    if c.intermediate_size:
-        add("MLP width", "2 × intermediate", 2 * c.intermediate_size)  # fused gate_up
-    if c.hidden_size and c.intermediate_size is None:
-        add("MLP width", "4 × hidden", 4 * c.hidden_size)  # GPT-2's n_inner default
+    width = _mlp_width(c)
+    add("MLP width", "intermediate", width)
+    if width:
+        add("MLP width", "2 × intermediate", 2 * width)  # fused gate_up
     add("expert MLP width", "moe_intermediate", c.moe_intermediate_size)
     if c.num_heads and c.head_dim:
         add("q width", "heads × head_dim", c.num_heads * c.head_dim)
@@ -145,6 +153,16 @@ def _quantities(c: ModelConfig) -> list[tuple[str, str, int]]:
     add("router", "experts", c.num_experts)
     return q
 
+
+def _mlp_width(c: ModelConfig) -> int | None:
+    """The MLP width; GPT-2's config leaves ``n_inner`` null, meaning 4 × hidden."""
+    if c.intermediate_size is None and c.hidden_size and c.model_type in CONV1D_TYPES:
+        return 4 * c.hidden_size
+    return c.intermediate_size
+
+
+#: model types whose attention and MLP weights are transformers' Conv1D, stored [in, out]
+CONV1D_TYPES: Final = frozenset({"gpt2"})
 
 # nn.Linear weights are [out, in]: what each position of a role's weight stands for. Used only to
 # choose between quantities that both fit (a q_proj whose q width equals the hidden size).
@@ -176,13 +194,20 @@ def diff_reports(a: Report, b: Report) -> Diff:
     roles = _role_deltas(a, b)
     changes = _changes(a, b)
     notes: list[str] = []
-    if same:
-        causes = _explain(a, b)
-    else:
+    causes = _explain(a, b)
+    if not same:
         kinds = f"{ca.model_type or 'unknown'} vs {cb.model_type or 'unknown'}"
-        causes = (Cause("residual", f"architectures differ ({kinds}): no config causes, see the role table",
-                        b.summary.parameters - a.summary.parameters, ()),)
-        notes.append(f"the two models have different layouts ({kinds}); only a role-level comparison is meaningful")
+        notes.append(f"different layouts ({kinds}): tensors aligned through their roles; fused projections "
+                     "split by the config's widths")
+    rotary = (_partial_rotary(ca), _partial_rotary(cb))
+    if rotary[0] != rotary[1]:
+        notes.append(f"partial rotary {rotary[0]:g} → {rotary[1]:g} of each head: rotary embeddings have no "
+                     "parameters, so it is no cause")
+    if ca.vocab_size and cb.vocab_size and ca.vocab_size != cb.vocab_size \
+            and (ca.vocab_size % 64 == 0) != (cb.vocab_size % 64 == 0):
+        even, odd = (ca.vocab_size, cb.vocab_size) if ca.vocab_size % 64 == 0 else (cb.vocab_size, ca.vocab_size)
+        notes.append(f"vocabulary {even:,} is a multiple of 64 (often padding past the tokenizer's tokens), "
+                     f"{odd:,} is not")
     total = sum(c.delta for c in causes)
     assert total == b.summary.parameters - a.summary.parameters, "causes must sum to the difference"
     dt: dict[str, list[int]] = defaultdict(lambda: [0, 0])
@@ -200,6 +225,11 @@ def diff_reports(a: Report, b: Report) -> Diff:
         active=(active_parameters(a), active_parameters(b)),
         notes=tuple(notes),
     )
+
+
+def _partial_rotary(c: ModelConfig) -> float:
+    value = c.raw.get("partial_rotary_factor", 1.0)
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else 1.0
 
 
 def _same_layout(a: Report, b: Report) -> bool:
@@ -250,9 +280,16 @@ def _explain(a: Report, b: Report) -> tuple[Cause, ...]:
         if len(sa) != len(sb):
             ledger.add("residual", pattern, f"{_shape(sa)} → {_shape(sb)}", tb.info.numel - ta.info.numel)
             return
-        layout = LINEAR_LAYOUT.get(ta.place.role) if len(sa) == 2 else None
-        causes = [_cause_of(x, y, qa, qb, layout[i] if layout else None) if x != y else ("", "")
-                  for i, (x, y) in enumerate(zip(sa, sb, strict=True))]
+        layout = LINEAR_LAYOUT.get(ta.place.role) if len(sa) <= 2 else None
+        causes = []
+        for i, (x, y) in enumerate(zip(sa, sb, strict=True)):
+            if x == y:
+                causes.append(("", ""))
+                continue
+            found = _cause_of(x, y, qa, qb, layout[i] if layout else None)
+            if found[0] == "residual" and i == 0 and ta.place.role in ("embedding", "lm_head"):
+                found = ("vocabulary", "rows")  # a vocabulary the config does not state (added tokens)
+            causes.append(found)
         current = list(sa)
         for cause in CAUSE_ORDER:
             dims = [i for i, (c, _) in enumerate(causes) if c == cause]
@@ -270,6 +307,7 @@ def _explain(a: Report, b: Report) -> tuple[Cause, ...]:
             ledger.add(cause, pattern, formula, after - before)
 
     packed = {id(a): _packed(a), id(b): _packed(b)}
+    gated = {id(a): _gated(a), id(b): _gated(b)}
 
     def single(t: Tensor, sign: int, pattern: str) -> None:
         if t.place.kind != "parameter":
@@ -281,23 +319,29 @@ def _explain(a: Report, b: Report) -> tuple[Cause, ...]:
                 leaf == "weight" and packed[id(other)] and role.split(".", 1)[0] in ("attn", "mlp", "moe")):
             cause = "quantisation"  # a packed tensor against an unpacked one: stored elements differ
         elif role.startswith("moe.expert") or role.startswith("moe.shared") or \
-                (role.startswith("mlp.") and _has_experts(b if sign < 0 else a)):
+                (role.startswith("mlp.") and _has_experts(other)):
             cause = "experts"
         elif role == "moe.router":
             cause = "router"
-        elif role == "lm_head":
-            cause = "tied embeddings"
-        elif leaf == "bias":
-            cause = "biases"
+        elif role == "position_embedding":
+            cause = "positions"
+        elif role == "mlp.gate" and not gated[id(other)]:
+            cause = "gated MLP"
         elif role == "norm":
             cause = "norms"
+        elif leaf == "bias":
+            cause = "biases"
+        elif role == "lm_head":
+            cause = "tied embeddings"
         else:
             cause = "residual"
         word = "added" if sign > 0 else "removed"
         ledger.add(cause, pattern, f"{word} {_shape(t.info.shape)}", sign * t.info.numel)
 
+    sides = _Sides(ca, cb)
     # layers
     la, lb = _layers(a), _layers(b)
+    la, lb = _align_stacks(la, lb)
     for stack in sorted(set(la) | set(lb)):
         layers_a, layers_b = la.get(stack, {}), lb.get(stack, {})
         if not layers_a or not layers_b:  # a whole stack only one side has (a vision tower, say)
@@ -315,39 +359,122 @@ def _explain(a: Report, b: Report) -> tuple[Cause, ...]:
             removed = sum(t.info.numel for t in layers_a[i].values() if t.place.kind == "parameter")
             ledger.add("layer count", f"{stack}: a layer of A", f"−{removed:,}", -removed)
         for i in sorted(layers_b):
-            _pair_layer(layers_a.get(i, template), layers_b[i], pair, single)
+            _pair_layer(layers_a.get(i, template), layers_b[i], pair, single, sides)
     # outside the layers
     oa = {t.info.name: t for t in a.tensors if t.place.layer is None}
     ob = {t.info.name: t for t in b.tensors if t.place.layer is None}
-    _pair_layer(oa, ob, pair, single)
+    _pair_layer(oa, ob, pair, single, sides)
 
-    return _causes(ledger, ca, cb)
+    return _causes(ledger, a, b)
+
+
+@dataclass(frozen=True, slots=True)
+class _Sides:
+    """The two configs, for reading shapes the same way on both sides."""
+
+    a: ModelConfig
+    b: ModelConfig
+
+    @staticmethod
+    def oriented(t: Tensor, c: ModelConfig) -> Tensor:
+        """A Conv1D weight ([in, out]) as an nn.Linear one ([out, in])."""
+        if c.model_type in CONV1D_TYPES and len(t.info.shape) == 2 and t.place.role.split(".", 1)[0] in ("attn", "mlp"):
+            return Tensor(t.info._replace(shape=t.info.shape[::-1]), t.place)
+        return t
+
+
+#: a fused projection's parts, in the order they are stacked along its output dimension
+FUSED: Final[dict[str, tuple[str, ...]]] = {
+    "attn.qkv": ("attn.q", "attn.k", "attn.v"),
+    "mlp.gate_up": ("mlp.gate", "mlp.up"),
+}
+
+
+def _split(key: str, t: Tensor, c: ModelConfig) -> dict[str, Tensor] | None:
+    """A fused projection cut into its parts by the config's widths, or None where they do not add up."""
+    parts = FUSED[t.place.role]
+    widths: tuple[int, ...]
+    if t.place.role == "attn.qkv":
+        if not (c.num_heads and c.num_kv_heads and c.head_dim):
+            return None
+        widths = (c.num_heads * c.head_dim, c.num_kv_heads * c.head_dim, c.num_kv_heads * c.head_dim)
+    else:
+        width = _mlp_width(c)
+        if not width:
+            return None
+        widths = (width, width)
+    shape = t.info.shape
+    if not shape or sum(widths) != shape[0]:
+        return None
+    rest = _prod(list(shape[1:]))
+    return {f"{key}[{role.split('.', 1)[1]}]": Tensor(
+        t.info._replace(shape=(w, *shape[1:]), numel=w * rest), t.place._replace(role=role))  # type: ignore[arg-type]
+        for role, w in zip(parts, widths, strict=True)}
 
 
 def _pair_layer(ref: dict[str, Tensor], other: dict[str, Tensor], pair: Callable[[Tensor, Tensor, str], None],
-                single: Callable[[Tensor, int, str], None]) -> None:
+                single: Callable[[Tensor, int, str], None], sides: _Sides) -> None:
+    ref = {k: sides.oriented(t, sides.a) for k, t in ref.items()}
+    other = {k: sides.oriented(t, sides.b) for k, t in other.items()}
     unmatched_a = {k: v for k, v in ref.items() if k not in other}
     unmatched_b = {k: v for k, v in other.items() if k not in ref}
     for key in ref.keys() & other.keys():
         pair(ref[key], other[key], _pattern(key))
-    # same role and leaf on both sides, once each: renamed (e.g. w1 ↔ gate_proj)
+    # a fused projection against separate ones: cut it into its parts
+    for mine, theirs, config in ((unmatched_a, unmatched_b, sides.a), (unmatched_b, unmatched_a, sides.b)):
+        for key, t in list(mine.items()):
+            role = t.place.role
+            if role in FUSED and t.place.expert is None and \
+                    not any(u.place.role == role for u in theirs.values()) and \
+                    any(u.place.role in FUSED[role] for u in theirs.values()):
+                parts = _split(key, t, config)
+                if parts:
+                    del mine[key]
+                    mine.update(parts)
+    # same role and leaf on both sides, once each: renamed (e.g. w1 ↔ gate_proj, c_proj ↔ dense)
     by_role_a = _unique_by_role(unmatched_a)
     by_role_b = _unique_by_role(unmatched_b)
     for rk in by_role_a.keys() & by_role_b.keys():
         ka, kb = by_role_a[rk], by_role_b[rk]
         pair(unmatched_a.pop(ka), unmatched_b.pop(kb), _pattern(kb))
+    # norms left over pair in name order (ln_1 ↔ input_layernorm, ln_2 ↔ post_attention_layernorm)
+    from .text import natural_key
+
+    for leaf in ("weight", "bias"):
+        norms_a = sorted((k for k, t in unmatched_a.items() if t.place.role == "norm" and _leaf(t) == leaf),
+                         key=natural_key)
+        norms_b = sorted((k for k, t in unmatched_b.items() if t.place.role == "norm" and _leaf(t) == leaf),
+                         key=natural_key)
+        for ka, kb in zip(norms_a, norms_b, strict=False):
+            pair(unmatched_a.pop(ka), unmatched_b.pop(kb), _pattern(kb))
     for k, t in unmatched_b.items():
         single(t, +1, _pattern(k))
     for k, t in unmatched_a.items():
         single(t, -1, _pattern(k))
 
 
+def _leaf(t: Tensor) -> str:
+    return t.info.name.rsplit(".", 1)[-1]
+
+
 def _unique_by_role(tensors: dict[str, Tensor]) -> dict[tuple[str, str], str]:
     seen: dict[tuple[str, str], list[str]] = defaultdict(list)
     for k, t in tensors.items():
         if t.place.expert is None:
-            seen[(t.place.role, k.rsplit(".", 1)[-1])].append(k)
+            seen[(t.place.role, _leaf(t))].append(k)
     return {rk: ks[0] for rk, ks in seen.items() if len(ks) == 1}
+
+
+def _align_stacks(la: dict[str, dict[int, dict[str, Tensor]]], lb: dict[str, dict[int, dict[str, Tensor]]]) \
+        -> tuple[dict[str, dict[int, dict[str, Tensor]]], dict[str, dict[int, dict[str, Tensor]]]]:
+    """Two models' main stacks under one name when they differ (GPT-2's ``h``, Phi-2's
+    ``model.layers``): the stack each side has alone, if there is exactly one on each side."""
+    only_a, only_b = set(la) - set(lb), set(lb) - set(la)
+    if len(only_a) == 1 and len(only_b) == 1:
+        (sa,), (sb,) = only_a, only_b
+        la = dict(la)
+        la[sb] = la.pop(sa)
+    return la, lb
 
 
 def _layers(r: Report) -> dict[str, dict[int, dict[str, Tensor]]]:
@@ -363,6 +490,11 @@ def _packed(r: Report) -> bool:
                if t.place.kind == "parameter" and t.info.dtype in ("I32", "U32", "U8"))
 
 
+def _gated(r: Report) -> bool:
+    """A gated (SwiGLU/GeGLU) MLP: a gate matrix, alone or fused with up."""
+    return any(row.role in ("mlp.gate", "mlp.gate_up") for row in r.summary.by_role)
+
+
 def _has_experts(r: Report) -> bool:
     return any(row.role.startswith("moe.expert") for row in r.summary.by_role)
 
@@ -373,7 +505,7 @@ def _pattern(local: str) -> str:
     return re.sub(r"\.experts\.\d+\.", ".experts.E.", local)
 
 
-def _causes(ledger: _Ledger, ca: ModelConfig, cb: ModelConfig) -> tuple[Cause, ...]:
+def _causes(ledger: _Ledger, a: Report, b: Report) -> tuple[Cause, ...]:
     grouped: dict[str, list[Item]] = defaultdict(list)
     for (cause, tensor, formula), (count, delta) in ledger.lines.items():
         grouped[cause].append(Item(tensor, count, formula, delta))
@@ -383,25 +515,37 @@ def _causes(ledger: _Ledger, ca: ModelConfig, cb: ModelConfig) -> tuple[Cause, .
         if not items and cause != "residual":
             continue
         items = sorted(items or [], key=lambda i: (-abs(i.delta), i.tensor))
-        causes.append(Cause(cause, _label(cause, ca, cb),
+        causes.append(Cause(cause, _label(cause, a, b),
                             sum(i.delta for i in items), tuple(items)))
     return tuple(causes)
 
 
-def _label(cause: str, ca: ModelConfig, cb: ModelConfig) -> str:
-    def change(x: int | None, y: int | None) -> str:
-        return f"{x:,} → {y:,}" if x is not None and y is not None else f"{x} → {y}"
+def _label(cause: str, a: Report, b: Report) -> str:
+    ca, cb = a.config, b.config
+
+    def change(x: object, y: object) -> str:
+        return f"{x:,} → {y:,}" if isinstance(x, int) and isinstance(y, int) else f"{x} → {y}"
 
     if cause == "vocabulary":
-        return f"vocabulary {change(ca.vocab_size, cb.vocab_size)}"
+        va, vb = _rows(a, "embedding") or ca.vocab_size, _rows(b, "embedding") or cb.vocab_size
+        label = f"vocabulary {change(va, vb)}"
+        if va and vb and 0 < abs(vb - va) <= max(va, vb) // 100:
+            label += f" ({vb - va:+,} tokens)"
+        return label
     if cause == "positions":
-        return f"learned positions {change(ca.max_position, cb.max_position)}"
+        pa, pb = _rows(a, "position_embedding"), _rows(b, "position_embedding")
+        if pa and pb:
+            return f"learned positions {change(pa, pb)}"
+        return f"learned positions {f'{pa:,}' if pa else 'none (rotary)'} → {f'{pb:,}' if pb else 'none (rotary)'}"
     if cause == "hidden size":
         return f"hidden size {change(ca.hidden_size, cb.hidden_size)}"
     if cause == "layer count":
         return f"layers {change(ca.num_layers, cb.num_layers)}"
     if cause == "MLP width":
-        return f"MLP width {change(ca.intermediate_size, cb.intermediate_size)}"
+        return f"MLP width {change(_mlp_width(ca), _mlp_width(cb))}"
+    if cause == "gated MLP":
+        word = ("plain", "gated") if _gated(b) else ("gated", "plain")
+        return f"MLP {word[0]} → {word[1]} (a gate matrix beside up and down)"
     if cause == "expert MLP width":
         return f"expert MLP width {change(ca.moe_intermediate_size, cb.moe_intermediate_size)}"
     if cause == "q width":
@@ -415,7 +559,10 @@ def _label(cause: str, ca: ModelConfig, cb: ModelConfig) -> str:
     if cause == "router":
         return "MoE router"
     if cause == "tied embeddings":
-        return f"tied embeddings {ca.tie_word_embeddings} → {cb.tie_word_embeddings}"
+        return f"tied embeddings {_tied(a)} → {_tied(b)}"
+    if cause == "norms":
+        na, nb = _norm_kind(a), _norm_kind(b)
+        return f"norms {na} → {nb}" if na != nb else "norms"
     if cause == "quantisation":
         qa = (ca.quantization or {}).get("quant_method", "none")
         qb = (cb.quantization or {}).get("quant_method", "none")
@@ -423,6 +570,26 @@ def _label(cause: str, ca: ModelConfig, cb: ModelConfig) -> str:
     if cause == "residual":
         return "residual (no config cause)"
     return cause
+
+
+def _rows(r: Report, role: str) -> int | None:
+    """The first dimension of the report's (first) tensor of this role outside the layers."""
+    return next((t.info.shape[0] for t in r.tensors
+                 if t.place.role == role and t.place.layer is None and t.info.shape), None)
+
+
+def _tied(r: Report) -> bool:
+    return not any(t.place.role == "lm_head" for t in r.tensors) if not r.config.encoder_only \
+        else bool(r.config.tie_word_embeddings)
+
+
+def _norm_kind(r: Report) -> str:
+    """How a layer's norms look in the first layer: "2 × LayerNorm (weight + bias)" and the like."""
+    first = [t for t in r.tensors if t.place.role == "norm" and t.place.layer == 0]
+    weights = sum(1 for t in first if _leaf(t) == "weight")
+    biased = any(_leaf(t) == "bias" for t in first)
+    kind = "LayerNorm (weight + bias)" if biased else "RMSNorm (weight)"
+    return f"{weights} × {kind} per layer" if weights else "none per layer"
 
 
 def _changes(a: Report, b: Report) -> tuple[Change, ...]:

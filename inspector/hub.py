@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import Any, Final
 
 from .checkpoint import (
-    BIN_INDEX,
     PICKLE_SUFFIXES,
+    SIDE_FILES,
     WEIGHT_SUFFIXES,
     Checkpoint,
     FileEntry,
@@ -48,7 +48,7 @@ from .transport import FetchStats, Hub, HubOptions
 __all__ = ["FetchStats", "HeaderCache", "Hub", "HubOptions", "fetch_checkpoint", "open_hub", "read_header",
            "repo_sizes"]
 
-STORED: Final[tuple[str, ...]] = ("config.json", "generation_config.json", "quantize_config.json", BIN_INDEX)
+STORED: Final[tuple[str, ...]] = ("config.json", "generation_config.json", "quantize_config.json", *SIDE_FILES)
 #: header bytes one repo may hold in all (DeepSeek-V3's 163 headers are 11.5 MB)
 REPO_HEADER_BUDGET: Final = 256 * 1024 * 1024
 
@@ -267,7 +267,7 @@ def fetch_checkpoint(hub: Hub, repo_id: str, sha: str, info: Mapping[str, Any],
              f"at commit {sha}"]
     if hub.stats.range_ignored:
         notes.append("the server ignored Range requests; only the header bytes were read")
-    side = {BIN_INDEX: json_object(stored[BIN_INDEX], BIN_INDEX)} if BIN_INDEX in stored else {}
+    side = {n: json_object(stored[n], n) for n in SIDE_FILES if n in stored}
     checkpoint = Checkpoint(
         label=repo_id, origin="hub", location=f"{hub.public}/{repo_id}", headers=headers,
         config=config, index=index, repo_id=repo_id, revision=sha,

@@ -8,6 +8,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from .adapter import AdapterDiff
 from .diff import Diff
 from .render import SCHEMA_VERSION, n, shape_text, short
 from .text import markdown, sanitize
@@ -117,11 +118,13 @@ def diff_table(d: Diff, *, all_changes: bool = False) -> RenderableType:
     why.add_column("parameters", justify="right")
     for c in d.causes:
         why.add_row(Text(sanitize(c.label), style="bold"), "", "", Text(signed(c.delta), style="bold"))
-        for i in c.items[:12]:
+        listed = c.items if len(c.items) <= 13 else c.items[:12]
+        for i in listed:
             why.add_row("  " + sanitize(i.tensor), str(i.count), sanitize(i.formula), signed(i.delta))
-        if len(c.items) > 12:
-            rest = sum(i.delta for i in c.items[12:])
-            why.add_row(f"  … {len(c.items) - 12} more lines", "", "", signed(rest), style="dim")
+        if len(listed) < len(c.items):
+            rest = sum(i.delta for i in c.items[len(listed):])
+            why.add_row(f"  … {len(c.items) - len(listed)} more lines (--json lists them)", "", "", signed(rest),
+                        style="dim")
     why.add_row(Text("total", style="bold"), "", f"{n(a)} → {n(b)}", Text(signed(b - a), style="bold"))
     parts += [why, Text("")]
 
@@ -190,4 +193,88 @@ def diff_markdown(d: Diff) -> str:
                          f"{markdown(sa)} | {markdown(sb)} |")
         lines.append("")
     lines += [f"_{markdown(note)}_" for note in d.notes]
+    return "\n".join(lines) + "\n"
+
+
+# --- a PEFT adapter against its base ---------------------------------------------------------
+
+
+def _share(a: Any) -> str:
+    return f"{a.share * 100:.4g}%"
+
+
+def adapter_json(a: AdapterDiff) -> dict[str, Any]:
+    """``inspect diff BASE ADAPTER --json`` (schema_version 1): ``kind`` is ``adapter``."""
+
+    def side(r: Any) -> dict[str, Any]:
+        c = r.checkpoint
+        return {"label": c.label, "origin": c.origin, "repo_id": c.repo_id, "revision": c.revision,
+                "parameters": r.summary.parameters, "bytes": r.summary.bytes, "model_type": r.config.model_type}
+
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "kind": "adapter",
+        "base": side(a.base),
+        "adapter": side(a.adapter),
+        "peft_type": a.peft_type,
+        "rank": a.rank,
+        "alpha": a.alpha,
+        "target_modules": list(a.targets),
+        "base_model_name_or_path": a.base_model,
+        "parameters": a.parameters,  # the adapter's own; merged into the base, the base's count is unchanged
+        "share_of_base": a.share,
+        "modules": [{"module": m.module, "layers": m.layers, "rank": m.rank, "lora_a": list(m.shape_a),
+                     "lora_b": list(m.shape_b), "formula": m.formula, "parameters": m.parameters,
+                     "base_shape": list(m.base_shape) if m.base_shape is not None else None} for m in a.modules],
+        "other": [{"tensor": name, "parameters": count} for name, count in a.other],
+        "problems": list(a.problems),
+    }
+
+
+def adapter_table(a: AdapterDiff) -> RenderableType:
+    from .adapter import adapter_config, describe
+
+    parts: list[RenderableType] = []
+    head = Text()
+    head.append(f"{sanitize(side_label(a.base))} ← adapter {sanitize(side_label(a.adapter))}", style="bold")
+    parts.append(head)
+    parts.append(Text(sanitize(describe(adapter_config(a.adapter) or {}))
+                      + f"; base model named in adapter_config.json: {sanitize(a.base_model or 'none')}"))
+    parts.append(Text(f"adapter parameters {n(a.parameters)} = {_share(a)} of the base's "
+                      f"{n(a.base.summary.parameters)} (merged into the base, its count is unchanged)"))
+    parts.append(Text(""))
+    t = Table(title="What the adapter adds, module by module", title_justify="left", show_edge=False,
+              pad_edge=False)
+    for col, justify in (("module", "left"), ("×", "right"), ("lora_A", "left"), ("lora_B", "left"),
+                         ("base weight", "left"), ("arithmetic (per module)", "left"), ("parameters", "right")):
+        t.add_column(col, justify=justify)  # type: ignore[arg-type]
+    for m in a.modules:
+        base = shape_text(m.base_shape) if m.base_shape is not None else "missing"
+        t.add_row(sanitize(m.module), str(m.layers), shape_text(m.shape_a), shape_text(m.shape_b), base,
+                  m.formula, n(m.parameters))
+    for name, count in a.other:
+        t.add_row(sanitize(name), "1", "", "", "", "a whole copy (modules_to_save)", n(count))
+    t.add_row(Text("total", style="bold"), "", "", "", "", "", Text(n(a.parameters), style="bold"))
+    parts += [t, Text("")]
+    for problem in a.problems:
+        parts.append(Text("problem: " + sanitize(problem), style="red"))
+    return Group(*parts)
+
+
+def adapter_markdown(a: AdapterDiff) -> str:
+    from .adapter import adapter_config, describe
+
+    lines = [f"### {markdown(side_label(a.base))} ← adapter {markdown(side_label(a.adapter))}", "",
+             f"{markdown(describe(adapter_config(a.adapter) or {}))}; adapter parameters **{n(a.parameters)}** "
+             f"({_share(a)} of the base's {n(a.base.summary.parameters)})", "",
+             "| module | × | lora_A | lora_B | base weight | arithmetic (per module) | parameters |",
+             "|---|--:|---|---|---|---|--:|"]
+    for m in a.modules:
+        base = shape_text(m.base_shape) if m.base_shape is not None else "missing"
+        lines.append(f"| {markdown(m.module)} | {m.layers} | {shape_text(m.shape_a)} | {shape_text(m.shape_b)} | "
+                     f"{base} | {markdown(m.formula)} | {n(m.parameters)} |")
+    for name, count in a.other:
+        lines.append(f"| {markdown(name)} | 1 | | | | a whole copy (modules_to_save) | {n(count)} |")
+    lines += [f"| **total** | | | | | | **{n(a.parameters)}** |", ""]
+    lines += [f"_problem: {markdown(p)}_" for p in a.problems]
     return "\n".join(lines) + "\n"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .checkpoint import Checkpoint, FileEntry
+from .checkpoint import ADAPTER_CONFIG, Checkpoint, FileEntry
 from .config import ModelConfig, load_config
 from .stats import Summary, Tensor, placed, summarize_tensors
 
@@ -67,6 +67,13 @@ def _notes(checkpoint: Checkpoint, config: ModelConfig, summary: Summary, tensor
     if other:
         shown = ", ".join(f.path for f in other[:4]) + (" …" if len(other) > 4 else "")
         notes.append(f"also present, not counted: {shown}")
+    adapter = checkpoint.side_json.get(ADAPTER_CONFIG)
+    if isinstance(adapter, dict):
+        from .adapter import describe
+
+        base = adapter.get("base_model_name_or_path")
+        notes.append(f"a PEFT adapter ({describe(adapter)})" + (f" for {base}" if isinstance(base, str) else "")
+                     + ": `inspect diff BASE ADAPTER` sets it against its base")
     if config.source == "raw" and checkpoint.config:
         notes.append("config read from raw JSON: transformers does not know this model type")
     return tuple(notes)

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from .checkpoint import BIN_INDEX, Checkpoint, FileEntry, Origin, pick_index
+from .checkpoint import SIDE_FILES, Checkpoint, FileEntry, Origin, pick_index
 from .errors import HeaderError, InvalidCheckpointError, NotFoundError, UsageError
 from .formats import READERS, reader_for, reader_named
 from .header import Header
@@ -156,7 +156,7 @@ def load_snapshot(folder: Path, *, origin: Origin = "snapshot", label: str | Non
         revision = commit_id(revision, f"{folder / MANIFEST}: revision")
     provenance = manifest.get("provenance")
     notes = (f"snapshot provenance: {provenance}",) if isinstance(provenance, str) and provenance else ()
-    bin_index = _read_json(folder, BIN_INDEX, files)
+    side = {n: doc for n in SIDE_FILES if (doc := _read_json(folder, n, files)) is not None}
     return Checkpoint(
         label=label or repo_id or folder.name,
         origin=origin,
@@ -170,7 +170,7 @@ def load_snapshot(folder: Path, *, origin: Origin = "snapshot", label: str | Non
         notes=notes,
         header_errors=tuple(errors),
         index_name=index_name,
-        side_json={BIN_INDEX: bin_index} if bin_index is not None else {},
+        side_json=side,
     )
 
 

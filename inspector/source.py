@@ -18,8 +18,8 @@ from typing import Any
 
 from .aliases import ALIASES, bundled_path
 from .checkpoint import (
-    BIN_INDEX,
     PICKLE_SUFFIXES,
+    SIDE_FILES,
     WEIGHT_SUFFIXES,
     Checkpoint,
     FileEntry,
@@ -184,7 +184,7 @@ def open_folder(folder: Path, *, origin: Origin, repo_id: str | None = None, rev
                 hint=f"`inspect {repo_id}` reads the weight headers from the Hub")
         raise NotFoundError(f"{folder}: no safetensors files in this folder")
     headers, errors = _read_headers(folder, [n for n in shard_names if n in names], lenient)
-    side = {BIN_INDEX: _load_json(folder / BIN_INDEX) or {}} if BIN_INDEX in names else {}
+    side = {n: _load_json(folder / n) or {} for n in SIDE_FILES if n in names}
     return Checkpoint(
         label=repo_id or folder.name,
         origin=origin,

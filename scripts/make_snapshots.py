@@ -53,10 +53,11 @@ class Model:
 # --- architectures --------------------------------------------------------------------------
 
 
-def llama_like(c: dict[str, object], *, qkv_bias: bool = False, inv_freq: bool = False,
+def llama_like(c: dict[str, object], *, qkv_bias: bool = False, inv_freq: bool = False, qk_norm: bool = False,
                moe: str | None = None, dtype: str = "BF16", tied_default: bool = False) -> Iterator[Entry]:
-    """Llama 1/2/3, Mistral, Qwen2 (q/k/v bias), Mixtral (``moe="mixtral"``), Gemma (tied: its
-    config omits ``tie_word_embeddings`` and transformers' GemmaConfig defaults it to true)."""
+    """Llama 1/2/3, Mistral, Qwen2 (q/k/v bias), Qwen3 (q_norm/k_norm over head_dim), Mixtral
+    (``moe="mixtral"``), Gemma (tied: its config omits ``tie_word_embeddings`` and transformers'
+    GemmaConfig defaults it to true)."""
     h = int(c["hidden_size"])  # type: ignore[arg-type]
     inter = int(c["intermediate_size"])  # type: ignore[arg-type]
     heads = int(c["num_attention_heads"])  # type: ignore[arg-type]
@@ -76,6 +77,9 @@ def llama_like(c: dict[str, object], *, qkv_bias: bool = False, inv_freq: bool =
         if qkv_bias:
             yield p + "self_attn.v_proj.bias", dtype, (kv * hd,)
         yield p + "self_attn.o_proj.weight", dtype, (h, heads * hd)
+        if qk_norm:
+            yield p + "self_attn.q_norm.weight", dtype, (hd,)
+            yield p + "self_attn.k_norm.weight", dtype, (hd,)
         if inv_freq:
             yield p + "self_attn.rotary_emb.inv_freq", "F32", (hd // 2,)
         if moe == "mixtral":
@@ -151,6 +155,27 @@ def phi2(c: dict[str, object]) -> Iterator[Entry]:
     yield "model.final_layernorm.bias", d, (h,)
     yield "lm_head.weight", d, (vocab, h)
     yield "lm_head.bias", d, (vocab,)
+
+
+def phi3(c: dict[str, object]) -> Iterator[Entry]:
+    """Phi-3 as saved on the Hub: fused ``qkv_proj`` [(heads + 2 KV heads) × head_dim, hidden] and
+    ``gate_up_proj`` [2 × intermediate, hidden], RMSNorm weights only, no biases, untied lm_head."""
+    h, inter, vocab = int(c["hidden_size"]), int(c["intermediate_size"]), int(c["vocab_size"])  # type: ignore[arg-type]
+    heads = int(c["num_attention_heads"])  # type: ignore[arg-type]
+    kv = int(c.get("num_key_value_heads", heads))  # type: ignore[arg-type]
+    hd = h // heads
+    d = "BF16"
+    yield "model.embed_tokens.weight", d, (vocab, h)
+    for i in range(int(c["num_hidden_layers"])):  # type: ignore[arg-type]
+        p = f"model.layers.{i}."
+        yield p + "self_attn.qkv_proj.weight", d, ((heads + 2 * kv) * hd, h)
+        yield p + "self_attn.o_proj.weight", d, (h, heads * hd)
+        yield p + "mlp.gate_up_proj.weight", d, (2 * inter, h)
+        yield p + "mlp.down_proj.weight", d, (h, inter)
+        yield p + "input_layernorm.weight", d, (h,)
+        yield p + "post_attention_layernorm.weight", d, (h,)
+    yield "model.norm.weight", d, (h,)
+    yield "lm_head.weight", d, (vocab, h)
 
 
 def gpt2(c: dict[str, object]) -> Iterator[Entry]:
@@ -259,6 +284,9 @@ GPT2 = config("openai-community/gpt2")
 LLAMA2_13B_GPTQ = config("TheBloke/Llama-2-13B-chat-GPTQ")
 GPTQ_QUANTIZE_CONFIG = config("TheBloke/Llama-2-13B-chat-GPTQ", "quantize_config.json")
 DEEPSEEK_V3 = config("deepseek-ai/DeepSeek-V3")
+PHI3_MINI = config("microsoft/Phi-3-mini-4k-instruct")
+TINYLLAMA = config("TinyLlama/TinyLlama-1.1B-Chat-v1.0")
+QWEN3_06B = config("Qwen/Qwen3-0.6B")
 
 MODELS: tuple[Model, ...] = (
     Model("meta-llama/Llama-2-7b-hf", LLAMA2_7B,
@@ -284,6 +312,10 @@ MODELS: tuple[Model, ...] = (
     Model("TheBloke/Llama-2-13B-chat-GPTQ", LLAMA2_13B_GPTQ, llama_gptq, None,
           stored_files=(("quantize_config.json", GPTQ_QUANTIZE_CONFIG),),
           note="AutoGPTQ layout; no bias tensors (Llama linears have none)"),
+    Model("microsoft/Phi-3-mini-4k-instruct", PHI3_MINI, phi3, 5 * GB),
+    Model("TinyLlama/TinyLlama-1.1B-Chat-v1.0", TINYLLAMA, llama_like, None),
+    Model("Qwen/Qwen3-0.6B", QWEN3_06B, lambda c: llama_like(c, qk_norm=True), None,
+          note="tied embeddings: no lm_head tensor, as the config's tie_word_embeddings says"),
     Model("deepseek-ai/DeepSeek-V3", DEEPSEEK_V3, deepseek_v3, int(4.25 * GB), shard_digits=(5, 6),
           note="shard size chosen to give the real repo's 163 shards; real names model-0000N-of-000163"),
 )

@@ -1,6 +1,6 @@
 """The README's examples are real output of the real CLI on the bundled snapshots.
 
-Each example is a fenced block after ``<!-- example: inspect ARGS [| grep 'PATTERN'] -->``.
+Each example is a fenced block after ``<!-- example: inspect ARGS [| grep 'PATTERN'] [| head -n N] -->``.
 Run with ``INSPECTOR_UPDATE_README=1`` to rewrite the blocks from the current output (then read the diff).
 """
 
@@ -16,7 +16,8 @@ BLOCK = re.compile(r"<!-- example: (?P<cmd>.+?) -->\n```text\n(?P<body>.*?)```\n
 
 
 def render(cli, cmd: str) -> str:
-    command, _, grep = cmd.partition(" | grep ")
+    command, _, head = cmd.partition(" | head -n ")
+    command, _, grep = command.partition(" | grep ")
     args = shlex.split(command)
     assert args[0] == "inspect"
     result = cli(*args[1:])
@@ -25,6 +26,8 @@ def render(cli, cmd: str) -> str:
     if grep:
         pattern = shlex.split(grep)[0]
         lines = [line for line in lines if pattern in line]
+    if head:
+        lines = lines[: int(head)]
     return "\n".join(lines).rstrip() + "\n"
 
 

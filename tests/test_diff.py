@@ -91,6 +91,7 @@ def test_phi2_to_phi3_mini_splits_fused_projections() -> None:
     assert d.delta == ref("phi-3-mini.parameters") - ref("phi-2.bytes") // 2
     assert sum(c.values()) == d.delta and c["residual"] == 0
     assert {"vocabulary", "hidden size", "MLP width", "gated MLP", "biases", "norms"} <= set(c)
+    assert "layer count" not in c  # both configs have num_hidden_layers 32: layers are no cause here
     assert c["vocabulary"] == 2 * (32064 - 51200) * 2560  # embedding and untied lm_head, at Phi-2's hidden
     assert c["gated MLP"] == 32 * 8192 * 3072  # the gate half of gate_up_proj, at Phi-3's widths
     # Phi-2's biases: q, k, v, dense, fc2 (2,560 each), fc1 (10,240) per layer, and lm_head's

@@ -1,156 +1,200 @@
-"""Hub reads side by side: our cold and warm fetch vs huggingface_hub's get_safetensors_metadata.
+"""Cold Hub reads side by side, each reader a fresh process with an empty HF_HOME.
 
-    python benchmarks/bench_hub.py [--latency 0.05] [--repeat 3]
+    python benchmarks/bench_hub.py [--latency 0,0.05,0.15] [--repeat 5] [--shards 1,15,191,1000]
 
-Runs the local Hub server of the tests (tests/hubserver.py), in a process of its own so that it
-does not share the readers' interpreter lock, with a set delay before every answer (standing for
-the round trip), serving four repos as full-size virtual files:
-Llama-3-8B (4 shards), Llama-3-70B (30), a Llama-3.1-405B-shaped repo (191, made here by the
-snapshot generator) and DeepSeek-V3 (163 shards, MB-sized headers). For each reader it prints wall
-time (best of --repeat), requests and bytes the server sent.
+Runs the local Hub server of the tests (tests/hubserver.py) in a process of its own, with a set delay
+before every answer (standing for the round trip), serving full-size virtual files:
 
-hf-mem is not run: it builds every URL on https://huggingface.co and has no endpoint setting, so
-it cannot be pointed at a local server (checked in hf-mem 0.5.6).
+=======  ===========================================================================================
+shards   repo
+=======  ===========================================================================================
+1        Qwen/Qwen3-0.6B, the bundled snapshot (the real repo is one model.safetensors)
+15       Llama-3-70B re-sharded into 15 files (greedy sharding at the size that gives 15)
+191      a Llama-3.1-405B-shaped repo at transformers' 5 GB shards (191, as the real repo)
+1000     DeepSeek-V3 re-sharded into 1,000 files (MB-sized headers in total, MoE experts)
+=======  ===========================================================================================
+
+Readers, each timed from process start to exit (median of --repeat), with the requests and bytes
+the server answered:
+
+* inspector: ``inspect REPO --json`` (the console script; it also parses config.json and counts)
+* huggingface_hub ``get_safetensors_metadata`` (``HfApi(endpoint=…)``)
+* huggingface_hub ``get_sharded_safetensors_metadata``: one request for every header, default branch
+  only; it answers parsed headers, not their bytes (sharded repos only)
+* hf-mem 0.5.6 (``pip install -e '.[bench]'``): it builds every URL on https://huggingface.co, so its
+  httpx client's ``send`` is patched in its process to send them to the local server instead
+
+and two reference lines: ``python -c pass`` (interpreter start) and the floor: the round trips any
+reader must wait for one after another (1 for a single file: its header; 2 for a sharded repo: the
+file list or index, then every header at once) × the delay, plus interpreter start.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import shutil
+import statistics
+import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "scripts")]
 
+GET = """import sys
+from huggingface_hub import HfApi
+HfApi(endpoint=sys.argv[1]).get_safetensors_metadata(sys.argv[2])
+"""
+SHARDED = """import sys
+from huggingface_hub import HfApi
+HfApi(endpoint=sys.argv[1]).get_sharded_safetensors_metadata(sys.argv[2])
+"""
+HF_MEM = """import sys
+from urllib.parse import urlsplit
+import httpx2
+local = urlsplit(sys.argv[1])
+send = httpx2.AsyncClient.send
+async def to_local(self, request, **kw):
+    if request.url.host == "huggingface.co":
+        request.url = request.url.copy_with(scheme=local.scheme, host=local.hostname, port=local.port)
+        request.headers["Host"] = local.netloc
+    return await send(self, request, **kw)
+httpx2.AsyncClient.send = to_local
+from hf_mem.run import run
+run(sys.argv[2])
+"""
 
-SHARD_GB = 5.0  # transformers' 5GB default gives the 191 shards of the real Llama-3.1-405B repo
 
-
-def make_405b(out: Path) -> Path:
+def resharded(config: dict, tensors, repo_id: str, n: int, out: Path) -> Path:
+    """``config``'s checkpoint under greedy sharding at the smallest size that gives ``n`` files."""
     import make_snapshots as ms
 
-    config = {**ms.LLAMA3_8B, "hidden_size": 16384, "intermediate_size": 53248, "num_attention_heads": 128,
-              "num_hidden_layers": 126, "max_position_embeddings": 131072}
-    model = ms.Model("bench/Llama-405B-shaped", config, ms.llama_like, int(SHARD_GB * ms.GB))
-    ms.build(model, out)
-    return out / "bench__Llama-405B-shaped"
+    entries = list(tensors(config))
+    size = sum(ms.nbytes(e) for e in entries) // n
+    while len(ms.shard(entries, size, (5, 5))) > n:
+        size = int(size * 1.002) + 1
+    ms.build(ms.Model(repo_id, config, tensors, size), out)
+    return out / repo_id.replace("/", "__")
+
+
+def repos(work: Path, wanted: set[int]) -> list[tuple[int, str, Path]]:
+    import make_snapshots as ms
+
+    from inspector.aliases import ALIASES, bundled_path
+
+    found = []
+    if 1 in wanted:
+        found.append((1, "Qwen/Qwen3-0.6B", bundled_path(ALIASES["qwen3-0.6b"])))
+    if 15 in wanted:
+        found.append((15, "bench/Llama-3-70B-15-shards",
+                      resharded(ms.LLAMA3_70B, ms.llama_like, "bench/Llama-3-70B-15-shards", 15, work)))
+    if 191 in wanted:
+        config = {**ms.LLAMA3_8B, "hidden_size": 16384, "intermediate_size": 53248, "num_attention_heads": 128,
+                  "num_hidden_layers": 126, "max_position_embeddings": 131072}
+        ms.build(ms.Model("bench/Llama-405B-shaped", config, ms.llama_like, 5 * ms.GB), work)
+        found.append((191, "bench/Llama-405B-shaped", work / "bench__Llama-405B-shaped"))
+    if 1000 in wanted:
+        found.append((1000, "bench/DeepSeek-V3-1000-shards",
+                      resharded(ms.DEEPSEEK_V3, ms.deepseek_v3, "bench/DeepSeek-V3-1000-shards", 1000, work)))
+    return found
 
 
 class RemoteHub:
     """tests/hubserver.py in a subprocess, driven through its /_control/ endpoints."""
 
-    def __init__(self, repos: list[tuple[str, Path]]) -> None:
-        import subprocess
-
-        args = [f"{repo}={folder}" for repo, folder in repos]
+    def __init__(self, served: list[tuple[str, Path]]) -> None:
+        args = [f"{repo}={folder}" for repo, folder in served]
         self.proc = subprocess.Popen([sys.executable, str(ROOT / "tests" / "hubserver.py"), *args],
                                      stdout=subprocess.PIPE, text=True)
         assert self.proc.stdout is not None
         self.url = self.proc.stdout.readline().strip()
 
-    def _get(self, what: str) -> object:
-        import json
-        import urllib.request
-
+    def control(self, what: str) -> object:
         with urllib.request.urlopen(f"{self.url}/_control/{what}") as response:
             return json.loads(response.read())
-
-    def set_latency(self, seconds: float) -> None:
-        self._get(f"latency?seconds={seconds}")
-
-    def clear_log(self) -> None:
-        self._get("clear")
-
-    def log(self) -> list[dict]:
-        return self._get("log")  # type: ignore[return-value]
 
     def stop(self) -> None:
         self.proc.kill()
         self.proc.wait()
 
 
+def timed(command: list[str], env: dict[str, str]) -> tuple[float, str]:
+    start = time.perf_counter()
+    done = subprocess.run(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    elapsed = time.perf_counter() - start
+    return elapsed, "" if done.returncode == 0 else (done.stderr.strip().splitlines() or ["failed"])[-1]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--latency", type=float, default=0.05, help="seconds before every answer")
-    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--latency", default="0,0.05,0.15", help="seconds before every answer, comma-separated")
+    parser.add_argument("--repeat", type=int, default=5, help="runs per cell; the median is printed")
+    parser.add_argument("--shards", default="1,15,191,1000", help="which repos, by shard count")
     args = parser.parse_args()
-
+    latencies = [float(x) for x in args.latency.split(",")]
     work = Path(tempfile.mkdtemp(prefix="bench-hub-"))
-    os.environ["HF_HOME"] = str(work / "hf_home")
-    os.environ["HF_HUB_DISABLE_TELEMETRY"] = "1"
-    os.environ.pop("HF_HUB_OFFLINE", None)
-    import huggingface_hub.constants as constants
-    from huggingface_hub import HfApi
-    from huggingface_hub.utils import close_session
-    from huggingface_hub.utils import logging as hf_logging
-
-    from inspector.aliases import ALIASES, bundled_path
-    from inspector.hub import HeaderCache, HubOptions, open_hub
-
-    hf_logging.set_verbosity_error()
-    os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"
-    constants.HF_HUB_DISABLE_PROGRESS_BARS = True
-    constants.HF_HUB_OFFLINE = False
-    repos = [
-        ("meta-llama/Meta-Llama-3-8B", bundled_path(ALIASES["llama3-8b"])),
-        ("meta-llama/Meta-Llama-3-70B", bundled_path(ALIASES["llama3-70b"])),
-        ("bench/Llama-405B-shaped", make_405b(work / "snaps")),
-        ("deepseek-ai/DeepSeek-V3", bundled_path(ALIASES["deepseek-v3"])),
-    ]
-    rows = []
-    server = RemoteHub([(repo, folder) for repo, folder in repos])
+    inspect = shutil.which("inspect", path=str(Path(sys.executable).parent)) or "inspect"
     try:
-        server.set_latency(args.latency)
-        for repo, _ in repos:
-            shards = None
-            header_bytes = None
-            sha = None
+        import hf_mem  # noqa: F401
 
-            def measure(label: str, fn) -> None:
-                best = None
-                for _ in range(args.repeat):
-                    close_session()
-                    server.clear_log()
-                    t = time.perf_counter()
-                    fn()
-                    elapsed = time.perf_counter() - t
-                    log = server.log()
-                    got = (elapsed, len(log), sum(entry["sent"] for entry in log))
-                    best = got if best is None or got[0] < best[0] else best
-                assert best is not None
-                rows.append((repo, label, *best, shards, header_bytes))
-
-            def ours_cold() -> None:
-                nonlocal shards, header_bytes, sha
-                cache = HeaderCache(work / f"cache-{time.perf_counter_ns()}")
-                c = open_hub(repo, options=HubOptions(endpoint=server.url), cache=cache)
-                shards = len(c.headers)
-                header_bytes = sum(h.data_start for h in c.headers)
-                sha = c.revision
-
-            measure("inspector, cold", ours_cold)
-            warm = HeaderCache(work / "warm")
-            open_hub(repo, options=HubOptions(endpoint=server.url), cache=warm)
-            measure("inspector, warm (branch)", lambda: open_hub(repo, options=HubOptions(endpoint=server.url),
-                                                                   cache=warm))
-            measure("inspector, warm (pinned commit)",
-                    lambda: open_hub(repo, sha, options=HubOptions(endpoint=server.url), cache=warm))
-            api = HfApi(endpoint=server.url)
-            measure("huggingface_hub get_safetensors_metadata",
-                    lambda: api.get_safetensors_metadata(repo))
+        has_hf_mem = True
+    except ImportError:
+        has_hf_mem = False
+    served = repos(work, {int(x) for x in args.shards.split(",")})
+    server = RemoteHub([(repo, folder) for _, repo, folder in served])
+    base_env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "HUGGINGFACE_"))}
+    base_env.update(HF_HUB_DISABLE_TELEMETRY="1", HF_HUB_DISABLE_PROGRESS_BARS="1", HF_ENDPOINT=server.url)
+    start_times = [timed([sys.executable, "-c", "pass"], base_env)[0] for _ in range(args.repeat)]
+    python_start = statistics.median(start_times)
+    rows: list[tuple[float, int, str, str, float | None, int, int, str]] = []
+    try:
+        for latency in latencies:
+            server.control(f"latency?seconds={latency}")
+            for shards, repo, _ in served:
+                readers = [("inspector: inspect REPO --json", [inspect, repo, "--json"]),
+                           ("huggingface_hub get_safetensors_metadata", [sys.executable, "-c", GET, server.url, repo])]
+                if shards > 1:
+                    readers.append(("huggingface_hub get_sharded_safetensors_metadata",
+                                    [sys.executable, "-c", SHARDED, server.url, repo]))
+                if has_hf_mem:
+                    readers.append(("hf-mem 0.5.6 (host rewritten)", [sys.executable, "-c", HF_MEM, server.url, repo]))
+                for label, command in readers:
+                    times, error = [], ""
+                    for i in range(args.repeat):
+                        home = work / f"home-{time.perf_counter_ns()}"
+                        server.control("clear")
+                        elapsed, error = timed(command, {**base_env, "HF_HOME": str(home)})
+                        log = server.control("log")
+                        shutil.rmtree(home, ignore_errors=True)
+                        if error:
+                            break
+                        times.append(elapsed)
+                    assert isinstance(log, list)
+                    rows.append((latency, shards, repo, label, statistics.median(times) if times else None,
+                                 len(log), sum(e["sent"] for e in log), error))
+                trips = 1 if shards == 1 else 2
+                rows.append((latency, shards, repo, f"floor: {trips} round trip(s) + python start",
+                             trips * latency + python_start, 0, 0, ""))
     finally:
         server.stop()
+        shutil.rmtree(work, ignore_errors=True)
 
-    print(f"round trip (injected): {args.latency * 1000:.0f} ms; best of {args.repeat}")
-    print(f"{'repo':30} {'reader':42} {'seconds':>8} {'requests':>8} {'bytes':>12} {'shards':>6} "
-          f"{'header bytes':>12}")
-    for repo, label, seconds, requests, nbytes, shards, header_bytes in rows:
-        print(f"{repo:30} {label:42} {seconds:8.3f} {requests:8d} {nbytes:12,d} {shards or 0:6d} "
-              f"{header_bytes or 0:12,d}")
-    print("\nhf-mem: not run (it hard-codes https://huggingface.co; no endpoint setting)")
+    print(f"cold reads, a fresh process and HF_HOME each; median of {args.repeat}; python -c pass "
+          f"{python_start:.3f} s; hf-mem {'0.5.6' if has_hf_mem else 'not installed'}")
+    print(f"{'delay':>6} {'shards':>6}  {'reader':52} {'seconds':>8} {'vs us':>6} {'requests':>8} {'bytes':>13}")
+    ours: dict[tuple[float, int], float] = {}
+    for latency, shards, _repo, label, seconds, requests, nbytes, error in rows:
+        if label.startswith("inspector") and seconds:
+            ours[(latency, shards)] = seconds
+        us = ours.get((latency, shards))
+        ratio = f"{seconds / us:5.2f}x" if seconds and us else ""
+        shown = f"{seconds:8.3f}" if seconds is not None else f"  failed: {error[:60]}"
+        print(f"{latency * 1000:4.0f}ms {shards:6d}  {label:52} {shown} {ratio:>6} {requests:8d} {nbytes:13,d}")
 
 
 if __name__ == "__main__":

@@ -5,7 +5,10 @@ Transport (requests, retries, deadlines, budgets, errors) is ``transport``; the 
 
 1. one API call lists the repo's files with their sizes at the revision and resolves it to a commit
    SHA (a pinned SHA already in the header cache makes no request at all);
-2. config.json and the index, concurrently;
+2. config.json and the index, concurrently; when nothing is cached, they and the first bytes of a
+   lone ``model.safetensors`` are asked for at the branch beside the listing (step 1), and kept when
+   the server's ``X-Repo-Commit`` is the listing's commit: a one-file repo is then read in one
+   round trip, a sharded one in two;
 3. every shard's header, concurrently: one range request sized from the index (the shard's tensor
    names), and an exact second request for the remainder only when the header is larger.
 
@@ -86,17 +89,25 @@ def open_hub(repo_id: str, revision: str | None = None, *, options: HubOptions |
     # when a cached or bundled snapshot can stand in, an unresponsive Hub costs seconds, not a minute
     cached = (use_cache and _cached_sha(cache, repo_id, revision) is not None) or (
         revision is None and repo_id.lower() in BY_REPO)
+    # nothing cached to stand in: the files most repos have are asked for at the branch beside the
+    # listing, and kept when the server says they are at the commit the listing names
+    early = None if cached or only is not None else _Early(hub, repo_id, rev)
     try:
-        info = hub.repo_info(repo_id, rev, quick=cached)
-    except HubUnreachable as exc:
-        return _offline(repo_id, revision, cache, hub, f"the Hub is unreachable ({exc.message})", unreachable=True,
-                        lenient=lenient)
-    sha = commit_id(info["sha"], f"{hub.public}: the listing of {repo_id}: sha")
-    local = _local(cache, repo_id, sha, hub, lenient) if use_cache else None
-    if local is not None:
-        cache.set_ref(repo_id, rev, sha)
-        return local
-    checkpoint, snapshot = fetch_checkpoint(hub, repo_id, sha, info, progress, lenient=lenient, only=only)
+        try:
+            info = hub.repo_info(repo_id, rev, quick=cached)
+        except HubUnreachable as exc:
+            return _offline(repo_id, revision, cache, hub, f"the Hub is unreachable ({exc.message})",
+                            unreachable=True, lenient=lenient)
+        sha = commit_id(info["sha"], f"{hub.public}: the listing of {repo_id}: sha")
+        local = _local(cache, repo_id, sha, hub, lenient) if use_cache else None
+        if local is not None:
+            cache.set_ref(repo_id, rev, sha)
+            return local
+        checkpoint, snapshot = fetch_checkpoint(hub, repo_id, sha, info, progress, lenient=lenient, only=only,
+                                                early=early)
+    finally:
+        if early is not None:
+            early.close()
     # a pickle's "header" is not a byte prefix a snapshot can keep: such repos are read again each time
     pickles = any(h.file.endswith(PICKLE_SUFFIXES) for h in checkpoint.headers)
     if use_cache and not pickles and not checkpoint.header_errors and checkpoint.index_error is None:
@@ -181,6 +192,43 @@ def repo_sizes(hub: Hub, info: Mapping[str, Any], repo_id: str) -> dict[str, int
     return sizes
 
 
+class _Early:
+    """Reads sent beside the listing, before the commit is known: config.json, the usual index and
+    the first bytes of a lone model.safetensors, at the branch. The Hub names the commit it served
+    in ``X-Repo-Commit``; an answer is used only when that is the listing's commit and the listing
+    has the file, so a branch that moves between the two calls costs a read again, never a mix of
+    commits. A failed early read (a 404 for a file the repo does not have) is simply not used."""
+
+    NAMES: Final = ("config.json", "model.safetensors.index.json", "model.safetensors")
+
+    def __init__(self, hub: Hub, repo_id: str, revision: str) -> None:
+        self.pool = ThreadPoolExecutor(max_workers=len(self.NAMES))
+        self.futures = {n: self.pool.submit(self._read, hub, repo_id, revision, n) for n in self.NAMES}
+
+    @staticmethod
+    def _read(hub: Hub, repo_id: str, revision: str, name: str) -> tuple[bytes, str] | None:
+        commit: list[str] = []
+        try:
+            if reader_for(name) is not None:
+                body = bytes(hub.read_range(repo_id, revision, name, 0, SAFETENSORS.first_read(None),
+                                            commit=commit))
+            else:
+                body = hub.read_json(repo_id, revision, name, commit=commit)
+        except Exception:  # a guess that failed: the plan reads what the listing names
+            return None
+        return (body, commit[0]) if commit else None
+
+    def get(self, name: str, sha: str, sizes: Mapping[str, int | None]) -> bytes | None:
+        future = self.futures.get(name)
+        if future is None or name not in sizes:
+            return None
+        got = future.result()
+        return got[0] if got is not None and got[1] == sha else None
+
+    def close(self) -> None:
+        self.pool.shutdown(wait=False, cancel_futures=True)
+
+
 class _Budget:
     """Header bytes of one repo, reserved before they are asked for."""
 
@@ -200,18 +248,26 @@ class _Budget:
 
 def fetch_checkpoint(hub: Hub, repo_id: str, sha: str, info: Mapping[str, Any],
                      progress: Progress | None = None, *, lenient: bool = False,
-                     only: str | None = None) -> tuple[Checkpoint, dict[str, Any]]:
+                     only: str | None = None, early: _Early | None = None) -> tuple[Checkpoint, dict[str, Any]]:
     """The cold path: config and index, then every header, concurrently, each parsed on arrival.
-    ``lenient`` (the audit): header errors, a broken index and missing shards are collected."""
+    ``lenient`` (the audit): header errors, a broken index and missing shards are collected.
+    ``early``: reads already sent at the branch, used where they are at ``sha``."""
     sizes = repo_sizes(hub, info, repo_id)
     top = {p for p in sizes if "/" not in p}
     index_name = pick_index(top)
     budget = _Budget(REPO_HEADER_BUDGET)
 
+    def ready(name: str) -> bytes | None:
+        return early.get(name, sha, sizes) if early is not None else None
+
     with ThreadPoolExecutor(max_workers=max(1, min(hub.options.workers, len(sizes) or 1))) as pool:
-        config_f = pool.submit(hub.read_json, repo_id, sha, "config.json") if "config.json" in sizes else None
+        config_f = None
+        config_raw: bytes | None = None
+        if "config.json" in sizes:
+            config_raw = ready("config.json")
+            config_f = pool.submit(hub.read_json, repo_id, sha, "config.json") if config_raw is None else None
         extra_f = {p: pool.submit(hub.read_json, repo_id, sha, p) for p in STORED[1:] if p in sizes}
-        index_raw = hub.read_json(repo_id, sha, index_name) if index_name else None
+        index_raw = (ready(index_name) or hub.read_json(repo_id, sha, index_name)) if index_name else None
         index: dict[str, Any] | None = None
         index_error: str | None = None
         try:
@@ -241,7 +297,7 @@ def fetch_checkpoint(hub: Hub, repo_id: str, sha: str, info: Mapping[str, Any],
             first = first_reads.get(name)  # None: the reader's own first read
             try:
                 header: Header | HeaderError = read_header(hub, repo_id, sha, name, sizes.get(name), first, budget,
-                                                           lenient=lenient)
+                                                           lenient=lenient, prefix=ready(name))
             except HeaderError as exc:
                 if not lenient:
                     raise
@@ -255,7 +311,8 @@ def fetch_checkpoint(hub: Hub, repo_id: str, sha: str, info: Mapping[str, Any],
         results = list(pool.map(fetch, shards))
         headers = tuple(h for h in results if isinstance(h, Header))
         errors = tuple(h for h in results if isinstance(h, HeaderError))
-        config_raw = config_f.result() if config_f else None
+        if config_f is not None:
+            config_raw = config_f.result()
         stored = {p: f.result() for p, f in extra_f.items()}
     config = json_object(config_raw, "config.json") if config_raw is not None else None
     stored_all: dict[str, bytes] = dict(stored)
@@ -312,10 +369,11 @@ def _first_reads(index: Mapping[str, Any] | None) -> dict[str, int]:
 
 
 def read_header(hub: Hub, repo_id: str, sha: str, name: str, size: int | None, first: int | None,
-                budget: _Budget | None = None, *, lenient: bool = False) -> Header:
+                budget: _Budget | None = None, *, lenient: bool = False, prefix: bytes | None = None) -> Header:
     """One file's header: a first range read, an exact second one only when the header is larger
     than its reader's first read, the bytes reserved from the repo's budget before they are asked
-    for, then parsed. ``lenient`` (the audit) leaves the end-of-file checks to the caller."""
+    for, then parsed. ``lenient`` (the audit) leaves the end-of-file checks to the caller.
+    ``prefix``: the file's first bytes, already read (an early read at the branch)."""
     budget = budget or _Budget(REPO_HEADER_BUDGET)
     if name.endswith(PICKLE_SUFFIXES):
         if size is None:
@@ -332,9 +390,14 @@ def read_header(hub: Hub, repo_id: str, sha: str, name: str, size: int | None, f
     want = reader.first_read(first)
     if size is not None:
         want = min(want, size)
-    if want:
+    if prefix is not None:
+        want = len(prefix)
         budget.take(want, name)
-    blob = hub.read_range(repo_id, sha, name, 0, want) if want else bytearray()
+        blob = bytearray(prefix)
+    else:
+        if want:
+            budget.take(want, name)
+        blob = hub.read_range(repo_id, sha, name, 0, want) if want else bytearray()
     while True:  # a reader whose header length is not stored up front asks again until it is whole
         total = reader.need(blob, file=name, file_size=size)
         if len(blob) >= total or (size is not None and len(blob) >= size):

@@ -171,22 +171,27 @@ class Hub:
 
         return str(hf_hub_url(repo_id, path, revision=sha, endpoint=self.endpoint))
 
-    def read_json(self, repo_id: str, sha: str, path: str, limit: int = JSON_BUDGET) -> bytes:
+    def read_json(self, repo_id: str, sha: str, path: str, limit: int = JSON_BUDGET, *,
+                  commit: list[str] | None = None) -> bytes:
+        """A small file whole. ``commit``: gets the ``X-Repo-Commit`` the server answered with, for
+        a read at a branch whose commit is not known yet."""
         body = bytearray()
-        self._get(self.file_url(repo_id, sha, path), repo_id, sha, path, limit=limit, into=body, whole=True)
+        self._get(self.file_url(repo_id, sha, path), repo_id, sha, path, limit=limit, into=body, whole=True,
+                  commit=commit)
         return bytes(body)
 
     def read_range(self, repo_id: str, sha: str, path: str, start: int, length: int,
-                   into: bytearray | None = None) -> bytearray:
+                   into: bytearray | None = None, *, commit: list[str] | None = None) -> bytearray:
         """Bytes ``[start, start + length)`` of a file (fewer at its end), appended to ``into`` (a
         new buffer if None) without an intermediate copy. A 206 that brings fewer bytes than asked
-        (legal) is continued from where it stopped."""
+        (legal) is continued from where it stopped. ``commit``: as for ``read_json``."""
         url = self.file_url(repo_id, sha, path)
         buf = bytearray() if into is None else into
         base = len(buf)
         for _ in range(MAX_CONTINUATIONS + 1):
             got = len(buf) - base
-            size = self._get(url, repo_id, sha, path, start=start + got, limit=length - got, into=buf)
+            size = self._get(url, repo_id, sha, path, start=start + got, limit=length - got, into=buf,
+                             commit=commit)
             now = len(buf) - base
             if now >= length or now == got or (size is not None and start + now >= size):
                 return buf
@@ -197,9 +202,10 @@ class Hub:
 
     def _get(self, url: str, repo_id: str, revision: str, path: str | None, *, start: int = 0, limit: int,
              into: bytearray, whole: bool = False, params: dict[str, str] | None = None,
-             unreachable_after: float | None = None) -> int | None:
+             unreachable_after: float | None = None, commit: list[str] | None = None) -> int | None:
         """GET ``url`` (a byte range unless ``whole``), append the body to ``into``, return the
-        file's size when the answer tells it."""
+        file's size when the answer tells it; ``commit`` gets the answer's ``X-Repo-Commit`` (the
+        Hub sets it on the first answer, before any redirect to a CDN)."""
         import httpx2
         from huggingface_hub.utils import get_session
 
@@ -234,6 +240,9 @@ class Hub:
                         continue
                     if status >= 400:
                         self._raise_for_status(response, deadline)
+                    if commit is not None:
+                        commit += [v for r in (*response.history, response)
+                                   if (v := r.headers.get("X-Repo-Commit"))][:1]
                     return self._body(response, start, limit, whole, what, deadline, into)
             except _Retryable as exc:
                 if attempt > self.options.max_retries:

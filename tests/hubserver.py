@@ -5,6 +5,8 @@ It speaks what the huggingface_hub client needs (../shared/HUB_PROTOCOL.md):
 * ``GET /api/models/{repo}[/revision/{rev}][?blobs=true]``: ``sha`` and ``siblings`` (with sizes);
 * ``HEAD``/``GET /{repo}/resolve/{rev}/{path}``: ``X-Repo-Commit``, ``ETag``, ``X-Linked-Size`` and
   ``X-Linked-Etag`` for LFS files, ``Range`` answered with 206 and ``Content-Range``;
+* ``GET /api/models/{repo}/safetensors-metadata/{index}``: the index and every shard's parsed header
+  in one answer (``get_sharded_safetensors_metadata``, default branch only);
 * errors with ``X-Error-Code`` (``RepoNotFound``, ``RevisionNotFound``, ``EntryNotFound``, ``GatedRepo``).
 
 Safetensors files are virtual and full size: the real header bytes, then zeros, generated on the fly,
@@ -195,6 +197,9 @@ class HubServer:
 def _make_handler(state: HubState) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        # headers and body go out in separate writes: without TCP_NODELAY the body waits for the
+        # client's delayed ACK (40 ms on Linux), a delay no real Hub server adds
+        disable_nagle_algorithm = True
 
         def log_message(self, *args: Any) -> None:  # quiet
             pass
@@ -268,6 +273,8 @@ def _make_handler(state: HubState) -> type[BaseHTTPRequestHandler]:
             self._send(200, body, {"Content-Type": "application/json"}, False)
 
         def _api(self, rest: str, query: dict[str, list[str]], head: bool) -> None:
+            if "/safetensors-metadata/" in rest:
+                return self._sharded_metadata(*rest.split("/safetensors-metadata/", 1), head)
             if "/revision/" in rest:
                 repo_id, _, rev = rest.partition("/revision/")
             elif "/tree/" in rest:
@@ -302,6 +309,26 @@ def _make_handler(state: HubState) -> type[BaseHTTPRequestHandler]:
             trickle = state.take_fault("trickle", self.path)
             if trickle:
                 return self._trickle(200, body, {"Content-Type": "application/json"}, trickle.value)
+            self._send(200, body, {"Content-Type": "application/json"}, head)
+
+        def _sharded_metadata(self, repo_id: str, index_name: str, head: bool) -> None:
+            """``get_sharded_safetensors_metadata``: the index (without its weight map) and every
+            shard's parsed header, on the default branch, in one answer."""
+            repo = state.repos.get(repo_id)
+            revision = repo.resolve("main") if repo else None
+            if repo is None or revision is None:
+                return self._error(401, "RepoNotFound", f"Repository Not Found for url: {repo_id}")
+            index_file = revision.files.get(index_name)
+            if index_file is None:
+                return self._error(404, "EntryNotFound", f"{index_name} does not exist")
+            index = json.loads(index_file.read(0, index_file.size))
+            headers = {}
+            for shard in sorted(set(index.get("weight_map", {}).values())):
+                f = revision.files[shard]
+                n = int.from_bytes(f.read(0, 8), "little")
+                headers[shard] = json.loads(f.read(8, 8 + n))
+            body = json.dumps({"index": {k: v for k, v in index.items() if k != "weight_map"},
+                               "headers": headers}).encode()
             self._send(200, body, {"Content-Type": "application/json"}, head)
 
         def _lookup(self, rest: str) -> tuple[Repo, Revision, str, VFile] | None:

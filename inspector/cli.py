@@ -65,7 +65,18 @@ Offline = Annotated[bool, typer.Option("--offline", help="no network: the header
 def _open(model: str, revision: str | None, endpoint: str | None, token: str | None, offline: bool,
           *, lenient: bool = False) -> Any:
     """Open MODEL from wherever it is (the one resolver), with a progress bar on a terminal for
-    many-shard Hub repos. ``lenient``: for the audit, problems are collected, not raised."""
+    many-shard Hub repos. ``lenient``: for the audit, problems are collected, not raised. A read
+    begun before the command line was parsed (``_Early``) is taken over when it is this one."""
+    early, _Early.current = _Early.current, None
+    if early is not None and early.spec == model and (revision, endpoint, token, offline, lenient) == (
+            None, None, None, False, False):
+        with _progress() as progress:
+            return early.take(progress)
+    return _load(model, revision, endpoint, token, offline, lenient=lenient)
+
+
+def _load(model: str, revision: str | None, endpoint: str | None, token: str | None, offline: bool,
+          *, lenient: bool = False, relay: Any = None) -> Any:
     from .hub import open_hub
     from .source import open_checkpoint
 
@@ -73,10 +84,63 @@ def _open(model: str, revision: str | None, endpoint: str | None, token: str | N
 
     def hub(repo_id: str, rev: str | None, lenient: bool, only: str | None) -> Any:
         _quiet_hub_logging()
+        if relay is not None:
+            return open_hub(repo_id, rev, options=options, progress=relay, lenient=lenient, only=only)
         with _progress() as progress:
             return open_hub(repo_id, rev, options=options, progress=progress, lenient=lenient, only=only)
 
     return open_checkpoint(model, hub=hub, revision=revision, lenient=lenient)
+
+
+class _Early:
+    """``inspect ORG/NAME`` with only output flags: the read starts on a thread before typer parses
+    the command line, so that typer's start-up (about 0.15 s, most of it pydantic) overlaps the
+    first round trips. ``show`` takes it over through ``_open``; the read, its errors and its
+    progress bar are the same as when it starts there. Anything else on the command line (a
+    revision, an endpoint, a token, --offline, another command) and nothing starts early."""
+
+    current: _Early | None = None
+    FLAGS = frozenset({"--json", "--tensors", "--collapse", "--shards", "--formula", "--wide"})
+
+    def __init__(self, spec: str) -> None:
+        import threading
+
+        self.spec = spec
+        self.done = threading.Event()
+        self.target: Any = None
+        self.result: Any = None
+        self.error: BaseException | None = None
+        threading.Thread(target=self._read, name="inspector-early-read", daemon=True).start()
+
+    @classmethod
+    def start(cls, args: list[str]) -> None:
+        import re
+
+        cls.current = None
+        if len(args) < 2 or args[0] != "show" or not set(args[2:]) <= cls.FLAGS:
+            return
+        spec = args[1]
+        if re.fullmatch(r"[A-Za-z0-9][\w.-]*/[\w.-]+", spec) and not os.path.exists(spec):
+            cls.current = cls(spec)
+
+    def _progress(self, done: int, total: int) -> None:
+        if self.target is not None:
+            self.target(done, total)
+
+    def _read(self) -> None:
+        try:
+            self.result = _load(self.spec, None, None, None, False, relay=self._progress)
+        except BaseException as exc:  # handed to the main thread, raised there
+            self.error = exc
+        finally:
+            self.done.set()
+
+    def take(self, progress: Any) -> Any:
+        self.target = progress
+        self.done.wait()
+        if self.error is not None:
+            raise self.error
+        return self.result
 
 
 def _hub_options(endpoint: str | None, token: str | None, offline: bool) -> Any:
@@ -611,6 +675,7 @@ def _run(argv: list[str] | None) -> int:
     gc.disable()
     try:
         args = _route(list(sys.argv[1:] if argv is None else argv))
+        _Early.start(args)
         code = command.main(args=args, prog_name="inspect", standalone_mode=False)
         return code if isinstance(code, int) else 0
     except InspectorError as exc:

@@ -87,11 +87,11 @@ def open_hub(repo_id: str, revision: str | None = None, *, options: HubOptions |
     from .aliases import BY_REPO
 
     # when a cached or bundled snapshot can stand in, an unresponsive Hub costs seconds, not a minute
-    cached = (use_cache and _cached_sha(cache, repo_id, revision) is not None) or (
-        revision is None and repo_id.lower() in BY_REPO)
+    warm = use_cache and _cached_sha(cache, repo_id, revision) is not None
+    cached = warm or (revision is None and repo_id.lower() in BY_REPO)
     # nothing cached to stand in: the files most repos have are asked for at the branch beside the
     # listing, and kept when the server says they are at the commit the listing names
-    early = None if cached or only is not None else _Early(hub, repo_id, rev)
+    early = None if warm or only is not None else _Early(hub, repo_id, rev)
     try:
         try:
             info = hub.repo_info(repo_id, rev, quick=cached)

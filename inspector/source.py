@@ -311,11 +311,12 @@ def hf_cache_folder(repo_id: str, revision: str | None) -> tuple[Path, str] | No
     huggingface_hub and transformers keep it (``models--org--name/refs/<branch>`` holding a commit,
     ``snapshots/<commit>/`` of links into ``blobs/``): (folder, commit), or None when it is not
     there or not whole (a config-only download, a shard missing)."""
-    from huggingface_hub.file_download import repo_folder_name
+    from huggingface_hub import constants
 
     from .safeio import COMMIT, inside
 
-    repo_dir = hf_cache_root() / repo_folder_name(repo_id=repo_id, repo_type="model")
+    # file_download.repo_folder_name's layout (models--org--name), without importing that module
+    repo_dir = hf_cache_root() / constants.REPO_ID_SEPARATOR.join(["models", *repo_id.split("/")])
     rev = revision or "main"
     if COMMIT.match(rev):
         sha: str | None = rev

@@ -92,6 +92,20 @@ def _load(model: str, revision: str | None, endpoint: str | None, token: str | N
     return open_checkpoint(model, hub=hub, revision=revision, lenient=lenient)
 
 
+def _open_all(models: list[str], endpoint: str | None, token: str | None, offline: bool) -> list[Any]:
+    """Several models read at once (two Hub repos cost the round trips of one): both sides of a
+    diff, the columns of a compare. No progress bar, as several cannot share the terminal; the
+    first model's error is the one reported when several fail."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def quiet(done: int, total: int) -> None:
+        return None
+
+    with ThreadPoolExecutor(max_workers=max(1, len(models)), thread_name_prefix="inspector-read") as pool:
+        futures = [pool.submit(_load, m, None, endpoint, token, offline, relay=quiet) for m in models]
+        return [f.result() for f in futures]
+
+
 class _Early:
     """``inspect ORG/NAME`` with only output flags: the read starts on a thread before typer parses
     the command line, so that typer's start-up (about 0.15 s, most of it pydantic) overlaps the
@@ -364,8 +378,7 @@ def diff(
         raise UsageError(f"--format: unknown format {fmt!r}", hint="use table, json or markdown")
     if as_json and fmt not in ("table", "json"):
         raise UsageError(f"--json and --format {fmt} ask for two formats", hint="give one of them")
-    ca, cb = _open(a, None, endpoint, token, offline), _open(b, None, endpoint, token, offline)
-    ca, cb = _same_names(ca, cb)
+    ca, cb = _same_names(*_open_all([a, b], endpoint, token, offline))
     ra, rb = build_report(ca), build_report(cb)
     from .adapter import adapter_config
 
@@ -455,7 +468,7 @@ def compare_cmd(
         raise UsageError(f"compare takes 2 to 10 models, not {len(models)}")
     if fmt not in ("table", "json", "markdown") or (as_json and fmt == "markdown"):
         raise UsageError(f"--format: {fmt!r} with --json={as_json}", hint="use table, json or markdown, once")
-    reports = [build_report(_open(m, None, endpoint, token, offline)) for m in models]
+    reports = [build_report(c) for c in _open_all(list(models), endpoint, token, offline)]
     kv: list[int | None] = []
     for r in reports:
         try:

@@ -145,6 +145,37 @@ def load_config(raw: Mapping[str, Any] | None, *, cache: bool = True) -> ModelCo
     return _build(raw, figures, source)
 
 
+def prepare(raw: Mapping[str, Any] | None) -> None:
+    """Called as soon as a config.json has arrived, while the weights' headers are still on the
+    way: when ``load_config`` will need transformers for it (a model type the table does not
+    know, and not in the config cache), transformers' AutoConfig starts importing on a thread, so
+    that its second or so overlaps the network. Never waited for here; ``load_config`` then finds
+    the import done or waits for the rest of it (Python's import lock)."""
+    if not raw or _from_table(raw) is not None or not isinstance(raw.get("model_type"), str):
+        return
+    key = _cache_key(raw)
+    if key and _cache_read(key) is not None:
+        return
+    global _warming
+    with _warm_lock:
+        if _warming is not None:
+            return
+        _warming = threading.Thread(target=_import_autoconfig, name="inspector-transformers", daemon=True)
+    _warming.start()
+
+
+_warming: threading.Thread | None = None
+_warm_lock = threading.Lock()
+
+
+def _import_autoconfig() -> None:
+    # the advisory 'PyTorch was not found' line is printed at import: switched off for this process,
+    # as quiet_transformers does around every later use (streams are not redirected from a thread)
+    os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
+    with contextlib.suppress(Exception):
+        from transformers import AutoConfig  # noqa: F401
+
+
 _CACHE_FORMAT = 1
 
 

@@ -265,7 +265,11 @@ def fetch_checkpoint(hub: Hub, repo_id: str, sha: str, info: Mapping[str, Any],
         config_raw: bytes | None = None
         if "config.json" in sizes:
             config_raw = ready("config.json")
-            config_f = pool.submit(hub.read_json, repo_id, sha, "config.json") if config_raw is None else None
+            if config_raw is None:
+                config_f = pool.submit(hub.read_json, repo_id, sha, "config.json")
+                config_f.add_done_callback(lambda f: None if f.exception() else _prepare_config(f.result()))
+            else:
+                _prepare_config(config_raw)
         extra_f = {p: pool.submit(hub.read_json, repo_id, sha, p) for p in STORED[1:] if p in sizes}
         index_raw = (ready(index_name) or hub.read_json(repo_id, sha, index_name)) if index_name else None
         index: dict[str, Any] | None = None
@@ -338,6 +342,16 @@ def fetch_checkpoint(hub: Hub, repo_id: str, sha: str, info: Mapping[str, Any],
         "provenance": f"read from {hub.public} by inspector (headers only)",
     }
     return checkpoint, snapshot
+
+
+def _prepare_config(raw: bytes) -> None:
+    """transformers, when this config will need it, starts importing while the headers arrive."""
+    import contextlib
+
+    from .config import prepare
+
+    with contextlib.suppress(InvalidCheckpointError):  # reported where the config is read
+        prepare(json_object(raw, "config.json"))
 
 
 def _shards(repo_id: str, sizes: Mapping[str, int | None], top: set[str], index: Mapping[str, Any] | None,

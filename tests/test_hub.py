@@ -334,3 +334,19 @@ def test_file_urls_are_huggingface_hubs_own() -> None:
                             ("org/name", "config.json", "1" * 40)]:
         assert hub.file_url(repo, rev, path) == hf_hub_url(repo, path, revision=rev,
                                                            endpoint="http://mirror.example:8080/hf")
+
+
+def test_a_diff_of_two_hub_repos_reads_both_at_once(hub: HubServer, cli, monkeypatch) -> None:
+    """Read one after the other, all of one repo's requests would come before the other's; read at
+    once, the two interleave (each answer waits 0.2 s, so the first round trips of both overlap)."""
+    hub.add_snapshot("acme/side-a", bundled_path(ALIASES["qwen3-0.6b"]))
+    hub.add_snapshot("acme/side-b", bundled_path(ALIASES["tinyllama"]))
+    hub.state.latency = 0.2
+    monkeypatch.setenv("HF_ENDPOINT", hub.url)
+    r = cli("diff", "acme/side-a", "acme/side-b", "--json")
+    assert r.code == 0, r.err
+    sides = ["a" if "side-a" in e.path else "b" for e in hub.log]
+    assert set(sides) == {"a", "b"}
+    last_a, first_b = max(i for i, s in enumerate(sides) if s == "a"), sides.index("b")
+    last_b, first_a = max(i for i, s in enumerate(sides) if s == "b"), sides.index("a")
+    assert first_b < last_a and first_a < last_b, sides

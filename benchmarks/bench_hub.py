@@ -165,7 +165,7 @@ def main() -> None:
                     readers.append(("hf-mem 0.5.6 (host rewritten)", [sys.executable, "-c", HF_MEM, server.url, repo]))
                 for label, command in readers:
                     times, error = [], ""
-                    for i in range(args.repeat):
+                    for _ in range(args.repeat):
                         home = work / f"home-{time.perf_counter_ns()}"
                         server.control("clear")
                         elapsed, error = timed(command, {**base_env, "HF_HOME": str(home)})

@@ -337,16 +337,18 @@ def test_file_urls_are_huggingface_hubs_own() -> None:
 
 
 def test_a_diff_of_two_hub_repos_reads_both_at_once(hub: HubServer, cli, monkeypatch) -> None:
-    """Read one after the other, all of one repo's requests would come before the other's; read at
-    once, the two interleave (each answer waits 0.2 s, so the first round trips of both overlap)."""
-    hub.add_snapshot("acme/side-a", bundled_path(ALIASES["qwen3-0.6b"]))
-    hub.add_snapshot("acme/side-b", bundled_path(ALIASES["tinyllama"]))
+    """Two sharded repos (a listing round trip, then a header round trip each). Read one after the
+    other, one repo's headers would be answered before the other's listing; read at once, both
+    listings are answered before either repo's headers (each answer waits 0.2 s)."""
+    hub.add_snapshot("acme/side-a", bundled_path(ALIASES["llama3-8b"]))
+    hub.add_snapshot("acme/side-b", bundled_path(ALIASES["phi-3-mini"]))
     hub.state.latency = 0.2
     monkeypatch.setenv("HF_ENDPOINT", hub.url)
     r = cli("diff", "acme/side-a", "acme/side-b", "--json")
     assert r.code == 0, r.err
-    sides = ["a" if "side-a" in e.path else "b" for e in hub.log]
-    assert set(sides) == {"a", "b"}
-    last_a, first_b = max(i for i, s in enumerate(sides) if s == "a"), sides.index("b")
-    last_b, first_a = max(i for i, s in enumerate(sides) if s == "b"), sides.index("a")
-    assert first_b < last_a and first_a < last_b, sides
+    order = [(("a" if "side-a" in e.path else "b"), "listing" if e.path.startswith("/api/") else
+              "header" if e.status == 206 and "-of-" in e.path else "other") for e in hub.log]
+    listings = [i for i, x in enumerate(order) if x[1] == "listing"]
+    headers = [i for i, x in enumerate(order) if x[1] == "header"]
+    assert len(listings) == 2 and len(headers) == 4 + 2  # Llama-3-8B's 4 shards, Phi-3-mini's 2
+    assert max(listings) < min(headers), order

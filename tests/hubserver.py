@@ -99,8 +99,17 @@ class HubState:
         self.latency = 0.0
         self.redirect = False
         self.lock = threading.Lock()
+        # requests being answered: the log is read or cleared once they are logged, as a client may
+        # have its whole answer a moment before the server thread appends the entry
+        self.inflight = 0
+        self.settled = threading.Condition(self.lock)
         self.cdn_url = ""
         self.listing_patch: dict[str, dict[str, Any]] = {}  # repo → keys replaced in its listing
+
+    def settle(self) -> None:
+        """Wait (briefly: a stalled answer is not waited for) until every answered request is logged."""
+        with self.settled:
+            self.settled.wait_for(lambda: self.inflight == 0, timeout=0.5)
 
     def take_fault(self, kind: str, path: str) -> Fault | None:
         with self.lock:
@@ -182,16 +191,18 @@ class HubServer:
 
     @property
     def log(self) -> list[Logged]:
+        self.state.settle()
         return self.state.log
 
     def clear_log(self) -> None:
+        self.state.settle()
         self.state.log.clear()
 
     def requests(self, method: str | None = None) -> list[Logged]:
-        return [r for r in self.state.log if method is None or r.method == method]
+        return [r for r in self.log if method is None or r.method == method]
 
     def bytes_sent(self) -> int:
-        return sum(r.sent for r in self.state.log)
+        return sum(r.sent for r in self.log)
 
 
 def _make_handler(state: HubState) -> type[BaseHTTPRequestHandler]:
@@ -213,14 +224,18 @@ def _make_handler(state: HubState) -> type[BaseHTTPRequestHandler]:
         # -- routing ---------------------------------------------------------------------------
 
         def _serve(self, head: bool) -> None:
-            if state.latency:
-                time.sleep(state.latency)
             url = urlparse(self.path)
             path = unquote(url.path)
+            logged = not path.startswith("/_control/")
+            if logged:
+                with state.lock:
+                    state.inflight += 1
             origin = "cdn" if str(self.server.server_address[1]) in state.cdn_url else "hub"
             self._sent = 0
             self._status = 0
             try:
+                if state.latency:
+                    time.sleep(state.latency)
                 stall = state.take_fault("stall", path)
                 if stall:
                     time.sleep(stall.value)
@@ -253,16 +268,20 @@ def _make_handler(state: HubState) -> type[BaseHTTPRequestHandler]:
             except (BrokenPipeError, ConnectionResetError):
                 self.close_connection = True
             finally:
-                if not path.startswith("/_control/"):
+                if logged:
                     with state.lock:
                         state.log.append(Logged(self.command, path, self.headers.get("Range"), self._status,
                                                 self._sent, origin))
+                        state.inflight -= 1
+                        state.settled.notify_all()
 
         def _control(self, what: str, query: dict[str, list[str]]) -> None:
             """For a server in another process: read the log, clear it, set the latency."""
             if what == "log":
+                state.settle()
                 body = json.dumps([vars(entry) for entry in state.log]).encode()
             elif what == "clear":
+                state.settle()
                 state.log.clear()
                 body = b"[]"
             elif what == "latency":

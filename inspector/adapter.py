@@ -14,6 +14,7 @@ a module the base lacks, or whose shape disagrees, is a problem, said by name.
 
 from __future__ import annotations
 
+import math
 import re
 from collections import defaultdict
 from collections.abc import Mapping
@@ -44,7 +45,7 @@ class AdapterModule:
     @property
     def formula(self) -> str:
         """Per instance: r × (in + out) for a LoRA pair."""
-        extra = self.parameters // self.layers - _numel(self.shape_a) - _numel(self.shape_b)
+        extra = self.parameters // self.layers - math.prod(self.shape_a) - math.prod(self.shape_b)
         core = f"{self.rank:,} × ({self.shape_a[-1]:,} + {self.shape_b[0]:,})"
         return core + (f" + {extra:,}" if extra else "")
 
@@ -178,10 +179,3 @@ def _targets(config: Mapping[str, Any]) -> tuple[str, ...]:
     if isinstance(targets, list | tuple):
         return tuple(sorted(str(t) for t in targets))
     return ()
-
-
-def _numel(shape: tuple[int, ...]) -> int:
-    out = 1
-    for d in shape:
-        out *= d
-    return out

@@ -66,8 +66,8 @@ def _open(model: str, revision: str | None, endpoint: str | None, token: str | N
           *, lenient: bool = False) -> Any:
     """Open MODEL from wherever it is (the one resolver), with a progress bar on a terminal for
     many-shard Hub repos. ``lenient``: for the audit, problems are collected, not raised. A read
-    begun before the command line was parsed (``_Early``) is taken over when it is this one."""
-    early, _Early.current = _Early.current, None
+    begun before the command line was parsed (``_ReadAhead``) is taken over when it is this one."""
+    early, _ReadAhead.current = _ReadAhead.current, None
     if early is not None and early.spec == model and (revision, endpoint, token, offline, lenient) == (
             None, None, None, False, False):
         with _progress() as progress:
@@ -106,14 +106,14 @@ def _open_all(models: list[str], endpoint: str | None, token: str | None, offlin
         return [f.result() for f in futures]
 
 
-class _Early:
+class _ReadAhead:
     """``inspect ORG/NAME`` with only output flags: the read starts on a thread before typer parses
     the command line, so that typer's start-up (about 0.15 s, most of it pydantic) overlaps the
     first round trips. ``show`` takes it over through ``_open``; the read, its errors and its
     progress bar are the same as when it starts there. Anything else on the command line (a
     revision, an endpoint, a token, --offline, another command) and nothing starts early."""
 
-    current: _Early | None = None
+    current: _ReadAhead | None = None
     FLAGS = frozenset({"--json", "--tensors", "--collapse", "--shards", "--formula", "--wide"})
 
     def __init__(self, spec: str) -> None:
@@ -688,7 +688,7 @@ def _run(argv: list[str] | None) -> int:
     gc.disable()
     try:
         args = _route(list(sys.argv[1:] if argv is None else argv))
-        _Early.start(args)
+        _ReadAhead.start(args)
         code = command.main(args=args, prog_name="inspect", standalone_mode=False)
         return code if isinstance(code, int) else 0
     except InspectorError as exc:

@@ -31,6 +31,7 @@ Buffers are not parameters and are reported beside the causes, as are bytes and 
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -40,6 +41,7 @@ from .config import LLAMA_LIKE, ModelConfig
 from .report import Report
 from .roles import is_packed, role_group
 from .stats import Tensor, layer_suffix
+from .text import natural_key
 
 CAUSE_ORDER: Final[tuple[str, ...]] = (
     "vocabulary", "positions", "hidden size", "layer count", "MLP width", "gated MLP", "expert MLP width",
@@ -295,13 +297,13 @@ def _explain(a: Report, b: Report) -> tuple[Cause, ...]:
             dims = [i for i, (c, _) in enumerate(causes) if c == cause]
             if not dims:
                 continue
-            before = _prod(current)
+            before = math.prod(current)
             parts = []
             for i, x in enumerate(current):
                 parts.append(f"({sb[i]:,} − {x:,})" if i in dims and len(dims) == 1 else f"{x:,}")
             for i in dims:
                 current[i] = sb[i]
-            after = _prod(current)
+            after = math.prod(current)
             formula = " × ".join(parts) if len(dims) == 1 else f"{_shape(tuple(current))} − " + \
                 _shape(tuple(sa[i] if i in dims else current[i] for i in range(len(sa))))
             ledger.add(cause, pattern, formula, after - before)
@@ -338,7 +340,6 @@ def _explain(a: Report, b: Report) -> tuple[Cause, ...]:
         word = "added" if sign > 0 else "removed"
         ledger.add(cause, pattern, f"{word} {_shape(t.info.shape)}", sign * t.info.numel)
 
-    sides = _Sides(ca, cb)
     # layers
     la, lb = _layers(a), _layers(b)
     la, lb = _align_stacks(la, lb)
@@ -359,28 +360,20 @@ def _explain(a: Report, b: Report) -> tuple[Cause, ...]:
             removed = sum(t.info.numel for t in layers_a[i].values() if t.place.kind == "parameter")
             ledger.add("layer count", f"{stack}: a layer of A", f"−{removed:,}", -removed)
         for i in sorted(layers_b):
-            _pair_layer(layers_a.get(i, template), layers_b[i], pair, single, sides)
+            _pair_layer(layers_a.get(i, template), layers_b[i], pair, single, ca, cb)
     # outside the layers
     oa = {t.info.name: t for t in a.tensors if t.place.layer is None}
     ob = {t.info.name: t for t in b.tensors if t.place.layer is None}
-    _pair_layer(oa, ob, pair, single, sides)
+    _pair_layer(oa, ob, pair, single, ca, cb)
 
     return _causes(ledger, a, b)
 
 
-@dataclass(frozen=True, slots=True)
-class _Sides:
-    """The two configs, for reading shapes the same way on both sides."""
-
-    a: ModelConfig
-    b: ModelConfig
-
-    @staticmethod
-    def oriented(t: Tensor, c: ModelConfig) -> Tensor:
-        """A Conv1D weight ([in, out]) as an nn.Linear one ([out, in])."""
-        if c.model_type in CONV1D_TYPES and len(t.info.shape) == 2 and t.place.role.split(".", 1)[0] in ("attn", "mlp"):
-            return Tensor(t.info._replace(shape=t.info.shape[::-1]), t.place)
-        return t
+def _oriented(t: Tensor, c: ModelConfig) -> Tensor:
+    """A Conv1D weight ([in, out]) as an nn.Linear one ([out, in])."""
+    if c.model_type in CONV1D_TYPES and len(t.info.shape) == 2 and t.place.role.split(".", 1)[0] in ("attn", "mlp"):
+        return Tensor(t.info._replace(shape=t.info.shape[::-1]), t.place)
+    return t
 
 
 #: a fused projection's parts, in the order they are stacked along its output dimension
@@ -406,22 +399,22 @@ def _split(key: str, t: Tensor, c: ModelConfig) -> dict[str, Tensor] | None:
     shape = t.info.shape
     if not shape or sum(widths) != shape[0]:
         return None
-    rest = _prod(list(shape[1:]))
+    rest = math.prod(shape[1:])
     return {f"{key}[{role.split('.', 1)[1]}]": Tensor(
         t.info._replace(shape=(w, *shape[1:]), numel=w * rest), t.place._replace(role=role))  # type: ignore[arg-type]
         for role, w in zip(parts, widths, strict=True)}
 
 
 def _pair_layer(ref: dict[str, Tensor], other: dict[str, Tensor], pair: Callable[[Tensor, Tensor, str], None],
-                single: Callable[[Tensor, int, str], None], sides: _Sides) -> None:
-    ref = {k: sides.oriented(t, sides.a) for k, t in ref.items()}
-    other = {k: sides.oriented(t, sides.b) for k, t in other.items()}
+                single: Callable[[Tensor, int, str], None], ca: ModelConfig, cb: ModelConfig) -> None:
+    ref = {k: _oriented(t, ca) for k, t in ref.items()}
+    other = {k: _oriented(t, cb) for k, t in other.items()}
     unmatched_a = {k: v for k, v in ref.items() if k not in other}
     unmatched_b = {k: v for k, v in other.items() if k not in ref}
     for key in ref.keys() & other.keys():
         pair(ref[key], other[key], _pattern(key))
     # a fused projection against separate ones: cut it into its parts
-    for mine, theirs, config in ((unmatched_a, unmatched_b, sides.a), (unmatched_b, unmatched_a, sides.b)):
+    for mine, theirs, config in ((unmatched_a, unmatched_b, ca), (unmatched_b, unmatched_a, cb)):
         for key, t in list(mine.items()):
             role = t.place.role
             if role in FUSED and t.place.expert is None and \
@@ -438,8 +431,6 @@ def _pair_layer(ref: dict[str, Tensor], other: dict[str, Tensor], pair: Callable
         ka, kb = by_role_a[rk], by_role_b[rk]
         pair(unmatched_a.pop(ka), unmatched_b.pop(kb), _pattern(kb))
     # norms left over pair in name order (ln_1 ↔ input_layernorm, ln_2 ↔ post_attention_layernorm)
-    from .text import natural_key
-
     for leaf in ("weight", "bias"):
         norms_a = sorted((k for k, t in unmatched_a.items() if t.place.role == "norm" and _leaf(t) == leaf),
                          key=natural_key)
@@ -628,18 +619,9 @@ def _changes(a: Report, b: Report) -> tuple[Change, ...]:
                 else ",".join(map(str, numbers)) if len(numbers) <= 6 else f"{len(numbers)} layers"
             pattern = pattern.replace("{#}", "{" + span + "}" if len(numbers) > 1 else str(numbers[0]))
         out.append(Change(kind, role, pattern, len(layers), sa, sb, da, db))  # type: ignore[arg-type]
-    from .text import natural_key
-
     order = {"removed": 0, "added": 1, "reshaped": 2, "retyped": 3}
     out.sort(key=lambda c: (order[c.kind], role_group(c.role), natural_key(c.name)))
     return tuple(out)
-
-
-def _prod(values: list[int]) -> int:
-    out = 1
-    for v in values:
-        out *= v
-    return out
 
 
 def _shape(shape: tuple[int, ...]) -> str:

@@ -8,7 +8,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from .adapter import AdapterDiff
+from .adapter import AdapterDiff, adapter_config, describe
 from .diff import Diff
 from .render import SCHEMA_VERSION, n, shape_text, short
 from .text import markdown, sanitize
@@ -199,7 +199,7 @@ def diff_markdown(d: Diff) -> str:
 # --- a PEFT adapter against its base ---------------------------------------------------------
 
 
-def _share(a: Any) -> str:
+def _share(a: AdapterDiff) -> str:
     return f"{a.share * 100:.4g}%"
 
 
@@ -232,8 +232,6 @@ def adapter_json(a: AdapterDiff) -> dict[str, Any]:
 
 
 def adapter_table(a: AdapterDiff) -> RenderableType:
-    from .adapter import adapter_config, describe
-
     parts: list[RenderableType] = []
     head = Text()
     head.append(f"{sanitize(side_label(a.base))} ← adapter {sanitize(side_label(a.adapter))}", style="bold")
@@ -262,8 +260,6 @@ def adapter_table(a: AdapterDiff) -> RenderableType:
 
 
 def adapter_markdown(a: AdapterDiff) -> str:
-    from .adapter import adapter_config, describe
-
     lines = [f"### {markdown(side_label(a.base))} ← adapter {markdown(side_label(a.adapter))}", "",
              f"{markdown(describe(adapter_config(a.adapter) or {}))}; adapter parameters **{n(a.parameters)}** "
              f"({_share(a)} of the base's {n(a.base.summary.parameters)})", "",

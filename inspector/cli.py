@@ -19,6 +19,7 @@ import typer
 
 from . import __version__
 from .errors import EXIT_INTERNAL, EXIT_USAGE, InspectorError
+from .launch import ProgressBar, ReadAhead, open_model, open_models, say
 
 EXIT_CODES_HELP = (
     "Exit codes: 0 ok · 1 a result to gate on (differences, audit errors) · 2 usage · "
@@ -40,13 +41,6 @@ app = typer.Typer(
 )
 
 
-def _say(message: str) -> None:
-    """One line of diagnostics on stderr, sanitised, never interpreted as markup."""
-    from .text import sanitize
-
-    sys.stderr.write(sanitize(message) + "\n")
-
-
 def emit_json(doc: Any) -> None:
     """JSON on stdout: ASCII only, so control characters, bidi marks and lone surrogates from
     untrusted names arrive escaped (``\\u001b``), never raw."""
@@ -60,150 +54,6 @@ Revision = Annotated[str | None, typer.Option("--revision", help="Hub branch, ta
 Endpoint = Annotated[str | None, typer.Option("--endpoint", help="Hub endpoint (default: HF_ENDPOINT, then the Hub)")]
 Token = Annotated[str | None, typer.Option("--token", help="Hub token (default: HF_TOKEN, then `hf auth login`'s)")]
 Offline = Annotated[bool, typer.Option("--offline", help="no network: the header cache and bundled snapshots only")]
-
-
-def _open(model: str, revision: str | None, endpoint: str | None, token: str | None, offline: bool,
-          *, lenient: bool = False) -> Any:
-    """Open MODEL from wherever it is (the one resolver), with a progress bar on a terminal for
-    many-shard Hub repos. ``lenient``: for the audit, problems are collected, not raised. A read
-    begun before the command line was parsed (``_ReadAhead``) is taken over when it is this one."""
-    early, _ReadAhead.current = _ReadAhead.current, None
-    if early is not None and early.spec == model and (revision, endpoint, token, offline, lenient) == (
-            None, None, None, False, False):
-        with _progress() as progress:
-            return early.take(progress)
-    return _load(model, revision, endpoint, token, offline, lenient=lenient)
-
-
-def _load(model: str, revision: str | None, endpoint: str | None, token: str | None, offline: bool,
-          *, lenient: bool = False, relay: Any = None) -> Any:
-    from .hub import open_hub
-    from .source import open_checkpoint
-
-    options = _hub_options(endpoint, token, offline)
-
-    def hub(repo_id: str, rev: str | None, lenient: bool, only: str | None) -> Any:
-        _quiet_hub_logging()
-        if relay is not None:
-            return open_hub(repo_id, rev, options=options, progress=relay, lenient=lenient, only=only)
-        with _progress() as progress:
-            return open_hub(repo_id, rev, options=options, progress=progress, lenient=lenient, only=only)
-
-    return open_checkpoint(model, hub=hub, revision=revision, lenient=lenient)
-
-
-def _open_all(models: list[str], endpoint: str | None, token: str | None, offline: bool) -> list[Any]:
-    """Several models read at once (two Hub repos cost the round trips of one): both sides of a
-    diff, the columns of a compare. No progress bar, as several cannot share the terminal; the
-    first model's error is the one reported when several fail."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    def quiet(done: int, total: int) -> None:
-        return None
-
-    with ThreadPoolExecutor(max_workers=max(1, len(models)), thread_name_prefix="inspector-read") as pool:
-        futures = [pool.submit(_load, m, None, endpoint, token, offline, relay=quiet) for m in models]
-        return [f.result() for f in futures]
-
-
-class _ReadAhead:
-    """``inspect ORG/NAME`` with only output flags: the read starts on a thread before typer parses
-    the command line, so that typer's start-up (about 0.15 s, most of it pydantic) overlaps the
-    first round trips. ``show`` takes it over through ``_open``; the read, its errors and its
-    progress bar are the same as when it starts there. Anything else on the command line (a
-    revision, an endpoint, a token, --offline, another command) and nothing starts early."""
-
-    current: _ReadAhead | None = None
-    FLAGS = frozenset({"--json", "--tensors", "--collapse", "--shards", "--formula", "--wide"})
-
-    def __init__(self, spec: str) -> None:
-        import threading
-
-        self.spec = spec
-        self.done = threading.Event()
-        self.target: Any = None
-        self.result: Any = None
-        self.error: BaseException | None = None
-        threading.Thread(target=self._read, name="inspector-early-read", daemon=True).start()
-
-    @classmethod
-    def start(cls, args: list[str]) -> None:
-        import re
-
-        cls.current = None
-        if len(args) < 2 or args[0] != "show" or not set(args[2:]) <= cls.FLAGS:
-            return
-        spec = args[1]
-        if re.fullmatch(r"[A-Za-z0-9][\w.-]*/[\w.-]+", spec) and not os.path.exists(spec):
-            cls.current = cls(spec)
-
-    def _progress(self, done: int, total: int) -> None:
-        if self.target is not None:
-            self.target(done, total)
-
-    def _read(self) -> None:
-        try:
-            self.result = _load(self.spec, None, None, None, False, relay=self._progress)
-        except BaseException as exc:  # handed to the main thread, raised there
-            self.error = exc
-        finally:
-            self.done.set()
-
-    def take(self, progress: Any) -> Any:
-        self.target = progress
-        self.done.wait()
-        if self.error is not None:
-            raise self.error
-        return self.result
-
-
-def _hub_options(endpoint: str | None, token: str | None, offline: bool) -> Any:
-    from .hub import HubOptions
-
-    def waiting(message: str) -> None:
-        _say(message)
-
-    return HubOptions(endpoint=endpoint, token=token, offline=True if offline else None, on_wait=waiting)
-
-
-def _quiet_hub_logging() -> None:
-    from huggingface_hub.utils import logging as hf_logging
-
-    hf_logging.set_verbosity_error()  # type: ignore[no-untyped-call]
-
-
-def _progress_bars_disabled() -> bool:
-    from huggingface_hub import constants
-
-    return bool(constants.HF_HUB_DISABLE_PROGRESS_BARS)
-
-
-class _progress:
-    """A rich progress bar on stderr for Hub fetches of many shards; silent when not a terminal."""
-
-    def __enter__(self) -> Any:
-        self.bar: Any = None
-        if not sys.stderr.isatty() or _progress_bars_disabled():
-            return None
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
-
-        from .render import console
-
-        def update(done: int, total: int) -> None:
-            if total < 8:
-                return
-            if self.bar is None:
-                self.bar = Progress(TextColumn("headers"), BarColumn(), MofNCompleteColumn(),
-                                    console=console(stderr=True), transient=True)
-                self.bar.start()
-                self.task = self.bar.add_task("headers", total=total)
-            self.bar.update(self.task, completed=done)
-
-        return update
-
-    def __exit__(self, *exc: object) -> None:
-        if self.bar is not None:
-            self.bar.stop()
 
 
 @app.command("show", help="Show what is inside MODEL (the default command: `inspect MODEL`).")
@@ -224,7 +74,6 @@ def show(
     wide: Wide = False,
 ) -> None:
     from .errors import UsageError
-    from .formula import formula_check
     from .render import emit, formula_table, listing, report_json, report_table, tensor_lines
     from .report import build_report
 
@@ -240,12 +89,16 @@ def show(
     from .errors import SeveralFiles
 
     try:
-        report = build_report(_open(model, revision, endpoint, token, offline))
+        report = build_report(open_model(model, revision, endpoint, token, offline))
     except SeveralFiles as several:
         _file_listing(model, several, revision, endpoint, token, offline, as_json, wide)
         return
     rows = listing(report, collapse) if tensors else None
-    check = formula_check(report) if formula else None
+    check = None
+    if formula:
+        from .formula import formula_check
+
+        check = formula_check(report)
     if as_json:
         emit_json(report_json(report, rows=rows, formula=check))
         return
@@ -291,7 +144,7 @@ def _file_listing(model: str, several: Any, revision: str | None, endpoint: str 
     name, rev = split_revision(model)
     rows: list[dict[str, Any]] = []
     for file in several.files:
-        s = build_report(_open(f"{name}/{file}" + (f"@{rev}" if rev else ""), revision, endpoint, token,
+        s = build_report(open_model(f"{name}/{file}" + (f"@{rev}" if rev else ""), revision, endpoint, token,
                                offline)).summary
         by_bytes = max((d for d in s.by_dtype if d.parameters), key=lambda d: d.bytes, default=None)
         rows.append({"file": file, "type": by_bytes.dtype if by_bytes else None, "bytes": s.bytes,
@@ -378,7 +231,7 @@ def diff(
         raise UsageError(f"--format: unknown format {fmt!r}", hint="use table, json or markdown")
     if as_json and fmt not in ("table", "json"):
         raise UsageError(f"--json and --format {fmt} ask for two formats", hint="give one of them")
-    ca, cb = _same_names(*_open_all([a, b], endpoint, token, offline))
+    ca, cb = _same_names(*open_models([a, b], endpoint, token, offline))
     ra, rb = build_report(ca), build_report(cb)
     from .adapter import adapter_config
 
@@ -402,7 +255,7 @@ def diff(
     }
     hit = [g for g in gates if triggered[g]]
     if hit:
-        _say(f"--fail-if: {', '.join(hit)} changed")
+        say(f"--fail-if: {', '.join(hit)} changed")
         raise typer.Exit(1)
 
 
@@ -425,7 +278,7 @@ def _adapter_diff(ra: Any, rb: Any, as_json: bool, fmt: str, gates: list[str], w
                  "dtypes": any(d.dtype not in base_dtypes for d in adapter.summary.by_dtype)}
     hit = [g for g in gates if triggered[g]]
     if hit:
-        _say(f"--fail-if: {', '.join(hit)} changed")
+        say(f"--fail-if: {', '.join(hit)} changed")
         raise typer.Exit(1)
 
 
@@ -468,7 +321,7 @@ def compare_cmd(
         raise UsageError(f"compare takes 2 to 10 models, not {len(models)}")
     if fmt not in ("table", "json", "markdown") or (as_json and fmt == "markdown"):
         raise UsageError(f"--format: {fmt!r} with --json={as_json}", hint="use table, json or markdown, once")
-    reports = [build_report(c) for c in _open_all(list(models), endpoint, token, offline)]
+    reports = [build_report(c) for c in open_models(list(models), endpoint, token, offline)]
     kv: list[int | None] = []
     for r in reports:
         try:
@@ -528,12 +381,12 @@ def estimate_cmd(
             raise UsageError("with --gpu, --dtype takes one dtype: the weights' width in the fit",
                              hint="for example --dtype fp8")
         weights_dtype = what_if[0]
-    report = build_report(_open(model, revision, endpoint, token, offline))
+    report = build_report(open_model(model, revision, endpoint, token, offline))
     est = estimate(report, context=ctx, batch=sequences, kv_dtype=kv_dtype, what_if=what_if)
     fitted = fit_estimate(report, est, budget, weights_dtype=weights_dtype, overhead=extra) if budget else None
     if fitted is not None:
         for warning in fitted.warnings:
-            _say(f"warning: {warning}")
+            say(f"warning: {warning}")
     if as_json:
         emit_json(estimate_json(report, est, fitted))
     else:
@@ -561,7 +414,7 @@ def audit_cmd(
     from . import audit as audit_mod
     from .render import audit_json, audit_table, emit
 
-    checkpoint = _open(target, revision, endpoint, token, offline, lenient=True)
+    checkpoint = open_model(target, revision, endpoint, token, offline, lenient=True)
     inp = audit_mod.audit_input(checkpoint)
     result = audit_mod.audit(inp)
     if modeling:
@@ -574,7 +427,7 @@ def audit_cmd(
             from .errors import UsageError
 
             raise UsageError("--deep needs a local checkpoint folder or file")
-        with _progress() as progress:
+        with ProgressBar() as progress:
             extra = audit_mod.deep_scan(inp, progress)
         result = audit_mod.AuditResult(result.input, audit_mod.sort_findings((*result.findings, *extra)),
                                        result.checked)
@@ -600,9 +453,9 @@ def save(
 
     from .snapshot import save_checkpoint
 
-    checkpoint = _open(model, revision, endpoint, token, offline)
+    checkpoint = open_model(model, revision, endpoint, token, offline)
     folder = save_checkpoint(checkpoint, Path(out), force=force)
-    _say(f"saved {checkpoint.tensor_count:,} tensor headers of {checkpoint.label} to {folder}")
+    say(f"saved {checkpoint.tensor_count:,} tensor headers of {checkpoint.label} to {folder}")
 
 
 @app.command("aliases", help="List the short names of bundled models (served offline).")
@@ -665,31 +518,22 @@ def _route(argv: list[str]) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> NoReturn:
-    """Entry point: one place turns exceptions into ``Error: …`` and an exit code."""
-    sys.exit(_run(argv))
+    """In-process entry point (the console script is ``launch.entry``)."""
+    sys.exit(run(argv))
 
 
-def entry() -> NoReturn:
-    """The console script. Like ``main``, but ends the process without tearing down the
-    interpreter: freeing DeepSeek-V3's ~100,000 header records one by one takes longer than the
-    rest of the exit. Output is flushed first; nothing of ours relies on finalizers."""
-    code = _run(None)
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(OSError, ValueError):
-            stream.flush()
-    os._exit(code)
-
-
-def _run(argv: list[str] | None) -> int:
-    command = typer.main.get_command(app)
+def run(argv: list[str] | None) -> int:
+    """Run the command line ``argv`` (default: the process's) and return its exit code: the one
+    place that turns exceptions into ``Error: …`` and an exit code."""
+    args = list(sys.argv[1:] if argv is None else argv)
     debug = bool(os.environ.get("INSPECTOR_DEBUG") or os.environ.get("HF_DEBUG"))
     # Header records are small immutable tuples with no reference cycles: the cyclic collector
     # would only rescan them, about a sixth of the time on DeepSeek-V3's 91,991 tensors.
     gc.disable()
     try:
-        args = _route(list(sys.argv[1:] if argv is None else argv))
-        _ReadAhead.start(args)
-        code = command.main(args=args, prog_name="inspect", standalone_mode=False)
+        ReadAhead.start(args)  # already begun when the console script started this process
+        command = typer.main.get_command(app)
+        code = command.main(args=_route(args), prog_name="inspect", standalone_mode=False)
         return code if isinstance(code, int) else 0
     except InspectorError as exc:
         if debug:

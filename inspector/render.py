@@ -7,12 +7,7 @@ through ``sanitize`` first, since those strings come from untrusted headers.
 from __future__ import annotations
 
 import sys
-from typing import Any
-
-from rich.console import Console, Group, RenderableType
-from rich.measure import Measurement
-from rich.table import Table
-from rich.text import Text
+from typing import TYPE_CHECKING, Any
 
 from .checkpoint import Checkpoint
 from .config import ModelConfig
@@ -21,6 +16,9 @@ from .listing import ListingRow, collapsed_rows, tensor_rows
 from .report import Report
 from .stats import Summary
 from .text import sanitize
+
+if TYPE_CHECKING:  # rich is imported where a table is drawn: `inspect --json` never needs it
+    from rich.console import Console, RenderableType
 
 SCHEMA_VERSION = 1
 #: the width when stdout is not a terminal (a file, a pipe) or with --wide: tables at full width
@@ -36,6 +34,8 @@ def console(*, stderr: bool = False, wide: bool = False) -> Console:
     """The one console of the run for stdout (or stderr). Markup and emoji codes are off, so no
     string is ever interpreted; our styles come as Text objects. Not a terminal, or ``wide``: no
     width limit, so nothing is cut."""
+    from rich.console import Console
+
     key = (stderr, wide)
     if key not in _CONSOLES:
         stream = sys.stderr if stderr else sys.stdout
@@ -49,6 +49,8 @@ def emit(renderable: RenderableType, *, stderr: bool = False, wide: bool = False
     """Print a renderable so that no number is cut: right-aligned (numeric) columns never wrap and
     keep the width of their widest cell, text columns fold rather than cut, and what cannot fit the
     terminal is printed at the width it needs (the terminal then wraps whole lines)."""
+    from rich.measure import Measurement
+
     out = console(stderr=stderr, wide=wide)
     unlimited = out.options.update(max_width=UNLIMITED)
     _harden(renderable, out, unlimited)
@@ -57,6 +59,10 @@ def emit(renderable: RenderableType, *, stderr: bool = False, wide: bool = False
 
 
 def _harden(renderable: Any, out: Console, options: Any) -> None:
+    from rich.console import Group
+    from rich.measure import Measurement
+    from rich.table import Table
+
     if isinstance(renderable, Group):
         for part in renderable.renderables:
             _harden(part, out, options)
@@ -206,6 +212,10 @@ def origin_text(c: Checkpoint) -> str:
 
 def report_table(report: Report, *, all_shards: bool = False, logical: tuple[str, int] | None = None) -> RenderableType:
     """``logical``: (method, logical parameters) of a packed quantised checkpoint, shown first."""
+    from rich.console import Group
+    from rich.table import Table
+    from rich.text import Text
+
     c = report.checkpoint
     s = report.summary
     title = Text()
@@ -318,6 +328,10 @@ def formula_json(check: Any) -> dict[str, Any]:
 
 
 def formula_table(check: Any) -> RenderableType:
+    from rich.console import Group
+    from rich.table import Table
+    from rich.text import Text
+
     if check.family is None:
         return Text(sanitize("formula: " + "; ".join(check.notes)), style="dim")
     t = Table(title=f"Config formula ({check.family}) vs headers", title_justify="left", show_edge=False,
@@ -374,6 +388,10 @@ def gb_gib(value: int) -> str:
 
 
 def fit_table(f: Any) -> RenderableType:
+    from rich.console import Group
+    from rich.table import Table
+    from rich.text import Text
+
     per = " per device" if f.devices > 1 else ""
     t = Table(title=f"Will it fit? {f.devices} × {f.budget_bytes / 2**30:.2f} GiB, context {f.context:,}, "
                     f"batch {f.batch}", title_justify="left", show_edge=False, pad_edge=False)
@@ -427,6 +445,10 @@ def estimate_json(report: Report, est: Any, fitted: Any = None) -> dict[str, Any
 
 
 def estimate_table(report: Report, est: Any, fitted: Any = None) -> RenderableType:
+    from rich.console import Group
+    from rich.table import Table
+    from rich.text import Text
+
     c = report.checkpoint
     parts: list[RenderableType] = [] if fitted is None else [fit_table(fitted), Text("")]
     parts += [
@@ -510,6 +532,10 @@ def audit_json(result: Any) -> dict[str, Any]:
 
 
 def audit_table(result: Any) -> RenderableType:
+    from rich.console import Group
+    from rich.table import Table
+    from rich.text import Text
+
     inp = result.input
     head = Text()
     head.append(f"audit {sanitize(inp.label)}", style="bold")
@@ -567,6 +593,10 @@ def compare_json(cmp: Any) -> dict[str, Any]:
 
 
 def compare_table(cmp: Any) -> RenderableType:
+    from rich.console import Group
+    from rich.table import Table
+    from rich.text import Text
+
     parts: list[RenderableType] = []
     for section, title in (("totals", "Totals"), ("config", "Config"), ("roles", "Parameters by role")):
         t = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)

@@ -7,7 +7,8 @@ Everything that turns an outside string into a path comes through here:
   backslash, NUL or control character) before it is used. Anything else is an
   ``InvalidCheckpointError`` (exit 4) naming the field it came from.
 * ``inside`` resolves a relative name below a root and refuses any result outside it; every write
-  of the package goes through ``write_inside``, which uses it.
+  of the package goes through ``write_files`` (``write_inside`` for one file), which checks every
+  folder it writes into the same way and refuses to write through a symlink.
 * ``read_regular`` opens only regular files (a FIFO named like a shard would block forever; a
   device could be read without end), and reads at most the bytes asked for.
 * ``gunzip_bounded`` decompresses with a cap on the output, checked while decompressing.
@@ -15,10 +16,12 @@ Everything that turns an outside string into a path comes through here:
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import stat
 import zlib
+from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 from typing import Final
 
@@ -76,13 +79,47 @@ def inside(root: Path, relative: str, field: str = "path") -> Path:
 
 
 def write_inside(root: Path, relative: str, data: bytes, field: str = "path") -> Path:
-    """The one function that writes a file: the final path is resolved and must stay in ``root``."""
-    path = inside(root, relative, field)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    # resolve again once the parents exist: a symlinked parent created meanwhile cannot lead out
-    inside(root, relative, field)
-    path.write_bytes(data)
-    return path
+    """One file written through ``write_files``."""
+    return write_files(root, {relative: data}, field)[0]
+
+
+def write_files(root: Path, files: Mapping[str, bytes], field: str = "path") -> list[Path]:
+    """The one function that writes files: every name is validated, every folder it needs is
+    created and then resolved, and must stay in ``root`` (so a symlinked folder cannot lead out),
+    and each file is opened with O_NOFOLLOW (a symlink planted at its name is refused, not
+    followed). A folder is checked once however many files go into it: a snapshot of 1,000
+    headers costs 1,000 opens, not 4,000 path resolutions."""
+    base = root.resolve()
+    folders: dict[str, Path] = {}
+    written: list[Path] = []
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    for relative, data in files.items():
+        relative_name(relative, field)
+        folder_name, _, name = relative.rpartition("/")
+        folder = folders.get(folder_name)
+        if folder is None:
+            folder = (base / folder_name).resolve() if folder_name else base
+            if folder_name:
+                if not folder.is_relative_to(base):
+                    raise InvalidCheckpointError(f"{field}: {_show(relative)} points outside {base}; refusing it")
+                folder.mkdir(parents=True, exist_ok=True)
+                # resolved again once it exists: a symlinked parent created meanwhile cannot lead out
+                folder = folder.resolve()
+                if not folder.is_relative_to(base):
+                    raise InvalidCheckpointError(f"{field}: {_show(relative)} points outside {base}; refusing it")
+            folders[folder_name] = folder
+        path = folder / name
+        try:
+            fd = os.open(path, flags, 0o644)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise InvalidCheckpointError(f"{field}: {_show(relative)} is a symlink; refusing to write through it"
+                                             ) from None
+            raise
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+        written.append(path)
+    return written
 
 
 def open_regular(path: Path) -> int:

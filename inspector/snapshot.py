@@ -40,7 +40,7 @@ from .checkpoint import SIDE_FILES, Checkpoint, FileEntry, Origin, pick_index
 from .errors import HeaderError, InvalidCheckpointError, NotFoundError, UsageError
 from .formats import READERS, reader_for, reader_named
 from .header import Header
-from .safeio import commit_id, gunzip_bounded, inside, read_regular, relative_name, write_inside
+from .safeio import commit_id, gunzip_bounded, inside, read_regular, relative_name, write_files
 
 MANIFEST: Final = "inspector-snapshot.json"
 FORMAT: Final = "inspector-header-snapshot"
@@ -242,6 +242,7 @@ def write_snapshot(
     work = Path(tempfile.mkdtemp(prefix=_tmp_prefix(folder.name), dir=folder.parent))
     work.chmod(0o755)
     entries: list[dict[str, Any]] = []
+    blobs: dict[str, bytes] = {}
     for path, size in files:
         entry: dict[str, Any] = {"path": path, "size": size}
         if path in headers:
@@ -251,17 +252,18 @@ def write_snapshot(
                 name += ".gz"
                 # level 1 (the default): a tenth of level 9's time on header JSON, a little larger
                 blob = gzip.compress(blob, compresslevel=compress_level, mtime=0)
-            write_inside(work, name, blob, "snapshot header")
+            blobs[name] = blob
             entry["header"] = name
             reader = reader_for(path)
             entry["format"] = reader.name if reader else "safetensors"
         elif path in stored:
-            write_inside(work, path, stored[path], "snapshot file")
+            blobs[path] = stored[path]
             entry["stored"] = True
         entries.append(entry)
     manifest = {"format": FORMAT, "version": VERSION, "repo_id": repo_id, "revision": revision,
                 "provenance": provenance, "files": entries}
-    write_inside(work, MANIFEST, (json.dumps(manifest, indent=1) + "\n").encode())
+    blobs[MANIFEST] = (json.dumps(manifest, indent=1) + "\n").encode()
+    write_files(work, blobs, "snapshot file")
     old: Path | None = None
     try:
         if folder.exists():

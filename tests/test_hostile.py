@@ -118,6 +118,27 @@ def test_save_from_a_manifest_with_traversal_writes_nothing_outside(tmp_path: Pa
     assert not (tmp_path / "up.safetensors.hdr").exists() and not list(tmp_path.rglob("up.safetensors*"))
 
 
+def test_the_one_writer_does_not_follow_a_symlink_out_of_its_root(tmp_path: Path) -> None:
+    from inspector.safeio import write_files
+
+    root, outside = tmp_path / "root", tmp_path / "outside"
+    root.mkdir()
+    outside.mkdir()
+    (root / "headers").symlink_to(outside)  # a folder planted as a link out
+    (root / "manifest.json").symlink_to(outside / "target.json")  # a file name planted as a link out
+    with pytest.raises(errors.InvalidCheckpointError, match="points outside"):
+        write_files(root, {"ok.json": b"1", "headers/a.hdr": b"x"}, "snapshot file")
+    with pytest.raises(errors.InvalidCheckpointError, match="symlink"):
+        write_files(root, {"manifest.json": b"x"}, "snapshot file")
+    with pytest.raises(errors.InvalidCheckpointError, match="refusing"):
+        write_files(root, {"deep/../../x": b"x"}, "snapshot file")
+    assert tree(outside) == set()
+    # files in one folder are written beside each other, the folders made as needed
+    written = write_files(root, {"a/b/c.hdr": b"1", "a/b/d.hdr": b"22", "e": b"333"}, "snapshot file")
+    assert [p.read_bytes() for p in written] == [b"1", b"22", b"333"]
+    assert all(p.resolve().is_relative_to(root.resolve()) for p in written)
+
+
 def test_a_manifest_revision_must_be_a_commit_id(tmp_path: Path) -> None:
     snap = tmp_path / "snap"
     write_snapshot(snap, repo_id="a/b", revision=GOOD_SHA, files=[], headers={}, stored={}, provenance="t")

@@ -11,11 +11,14 @@ following the Rust reference's ``validate``.
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import json
 import math
 import operator
+import re
 import struct
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, NamedTuple
 
@@ -42,6 +45,21 @@ MAX_HEADER_BYTES: Final = 100_000_000
 PREFIX_BYTES: Final = 8
 METADATA_KEY: Final = "__metadata__"
 _U64_MAX: Final = 2**64 - 1
+
+
+@contextlib.contextmanager
+def without_gc() -> Iterator[None]:
+    """Pause the cyclic collector while many records are built (a header, a listing): they are
+    tuples without reference cycles, and the collector would only rescan them, over and over as
+    they accumulate (DeepSeek-V3's 91,991 tensors: 40 % of the parse). Nests; restores the state
+    it found. Also a decorator, a fresh pause per call."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
 class TensorInfo(NamedTuple):
@@ -108,6 +126,7 @@ def read_header_length(prefix: bytes | bytearray, *, file: str | None = None, fi
     return int(n)
 
 
+@without_gc()
 def parse_header(blob: bytes | bytearray, *, file: str = "<bytes>", file_size: int | None = None) -> Header:
     """Parse and validate a header from the first bytes of a safetensors file.
 
@@ -142,6 +161,12 @@ def parse_header(blob: bytes | bytearray, *, file: str = "<bytes>", file_size: i
 def _decode_entries(raw: memoryview, file: str) -> tuple[list[TensorInfo], dict[str, str]]:
     try:
         text = str(raw, "utf-8")
+    except UnicodeDecodeError as exc:
+        raise HeaderNotJSON(f"header is not valid UTF-8 JSON ({_short(exc)})", file) from None
+    canonical = _decode_canonical(text, file)
+    if canonical is not None:
+        return canonical
+    try:
         obj = json.loads(text, parse_constant=_no_constant)
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise HeaderNotJSON(f"header is not valid UTF-8 JSON ({_short(exc)})", file) from None
@@ -182,6 +207,69 @@ def _decode_entries(raw: memoryview, file: str) -> tuple[list[TensorInfo], dict[
             append(_entry(name, entry, file))  # raises the precise error
             continue
         append(TensorInfo(name, dtype, tuple(shape), begin, end, file, numel))
+    return tensors, metadata
+
+
+# One entry as the reference writer lays it out (compact, keys in its order), with the comma that
+# follows it. A name without escapes or control characters is its own JSON string; numbers have
+# no sign, fraction or leading zero, at most 20 digits (the range checks follow).
+_NUMBER = r"(?:0|[1-9][0-9]{0,19})"
+_CANONICAL_ENTRY: Final = re.compile(
+    r'"([^"\\\x00-\x1f]*)":\{"dtype":"([A-Za-z0-9_]{1,16})","shape":\[(' + _NUMBER + "(?:," + _NUMBER + r")*)?\],"
+    r'"data_offsets":\[(' + _NUMBER + "),(" + _NUMBER + r")\]\}(,?)")
+_JSON_SPACE: Final = " \t\r\n"
+
+
+def _decode_canonical(text: str, file: str) -> tuple[list[TensorInfo], dict[str, str]] | None:
+    """The fast path: a header exactly as the reference writer lays it out (``__metadata__``
+    first, entries compact), read entry by entry with one anchored regex, each entry checked as
+    ``json.loads`` + the loop below would check it. Anything else (whitespace between tokens,
+    escapes, another key order, an entry that fails a check, a duplicate) returns None, and the
+    general path parses the header again and names the problem. About twice as fast, and no
+    dict per entry is ever built."""
+    end = len(text.rstrip(_JSON_SPACE))
+    pos = len(text) - len(text.lstrip(_JSON_SPACE))
+    if end - pos < 2 or text[pos] != "{" or text[end - 1] != "}":
+        return None
+    pos += 1
+    end -= 1
+    metadata: dict[str, str] = {}
+    if text.startswith('"__metadata__":', pos):
+        try:
+            value, after = json.JSONDecoder(parse_constant=_no_constant).raw_decode(text, pos + 15)
+        except (ValueError, RecursionError):
+            return None
+        if "\\" in text[pos:after] or not isinstance(value, dict) or text[after:after + 1] not in (",", "}"):
+            return None
+        metadata = _metadata(value, file)
+        pos = after + 1 if text[after] == "," else after
+        if pos == end and after != end:  # a comma after the metadata and no entry: not JSON
+            return None
+    tensors: list[TensorInfo] = []
+    append = tensors.append
+    bits_of = DTYPE_BITS.get
+    make = tuple.__new__
+    names: set[str] = set()
+    add = names.add
+    last = ","
+    match = _CANONICAL_ENTRY.match
+    while (m := match(text, pos, end)) is not None:
+        if last != ",":
+            return None
+        name, dtype, dims, b, e, last = m.groups()
+        shape = tuple(map(int, dims.split(","))) if dims else ()
+        begin = int(b)
+        finish = int(e)
+        bits = bits_of(dtype)
+        numel = math.prod(shape)
+        if (bits is None or numel > _U64_MAX or (numel == 0 and len(shape) > 1) or finish > _U64_MAX
+                or begin > finish or numel * bits != (finish - begin) * 8 or name == METADATA_KEY):
+            return None  # the general path raises the precise error (or, for a 0 in a shape, decides)
+        append(make(TensorInfo, (name, dtype, shape, begin, finish, file, numel)))
+        add(name)
+        pos = m.end()
+    if pos != end or (last != "" and tensors) or len(names) != len(tensors):
+        return None
     return tensors, metadata
 
 

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from .checkpoint import ADAPTER_CONFIG, Checkpoint, FileEntry
 from .config import ModelConfig, load_config
+from .header import without_gc
 from .stats import Summary, Tensor, placed, summarize_tensors
 
 
@@ -19,6 +20,7 @@ class Report:
     notes: tuple[str, ...]
 
 
+@without_gc()
 def build_report(checkpoint: Checkpoint) -> Report:
     tensors = placed(checkpoint.tensors())
     summary = summarize_tensors(tensors, checkpoint)

@@ -31,7 +31,7 @@ from .checkpoint import (
 )
 from .errors import HeaderError, InvalidCheckpointError, NotFoundError, NotRegularFile, UsageError
 from .formats import SAFETENSORS, reader_for
-from .header import Header
+from .header import Header, without_gc
 from .safeio import open_regular, pread_all, read_regular, regular_size
 from .snapshot import JSON_BUDGET, is_snapshot, load_snapshot
 from .text import natural_key
@@ -73,6 +73,7 @@ def looks_like_repo_id(name: str) -> bool:
     return bool(_REPO_ID.match(name)) and ".." not in name and not name.endswith((".safetensors", ".json"))
 
 
+@without_gc()
 def open_checkpoint(spec: str, *, hub: HubOpener | None = None, revision: str | None = None,
                     lenient: bool = False) -> Checkpoint:
     """The one place that turns what the user typed into a checkpoint. ``lenient`` (the audit):

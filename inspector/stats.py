@@ -19,7 +19,7 @@ from typing import NamedTuple
 
 from .checkpoint import Checkpoint, Role
 from .dtypes import dtype_sort_key
-from .header import TensorInfo
+from .header import TensorInfo, without_gc
 from .roles import ROLE_ORDER, Placement, classify
 from .text import natural_key
 
@@ -99,9 +99,10 @@ class Summary:
     outside_layers_parameters: int
 
 
+@without_gc()
 def placed(tensors: Iterable[TensorInfo]) -> list[Tensor]:
-    make = Tensor
-    return [make(t, classify(t[0])) for t in tensors]
+    make = tuple.__new__  # Tensor without its Python-level __new__
+    return [make(Tensor, (t, classify(t[0]))) for t in tensors]
 
 
 def summarize(checkpoint: Checkpoint) -> Summary:
@@ -181,6 +182,7 @@ def by_layer(tensors: Iterable[Tensor]) -> dict[str, dict[int, list[Tensor]]]:
     return stacks
 
 
+@without_gc()
 def layer_groups(tensors: Iterable[Tensor]) -> tuple[LayerGroup, ...]:
     """Collapse each stack's layers into runs of identical blocks (names, shapes and dtypes)."""
     groups: list[LayerGroup] = []

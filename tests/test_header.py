@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import struct
 
@@ -220,3 +221,60 @@ def test_the_writer_order_of_every_dtype_matches_the_safetensors_library() -> No
     blob, data = encode_header(ours)
     assert reference[: len(blob)] == blob
     assert len(reference) == len(blob) + data
+
+
+# --- the fast path for the reference writer's layout ------------------------------------------------
+
+
+def _outcome(blob: bytes, *, fast: bool, monkeypatch: pytest.MonkeyPatch) -> object:
+    from inspector import header
+
+    with monkeypatch.context() as m:
+        if not fast:
+            m.setattr(header, "_decode_canonical", lambda text, file: None)
+        try:
+            h = parse_header(blob, file_size=len(blob))
+        except errors.HeaderError as exc:
+            return exc.rule, exc.message
+        return [tuple(t) for t in h.tensors], dict(h.metadata), h.data_length
+
+
+def test_the_fast_path_answers_as_the_general_path_on_fuzzed_headers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fuzzer of the reference comparison (valid headers in the writer's layout, then one
+    mutation each: flipped bytes, duplicates, escapes, bad numbers …): the same records or the
+    same error, whichever path reads the header."""
+    import random
+
+    from test_reference_fuzz import SEED, _case
+
+    from inspector import header
+
+    rng = random.Random(SEED + 1)
+    fast_taken = 0
+    for _ in range(3000):
+        blob = _case(rng)
+        n = struct.unpack_from("<Q", blob)[0]
+        if n < len(blob) and blob[8:8 + n].strip().startswith(b"{"):
+            with contextlib.suppress(UnicodeDecodeError, errors.HeaderError):
+                fast_taken += header._decode_canonical(blob[8:8 + n].decode(), "x") is not None
+        assert _outcome(blob, fast=True, monkeypatch=monkeypatch) == _outcome(
+            blob, fast=False, monkeypatch=monkeypatch), blob[:300]
+    assert fast_taken > 300, fast_taken  # the fast path was taken often enough to be tested
+
+
+@pytest.mark.parametrize("text", [
+    '{"__metadata__":{"a":"b"},}',  # a comma after the metadata and nothing else
+    '{"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}"b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}}',
+    '{"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},}',  # a trailing comma
+    '{"a":{"dtype":"F32","shape":[01],"data_offsets":[0,4]}}',  # a leading zero
+    '{"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}}',
+    '{"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"__metadata__":{"x":"y"}}',  # metadata last: fine
+    '{"__metadata__":{"x":"\\ud800"},"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}}',  # a lone surrogate
+    '{"__metadata__":{"x":NaN}}',
+    '{"a":{"dtype":"F32","shape":[100000000000000000000],"data_offsets":[0,4]}}',  # 21 digits
+    '{"a":{"dtype":"F32","shape":[0,18446744073709551615,18446744073709551615],"data_offsets":[0,0]}}',
+])
+def test_near_canonical_headers_get_the_general_paths_answer(text: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    blob = struct.pack("<Q", len(text.encode())) + text.encode() + b"\0" * 8
+    blob = blob[: 8 + len(text.encode()) + 8]
+    assert _outcome(blob, fast=True, monkeypatch=monkeypatch) == _outcome(blob, fast=False, monkeypatch=monkeypatch)

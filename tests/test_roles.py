@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from inspector import roles
 from inspector.roles import KIND_TABLE, ROLE_ORDER, ROLE_TABLE, classify
 
 CASES = [
@@ -147,3 +150,53 @@ def test_layer_and_expert_positions() -> None:
 def test_every_table_row_names_where_it_was_seen() -> None:
     for row in (*KIND_TABLE, *ROLE_TABLE):
         assert len(row) == 3 and row[2].strip()
+
+
+# --- the two memos agree ------------------------------------------------------------------------
+
+_PART = st.one_of(
+    st.sampled_from(["model", "layers", "h", "blocks", "mlp", "experts", "self_attn", "q_proj", "w1", "w2", "w3",
+                     "fc1", "fc2", "weight", "bias", "scales", "qweight", "embed_tokens", "lm_head", "norm",
+                     "block_sparse_moe", "gate", "shared_experts", "inv_freq", "", "01", "1e5", "٣"]),
+    st.integers(0, 300).map(str),
+    st.text("ab0129._", min_size=1, max_size=6),
+)
+
+
+def _regex_path(name: str) -> roles.Placement:
+    """classify with the digit-key memo out of the way: every name through the regex path."""
+    saved = roles._fast_entry
+    roles._fast_entry = lambda _name: False  # type: ignore[assignment]
+    try:
+        roles._FAST.clear()
+        return classify(name)
+    finally:
+        roles._fast_entry = saved
+        roles._FAST.clear()
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.lists(_PART, min_size=1, max_size=8).map(".".join), min_size=1, max_size=12))
+def test_the_digit_key_memo_answers_as_the_regex_path(names: list[str]) -> None:
+    """Names that share their digits' places (``w1``/``w2``, ``layers.3``/``layers.7``) are each
+    classified as the regex path classifies them alone, in any order."""
+    expected = [_regex_path(n) for n in names]
+    roles._FAST.clear()
+    assert [classify(n) for n in names] == expected
+    assert [classify(n) for n in reversed(names)] == expected[::-1]
+
+
+def test_parts_with_digits_keep_their_roles_under_one_digit_key() -> None:
+    roles._FAST.clear()
+    got = [classify(f"model.layers.{i}.block_sparse_moe.experts.{j}.w{k}.weight") for i, j, k in
+           [(1, 2, 1), (3, 4, 2), (5, 6, 3)]]
+    # Mixtral's w1/w2/w3: gate, down, up (the role table's Meta-originals rows)
+    assert [(p.role, p.layer, p.expert) for p in got] == [
+        ("moe.expert.gate", 1, 2), ("moe.expert.down", 3, 4), ("moe.expert.up", 5, 6)]
+
+
+def test_a_trailing_newline_or_a_leading_number_is_classified_as_the_regex_path() -> None:
+    # the regex's `$` also matches before a final newline; a first part has no dot before it
+    for name in ["model.layers.12\n", "model.layers.12.w1\n", "3.mlp.w2.weight", "٣.layers.٤.fc1.weight"]:
+        roles._FAST.clear()
+        assert classify(name) == _regex_path(name), name

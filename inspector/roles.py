@@ -174,8 +174,8 @@ def classify(name: str) -> Placement:
         fast = answers[sub] = _fast_entry(name)
     if fast is not False:
         kind, role, stack, layer_part, expert_part = fast
-        return _tuple(Placement, (kind, role, stack, None if layer_part is None else int(parts[layer_part]),
-                                  None if expert_part is None else int(parts[expert_part])))
+        return _tuple(Placement, (kind, role, stack, None if layer_part is None else _number(parts[layer_part]),
+                                  None if expert_part is None else _number(parts[expert_part])))
     parts = _split(name)
     shape = ".#".join(parts[::2]) if len(parts) > 1 else name
     known = _SHAPES.get(shape)
@@ -194,6 +194,18 @@ def classify(name: str) -> Placement:
     ))
 
 
+def _number(text: str) -> int:
+    """``int(text)``, one object per distinct number: a million expert tensors share a few
+    thousand layer and expert numbers (28 bytes each saved per tensor)."""
+    value = _NUMBERS.get(text)
+    if value is None:
+        value = int(text)
+        if len(_NUMBERS) < 100_000:
+            _NUMBERS[text] = value
+    return value
+
+
+_NUMBERS: dict[str, int] = {}
 _Answer = tuple[Kind, Role, "str | None", "int | None", "int | None"] | Literal[False]
 
 

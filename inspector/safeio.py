@@ -99,7 +99,9 @@ def write_files(root: Path, files: Mapping[str, bytes], field: str = "path") -> 
         folder = folders.get(folder_name)
         if folder is None:
             folder = (base / folder_name).resolve() if folder_name else base
-            if folder_name:
+            if not folder_name:
+                base.mkdir(parents=True, exist_ok=True)
+            else:
                 if not folder.is_relative_to(base):
                     raise InvalidCheckpointError(f"{field}: {_show(relative)} points outside {base}; refusing it")
                 folder.mkdir(parents=True, exist_ok=True)

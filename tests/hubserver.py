@@ -21,6 +21,7 @@ loop, bodies trickled a few bytes a second, and 206 answers shorter than the ran
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import re
@@ -170,18 +171,30 @@ class HubServer:
 
     def __enter__(self) -> HubServer:
         handler = _make_handler(self.state)
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
         for _ in range(2):  # the Hub, and a second origin standing for the CDN
             server = _Server(("127.0.0.1", 0), handler)
-            server.daemon_threads = True
-            threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
+            thread = threading.Thread(target=self._serve, args=(server,), daemon=True)
+            thread.start()
             self._servers.append(server)
+            self._threads.append(thread)
         self.state.cdn_url = f"http://127.0.0.1:{self._servers[1].server_address[1]}"
         return self
 
+    def _serve(self, server: ThreadingHTTPServer) -> None:
+        # handle_request blocks until a connection arrives (no timeout, so no polling); __exit__
+        # wakes it with a connection of its own once the stop is set
+        while not self._stop.is_set():
+            server.handle_request()
+
     def __exit__(self, *exc: object) -> None:
-        for s in self._servers:
-            s.shutdown()
-            s.server_close()
+        self._stop.set()
+        for server, thread in zip(self._servers, self._threads, strict=True):
+            with contextlib.suppress(OSError):
+                socket.create_connection(server.server_address[:2], timeout=1).close()
+            thread.join(timeout=5)
+            server.server_close()
 
     @property
     def url(self) -> str:

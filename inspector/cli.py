@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import gc
-import json
 import os
 import sys
 import traceback
@@ -42,9 +41,10 @@ app = typer.Typer(
 
 
 def emit_json(doc: Any) -> None:
-    """JSON on stdout: ASCII only, so control characters, bidi marks and lone surrogates from
-    untrusted names arrive escaped (``\\u001b``), never raw."""
-    sys.stdout.write(json.dumps(doc, indent=2, ensure_ascii=True) + "\n")
+    """JSON on stdout (``render.json_text``: ASCII only, a record a line)."""
+    from .render import json_text
+
+    sys.stdout.write(json_text(doc))
 
 
 Wide = Annotated[bool, typer.Option("--wide", help="on a terminal: draw tables at full width (as when piped)")]

@@ -6,6 +6,7 @@ through ``sanitize`` first, since those strings come from untrusted headers.
 
 from __future__ import annotations
 
+import json
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -74,6 +75,28 @@ def _harden(renderable: Any, out: Console, options: Any) -> None:
                 column.min_width = max(Measurement.get(out, options, cell).maximum for cell in cells)
             else:
                 column.overflow = "fold"
+
+
+# --- JSON text ----------------------------------------------------------------------------------
+
+
+def json_text(doc: Any) -> str:
+    """A JSON document as text: objects indented two spaces, a list of objects one object a line
+    (so ``grep`` finds a tensor's whole record), everything else on one line. ASCII only, so
+    control characters, bidi marks and lone surrogates from untrusted names arrive escaped
+    (``\\u001b``), never raw. Built from C-encoded pieces: ``json.dumps(indent=2)`` runs the
+    pure-Python encoder, 1.0 s of the 2.6 s of ``inspect deepseek-v3 --json --tensors``."""
+    return _json(doc, "") + "\n"
+
+
+def _json(value: Any, pad: str) -> str:
+    inner = pad + "  "
+    if isinstance(value, dict) and value:
+        return "{\n" + ",\n".join(f"{inner}{json.dumps(str(k), ensure_ascii=True)}: {_json(v, inner)}"
+                                   for k, v in value.items()) + f"\n{pad}}}"
+    if isinstance(value, list | tuple) and value and all(isinstance(x, dict) for x in value):
+        return "[\n" + ",\n".join(inner + json.dumps(x, ensure_ascii=True) for x in value) + f"\n{pad}]"
+    return json.dumps(value, ensure_ascii=True)
 
 
 # --- number formats ---------------------------------------------------------------------------

@@ -225,8 +225,8 @@ def _decode_canonical(text: str, file: str) -> tuple[list[TensorInfo], dict[str,
     first, entries compact), read entry by entry with one anchored regex, each entry checked as
     ``json.loads`` + the loop below would check it. Anything else (whitespace between tokens,
     escapes, another key order, an entry that fails a check, a duplicate) returns None, and the
-    general path parses the header again and names the problem. About twice as fast, and no
-    dict per entry is ever built."""
+    general path parses the header again and names the problem. On a 1M-tensor header 15–20 %
+    faster and about half the memory (no dict per entry is ever built); on small headers level."""
     end = len(text.rstrip(_JSON_SPACE))
     pos = len(text) - len(text.lstrip(_JSON_SPACE))
     if end - pos < 2 or text[pos] != "{" or text[end - 1] != "}":
@@ -239,9 +239,10 @@ def _decode_canonical(text: str, file: str) -> tuple[list[TensorInfo], dict[str,
             value, after = json.JSONDecoder(parse_constant=_no_constant).raw_decode(text, pos + 15)
         except (ValueError, RecursionError):
             return None
-        if "\\" in text[pos:after] or not isinstance(value, dict) or text[after:after + 1] not in (",", "}"):
-            return None
-        metadata = _metadata(value, file)
+        if ("\\" in text[pos:after] or not isinstance(value, dict) or text[after:after + 1] not in (",", "}")
+                or not all(isinstance(v, str) for v in value.values())):
+            return None  # the general path decides which error comes first
+        metadata = value
         pos = after + 1 if text[after] == "," else after
         if pos == end and after != end:  # a comma after the metadata and no entry: not JSON
             return None

@@ -271,6 +271,7 @@ def test_the_fast_path_answers_as_the_general_path_on_fuzzed_headers(monkeypatch
     '{"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"__metadata__":{"x":"y"}}',  # metadata last: fine
     '{"__metadata__":{"x":"\\ud800"},"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}}',  # a lone surrogate
     '{"__metadata__":{"x":NaN}}',
+    '{"__metadata__":{"x":1},"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},,}',  # two errors: JSON first
     '{"a":{"dtype":"F32","shape":[100000000000000000000],"data_offsets":[0,4]}}',  # 21 digits
     '{"a":{"dtype":"F32","shape":[0,18446744073709551615,18446744073709551615],"data_offsets":[0,0]}}',
 ])

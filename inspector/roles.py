@@ -174,8 +174,12 @@ def classify(name: str) -> Placement:
         fast = answers[sub] = _fast_entry(name)
     if fast is not False:
         kind, role, stack, layer_part, expert_part = fast
-        return _tuple(Placement, (kind, role, stack, None if layer_part is None else _number(parts[layer_part]),
-                                  None if expert_part is None else _number(parts[expert_part])))
+        if layer_part is None and expert_part is None:
+            return _tuple(Placement, (kind, role, stack, None, None))
+        number = _NUMBERS.get  # inline: the call to _number is for numbers not seen yet (and 0)
+        layer = None if layer_part is None else number(parts[layer_part]) or _number(parts[layer_part])
+        expert = None if expert_part is None else number(parts[expert_part]) or _number(parts[expert_part])
+        return _tuple(Placement, (kind, role, stack, layer, expert))
     parts = _split(name)
     shape = ".#".join(parts[::2]) if len(parts) > 1 else name
     known = _SHAPES.get(shape)

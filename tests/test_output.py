@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 from helpers import ref, save_real, write_raw
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from inspector import errors
 
@@ -224,3 +226,30 @@ def test_config_strings_are_escaped_in_diff_and_formula(cli, tmp_path: Path) -> 
         assert r.code == 0, r.err
         clean(r.out)
     assert "evil\\x1b]52" in outs[0].out and "evil\\x1b]52" in outs[1].out
+
+
+# --- JSON text ----------------------------------------------------------------------------------
+
+_SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-(2**70), 2**70), st.text(max_size=8),
+                     st.floats(allow_nan=False, allow_infinity=False))
+_JSON = st.recursive(_SCALARS, lambda inner: st.one_of(st.lists(inner, max_size=4),
+                                                       st.dictionaries(st.text(max_size=6), inner, max_size=4)),
+                     max_leaves=25)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_JSON)
+def test_json_text_is_the_same_document_in_ascii(doc: object) -> None:
+    from inspector.render import json_text
+
+    text = json_text(doc)
+    assert text.isascii() and json.loads(text) == doc
+
+
+def test_json_lists_of_records_are_one_record_a_line(cli) -> None:
+    r = cli("gpt2", "--json", "--tensors")
+    lines = r.out.splitlines()
+    records = [line for line in lines if line.lstrip().startswith('{"name": ')]
+    doc = r.json()
+    assert records and len(records) == len(doc["tensors"])
+    assert [json.loads(line.strip().rstrip(",")) for line in records] == doc["tensors"]

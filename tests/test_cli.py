@@ -150,3 +150,37 @@ def test_console_script_and_module_exit_codes(tmp_path: Path) -> None:
     assert "PyTorch was not found" not in done.stderr
     done = subprocess.run([*cmd, "--help"], capture_output=True, text=True)
     assert done.returncode == 0 and "Exit codes" in done.stdout
+
+
+def test_the_read_ahead_starts_once_for_a_plain_repo_id_only(monkeypatch, tmp_path) -> None:
+    """What starts before typer: a plain `inspect ORG/NAME` with output flags, once per command
+    line; a revision, a token, another command or a path that exists start nothing."""
+    import threading
+
+    from inspector import launch
+
+    calls: list[str] = []
+    done = threading.Event()
+
+    def fake_load(spec: str, *args, **kw) -> str:
+        calls.append(spec)
+        done.set()
+        return f"read {spec}"
+
+    monkeypatch.setattr(launch, "load", fake_load)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "local").mkdir()
+    (tmp_path / "local" / "model").mkdir()
+    for args in (["org/name", "--revision", "v1"], ["diff", "a/b", "c/d"], ["org/name", "--token", "x"],
+                 ["local/model", "--json"], ["not-a-repo-id"]):
+        launch.ReadAhead.start(args)
+        assert launch.ReadAhead.take_over(args[0]) is None, args
+    launch.ReadAhead.start(["org/name", "--json"])
+    launch.ReadAhead.start(["org/name", "--json"])  # the same command line again: no second read
+    assert done.wait(5)
+    assert launch.ReadAhead.take_over("other/repo") is None  # taken by another model: dropped
+    launch.ReadAhead.start(["show", "org/name", "--tensors"])
+    early = launch.ReadAhead.take_over("org/name")
+    assert early is not None and early.result(None) == "read org/name"
+    assert launch.ReadAhead.take_over("org/name") is None  # once
+    assert calls == ["org/name", "org/name"]

@@ -132,11 +132,13 @@ ROLE_ORDER: Final[tuple[str, ...]] = (
 _KINDS: tuple[tuple[Kind, re.Pattern[str]], ...] = tuple((kind, re.compile(p)) for kind, p, _ in KIND_TABLE)
 _ROLES: tuple[tuple[Role, re.Pattern[str]], ...] = tuple((role, re.compile(p)) for role, p, _ in ROLE_TABLE)
 _split = re.compile(r"\.(\d+)(?=\.|$)").split
-# name shape (numbers replaced by '#') → (kind, role, layer number's position, expert's, stack);
-# bounded by the number of distinct shapes, a few hundred even for the largest checkpoints
+# name shape (numbers replaced by '#') → (kind, role, layer number's position, expert's, stack)
+#: entries each memo keeps at most: real checkpoints have a few hundred name shapes, and a hostile
+#: header of a million distinct names must not grow a process-wide table by a million entries
+MEMO_LIMIT: Final = 100_000
 _SHAPES: dict[str, tuple[Kind, Role, int | None, int | None, str | None]] = {}
 _DIGITS: Final = bytes.maketrans(b"0123456789", b"##########")  # bytes.translate: a tenth of str's
-# the name's UTF-8 with its ASCII digits as '#' → _memo's (bounded like _SHAPES)
+# the name's UTF-8 with its ASCII digits as '#' → _memo's
 _FAST: dict[bytes, tuple[Callable[[list[str]], object] | None, dict[object, _Answer]]] = {}
 _tuple = tuple.__new__  # a NamedTuple built without its Python-level __new__: a third of the time
 _LAYER = re.compile(r"^(?P<stack>(?:.*?\.)?(?:layers|layer|h|blocks|block|blk))\.(?P<index>\d+)(?:\.|$)")
@@ -165,13 +167,17 @@ def classify(name: str) -> Placement:
     key = name.encode("utf-8", "surrogatepass").translate(_DIGITS)
     memo = _FAST.get(key)
     if memo is None:
-        memo = _FAST[key] = _memo(key)
+        memo = _memo(key)
+        if len(_FAST) < MEMO_LIMIT:
+            _FAST[key] = memo
     literal, answers = memo
     parts = name.split(".")
     sub = literal(parts) if literal is not None else None
     fast = answers.get(sub)
     if fast is None:
-        fast = answers[sub] = _fast_entry(name)
+        fast = _fast_entry(name)
+        if len(answers) < MEMO_LIMIT:
+            answers[sub] = fast
     if fast is not False:
         kind, role, stack, layer_part, expert_part = fast
         if layer_part is None and expert_part is None:
@@ -184,7 +190,9 @@ def classify(name: str) -> Placement:
     shape = ".#".join(parts[::2]) if len(parts) > 1 else name
     known = _SHAPES.get(shape)
     if known is None:
-        known = _SHAPES[shape] = _by_shape(shape)
+        known = _by_shape(shape)
+        if len(_SHAPES) < MEMO_LIMIT:
+            _SHAPES[shape] = known
     kind, role, layer_at, expert_at, stack = known
     if layer_at is None and expert_at is None:
         return _tuple(Placement, (kind, role, stack, None, None))
@@ -204,7 +212,7 @@ def _number(text: str) -> int:
     value = _NUMBERS.get(text)
     if value is None:
         value = int(text)
-        if len(_NUMBERS) < 100_000:
+        if len(_NUMBERS) < MEMO_LIMIT:
             _NUMBERS[text] = value
     return value
 

@@ -200,3 +200,16 @@ def test_a_trailing_newline_or_a_leading_number_is_classified_as_the_regex_path(
     for name in ["model.layers.12\n", "model.layers.12.w1\n", "3.mlp.w2.weight", "٣.layers.٤.fc1.weight"]:
         roles._FAST.clear()
         assert classify(name) == _regex_path(name), name
+
+
+def test_the_memos_stop_growing_at_their_limit_and_still_answer(monkeypatch) -> None:
+    """A hostile header of many distinct names cannot grow the process-wide memos without end."""
+    monkeypatch.setattr(roles, "MEMO_LIMIT", 5)
+    for memo in (roles._FAST, roles._SHAPES, roles._NUMBERS):
+        memo.clear()
+    names = [f"model.layers.{i}.mlp.x{chr(97 + i % 26)}{i}_proj.weight" for i in range(60)]
+    got = [classify(n) for n in names]
+    assert len(roles._FAST) <= 5 and len(roles._SHAPES) <= 5 and len(roles._NUMBERS) <= 5
+    assert [(p.layer, p.stack) for p in got] == [(i, "model.layers") for i in range(60)]
+    for memo in (roles._FAST, roles._SHAPES, roles._NUMBERS):
+        memo.clear()

@@ -137,7 +137,7 @@ class Hub:
 
     def headers(self) -> dict[str, str]:
         """huggingface_hub's request headers (user agent, token), built once per Hub: the token
-        lookup reads the environment and files, about 1 ms a request on a 191-shard read."""
+        lookup reads the environment and files (0.2 s of CPU over a 195-request read, under yappi)."""
         if self._headers is None:
             with self._headers_lock:
                 if self._headers is None:

@@ -20,6 +20,7 @@ import re
 import struct
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from itertools import accumulate, chain, repeat
 from typing import Any, Final, NamedTuple
 
 from .dtypes import DTYPE_BITS
@@ -210,23 +211,30 @@ def _decode_entries(raw: memoryview, file: str) -> tuple[list[TensorInfo], dict[
     return tensors, metadata
 
 
-# One entry as the reference writer lays it out (compact, keys in its order), with the comma that
-# follows it. A name without escapes or control characters is its own JSON string; numbers have
-# no sign, fraction or leading zero, at most 20 digits (the range checks follow).
+# The fast path reads entries as the reference writer lays them out, compact and in the data's
+# order: '"NAME":{"dtype":"DT","shape":[D,...],"data_offsets":[BEGIN,END]}', comma-separated.
+_KEY_TO_DTYPE: Final = '":{"dtype":"'
+_OFFSETS_KEY: Final = '"data_offsets":['
+# what follows _KEY_TO_DTYPE up to _OFFSETS_KEY: the dtype and the shape, checked once per distinct text
 _NUMBER = r"(?:0|[1-9][0-9]{0,19})"
-_CANONICAL_ENTRY: Final = re.compile(
-    r'"([^"\\\x00-\x1f]*)":\{"dtype":"([A-Za-z0-9_]{1,16})","shape":\[(' + _NUMBER + "(?:," + _NUMBER + r")*)?\],"
-    r'"data_offsets":\[(' + _NUMBER + "),(" + _NUMBER + r")\]\}(,?)")
+_DTYPE_AND_SHAPE: Final = re.compile(
+    r'([A-Za-z0-9_]{1,16})","shape":\[(' + _NUMBER + "(?:," + _NUMBER + r')*)?\],')
 _JSON_SPACE: Final = " \t\r\n"
+_CHUNK: Final = 1 << 20  # characters split at a time: the pieces of a slice are transient
 
 
 def _decode_canonical(text: str, file: str) -> tuple[list[TensorInfo], dict[str, str]] | None:
     """The fast path: a header exactly as the reference writer lays it out (``__metadata__``
-    first, entries compact), read entry by entry with one anchored regex, each entry checked as
-    ``json.loads`` + the loop below would check it. Anything else (whitespace between tokens,
-    escapes, another key order, an entry that fails a check, a duplicate) returns None, and the
-    general path parses the header again and names the problem. On a 1M-tensor header 15–20 %
-    faster and about half the memory (no dict per entry is ever built); on small headers level."""
+    first, entries compact, in the order of their data). Anything else (whitespace between
+    tokens, escapes, another key order or entry order, an entry that fails a check, a duplicate)
+    returns None, and the general path parses the header again and names the problem.
+
+    Entries are cut apart with string splits (C loops, a few objects an entry, no match object
+    or dict per entry), each distinct dtype-and-shape text is checked once, and every offset
+    follows from the sizes. What was read is then proved: the entries are written back in the
+    writer's layout with those offsets and must give the very text that was read, character for
+    character; names are checked for what that does not cover (quotes, escapes, control
+    characters). On a 1M-tensor header 1.1 s against 1.8–2.1 s for an anchored regex per entry."""
     end = len(text.rstrip(_JSON_SPACE))
     pos = len(text) - len(text.lstrip(_JSON_SPACE))
     if end - pos < 2 or text[pos] != "{" or text[end - 1] != "}":
@@ -246,37 +254,80 @@ def _decode_canonical(text: str, file: str) -> tuple[list[TensorInfo], dict[str,
         pos = after + 1 if text[after] == "," else after
         if pos == end and after != end:  # a comma after the metadata and no entry: not JSON
             return None
+    if text.find("\\", pos, end) >= 0:
+        return None
     tensors: list[TensorInfo] = []
-    append = tensors.append
-    bits_of = DTYPE_BITS.get
-    dtype_of = _DTYPE_NAMES.get
-    make = tuple.__new__
-    # one shape tuple and dtype string for all the tensors that share them (a 1M-tensor header has
-    # a few dozen shapes): a dict look-up instead of parsing, and ~110 bytes less per tensor
-    shapes: dict[str | None, tuple[tuple[int, ...], int]] = {}
-    last = ","
-    match = _CANONICAL_ENTRY.match
-    while (m := match(text, pos, end)) is not None:
-        if last != ",":
+    names: set[str] = set()
+    # dtype-and-shape text → (dtype, shape, elements, bytes): one shape tuple and dtype string for
+    # all the tensors that share them (a 1M-tensor header has a few dozen; ~110 bytes a tensor less)
+    kinds: dict[str, tuple[str, tuple[int, ...], int, int] | None] = {}
+    offset = 0
+    while pos < end:
+        # a slice of about _CHUNK characters ending after an entry's comma (a name may end in
+        # ']},' before its closing quote: then the slice is cut wrongly and does not rebuild)
+        cut = text.find(']},"', pos + _CHUNK, end)
+        stop = end if cut < 0 else cut + 3
+        chunk = text[pos:stop]
+        pieces = chunk.split(_KEY_TO_DTYPE)
+        if len(pieces) < 2 or chunk.count('"') != 10 * (len(pieces) - 1):  # a quote inside a name
             return None
-        name, dtype, dims, b, e, last = m.groups()
-        known = shapes.get(dims)
-        if known is None:
-            shape = tuple(map(int, dims.split(","))) if dims else ()
-            known = shapes[dims] = (shape, math.prod(shape))
-        shape, numel = known
-        begin = int(b)
-        finish = int(e)
-        bits = bits_of(dtype)
-        dtype = dtype_of(dtype, dtype)
-        if (bits is None or numel > _U64_MAX or (numel == 0 and len(shape) > 1) or finish > _U64_MAX
-                or begin > finish or numel * bits != (finish - begin) * 8 or name == METADATA_KEY):
-            return None  # the general path raises the precise error (or, for a 0 in a shape, decides)
-        append(make(TensorInfo, (name, dtype, shape, begin, finish, file, numel)))
-        pos = m.end()
-    if pos != end or (last != "" and tensors) or len(set(map(_NAME, tensors))) != len(tensors):
+        # pieces: '"NAME0', then 'DT","shape":[..],"data_offsets":[B,E]},"NAMEi' …, the last without a name
+        tails = list(map(str.rpartition, pieces[1:-1], repeat('},"')))
+        batch = [pieces[0][1:]]
+        batch += map(_THIRD, tails)
+        heads = list(map(_FIRST, tails))
+        heads.append(pieces[-1])
+        shapes = list(map(_FIRST, map(str.rpartition, heads, repeat(_OFFSETS_KEY))))
+        del tails, heads, pieces
+        for piece in set(shapes).difference(kinds):
+            kinds[piece] = _dtype_and_shape(piece)
+        found = list(map(kinds.__getitem__, shapes))
+        if None in found or (not all(map(str.isprintable, batch)) and not _printable(batch)):
+            return None
+        ends = list(accumulate(map(_FOURTH, found), initial=offset))  # type: ignore[arg-type]
+        offset = ends[-1]
+        texts = list(map(str, ends))
+        rebuilt = "".join(chain.from_iterable(zip(
+            repeat('"'), batch, repeat(_KEY_TO_DTYPE), shapes, repeat(_OFFSETS_KEY), texts, repeat(","),
+            texts[1:], repeat("]},"))))
+        if rebuilt != (chunk if stop < end else chunk + ","):
+            return None
+        del rebuilt, texts
+        names.update(batch)
+        tensors.extend(map(tuple.__new__, repeat(TensorInfo), zip(
+            batch, map(_FIRST, found), map(_SECOND, found), ends, ends[1:], repeat(file),  # type: ignore[arg-type]
+            map(_THIRD, found))))  # type: ignore[arg-type]
+        pos = stop
+    if offset > _U64_MAX or METADATA_KEY in names or len(names) != len(tensors):
         return None
     return tensors, metadata
+
+
+def _dtype_and_shape(piece: str) -> tuple[str, tuple[int, ...], int, int] | None:
+    """(dtype, shape, elements, bytes) of a 'DT","shape":[…],' text, or None for anything the
+    general path must judge: an unknown dtype, a shape that overflows, a 0 in a shape of several
+    dimensions, a size that is not whole bytes."""
+    m = _DTYPE_AND_SHAPE.fullmatch(piece)
+    if m is None or m[1] not in DTYPE_BITS:
+        return None
+    shape = tuple(map(int, m[2].split(","))) if m[2] else ()
+    numel = math.prod(shape)
+    bits = numel * DTYPE_BITS[m[1]]
+    if numel > _U64_MAX or (numel == 0 and len(shape) > 1) or bits % 8:
+        return None
+    return _DTYPE_NAMES[m[1]], shape, numel, bits // 8
+
+
+def _printable(names: list[str]) -> bool:
+    """No JSON control character (U+0000–U+001F) in any name; for names that str.isprintable
+    turned away (it also refuses other characters, such as U+00A0)."""
+    return not any(ch < " " for name in names if not name.isprintable() for ch in name)
+
+
+_FIRST = operator.itemgetter(0)
+_SECOND = operator.itemgetter(1)
+_THIRD = operator.itemgetter(2)
+_FOURTH = operator.itemgetter(3)
 
 
 def _no_constant(token: str) -> Any:
@@ -402,7 +453,6 @@ def _check_spans(tensors: list[TensorInfo], file: str) -> int:
     return position
 
 
-_NAME = operator.itemgetter(0)
 _DTYPE_NAMES: Final = {name: name for name in DTYPE_BITS}  # the table's own strings, shared
 _SPAN = operator.itemgetter(3, 4)  # (begin, end) of a TensorInfo
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import operator
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Final, Literal, NamedTuple
 
 from .checkpoint import Kind, Role
@@ -156,36 +156,56 @@ class Placement(NamedTuple):
 
 
 def classify(name: str) -> Placement:
-    """Kind, role and position of one tensor name. Never raises.
+    """Kind, role and position of one tensor name. Never raises. (For many names, classify_all.)"""
+    return classify_all([name])[0]
+
+
+def classify_all(names: Sequence[str]) -> list[Placement]:
+    """Kind, role and position of each name, in order. Never raises.
 
     Memoised without a regex per name. ``_FAST`` is keyed on the name's UTF-8 with every ASCII
-    digit as ``#`` (two C calls). Under one key, names differ only in digits: those of whole
-    dot-separated numbers (the layer, the expert) and those inside a part (``w1``, ``fc2``),
-    which change the role; so each key holds the positions of such parts and, per their text,
-    the answer and where the layer and expert numbers sit among the parts. What that cannot
-    describe (a numbered stack) takes the regex path, memoised on the shape (``_SHAPES``)."""
-    key = name.encode("utf-8", "surrogatepass").translate(_DIGITS)
-    memo = _FAST.get(key)
-    if memo is None:
-        memo = _memo(key)
-        if len(_FAST) < MEMO_LIMIT:
-            _FAST[key] = memo
-    literal, answers = memo
-    parts = name.split(".")
-    sub = literal(parts) if literal is not None else None
-    fast = answers.get(sub)
-    if fast is None:
-        fast = _fast_entry(name)
-        if len(answers) < MEMO_LIMIT:
-            answers[sub] = fast
-    if fast is not False:
+    digit as ``#``; the keys of all the names are made at once (one join, encode, translate and
+    split: a tenth of the time of two calls a name). Under one key, names differ only in digits:
+    those of whole dot-separated numbers (the layer, the expert) and those inside a part (``w1``,
+    ``fc2``), which change the role; so each key holds the positions of such parts and, per their
+    text, the answer and where the layer and expert numbers sit among the parts. What that
+    cannot describe (a numbered stack) takes the regex path, memoised on the shape (``_SHAPES``)."""
+    keys = "\n".join(names).encode("utf-8", "surrogatepass").translate(_DIGITS).split(b"\n")
+    if len(keys) != len(names):  # a name holds a newline (or there are none): key by key
+        keys = [name.encode("utf-8", "surrogatepass").translate(_DIGITS) for name in names]
+    out: list[Placement] = []
+    append = out.append
+    memo_of = _FAST.get
+    number = _NUMBERS.get
+    for name, key in zip(names, keys, strict=True):
+        memo = memo_of(key)
+        if memo is None:
+            memo = _memo(key)
+            if len(_FAST) < MEMO_LIMIT:
+                _FAST[key] = memo
+        literal, answers = memo
+        parts = name.split(".")
+        sub = literal(parts) if literal is not None else None
+        fast = answers.get(sub)
+        if fast is None:
+            fast = _fast_entry(name)
+            if len(answers) < MEMO_LIMIT:
+                answers[sub] = fast
+        if fast is False:
+            append(_by_regex(name))
+            continue
         kind, role, stack, layer_part, expert_part = fast
         if layer_part is None and expert_part is None:
-            return _tuple(Placement, (kind, role, stack, None, None))
-        number = _NUMBERS.get  # inline: the call to _number is for numbers not seen yet (and 0)
+            append(_tuple(Placement, (kind, role, stack, None, None)))
+            continue
+        # inline: the call to _number is for numbers not seen yet (and 0)
         layer = None if layer_part is None else number(parts[layer_part]) or _number(parts[layer_part])
         expert = None if expert_part is None else number(parts[expert_part]) or _number(parts[expert_part])
-        return _tuple(Placement, (kind, role, stack, layer, expert))
+        append(_tuple(Placement, (kind, role, stack, layer, expert)))
+    return out
+
+
+def _by_regex(name: str) -> Placement:
     parts = _split(name)
     shape = ".#".join(parts[::2]) if len(parts) > 1 else name
     known = _SHAPES.get(shape)

@@ -15,12 +15,14 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
+from itertools import repeat
+from operator import itemgetter
 from typing import NamedTuple
 
 from .checkpoint import Checkpoint, Role
 from .dtypes import dtype_sort_key
 from .header import TensorInfo, without_gc
-from .roles import ROLE_ORDER, Placement, classify
+from .roles import ROLE_ORDER, Placement, classify_all
 from .text import natural_key
 
 
@@ -99,10 +101,14 @@ class Summary:
     outside_layers_parameters: int
 
 
+_NAME = itemgetter(0)
+
+
 @without_gc()
 def placed(tensors: Iterable[TensorInfo]) -> list[Tensor]:
-    make = tuple.__new__  # Tensor without its Python-level __new__
-    return [make(Tensor, (t, classify(t[0]))) for t in tensors]
+    infos = tensors if isinstance(tensors, list | tuple) else list(tensors)
+    # Tensor without its Python-level __new__, in C loops
+    return list(map(tuple.__new__, repeat(Tensor), zip(infos, classify_all(list(map(_NAME, infos))), strict=True)))
 
 
 def summarize(checkpoint: Checkpoint) -> Summary:

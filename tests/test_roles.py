@@ -184,6 +184,9 @@ def test_the_digit_key_memo_answers_as_the_regex_path(names: list[str]) -> None:
     roles._FAST.clear()
     assert [classify(n) for n in names] == expected
     assert [classify(n) for n in reversed(names)] == expected[::-1]
+    roles._FAST.clear()
+    assert roles.classify_all(names) == expected  # the keys of all the names made at once
+    assert roles.classify_all([*names, "model.layers.3\nmlp.w1"])[:-1] == expected  # one with a newline: key by key
 
 
 def test_parts_with_digits_keep_their_roles_under_one_digit_key() -> None:

@@ -48,3 +48,18 @@ def test_minilm_folder_and_config(minilm: Path, cli) -> None:
     assert doc["totals"]["parameters"] == ref("minilm.parameters")
     assert doc["config"]["model_type"] == "bert" and doc["config"]["num_layers"] == 6
     assert doc["config"]["source"] == "table"  # BERT is in the config table (checked against transformers)
+
+
+def test_layer_blocks_collapse_whatever_the_tensor_order(minilm: Path) -> None:
+    """The six BERT layers of the real file are alike; listed in any order they still make one
+    block, and a layer missing one tensor splits the run around it."""
+    import random
+
+    from inspector.stats import layer_groups, placed
+
+    tensors = placed(open_checkpoint(str(minilm)).tensors())
+    random.Random(0).shuffle(tensors)
+    assert [(g.first, g.last, g.count) for g in layer_groups(tensors)] == [(0, 5, 6)]
+    fewer = [t for t in tensors if not (t.place.layer == 3 and t.name.endswith(".output.dense.bias"))]
+    assert len(fewer) == len(tensors) - 2  # attention.output.dense.bias and output.dense.bias
+    assert [(g.first, g.last, g.count) for g in layer_groups(fewer)] == [(0, 2, 3), (3, 3, 1), (4, 5, 2)]

@@ -157,7 +157,10 @@ def read_regular(path: Path, limit: int, offset: int = 0) -> bytes:
 def pread_all(fd: int, limit: int, offset: int, path: Path) -> bytes:
     """At most ``limit`` bytes from ``offset`` of an open file (fewer at its end)."""
     try:
-        out = bytearray()
+        first = os.pread(fd, min(limit, 1 << 30), offset)  # usually all of it, with no copy
+        if len(first) == limit or not first:
+            return first
+        out = bytearray(first)
         while len(out) < limit:
             chunk = os.pread(fd, min(limit - len(out), 1 << 24), offset + len(out))
             if not chunk:

@@ -239,7 +239,9 @@ def read_local_header(path: Path, name: str, *, lenient: bool = False) -> Header
             total = reader.need(blob, file=name, file_size=size)
             if len(blob) >= total or len(blob) >= size:
                 break
-            blob += pread_all(fd, total - len(blob), len(blob), path)
+            # read from the start again rather than append: a first read is a few kB, a
+            # header may be a hundred MB (and bytes + bytes copies both)
+            blob = pread_all(fd, total, 0, path)
     finally:
         os.close(fd)
     return reader.parse(blob, file=name, file_size=checked)

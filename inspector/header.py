@@ -431,14 +431,13 @@ def _shape_text(shape: list[int]) -> str:
 def _check_spans(tensors: list[TensorInfo], file: str) -> int:
     """Spans must tile the data from byte 0 with no hole and no overlap (the reference's rule).
     Returns the length of the data they cover."""
-    if not tensors:
-        return 0
-    # the writer lays the entries out in the data's order: then each begins where the one before
-    # ends, and no sort is needed (two C-level column reads and one list comparison)
-    ends = list(map(_END, tensors))
-    if list(map(_BEGIN, tensors)) == [0, *ends[:-1]]:
-        return int(ends[-1])
-    del ends
+    position = 0
+    for t in tensors:  # the writer lays the entries out in the data's order: then no sort is needed
+        if t[3] != position:
+            break
+        position = t[4]
+    else:
+        return position
     position = 0
     previous: TensorInfo | None = None
     for t in sorted(tensors, key=_SPAN):
@@ -457,8 +456,6 @@ def _check_spans(tensors: list[TensorInfo], file: str) -> int:
 
 _DTYPE_NAMES: Final = {name: name for name in DTYPE_BITS}  # the table's own strings, shared
 _SPAN = operator.itemgetter(3, 4)  # (begin, end) of a TensorInfo
-_BEGIN = operator.itemgetter(3)
-_END = operator.itemgetter(4)
 
 
 def _short(exc: BaseException) -> str:

@@ -62,15 +62,8 @@ def child(what: str, path: str, repeat: int) -> dict:
     return best
 
 
-# the CLI as the console script runs it, reporting its own peak memory on the way out
-CLI = r"""
-import os, resource, sys
-from inspector.cli import run
-code = run(sys.argv[1:])
-sys.stdout.flush()
-sys.stderr.write(f"peak_kb={resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}\n")
-os._exit(code)
-"""
+# the CLI exactly as the console script runs it (launch.entry: the collector paused, os._exit at the end)
+CLI = "import sys; from inspector.launch import entry; sys.argv[0] = 'inspect'; entry()"
 
 
 GET_LOCAL = """import sys
@@ -91,7 +84,7 @@ def process_seconds(command: list[str], repeat: int) -> float:
 
 def cli_seconds(args: list[str], repeat: int) -> tuple[float, int]:
     """Best wall time of ``inspect ARGS`` (a fresh process, an empty HF_HOME each run) and the
-    largest peak resident memory in kB."""
+    largest peak resident memory in kB (the child's own, from wait4)."""
     import os
 
     best, peak = float("inf"), 0
@@ -99,10 +92,13 @@ def cli_seconds(args: list[str], repeat: int) -> tuple[float, int]:
         with tempfile.TemporaryDirectory() as home:
             env = {**os.environ, "HF_HOME": home}
             t = time.perf_counter()
-            done = subprocess.run([sys.executable, "-c", CLI, *args], capture_output=True, text=True, check=True,
-                                  env=env)
+            child = subprocess.Popen([sys.executable, "-c", CLI, *args], stdout=subprocess.DEVNULL, env=env)
+            _, status, usage = os.wait4(child.pid, 0)
             best = min(best, time.perf_counter() - t)
-        peak = max(peak, int(done.stderr.rsplit("peak_kb=", 1)[1]))
+            child.returncode = os.waitstatus_to_exitcode(status)
+        if child.returncode:
+            raise SystemExit(f"inspect {' '.join(args)} exited {child.returncode}")
+        peak = max(peak, usage.ru_maxrss)
     return best, peak
 
 

@@ -258,7 +258,6 @@ def _decode_canonical(text: str, file: str) -> tuple[list[TensorInfo], dict[str,
     if text.find("\\", pos, end) >= 0:
         return None
     tensors: list[TensorInfo] = []
-    names: set[str] = set()
     # dtype-and-shape text → (dtype, shape, elements, bytes): one shape tuple and dtype string for
     # all the tensors that share them (a 1M-tensor header has a few dozen; ~110 bytes a tensor less)
     kinds: dict[str, tuple[str, tuple[int, ...], int, int] | None] = {}
@@ -294,11 +293,11 @@ def _decode_canonical(text: str, file: str) -> tuple[list[TensorInfo], dict[str,
         if rebuilt != (chunk if stop < end else chunk + ","):
             return None
         del rebuilt, texts
-        names.update(batch)
         tensors.extend(map(tuple.__new__, repeat(TensorInfo), zip(
             batch, map(_FIRST, found), map(_SECOND, found), ends, ends[1:], repeat(file),  # type: ignore[arg-type]
             map(_THIRD, found))))  # type: ignore[arg-type]
         pos = stop
+    names = set(map(_FIRST, tensors))
     if offset > _U64_MAX or METADATA_KEY in names or len(names) != len(tensors):
         return None
     return tensors, metadata

@@ -234,7 +234,7 @@ def _decode_canonical(text: str, file: str) -> tuple[list[TensorInfo], dict[str,
     follows from the sizes. What was read is then proved: the entries are written back in the
     writer's layout with those offsets and must give the very text that was read, character for
     character; names are checked for what that does not cover (quotes, escapes, control
-    characters). On a 1M-tensor header 1.1 s against 1.8–2.1 s for an anchored regex per entry."""
+    characters). On a 1M-tensor header 1.1–1.4 s against 1.8–2.8 s for an anchored regex per entry."""
     tail = text[-64:]  # the writer pads with up to 7 spaces: strip a copy of the tail, not of it all
     end = len(text) - len(tail) + len(tail.rstrip(_JSON_SPACE)) if tail.strip(_JSON_SPACE) else 0
     pos = len(text) - len(text.lstrip(_JSON_SPACE))
@@ -269,7 +269,7 @@ def _decode_canonical(text: str, file: str) -> tuple[list[TensorInfo], dict[str,
         stop = end if cut < 0 else cut + 3
         chunk = text[pos:stop]
         pieces = chunk.split(_KEY_TO_DTYPE)
-        if len(pieces) < 2 or chunk.count('"') != 10 * (len(pieces) - 1):  # a quote inside a name
+        if len(pieces) < 2:
             return None
         # pieces: '"NAME0', then 'DT","shape":[..],"data_offsets":[B,E]},"NAMEi' …, the last without a name
         tails = list(map(str.rpartition, pieces[1:-1], repeat('},"')))
@@ -282,8 +282,10 @@ def _decode_canonical(text: str, file: str) -> tuple[list[TensorInfo], dict[str,
         for piece in set(shapes).difference(kinds):
             kinds[piece] = _dtype_and_shape(piece)
         found = list(map(kinds.__getitem__, shapes))
-        if None in found or (not all(map(str.isprintable, batch)) and not _printable(batch)):
+        joined = "".join(batch)  # no quote and no control character in any name
+        if None in found or '"' in joined or (not joined.isprintable() and not _printable(batch)):
             return None
+        del joined
         ends = list(accumulate(map(_FOURTH, found), initial=offset))  # type: ignore[arg-type]
         offset = ends[-1]
         texts = list(map(str, ends))

@@ -157,7 +157,9 @@ def read_regular(path: Path, limit: int, offset: int = 0) -> bytes:
 def pread_all(fd: int, limit: int, offset: int, path: Path) -> bytes:
     """At most ``limit`` bytes from ``offset`` of an open file (fewer at its end)."""
     try:
-        first = os.pread(fd, min(limit, 1 << 30), offset)  # usually all of it, with no copy
+        # usually all of it in one call and no copy; asking no more than the file holds (os.pread
+        # allocates what it is asked for: a 16 MB budget for a 2 kB config.json)
+        first = os.pread(fd, max(0, min(limit, os.fstat(fd).st_size - offset, 1 << 30)), offset)
         if len(first) == limit or not first:
             return first
         out = bytearray(first)

@@ -98,17 +98,13 @@ def write_files(root: Path, files: Mapping[str, bytes], field: str = "path") -> 
         folder_name, _, name = relative.rpartition("/")
         folder = folders.get(folder_name)
         if folder is None:
-            folder = (base / folder_name).resolve() if folder_name else base
-            if not folder_name:
-                base.mkdir(parents=True, exist_ok=True)
-            else:
-                if not folder.is_relative_to(base):
-                    raise InvalidCheckpointError(f"{field}: {_show(relative)} points outside {base}; refusing it")
-                folder.mkdir(parents=True, exist_ok=True)
+            if folder_name:
+                inside(base, folder_name, field).mkdir(parents=True, exist_ok=True)
                 # resolved again once it exists: a symlinked parent created meanwhile cannot lead out
-                folder = folder.resolve()
-                if not folder.is_relative_to(base):
-                    raise InvalidCheckpointError(f"{field}: {_show(relative)} points outside {base}; refusing it")
+                folder = inside(base, folder_name, field)
+            else:
+                base.mkdir(parents=True, exist_ok=True)
+                folder = base
             folders[folder_name] = folder
         path = folder / name
         try:

@@ -203,7 +203,9 @@ def classify_all(names: Sequence[str]) -> list[Placement]:
     return out
 
 
-def _by_regex(name: str) -> Placement:
+def _shape_of(name: str) -> tuple[list[str], str, tuple[Kind, Role, int | None, int | None, str | None]]:
+    """The name cut at its whole numbers, its shape (``model.layers.#.mlp.w1.weight``) and
+    ``_by_shape``'s facts of that shape, memoised in ``_SHAPES``."""
     parts = _split(name)
     shape = ".#".join(parts[::2]) if len(parts) > 1 else name
     known = _SHAPES.get(shape)
@@ -211,7 +213,11 @@ def _by_regex(name: str) -> Placement:
         known = _by_shape(shape)
         if len(_SHAPES) < MEMO_LIMIT:
             _SHAPES[shape] = known
-    kind, role, layer_at, expert_at, stack = known
+    return parts, shape, known
+
+
+def _by_regex(name: str) -> Placement:
+    parts, _, (kind, role, layer_at, expert_at, stack) = _shape_of(name)
     if layer_at is None and expert_at is None:
         return _tuple(Placement, (kind, role, stack, None, None))
     numbers = parts[1::2]
@@ -251,9 +257,7 @@ def _fast_entry(name: str) -> _Answer:
     """(kind, role, stack, index of the layer number's part, index of the expert number's part)
     for every name of ``name``'s key and literal parts, or False when a name's parts cannot say
     where its numbers are."""
-    parts = _split(name)
-    shape = ".#".join(parts[::2]) if len(parts) > 1 else name
-    kind, role, layer_at, expert_at, stack = _SHAPES.get(shape) or _by_shape(shape)
+    parts, shape, (kind, role, layer_at, expert_at, stack) = _shape_of(name)
     numbered = [i for i, part in enumerate(shape.split(".")) if part == "#"]
     if (stack is not None and "#" in stack) or len(numbered) != len(parts) // 2:
         return False

@@ -262,6 +262,7 @@ def _decode_canonical(text: str, file: str) -> tuple[list[TensorInfo], dict[str,
     # all the tensors that share them (a 1M-tensor header has a few dozen; ~110 bytes a tensor less)
     kinds: dict[str, tuple[str, tuple[int, ...], int, int] | None] = {}
     offset = 0
+    names: set[str] = set()
     while pos < end:
         # a slice of about _CHUNK characters ending after an entry's comma (a name may end in
         # ']},' before its closing quote: then the slice is cut wrongly and does not rebuild)
@@ -295,11 +296,11 @@ def _decode_canonical(text: str, file: str) -> tuple[list[TensorInfo], dict[str,
         if rebuilt != (chunk if stop < end else chunk + ","):
             return None
         del rebuilt, texts
+        names.update(batch)
         tensors.extend(map(tuple.__new__, repeat(TensorInfo), zip(
             batch, map(_FIRST, found), map(_SECOND, found), ends, ends[1:], repeat(file),  # type: ignore[arg-type]
             map(_THIRD, found))))  # type: ignore[arg-type]
         pos = stop
-    names = set(map(_FIRST, tensors))
     if offset > _U64_MAX or METADATA_KEY in names or len(names) != len(tensors):
         return None
     return tensors, metadata

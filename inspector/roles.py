@@ -139,7 +139,7 @@ MEMO_LIMIT: Final = 100_000
 _SHAPES: dict[str, tuple[Kind, Role, int | None, int | None, str | None]] = {}
 _DIGITS: Final = bytes.maketrans(b"0123456789", b"##########")  # bytes.translate: a tenth of str's
 # the name's UTF-8 with its ASCII digits as '#' → _memo's
-_FAST: dict[bytes, tuple[Callable[[list[str]], object] | None, dict[object, _Answer]]] = {}
+_FAST: dict[bytes, tuple[Callable[[str], object] | None, dict[object, _Answer]]] = {}
 _tuple = tuple.__new__  # a NamedTuple built without its Python-level __new__: a third of the time
 _LAYER = re.compile(r"^(?P<stack>(?:.*?\.)?(?:layers|layer|h|blocks|block|blk))\.(?P<index>\d+)(?:\.|$)")
 _EXPERT = re.compile(r"\.experts\.(\d+)\.")
@@ -165,11 +165,12 @@ def classify_all(names: Sequence[str]) -> list[Placement]:
 
     Memoised without a regex per name, in one loop (no call a name). ``_FAST`` is keyed on the
     name's UTF-8 with every ASCII digit as ``#`` (two C calls). Under one key, names differ only
-    in digits: those of whole dot-separated numbers (the layer, the expert) and those inside a
-    part (``w1``, ``fc2``), which change the role; so each key holds the positions of such parts
-    and, per their text, the answer and where the layer and expert numbers sit among the parts.
-    What that cannot describe (a numbered stack) takes the regex path, memoised on the shape
-    (``_SHAPES``)."""
+    in digits, each digit in the same place: those of whole dot-separated numbers (the layer, the
+    expert) and those inside a part (``w1``, ``fc2``), which change the role. So each key holds
+    where such parts sit (as slices of the name: the key of an ASCII name has one byte a
+    character) and, per their text, the answer and the slices of the layer and expert numbers.
+    Names that are not ASCII, and what that cannot describe (a numbered stack), take the regex
+    path, memoised on the shape (``_SHAPES``)."""
     out: list[Placement] = []
     append = out.append
     memo_of = _FAST.get
@@ -178,28 +179,26 @@ def classify_all(names: Sequence[str]) -> list[Placement]:
         key = name.encode("utf-8", "surrogatepass").translate(_DIGITS)
         memo = memo_of(key)
         if memo is None:
-            memo = _memo(key)
+            memo = _memo(key, ascii_name=len(key) == len(name))
             if len(_FAST) < MEMO_LIMIT:
                 _FAST[key] = memo
         literal, answers = memo
-        parts = name.split(".")
-        sub = literal(parts) if literal is not None else None
+        sub = literal(name) if literal is not None else None
         fast = answers.get(sub)
         if fast is None:
-            fast = _fast_entry(name)
+            fast = _fast_entry(name, key)
             if len(answers) < MEMO_LIMIT:
                 answers[sub] = fast
-        if fast is False:
+        if type(fast) is tuple:
+            kind, role, stack, layer_at, expert_at = fast
+            # inline: the call to _number is for numbers not seen yet (and 0)
+            layer = None if layer_at is None else number(name[layer_at]) or _number(name[layer_at])
+            expert = None if expert_at is None else number(name[expert_at]) or _number(name[expert_at])
+            append(_tuple(Placement, (kind, role, stack, layer, expert)))
+        elif fast is False:
             append(_by_regex(name))
-            continue
-        kind, role, stack, layer_part, expert_part = fast
-        if layer_part is None and expert_part is None:
-            append(_tuple(Placement, (kind, role, stack, None, None)))
-            continue
-        # inline: the call to _number is for numbers not seen yet (and 0)
-        layer = None if layer_part is None else number(parts[layer_part]) or _number(parts[layer_part])
-        expert = None if expert_part is None else number(parts[expert_part]) or _number(parts[expert_part])
-        append(_tuple(Placement, (kind, role, stack, layer, expert)))
+        else:  # a Placement: no numbers to read, one shared record
+            append(fast)  # type: ignore[arg-type]  # (mypy cannot narrow by `type(...) is`)
     return out
 
 
@@ -242,27 +241,45 @@ def _number(text: str) -> int:
 
 
 _NUMBERS: dict[str, int] = {}
-_Answer = tuple[Kind, Role, "str | None", "int | None", "int | None"] | Literal[False]
+_Answer = Placement | tuple[Kind, Role, "str | None", "slice | None", "slice | None"] | Literal[False]
 
 
-def _memo(key: bytes) -> tuple[Callable[[list[str]], object] | None, dict[object, _Answer]]:
-    """For a digit key: a getter of the parts whose digits are not a whole number (any part with
-    a digit and another character, and a first part of digits, which the regex does not count
-    as a number), and an empty table of answers keyed on what it gets."""
-    literal = [i for i, part in enumerate(key.split(b".")) if b"#" in part and (i == 0 or part.strip(b"#"))]
+def _memo(key: bytes, *, ascii_name: bool) -> tuple[Callable[[str], object] | None, dict[object, _Answer]]:
+    """For a digit key: a getter of the name's parts whose digits are not a whole number (any
+    part with a digit and another character, and a first part of digits, which the regex does
+    not count as a number), as slices of the name, and an empty table of answers keyed on what
+    it gets. A name that is not ASCII has no fixed character places: every name of its key
+    takes the regex path (an answer of False under the key None)."""
+    if not ascii_name:
+        return None, {None: False}
+    spans = _spans(key)
+    literal = [spans[i] for i, part in enumerate(key.split(b".")) if b"#" in part and (i == 0 or part.strip(b"#"))]
     return (operator.itemgetter(*literal) if literal else None), {}
 
 
-def _fast_entry(name: str) -> _Answer:
-    """(kind, role, stack, index of the layer number's part, index of the expert number's part)
-    for every name of ``name``'s key and literal parts, or False when a name's parts cannot say
-    where its numbers are."""
+def _spans(key: bytes) -> list[slice]:
+    """The slice of each dot-separated part of an ASCII name, from its digit key."""
+    spans: list[slice] = []
+    start = 0
+    for part in key.split(b"."):
+        spans.append(slice(start, start + len(part)))
+        start += len(part) + 1
+    return spans
+
+
+def _fast_entry(name: str, key: bytes) -> _Answer:
+    """For every ASCII name of ``name``'s key and literal parts: the shared Placement when the
+    names hold no layer or expert number, else (kind, role, stack, slice of the layer number,
+    slice of the expert number); False when a name's parts cannot say where its numbers are."""
     parts, shape, (kind, role, layer_at, expert_at, stack) = _shape_of(name)
     numbered = [i for i, part in enumerate(shape.split(".")) if part == "#"]
     if (stack is not None and "#" in stack) or len(numbered) != len(parts) // 2:
         return False
-    return (kind, role, stack, None if layer_at is None else numbered[layer_at],
-            None if expert_at is None else numbered[expert_at])
+    if layer_at is None and expert_at is None:
+        return Placement(kind, role, stack, None, None)
+    spans = _spans(key)
+    return (kind, role, stack, None if layer_at is None else spans[numbered[layer_at]],
+            None if expert_at is None else spans[numbered[expert_at]])
 
 
 def role_group(role: str) -> str:

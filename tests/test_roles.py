@@ -166,7 +166,7 @@ _PART = st.one_of(
 def _regex_path(name: str) -> roles.Placement:
     """classify with the digit-key memo out of the way: every name through the regex path."""
     saved = roles._fast_entry
-    roles._fast_entry = lambda _name: False  # type: ignore[assignment]
+    roles._fast_entry = lambda *_: False  # type: ignore[assignment]
     try:
         roles._FAST.clear()
         return classify(name)
@@ -203,6 +203,17 @@ def test_a_trailing_newline_or_a_leading_number_is_classified_as_the_regex_path(
     for name in ["model.layers.12\n", "model.layers.12.w1\n", "3.mlp.w2.weight", "٣.layers.٤.fc1.weight"]:
         roles._FAST.clear()
         assert classify(name) == _regex_path(name), name
+
+
+def test_names_that_are_not_ascii_are_classified_as_the_regex_path() -> None:
+    # the memo reads numbers at fixed character places, which only an ASCII name's key gives
+    # (é is two bytes of UTF-8): such names take the regex path, and agree with it
+    names = ["modèle.layers.3.mlp.w1.weight", "modèle.layers.12.mlp.w2.weight", "model.layers.4.mlp.w3.weight",
+             "model.layers.4.mlp.w3.wéight", "modèle.embed_tokens.weight"]
+    expected = [_regex_path(n) for n in names]
+    roles._FAST.clear()
+    assert roles.classify_all(names) == expected
+    assert [(p.layer, p.role) for p in expected[:3]] == [(3, "mlp.gate"), (12, "mlp.down"), (4, "mlp.up")]
 
 
 def test_the_memos_stop_growing_at_their_limit_and_still_answer(monkeypatch) -> None:

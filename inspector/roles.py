@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import operator
 import re
+from bisect import bisect_left
 from collections.abc import Callable, Sequence
+from itertools import accumulate
 from typing import Final, Literal, NamedTuple
 
 from .checkpoint import Kind, Role
@@ -132,13 +134,17 @@ ROLE_ORDER: Final[tuple[str, ...]] = (
 _KINDS: tuple[tuple[Kind, re.Pattern[str]], ...] = tuple((kind, re.compile(p)) for kind, p, _ in KIND_TABLE)
 _ROLES: tuple[tuple[Role, re.Pattern[str]], ...] = tuple((role, re.compile(p)) for role, p, _ in ROLE_TABLE)
 _split = re.compile(r"\.(\d+)(?=\.|$)").split
-# name shape (numbers replaced by '#') → (kind, role, layer number's position, expert's, stack)
 #: entries each memo keeps at most: real checkpoints have a few hundred name shapes, and a hostile
 #: header of a million distinct names must not grow a process-wide table by a million entries
 MEMO_LIMIT: Final = 100_000
-_SHAPES: dict[str, tuple[Kind, Role, int | None, int | None, str | None]] = {}
-_DIGITS: Final = bytes.maketrans(b"0123456789", b"##########")  # bytes.translate: a tenth of str's
-# the name's UTF-8 with its ASCII digits as '#' → _memo's
+# a name's shape: the texts between its whole numbers (``("model.layers", ".mlp.w1.weight")``, a
+# tuple, so no text in a name can pass for a number) → ``_Shape``
+_SHAPES: dict[tuple[str, ...], _Shape] = {}
+# ASCII digits → 0xFF, a byte UTF-8 never holds, so a key tells a digit from any character of a
+# name (bytes.translate: a tenth of the time of str's)
+_MARK: Final = b"\xff"
+_DIGITS: Final = bytes.maketrans(b"0123456789", _MARK * 10)
+# the name's UTF-8 with its ASCII digits marked → _memo's
 _FAST: dict[bytes, tuple[Callable[[str], object] | None, dict[object, _Answer]]] = {}
 _tuple = tuple.__new__  # a NamedTuple built without its Python-level __new__: a third of the time
 _LAYER = re.compile(r"^(?P<stack>(?:.*?\.)?(?:layers|layer|h|blocks|block|blk))\.(?P<index>\d+)(?:\.|$)")
@@ -202,25 +208,25 @@ def classify_all(names: Sequence[str]) -> list[Placement]:
     return out
 
 
-def _shape_of(name: str) -> tuple[list[str], str, tuple[Kind, Role, int | None, int | None, str | None]]:
-    """The name cut at its whole numbers, its shape (``model.layers.#.mlp.w1.weight``) and
-    ``_by_shape``'s facts of that shape, memoised in ``_SHAPES``."""
+def _shape_of(name: str) -> tuple[list[str], _Shape]:
+    """The name cut at its whole numbers (texts and numbers alternating) and ``_by_shape``'s
+    facts of its shape, memoised in ``_SHAPES``."""
     parts = _split(name)
-    shape = ".#".join(parts[::2]) if len(parts) > 1 else name
+    shape = tuple(parts[::2])
     known = _SHAPES.get(shape)
     if known is None:
         known = _by_shape(shape)
         if len(_SHAPES) < MEMO_LIMIT:
             _SHAPES[shape] = known
-    return parts, shape, known
+    return parts, known
 
 
 def _by_regex(name: str) -> Placement:
-    parts, _, (kind, role, layer_at, expert_at, stack) = _shape_of(name)
+    parts, (kind, role, layer_at, expert_at, stack) = _shape_of(name)
     if layer_at is None and expert_at is None:
         return _tuple(Placement, (kind, role, stack, None, None))
     numbers = parts[1::2]
-    if stack is not None and "#" in stack:
+    if stack is _NUMBERED:
         stack = _LAYER.match(name).group("stack")  # type: ignore[union-attr]
     return _tuple(Placement, (
         kind, role, stack,
@@ -241,6 +247,7 @@ def _number(text: str) -> int:
 
 
 _NUMBERS: dict[str, int] = {}
+_Shape = tuple[Kind, Role, "int | None", "int | None", "str | None"]
 _Answer = Placement | tuple[Kind, Role, "str | None", "slice | None", "slice | None"] | Literal[False]
 
 
@@ -253,7 +260,8 @@ def _memo(key: bytes, *, ascii_name: bool) -> tuple[Callable[[str], object] | No
     if not ascii_name:
         return None, {None: False}
     spans = _spans(key)
-    literal = [spans[i] for i, part in enumerate(key.split(b".")) if b"#" in part and (i == 0 or part.strip(b"#"))]
+    literal = [spans[i] for i, part in enumerate(key.split(b"."))
+               if _MARK in part and (i == 0 or part.strip(_MARK))]
     return (operator.itemgetter(*literal) if literal else None), {}
 
 
@@ -271,10 +279,11 @@ def _fast_entry(name: str, key: bytes) -> _Answer:
     """For every ASCII name of ``name``'s key and literal parts: the shared Placement when the
     names hold no layer or expert number, else (kind, role, stack, slice of the layer number,
     slice of the expert number); False when a name's parts cannot say where its numbers are."""
-    parts, shape, (kind, role, layer_at, expert_at, stack) = _shape_of(name)
-    numbered = [i for i, part in enumerate(shape.split(".")) if part == "#"]
-    if (stack is not None and "#" in stack) or len(numbered) != len(parts) // 2:
+    parts, (kind, role, layer_at, expert_at, stack) = _shape_of(name)
+    if stack is _NUMBERED:
         return False
+    # the dot-separated part each whole number is: the dots before it (its own included)
+    numbered = list(accumulate(text.count(".") + 1 for text in parts[:-1:2]))
     if layer_at is None and expert_at is None:
         return Placement(kind, role, stack, None, None)
     spans = _spans(key)
@@ -288,22 +297,29 @@ def role_group(role: str) -> str:
     return {"attn": "attention", "mlp": "mlp", "moe": "moe"}.get(head, role)
 
 
-def _by_shape(shape: str) -> tuple[Kind, Role, int | None, int | None, str | None]:
-    """Everything about a name that does not depend on its numbers, memoised on its shape
-    (``model.layers.#.mlp.experts.#.w1.weight``): kind, role, which of its numbers is the layer
-    and which the expert, and the layer stack."""
-    kind, role = _kind_and_role(shape.replace(".#", ".0"))
-    m = _LAYER.match(shape.replace(".#", ".0"))
+def _by_shape(shape: tuple[str, ...]) -> _Shape:
+    """Everything about a name that does not depend on its numbers, from its shape (the texts
+    between its whole numbers): kind, role, which of its numbers is the layer and which the
+    expert, and the layer stack (``_NUMBERED`` when the stack's own name holds a number)."""
+    probe = ".0".join(shape)  # the name with each whole number 0
+    # where each number's 0 sits in the probe
+    at = list(accumulate((len(text) + 2 for text in shape[:-1]), initial=-1))[1:]
+    kind, role = _kind_and_role(probe)
+    m = _LAYER.match(probe)
     layer_at = expert_at = None
-    stack = None
+    stack: str | None = None
     if m:
-        stack = m.group("stack")
-        layer_at = shape[: m.end("stack")].count(".#")
-        stack = shape[: m.end("stack")] if "#" in shape[: m.end("stack")] else stack
-    e = _EXPERT.search(shape.replace(".#", ".0"))
+        end = m.end("stack")
+        layer_at = bisect_left(at, end)
+        stack = _NUMBERED if layer_at else m.group("stack")
+    e = _EXPERT.search(probe)
     if e:
-        expert_at = shape[: e.start(1)].count(".#")
+        expert_at = bisect_left(at, e.start(1))
     return kind, role, layer_at, expert_at, stack
+
+
+#: a layer stack whose own name holds a number (``model.blocks.0.layers``): read from each name
+_NUMBERED: Final = "<numbered stack>"
 
 
 def _kind_and_role(name: str) -> tuple[Kind, Role]:

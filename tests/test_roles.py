@@ -157,7 +157,8 @@ def test_every_table_row_names_where_it_was_seen() -> None:
 _PART = st.one_of(
     st.sampled_from(["model", "layers", "h", "blocks", "mlp", "experts", "self_attn", "q_proj", "w1", "w2", "w3",
                      "fc1", "fc2", "weight", "bias", "scales", "qweight", "embed_tokens", "lm_head", "norm",
-                     "block_sparse_moe", "gate", "shared_experts", "inv_freq", "", "01", "1e5", "٣"]),
+                     "block_sparse_moe", "gate", "shared_experts", "inv_freq", "", "01", "1e5", "٣", "#", "w#",
+                     "\xff"]),
     st.integers(0, 300).map(str),
     st.text("ab0129._", min_size=1, max_size=6),
 )
@@ -214,6 +215,18 @@ def test_names_that_are_not_ascii_are_classified_as_the_regex_path() -> None:
     roles._FAST.clear()
     assert roles.classify_all(names) == expected
     assert [(p.layer, p.role) for p in expected[:3]] == [(3, "mlp.gate"), (12, "mlp.down"), (4, "mlp.up")]
+
+
+def test_a_name_holding_the_memos_placeholder_is_not_taken_for_a_number() -> None:
+    # the memos once wrote numbers as '#': 'model.layers.#.mlp' then shared a key and a shape
+    # with 'model.layers.5.mlp' and raised (int('#'), an empty number list) instead of answering
+    for names in (["model.layers.5.mlp.up_proj.weight", "model.layers.#.mlp.up_proj.weight"],
+                  ["model.layers.#.mlp.up_proj.weight", "model.layers.5.mlp.up_proj.weight"]):
+        roles._FAST.clear()
+        roles._SHAPES.clear()
+        got = {n: (p.role, p.stack, p.layer) for n, p in zip(names, roles.classify_all(names), strict=True)}
+        assert got == {"model.layers.5.mlp.up_proj.weight": ("mlp.up", "model.layers", 5),
+                       "model.layers.#.mlp.up_proj.weight": ("mlp.up", None, None)}
 
 
 def test_the_memos_stop_growing_at_their_limit_and_still_answer(monkeypatch) -> None:

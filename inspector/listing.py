@@ -34,35 +34,47 @@ _RANGE = re.compile(r"\{(\d+)[^}]*\}")  # order a collapsed range by its first i
 
 def collapsed_rows(tensors: list[Tensor], groups: tuple[LayerGroup, ...]) -> list[ListingRow]:
     """One row per tensor of a repeated block: the layer index becomes the group's range, an
-    expert index the range of experts, so DeepSeek-V3's 91,991 tensors fit on a screen."""
+    expert index the range of experts, so DeepSeek-V3's 91,991 tensors fit on a screen.
+
+    Rows are keyed on the group and the name's texts around the expert number, never on a
+    rewritten name: a name that already reads like a collapsed one (``layers.{0–31}``,
+    ``experts.{#}``) keeps a row of its own."""
     group_of: dict[tuple[str, int], LayerGroup] = {}
     for g in groups:
         for i in range(g.first, g.last + 1):
             group_of[(g.stack, i)] = g
-    buckets: dict[tuple[str, str, tuple[int, ...]], list[Tensor]] = defaultdict(list)
-    experts: dict[tuple[str, str, tuple[int, ...]], set[int]] = defaultdict(set)
+    # (group, name's text before the expert number, after it or None, dtype, shape) → tensors
+    Key = tuple[LayerGroup | None, str, str | None, str, tuple[int, ...]]
+    buckets: dict[Key, list[Tensor]] = defaultdict(list)
+    experts: dict[Key, set[int]] = defaultdict(set)
     for t in tensors:
         name = t.info.name
         place = t.place
+        group = None
         if place.stack is not None and place.layer is not None:
             g = group_of[(place.stack, place.layer)]
             if g.count > 1:
-                head = f"{place.stack}.{place.layer}."
-                name = f"{place.stack}.{{{g.first}–{g.last}}}." + name[len(head):]
+                group = g
+                name = name[len(place.stack) + len(str(place.layer)) + 2:]
+        before, after = name, None
         if place.expert is not None:
-            marker = f".experts.{place.expert}."
-            name = name.replace(marker, ".experts.{#}.", 1)
-        key = (name, t.info.dtype, t.info.shape)
+            head, marker, tail = name.partition(f".experts.{place.expert}.")
+            if marker:
+                before, after = head, tail
+        key = (group, before, after, t.info.dtype, t.info.shape)
         buckets[key].append(t)
-        if place.expert is not None:
-            experts[key].add(place.expert)
+        if after is not None:
+            experts[key].add(place.expert)  # type: ignore[arg-type]
     rows = []
-    for (name, dtype, shape), members in buckets.items():
-        ids = experts.get((name, dtype, shape))
-        if ids:
+    for key, members in buckets.items():
+        group, name, after, dtype, shape = key
+        if group is not None:
+            name = f"{group.stack}.{{{group.first}–{group.last}}}.{name}"
+        if after is not None:
+            ids = experts[key]
             lo, hi = min(ids), max(ids)
             span = f"{lo}–{hi}" if len(ids) == hi - lo + 1 else ",".join(map(str, sorted(ids)))
-            name = name.replace("{#}", "{" + span + "}")
+            name = f"{name}.experts.{{{span}}}.{after}"
         files = {m.info.file for m in members}
         first = members[0]
         rows.append(ListingRow(name, dtype, shape, len(members), first.place.role, first.place.kind,

@@ -33,6 +33,20 @@ def test_collapsed_listing(cli) -> None:
     assert "model.layers.61.eh_proj.weight [7168, 14336] BF16" in r.out
 
 
+def test_a_name_that_reads_like_a_collapsed_row_keeps_its_own_row() -> None:
+    from inspector.header import TensorInfo
+    from inspector.listing import collapsed_rows
+    from inspector.stats import layer_groups, placed
+
+    names = [f"model.layers.{i}.mlp.experts.{j}.w1.weight" for i in range(2) for j in range(2)]
+    names += ["model.layers.{0–1}.mlp.experts.{#}.w1.weight", "x.experts.{#}.experts.{#}.w"]
+    tensors = placed(TensorInfo(n, "F32", (2,), 8 * k, 8 * k + 8, "f", 2) for k, n in enumerate(names))
+    rows = {r.name: r.count for r in collapsed_rows(tensors, layer_groups(tensors))}
+    # the four real tensors in one row; each look-alike alone (they once joined the row: ×5)
+    assert rows == {"model.layers.{0–1}.mlp.experts.{0–1}.w1.weight": 4,
+                    "model.layers.{0–1}.mlp.experts.{#}.w1.weight": 1, "x.experts.{#}.experts.{#}.w": 1}
+
+
 def test_llama2_buffers_are_not_parameters(cli) -> None:
     doc = cli("llama2-7b", "--json").json()
     assert doc["totals"] == {

@@ -587,12 +587,15 @@ def _changes(a: Report, b: Report) -> tuple[Change, ...]:
     """Added, removed, reshaped and re-typed tensors, collapsed over layer runs."""
     ta = {t.info.name: t for t in a.tensors}
     tb = {t.info.name: t for t in b.tensors}
-    rows: dict[tuple[str, str, str, object, object, object, object], list[int | None]] = defaultdict(list)
+    # (kind, role, name or stack, the name inside its layer or None, shapes, dtypes) → layers:
+    # keyed on the parts, not on a written pattern, so a name that reads like one stays apart
+    rows: dict[tuple[str, str, str, str | None, object, object, object, object], list[int | None]] = \
+        defaultdict(list)
 
-    def key(t: Tensor) -> tuple[str, int | None]:
+    def key(t: Tensor) -> tuple[str, str | None, int | None]:
         if t.place.stack is not None and t.place.layer is not None:
-            return f"{t.place.stack}.{{#}}.{layer_suffix(t)}", t.place.layer
-        return t.info.name, None
+            return t.place.stack, layer_suffix(t), t.place.layer
+        return t.info.name, None, None
 
     for name in ta.keys() | tb.keys():
         x, y = ta.get(name), tb.get(name)
@@ -607,17 +610,17 @@ def _changes(a: Report, b: Report) -> tuple[Change, ...]:
             kind = "added" if x is None else "removed"
         t = y if y is not None else x
         assert t is not None
-        pattern, layer = key(t)
-        rows[(kind, t.place.role, pattern,
+        head, inside, layer = key(t)
+        rows[(kind, t.place.role, head, inside,
               x.info.shape if x else None, y.info.shape if y else None,
               x.info.dtype if x else None, y.info.dtype if y else None)].append(layer)
     out = []
-    for (kind, role, pattern, sa, sb, da, db), layers in rows.items():
-        numbers = sorted(i for i in layers if i is not None)
-        if numbers:
+    for (kind, role, pattern, inside, sa, sb, da, db), layers in rows.items():
+        if inside is not None:  # every entry is in a layer of the stack named by pattern
+            numbers = sorted(i for i in layers if i is not None)
             span = f"{numbers[0]}–{numbers[-1]}" if len(numbers) == numbers[-1] - numbers[0] + 1 and len(numbers) > 1 \
                 else ",".join(map(str, numbers)) if len(numbers) <= 6 else f"{len(numbers)} layers"
-            pattern = pattern.replace("{#}", "{" + span + "}" if len(numbers) > 1 else str(numbers[0]))
+            pattern = f"{pattern}.{{{span}}}.{inside}" if len(numbers) > 1 else f"{pattern}.{numbers[0]}.{inside}"
         out.append(Change(kind, role, pattern, len(layers), sa, sb, da, db))  # type: ignore[arg-type]
     order = {"removed": 0, "added": 1, "reshaped": 2, "retyped": 3}
     out.sort(key=lambda c: (order[c.kind], role_group(c.role), natural_key(c.name)))

@@ -195,6 +195,19 @@ def test_layer_count_and_tied_embeddings_on_tiny_models(tmp_path: Path) -> None:
     assert causes(d) == {"layer count": per_layer, "tied embeddings": -32 * 8, "residual": 0}
 
 
+def test_an_added_name_that_reads_like_a_layer_pattern_is_its_own_change(tmp_path: Path) -> None:
+    config, entries = tiny_llama()
+    extra = {f"model.layers.{i}.mlp.extra.weight": ("F32", (4,)) for i in range(2)}
+    extra["model.layers.{#}.mlp.extra.weight"] = ("F32", (4,))  # not in a layer: a name like a pattern
+    for name, more in (("a", {}), ("b", extra)):
+        save_real(tmp_path / name / "model.safetensors", {**{n: (dt, s) for n, dt, s in entries}, **more})
+        (tmp_path / name / "config.json").write_text(json.dumps(config))
+    d = diff(str(tmp_path / "a"), str(tmp_path / "b"))
+    added = {c.name: c.count for c in d.changes if c.kind == "added"}
+    # two layers' tensors in one row, the look-alike alone (it once joined the row: ×3)
+    assert added == {"model.layers.{0–1}.mlp.extra.weight": 2, "model.layers.{#}.mlp.extra.weight": 1}
+
+
 def test_quantised_against_dense_is_a_named_cause(tmp_path: Path) -> None:
     """A GPTQ model against its dense original: the packed storage is the cause, not a residual."""
     import sys

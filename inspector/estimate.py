@@ -211,7 +211,8 @@ def _kv_check(report: Report, width: int) -> str:
 
 def _kv_check_mla(report: Report, width: int) -> str:
     outs = {t.info.shape[0] for t in report.tensors
-            if t.place.role == "attn.kv" and t.info.name.endswith("kv_a_proj_with_mqa.weight")}
+            if t.place.role == "attn.kv" and t.info.name.endswith("kv_a_proj_with_mqa.weight")
+            and len(t.info.shape) == 2}
     if outs == {width}:
         return f"checked: kv_a_proj_with_mqa has {width} output rows (latent + rope key)"
     return f"MISMATCH: config implies {width}, headers have {sorted(outs)}" if outs else "no kv_a_proj to check"

@@ -426,3 +426,26 @@ def test_gzip_encoded_headers_written_by_the_cache_use_a_fast_level(tmp_path: Pa
 def test_bundled_snapshots_still_load_after_the_checks() -> None:
     for alias in ("llama3-8b", "deepseek-v3"):
         assert load_snapshot(bundled_path(ALIASES[alias])).tensor_count > 0
+
+
+@pytest.mark.parametrize("alias", ["deepseek-v3", "llama3-8b", "mixtral-8x7b", "gpt2", "phi-2", "gemma-2b",
+                                   "phi-3-mini", "llama2-13b-gptq", "llama2-7b", "qwen3-0.6b"])
+@pytest.mark.parametrize("shape", [(), (2, 3, 4), (0, 3)])
+def test_real_names_with_odd_shapes_never_crash_a_command(alias: str, shape: tuple[int, ...], tmp_path: Path,
+                                                         cli) -> None:
+    """A real model's config and tensor names with every tensor a scalar or 3-D: each command
+    answers (an exit code of its contract), never an internal error (70: kv_a_proj_with_mqa as a
+    scalar once raised IndexError in the estimate line of a plain `inspect`)."""
+    from inspector.source import open_checkpoint
+
+    real = open_checkpoint(alias)
+    names = sorted({t.name for t in real.tensors() if not any(f".{i}." in t.name for i in range(2, 100))})
+    folder = tmp_path / "odd"
+    save_real(folder / "model.safetensors", {n: ("F32", shape) for n in names})
+    (folder / "config.json").write_text(json.dumps(real.config))
+    where = str(folder)
+    for args in ([where], [where, "--tensors", "--collapse"], ["estimate", where], ["audit", where],
+                 ["diff", alias, where]):
+        r = cli(*args)
+        assert r.code in (errors.EXIT_OK, errors.EXIT_RESULT, errors.EXIT_INVALID), (args, r.code, r.err[-300:])
+        assert "internal error" not in r.err, (args, r.err[-300:])

@@ -351,12 +351,13 @@ def _explain(a: Report, b: Report) -> tuple[Cause, ...]:
                 for t in ts.values():
                     single(t, sign, f"{stack}.N.{layer_suffix(t)}")
             continue
-        na, nb = max(layers_a) + 1, max(layers_b) + 1
-        template = layers_a[na - 1]
+        template = layers_a[max(layers_a)]
         size = sum(t.info.numel for t in template.values() if t.place.kind == "parameter")
-        for _ in range(na, nb):  # an extra layer: first at A's size (layer count), then its widths
+        # by the layers each side has, not by a range up to the highest number: a header naming
+        # layer 10⁹ must not make a loop of 10⁹ (nor a gap in A's numbers a missing key)
+        for _ in layers_b.keys() - layers_a.keys():  # first at A's size (layer count), then its widths
             ledger.add("layer count", f"{stack}: a layer at A's size", f"+{size:,}", size)
-        for i in range(nb, na):
+        for i in sorted(layers_a.keys() - layers_b.keys()):
             removed = sum(t.info.numel for t in layers_a[i].values() if t.place.kind == "parameter")
             ledger.add("layer count", f"{stack}: a layer of A", f"−{removed:,}", -removed)
         for i in sorted(layers_b):

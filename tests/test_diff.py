@@ -208,6 +208,31 @@ def test_an_added_name_that_reads_like_a_layer_pattern_is_its_own_change(tmp_pat
     assert added == {"model.layers.{0–1}.mlp.extra.weight": 2, "model.layers.{#}.mlp.extra.weight": 1}
 
 
+def test_layer_numbers_far_apart_or_with_gaps_are_diffed_by_the_layers_present(tmp_path: Path) -> None:
+    """A header naming layer 10⁹ once made a loop of 10⁹ ledger rows; a gap in A's numbers a
+    KeyError. Run as a process with a deadline, so a regression fails rather than hangs."""
+    import subprocess
+    import sys
+
+    config, entries = tiny_llama(layers=3)
+    tensors = {n: (dt, s) for n, dt, s in entries}
+    gap = {n: v for n, v in tensors.items() if ".layers.1." not in n}  # layers 0 and 2
+    far = {**tensors, "model.layers.1000000000.mlp.up_proj.weight": ("F32", (16, 8))}
+    for name, content in (("gap", gap), ("far", far)):
+        save_real(tmp_path / name / "model.safetensors", content)
+        (tmp_path / name / "config.json").write_text(json.dumps(config))
+    for a, b in (("far", "gap"), ("gap", "far")):
+        done = subprocess.run([sys.executable, "-m", "inspector", "diff", str(tmp_path / a), str(tmp_path / b),
+                               "--json"], capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr[-300:]
+        doc = json.loads(done.stdout)
+        delta = doc["delta"]["parameters"]
+        # B − A: one layer of tiny_llama (q, o 8·8 each; k, v 4·8 each; gate, up, down 8·16
+        # each; two norms of 8: 592) and the far tensor (16·8), each way round
+        assert delta == (592 + 16 * 8) * (1 if b == "far" else -1)
+        assert sum(c["delta"] for c in doc["causes"]) + doc["residual"] == delta, doc["causes"]
+
+
 def test_quantised_against_dense_is_a_named_cause(tmp_path: Path) -> None:
     """A GPTQ model against its dense original: the packed storage is the cause, not a residual."""
     import sys

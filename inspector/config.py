@@ -130,7 +130,7 @@ def load_config(raw: Mapping[str, Any] | None, *, cache: bool = True) -> ModelCo
     if cached is not None:
         figures, source = cached["figures"], cached["source"]
         return _build(raw, figures, source)
-    figures = _from_transformers(raw)
+    figures = None if _layers_implausible(raw) else _from_transformers(raw)
     source = "transformers"
     if figures is None:
         text = raw.get("text_config")
@@ -236,12 +236,13 @@ def _build(raw: Mapping[str, Any], figures: Mapping[str, Any], source: str) -> M
     dtype = figures.get("dtype")
     quant = raw.get("quantization_config")
     layer_types = figures.get("layer_types")
+    architectures = raw.get("architectures")
     return ModelConfig(
         model_type=raw.get("model_type") if isinstance(raw.get("model_type"), str) else None,
-        architectures=tuple(a for a in raw.get("architectures") or () if isinstance(a, str)),
+        architectures=tuple(a for a in architectures if isinstance(a, str)) if isinstance(architectures, list) else (),
         hidden_size=hidden,
         intermediate_size=_int(figures.get("intermediate_size")),
-        num_layers=_int(figures.get("num_layers")),
+        num_layers=_int(figures.get("num_layers"), MAX_LAYERS),
         num_heads=heads,
         num_kv_heads=kv_heads,
         head_dim=head_dim,
@@ -314,9 +315,9 @@ def _from_table(raw: Mapping[str, Any]) -> dict[str, Any] | None:
         flat["sliding_window"] = None  # Qwen2Config/Qwen3Config drop the window unless it is switched on
     figures = {name: _first(flat, keys) for name, keys in _ALIASES.items()}
     figures["tie_word_embeddings"] = flat.get("tie_word_embeddings")
-    layers = figures.get("num_layers")
+    layers = _int(figures.get("num_layers"), MAX_LAYERS)
     layer_types = flat.get("layer_types")
-    if layer_types is None and defaults.get("layer_types") == "qwen" and isinstance(layers, int):
+    if layer_types is None and defaults.get("layer_types") == "qwen" and layers is not None:
         window = flat.get("sliding_window") if flat.get("use_sliding_window") else None
         start = flat.get("max_window_layers") or 0
         layer_types = ["sliding_attention" if window and i >= start else "full_attention" for i in range(layers)]
@@ -391,5 +392,21 @@ def _first_attr(obj: Any, keys: tuple[str, ...]) -> Any:
     return None
 
 
-def _int(value: Any) -> int | None:
-    return value if type(value) is int else None
+#: the largest figure read from a config (a hidden size, a vocabulary, a context); a layer count
+#: is held tighter, as per-layer lists are built from it. Beyond them a figure is unknown (None):
+#: a config of num_hidden_layers 10³⁰ must not become a list of 10³⁰ layer kinds.
+MAX_FIGURE: Final = 1 << 40
+MAX_LAYERS: Final = 100_000
+
+
+def _int(value: Any, limit: int = MAX_FIGURE) -> int | None:
+    return value if type(value) is int and 0 <= value <= limit else None
+
+
+def _layers_implausible(raw: Mapping[str, Any]) -> bool:
+    """A layer count (under any of its names, also in text_config) that is an int beyond MAX_LAYERS:
+    transformers' config classes build per-layer lists from it, so such a config is read raw."""
+    text = raw.get("text_config")
+    return any(type(v) is int and v > MAX_LAYERS
+               for where in (raw, text if isinstance(text, Mapping) else {})
+               for v in (where.get(k) for k in _ALIASES["num_layers"]))

@@ -449,3 +449,28 @@ def test_real_names_with_odd_shapes_never_crash_a_command(alias: str, shape: tup
         r = cli(*args)
         assert r.code in (errors.EXIT_OK, errors.EXIT_RESULT, errors.EXIT_INVALID), (args, r.code, r.err[-300:])
         assert "internal error" not in r.err, (args, r.err[-300:])
+
+
+@pytest.mark.parametrize(("changes", "layers"), [
+    ({"architectures": 5}, 2),
+    ({"architectures": "LlamaForCausalLM"}, 2),  # a string, not a list: not read letter by letter
+    ({"num_hidden_layers": 10**30}, None),  # raised OverflowError building per-layer lists
+    ({"num_hidden_layers": 10**9}, None),  # a list of 10⁹ layer kinds: memory
+    ({"num_hidden_layers": -3}, None),
+    ({"hidden_size": 10**30}, 2),
+    ({"model_type": "qwen2_moe", "num_hidden_layers": 10**12}, None),  # not read through transformers
+])
+def test_a_config_figure_out_of_range_is_unknown_not_a_crash(changes: dict, layers: int | None, tmp_path: Path,
+                                                             cli) -> None:
+    from inspector.config import load_config
+
+    config, entries = tiny_llama()
+    config = {**config, **changes}
+    save_real(tmp_path / "model.safetensors", {n: (dt, s) for n, dt, s in entries})
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    for args in ([str(tmp_path)], ["estimate", str(tmp_path)], [str(tmp_path), "--json"]):
+        r = cli(*args)
+        assert r.code == errors.EXIT_OK, (args, r.err[-300:])
+    got = load_config(config, cache=False)
+    assert got.num_layers == layers
+    assert got.architectures == (() if "architectures" in changes else ("LlamaForCausalLM",))

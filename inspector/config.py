@@ -95,6 +95,8 @@ class ModelConfig:
     quantization: Mapping[str, Any] | None = None
     source: str = "none"  # "table" (our own, checked against transformers), "transformers", "raw" or "none"
     raw: Mapping[str, Any] = field(default_factory=dict)
+    #: figures the config gives that are not counts in range (name, the value as given): left unknown
+    unread: tuple[tuple[str, str], ...] = ()
 
     @property
     def encoder_only(self) -> bool:
@@ -108,7 +110,7 @@ class ModelConfig:
         return {
             name: (list(value) if isinstance(value, tuple) else value)
             for name in self.__dataclass_fields__
-            if name != "raw"
+            if name not in ("raw", "unread")
             for value in [getattr(self, name)]
         }
 
@@ -237,6 +239,9 @@ def _build(raw: Mapping[str, Any], figures: Mapping[str, Any], source: str) -> M
     quant = raw.get("quantization_config")
     layer_types = figures.get("layer_types")
     architectures = raw.get("architectures")
+    unread = tuple((name, repr(value)[:40]) for name in _ALIASES
+                   if (value := figures.get(name)) is not None
+                   and _int(value, MAX_LAYERS if name == "num_layers" else MAX_FIGURE) is None)
     return ModelConfig(
         model_type=raw.get("model_type") if isinstance(raw.get("model_type"), str) else None,
         architectures=tuple(a for a in architectures if isinstance(a, str)) if isinstance(architectures, list) else (),
@@ -267,6 +272,7 @@ def _build(raw: Mapping[str, Any], figures: Mapping[str, Any], source: str) -> M
         quantization=quant if isinstance(quant, Mapping) else None,
         source=source,
         raw=raw,
+        unread=unread,
     )
 
 

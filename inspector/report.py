@@ -76,6 +76,8 @@ def _notes(checkpoint: Checkpoint, config: ModelConfig, summary: Summary, tensor
         base = adapter.get("base_model_name_or_path")
         notes.append(f"a PEFT adapter ({describe(adapter)})" + (f" for {base}" if isinstance(base, str) else "")
                      + ": `inspect diff BASE ADAPTER` sets it against its base")
+    for name, value in config.unread:
+        notes.append(f"config.json: {name} = {value} is not a count this tool reads; left unknown")
     if config.source == "raw" and checkpoint.config:
         notes.append("config read from raw JSON: transformers does not know this model type")
     return tuple(notes)

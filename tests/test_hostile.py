@@ -451,17 +451,17 @@ def test_real_names_with_odd_shapes_never_crash_a_command(alias: str, shape: tup
         assert "internal error" not in r.err, (args, r.err[-300:])
 
 
-@pytest.mark.parametrize(("changes", "layers"), [
-    ({"architectures": 5}, 2),
-    ({"architectures": "LlamaForCausalLM"}, 2),  # a string, not a list: not read letter by letter
-    ({"num_hidden_layers": 10**30}, None),  # raised OverflowError building per-layer lists
-    ({"num_hidden_layers": 10**9}, None),  # a list of 10⁹ layer kinds: memory
-    ({"num_hidden_layers": -3}, None),
-    ({"hidden_size": 10**30}, 2),
-    ({"model_type": "qwen2_moe", "num_hidden_layers": 10**12}, None),  # not read through transformers
+@pytest.mark.parametrize(("changes", "layers", "unread"), [
+    ({"architectures": 5}, 2, []),
+    ({"architectures": "LlamaForCausalLM"}, 2, []),  # a string, not a list: not read letter by letter
+    ({"num_hidden_layers": 10**30}, None, ["num_layers"]),  # raised OverflowError building per-layer lists
+    ({"num_hidden_layers": 10**9}, None, ["num_layers"]),  # a list of 10⁹ layer kinds: memory
+    ({"num_hidden_layers": -3}, None, ["num_layers"]),
+    ({"hidden_size": 10**30, "vocab_size": "32"}, 2, ["hidden_size", "vocab_size"]),
+    ({"model_type": "qwen2_moe", "num_hidden_layers": 10**12}, None, ["num_layers"]),  # not through transformers
 ])
-def test_a_config_figure_out_of_range_is_unknown_not_a_crash(changes: dict, layers: int | None, tmp_path: Path,
-                                                             cli) -> None:
+def test_a_config_figure_out_of_range_is_unknown_not_a_crash(changes: dict, layers: int | None, unread: list[str],
+                                                             tmp_path: Path, cli) -> None:
     from inspector.config import load_config
 
     config, entries = tiny_llama()
@@ -471,6 +471,9 @@ def test_a_config_figure_out_of_range_is_unknown_not_a_crash(changes: dict, laye
     for args in ([str(tmp_path)], ["estimate", str(tmp_path)], [str(tmp_path), "--json"]):
         r = cli(*args)
         assert r.code == errors.EXIT_OK, (args, r.err[-300:])
+        if args[0] != "estimate":  # each figure left unknown is named in a note, with its value as given
+            assert [name for name in unread if f"config.json: {name} = " in r.out] == unread, r.out[-600:]
     got = load_config(config, cache=False)
+    assert [name for name, _ in got.unread] == unread
     assert got.num_layers == layers
     assert got.architectures == (() if "architectures" in changes else ("LlamaForCausalLM",))

@@ -7,7 +7,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from .checkpoint import Kind
-from .stats import LayerGroup, Tensor
+from .stats import LayerGroup, Tensor, layer_suffix
 from .text import natural_key
 
 
@@ -55,7 +55,7 @@ def collapsed_rows(tensors: list[Tensor], groups: tuple[LayerGroup, ...]) -> lis
             g = group_of[(place.stack, place.layer)]
             if g.count > 1:
                 group = g
-                name = name[len(place.stack) + len(str(place.layer)) + 2:]
+                name = layer_suffix(t)
         before, after = name, None
         if place.expert is not None:
             head, marker, tail = name.partition(f".experts.{place.expert}.")

@@ -170,7 +170,7 @@ def classify_all(names: Sequence[str]) -> list[Placement]:
     """Kind, role and position of each name, in order. Never raises.
 
     Memoised without a regex per name, in one loop (no call a name). ``_FAST`` is keyed on the
-    name's UTF-8 with every ASCII digit as ``#`` (two C calls). Under one key, names differ only
+    name's UTF-8 with every ASCII digit marked 0xFF (two C calls). Under one key, names differ only
     in digits, each digit in the same place: those of whole dot-separated numbers (the layer, the
     expert) and those inside a part (``w1``, ``fc2``), which change the role. So each key holds
     where such parts sit (as slices of the name: the key of an ASCII name has one byte a

@@ -64,9 +64,9 @@ def main() -> None:
     args = parser.parse_args()
     from importlib.metadata import version
 
-    from inspector.estimate import estimate
-    from inspector.report import build_report
-    from inspector.source import open_checkpoint
+    from inspector.analysis.estimate import estimate
+    from inspector.analysis.report import build_report
+    from inspector.sources.resolve import open_checkpoint
 
     print(f"hf-mem {version('hf-mem')}; context {args.context:,}, batch {args.batch}; bytes")
     print(f"{'model':<16} {'weights (ours)':>18} {'weights (hf-mem)':>18}  {'KV (ours)':>15} {'KV (hf-mem)':>15}  "

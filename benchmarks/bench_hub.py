@@ -87,7 +87,7 @@ def resharded(config: dict, tensors, repo_id: str, n: int, out: Path) -> Path:
 def repos(work: Path, wanted: set[int]) -> list[tuple[int, str, Path]]:
     import make_snapshots as ms
 
-    from inspector.aliases import ALIASES, bundled_path
+    from inspector.sources.bundled import ALIASES, bundled_path
 
     found = []
     if 1 in wanted:

@@ -34,11 +34,11 @@ CHILD = r"""
 import json, resource, sys, time
 what, path = sys.argv[1], sys.argv[2]
 if what == "ours":
-    from inspector.source import open_checkpoint
-    from inspector.report import build_report
+    from inspector.sources.resolve import open_checkpoint
+    from inspector.analysis.report import build_report
     run = lambda: build_report(open_checkpoint(path)).summary.hub_total
 elif what == "ours-headers":
-    from inspector.source import open_checkpoint
+    from inspector.sources.resolve import open_checkpoint
     run = lambda: open_checkpoint(path).tensor_count
 else:
     from huggingface_hub import get_local_safetensors_metadata
@@ -63,7 +63,7 @@ def child(what: str, path: str, repeat: int) -> dict:
 
 
 # the CLI exactly as the console script runs it (launch.entry: the collector paused, os._exit at the end)
-CLI = "import sys; from inspector.launch import entry; sys.argv[0] = 'inspect'; entry()"
+CLI = "import sys; from inspector.cli.launch import entry; sys.argv[0] = 'inspect'; entry()"
 
 
 GET_LOCAL = """import sys
@@ -103,7 +103,7 @@ def cli_seconds(args: list[str], repeat: int) -> tuple[float, int]:
 
 
 def materialise(snapshot: Path, out: Path) -> Path:
-    from inspector.snapshot import read_header_bytes, read_manifest, snapshot_files
+    from inspector.sources.snapshot import read_header_bytes, read_manifest, snapshot_files
 
     manifest = read_manifest(snapshot)
     for f in snapshot_files(manifest, snapshot):
@@ -154,7 +154,7 @@ def main() -> None:
         million(Path(args.million))
         return
     sys.path.insert(0, str(ROOT))
-    from inspector.aliases import ALIASES, bundled_path
+    from inspector.sources.bundled import ALIASES, bundled_path
 
     snap = bundled_path(ALIASES["deepseek-v3"])
     rows: list[tuple[str, str, dict]] = []

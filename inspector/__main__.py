@@ -1,3 +1,3 @@
-from .launch import entry
+from inspector.cli.launch import entry
 
 entry()

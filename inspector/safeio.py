@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 from typing import Final
 
-from .errors import InvalidCheckpointError, NotFoundError, NotRegularFile
+from inspector.errors import InvalidCheckpointError, NotFoundError, NotRegularFile
 
 COMMIT: Final = re.compile(r"^[0-9a-f]{40}$")
 _REPO_PART: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}$")
@@ -193,6 +193,6 @@ def gunzip_bounded(data: bytes, limit: int, what: str) -> bytes:
 
 
 def _show(value: object) -> str:
-    from .text import sanitize
+    from inspector.render.text import sanitize
 
     return repr(sanitize(value, 120)) if isinstance(value, str) else type(value).__name__

@@ -29,9 +29,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from inspector.dtypes import DTYPE_BITS  # noqa: E402
-from inspector.header import encode_header  # noqa: E402
-from inspector.snapshot import write_snapshot  # noqa: E402
+from inspector.formats.dtypes import DTYPE_BITS  # noqa: E402
+from inspector.formats.safetensors import encode_header  # noqa: E402
+from inspector.sources.snapshot import write_snapshot  # noqa: E402
 
 Entry = tuple[str, str, tuple[int, ...]]
 GB = 10**9  # transformers' "5GB" is decimal

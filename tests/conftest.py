@@ -50,9 +50,9 @@ class Result:
 
 @pytest.fixture
 def cli(capsys: pytest.CaptureFixture[str]):
-    """Run the real entry point (inspector.cli.main) in-process and capture its exit code and
+    """Run the real entry point (inspector.cli.commands.main) in-process and capture its exit code and
     output. CliRunner would report every exception as exit 1, hiding the exit-code contract."""
-    from inspector.cli import main
+    from inspector.cli.commands import main
 
     def run(*args: str) -> Result:
         capsys.readouterr()

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from inspector.header import encode_header
+from inspector.formats.safetensors import encode_header
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 _REFERENCE: dict[str, Any] = {}

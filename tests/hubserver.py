@@ -152,7 +152,7 @@ class HubServer:
     def add_snapshot(self, repo_id: str, folder: Path, *, sha: str | None = None, branch: str | None = "main",
                      gated: bool = False, sizes: dict[str, int] | None = None) -> str:
         """Serve a header snapshot as the repo's files (virtual full-size safetensors)."""
-        from inspector.snapshot import read_header_bytes, read_manifest, snapshot_files
+        from inspector.sources.snapshot import read_header_bytes, read_manifest, snapshot_files
 
         manifest = read_manifest(folder)
         files: dict[str, VFile | bytes] = {}

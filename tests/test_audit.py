@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 from helpers import save_real, tiny_llama
 
-from inspector import audit as audit_mod
-from inspector.source import open_local
+from inspector.analysis import audit as audit_mod
+from inspector.sources.resolve import open_local
 
 
 def build(root: Path, *, shards: int = 2, config: dict | None = None, entries: list | None = None) -> Path:

@@ -34,9 +34,9 @@ def test_collapsed_listing(cli) -> None:
 
 
 def test_a_name_that_reads_like_a_collapsed_row_keeps_its_own_row() -> None:
-    from inspector.header import TensorInfo
-    from inspector.listing import collapsed_rows
-    from inspector.stats import layer_groups, placed
+    from inspector.analysis.listing import collapsed_rows
+    from inspector.analysis.stats import layer_groups, placed
+    from inspector.formats.safetensors import TensorInfo
 
     names = [f"model.layers.{i}.mlp.experts.{j}.w1.weight" for i in range(2) for j in range(2)]
     names += ["model.layers.{0–1}.mlp.experts.{#}.w1.weight", "x.experts.{#}.experts.{#}.w"]
@@ -171,7 +171,7 @@ def test_the_read_ahead_starts_once_for_a_plain_repo_id_only(monkeypatch, tmp_pa
     line; a revision, a token, another command or a path that exists start nothing."""
     import threading
 
-    from inspector import launch
+    from inspector.cli import launch
 
     calls: list[str] = []
     done = threading.Event()

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from helpers import FIXTURES
 
-from inspector import config as cfg
-from inspector.aliases import all_aliases, bundled_path
+from inspector.analysis import config as cfg
+from inspector.sources.bundled import all_aliases, bundled_path
 
 
 def both(raw: dict) -> tuple[cfg.ModelConfig, cfg.ModelConfig]:
@@ -63,28 +63,11 @@ def test_the_common_types_never_import_transformers(tmp_path: Path) -> None:
     import subprocess
     import sys
 
-    code = ("import sys; from inspector.source import open_checkpoint; from inspector.report import build_report; "
+    code = ("import sys; from inspector.sources.resolve import open_checkpoint; "
+            "from inspector.analysis.report import build_report; "
             "[build_report(open_checkpoint(a)) for a in ('llama3-8b', 'deepseek-v3', 'gpt2', 'mixtral-8x7b')]; "
             "print('transformers' in sys.modules)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           env={"HF_HOME": str(tmp_path), "PATH": "/usr/bin:/bin"}, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "False"
-
-
-def test_transformers_starts_importing_early_only_for_a_type_the_table_lacks(tmp_path: Path) -> None:
-    """``prepare`` (called when a Hub config.json arrives, before the headers) starts transformers on a
-    thread for a model type outside the table, and does nothing for one inside it."""
-    import subprocess
-    import sys
-
-    code = ("import sys, json; from inspector import config; "
-            "config.prepare({'model_type': 'llama', 'hidden_size': 8}); a = config._warming is None; "
-            "config.prepare({'model_type': 'falcon', 'hidden_size': 8, 'num_attention_heads': 2}); "
-            "t = config._warming; t.join(300); "
-            "print(json.dumps([a, t.name, 'transformers' in sys.modules]))")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          env={"HF_HOME": str(tmp_path), "PATH": "/usr/bin:/bin"}, timeout=300)
-    assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout) == [True, "inspector-transformers", True]
-    assert done.stderr == ""  # nothing printed by the early import

@@ -8,10 +8,10 @@ from pathlib import Path
 
 from helpers import FIXTURES, ref, save_real, tiny_llama
 
-from inspector.diff import diff_reports
+from inspector.analysis.diff import diff_reports
+from inspector.analysis.report import build_report
 from inspector.errors import EXIT_NOT_FOUND, EXIT_USAGE
-from inspector.report import build_report
-from inspector.source import open_checkpoint
+from inspector.sources.resolve import open_checkpoint
 
 GOLDEN = FIXTURES / "golden"
 
@@ -251,7 +251,7 @@ def test_quantised_against_dense_is_a_named_cause(tmp_path: Path) -> None:
 def test_json_causes_and_residual_add_up_once_for_every_bundled_pair(cli) -> None:
     """`causes` holds named causes only and `residual` appears once: their sum is the gap, for every
     ordered pair of bundled models; across families too, nothing is left unexplained but DeepSeek-V3's MLA."""
-    from inspector.aliases import all_aliases
+    from inspector.sources.bundled import all_aliases
 
     names = [a.name for a in all_aliases() if a.name != "deepseek-v3"]  # the large one is covered below
     for a in names:

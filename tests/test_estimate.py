@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from helpers import realdata, ref, save_real, tiny_llama, write_layout
 
-from inspector.estimate import estimate
-from inspector.report import build_report
-from inspector.source import open_checkpoint
+from inspector.analysis.estimate import estimate
+from inspector.analysis.report import build_report
+from inspector.sources.resolve import open_checkpoint
 
 
 def est(model: str, **kw):

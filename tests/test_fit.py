@@ -8,10 +8,10 @@ import pytest
 from helpers import ref
 
 from inspector import errors
-from inspector.estimate import estimate, fit_estimate
-from inspector.fit import GIB, Budget, parse_budget, parse_count
-from inspector.report import build_report
-from inspector.source import open_checkpoint
+from inspector.analysis.estimate import estimate, fit_estimate
+from inspector.analysis.fit import GIB, Budget, parse_budget, parse_count
+from inspector.analysis.report import build_report
+from inspector.sources.resolve import open_checkpoint
 
 
 def fitted(cli, *args: str) -> dict:

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 from helpers import ref
 
-from inspector.formula import formula_check
-from inspector.report import build_report
-from inspector.source import open_checkpoint
+from inspector.analysis.formula import formula_check
+from inspector.analysis.report import build_report
+from inspector.sources.resolve import open_checkpoint
 
 
 # The config-only prediction against published counts (Hub safetensors totals, real index totals),

@@ -57,8 +57,8 @@ def write_tiny(path: Path, *, types: dict[str, str] | None = None, layers: int =
 
 
 def test_elements_and_bytes_equal_the_gguf_reader(tmp_path: Path) -> None:
-    from inspector.source import open_checkpoint
-    from inspector.stats import summarize
+    from inspector.analysis.stats import summarize
+    from inspector.sources.resolve import open_checkpoint
 
     types = {"attn_q": "Q8_0", "attn_k": "Q4_K", "attn_v": "Q6_K", "ffn_down": "Q6_K", "ffn_gate": "Q4_K",
              "ffn_up": "F16", "token_embd.weight": "Q8_0"}
@@ -174,7 +174,7 @@ def test_a_llama3_8b_q4_k_m_layout(tmp_path: Path, cli) -> None:
 
     path = llama3_8b_q4_k_m(tmp_path / "llama3-8b.Q4_K_M.gguf")
     head = path.read_bytes()
-    from inspector.ggufread import parse_gguf
+    from inspector.formats.gguf import parse_gguf
 
     header, _, _ = parse_gguf(head, file=path.name)
     with path.open("r+b") as fh:
@@ -194,9 +194,9 @@ def test_a_4_9_gb_gguf_through_the_hub_reads_only_its_header(tmp_path: Path, onl
     from helpers import ref
     from hubserver import HubServer, VFile
 
-    from inspector.ggufread import parse_gguf
-    from inspector.hub import HubOptions, open_hub
-    from inspector.stats import summarize
+    from inspector.analysis.stats import summarize
+    from inspector.formats.gguf import parse_gguf
+    from inspector.sources.hub import HubOptions, open_hub
 
     path = llama3_8b_q4_k_m(tmp_path / "m.gguf")
     head = path.read_bytes()
@@ -255,7 +255,7 @@ def test_llama_cpps_vocab_ggufs_are_all_read(llama_cpp_vocabs: list[Path], cli) 
 def test_a_gguf_gets_the_fit_answer_from_its_own_metadata(tmp_path: Path, cli) -> None:
     from helpers import ref
 
-    from inspector.ggufread import parse_gguf
+    from inspector.formats.gguf import parse_gguf
 
     path = llama3_8b_q4_k_m(tmp_path / "m.gguf")
     header, _, _ = parse_gguf(path.read_bytes(), file=path.name)
@@ -272,7 +272,7 @@ def test_the_same_model_as_safetensors_and_gguf_diffs_to_zero(tmp_path: Path, cl
     """Llama-3-8B (bundled, BF16 safetensors) against its Q4_K_M layout: llama.cpp's names are
     aligned through gguf-py's TensorNameMap; every tensor pairs, the parameters are equal, and the
     bytes change is the types'."""
-    from inspector.ggufread import parse_gguf
+    from inspector.formats.gguf import parse_gguf
 
     path = llama3_8b_q4_k_m(tmp_path / "m.gguf")
     header, _, _ = parse_gguf(path.read_bytes(), file=path.name)

@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from inspector import errors
-from inspector.dtypes import DTYPE_BITS
-from inspector.header import MAX_HEADER_BYTES, encode_header, parse_header
+from inspector.formats.dtypes import DTYPE_BITS
+from inspector.formats.safetensors import MAX_HEADER_BYTES, encode_header, parse_header
 
 
 def entry(dtype: str, shape: list[int], begin: int, end: int) -> dict:
@@ -199,7 +199,7 @@ def test_the_writer_order_of_every_dtype_matches_the_safetensors_library() -> No
 
     from safetensors import TensorSpec, serialize
 
-    from inspector.dtypes import DTYPE_BITS
+    from inspector.formats.dtypes import DTYPE_BITS
 
     library_names = {
         "BOOL": "bool", "U8": "uint8", "I8": "int8", "F8_E5M2": "float8_e5m2", "F8_E4M3": "float8_e4m3fn",
@@ -227,7 +227,7 @@ def test_the_writer_order_of_every_dtype_matches_the_safetensors_library() -> No
 
 
 def _outcome(blob: bytes, *, fast: bool, monkeypatch: pytest.MonkeyPatch) -> object:
-    from inspector import header
+    from inspector.formats import safetensors as header
 
     with monkeypatch.context() as m:
         if not fast:
@@ -250,7 +250,7 @@ def test_the_fast_path_answers_as_the_general_path_on_fuzzed_headers(
 
     from test_reference_fuzz import SEED, _case
 
-    from inspector import header
+    from inspector.formats import safetensors as header
 
     if chunk is not None:
         monkeypatch.setattr(header, "_CHUNK", chunk)
@@ -314,7 +314,7 @@ def test_the_fast_path_takes_the_writers_layout(text: str, chunk: int, monkeypat
     for what they hold), whatever the slice size."""
     import json
 
-    from inspector import header
+    from inspector.formats import safetensors as header
 
     monkeypatch.setattr(header, "_CHUNK", chunk)
     got = header._decode_canonical(text, "x")

@@ -17,10 +17,10 @@ from helpers import raw_header, save_real, tiny_llama
 from hubserver import Fault, HubServer, VFile
 
 from inspector import errors
-from inspector.aliases import ALIASES, bundled_path
-from inspector.header import encode_header, parse_header
-from inspector.hub import HeaderCache, HubOptions, open_hub
-from inspector.snapshot import clean_stale, load_snapshot, write_snapshot
+from inspector.formats.safetensors import encode_header, parse_header
+from inspector.sources.bundled import ALIASES, bundled_path
+from inspector.sources.hub import HeaderCache, HubOptions, open_hub
+from inspector.sources.snapshot import clean_stale, load_snapshot, write_snapshot
 
 ROOT = Path(__file__).resolve().parent.parent
 GOOD_SHA = "a" * 40
@@ -94,7 +94,7 @@ def test_traversing_shard_names_in_an_index_are_refused(hub: HubServer, tmp_path
     folder = tmp_path / "f"
     folder.mkdir()
     (folder / "model.safetensors.index.json").write_text(json.dumps(index))
-    from inspector.source import open_local
+    from inspector.sources.resolve import open_local
 
     with pytest.raises(errors.InvalidCheckpointError, match="refusing it"):
         open_local(folder)
@@ -221,7 +221,7 @@ def test_a_gzip_bomb_header_in_a_snapshot_stays_under_300_mb(tmp_path: Path) -> 
     peak, out, _ = _peak(f"""
 from pathlib import Path
 from inspector import errors
-from inspector.snapshot import load_snapshot
+from inspector.sources.snapshot import load_snapshot
 try:
     load_snapshot(Path({str(snap)!r}))
 except errors.InvalidCheckpointError as exc:
@@ -239,7 +239,7 @@ import os
 os.environ["HF_HUB_OFFLINE"] = "0"
 from hubserver import HubServer, Fault, _gzip_bomb
 from inspector import errors
-from inspector.hub import HubOptions, open_hub
+from inspector.sources.hub import HubOptions, open_hub
 with HubServer() as s:
     s.add_files("t/bomb", {"config.json": b"{}"})
     _gzip_bomb(1000)  # 1 GB of whitespace in about 1 MB, built before the client starts
@@ -260,7 +260,7 @@ import os, struct
 os.environ["HF_HUB_OFFLINE"] = "0"
 from hubserver import HubServer, VFile
 from inspector import errors
-from inspector.hub import HubOptions, open_hub
+from inspector.sources.hub import HubOptions, open_hub
 claim = struct.pack("<Q", 100_000_000)
 with HubServer() as s:
     s.add_files("t/claims", {f"model-{i:05d}-of-00010.safetensors": VFile(10**9, claim, True) for i in range(10)})
@@ -436,7 +436,7 @@ def test_real_names_with_odd_shapes_never_crash_a_command(alias: str, shape: tup
     """A real model's config and tensor names with every tensor a scalar or 3-D: each command
     answers (an exit code of its contract), never an internal error (70: kv_a_proj_with_mqa as a
     scalar once raised IndexError in the estimate line of a plain `inspect`)."""
-    from inspector.source import open_checkpoint
+    from inspector.sources.resolve import open_checkpoint
 
     real = open_checkpoint(alias)
     names = sorted({t.name for t in real.tensors() if not any(f".{i}." in t.name for i in range(2, 100))})
@@ -462,7 +462,7 @@ def test_real_names_with_odd_shapes_never_crash_a_command(alias: str, shape: tup
 ])
 def test_a_config_figure_out_of_range_is_unknown_not_a_crash(changes: dict, layers: int | None, unread: list[str],
                                                              tmp_path: Path, cli) -> None:
-    from inspector.config import load_config
+    from inspector.analysis.config import load_config
 
     config, entries = tiny_llama()
     config = {**config, **changes}

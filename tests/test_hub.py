@@ -12,9 +12,9 @@ from helpers import raw_header, ref
 from hubserver import Fault, HubServer, VFile
 
 from inspector import errors
-from inspector.aliases import ALIASES, bundled_path
-from inspector.hub import HeaderCache, Hub, HubOptions, open_hub
-from inspector.stats import summarize
+from inspector.analysis.stats import summarize
+from inspector.sources.bundled import ALIASES, bundled_path
+from inspector.sources.hub import HeaderCache, Hub, HubOptions, open_hub
 
 LLAMA3 = "meta-llama/Meta-Llama-3-8B"
 
@@ -237,7 +237,7 @@ def test_hub_reports_the_token_source_without_the_token(monkeypatch) -> None:
 def test_diff_two_revisions_of_one_repo(hub: HubServer, cli, monkeypatch) -> None:
     from helpers import tiny_llama
 
-    from inspector.header import encode_header
+    from inspector.formats.safetensors import encode_header
 
     shas = []
     for rev, inter in (("v1", 16), ("v2", 24)):
@@ -259,7 +259,7 @@ def test_diff_two_revisions_of_one_repo(hub: HubServer, cli, monkeypatch) -> Non
 
 def test_remote_audit_catches_a_short_shard_from_listed_sizes(hub: HubServer, cli, monkeypatch) -> None:
     a = ALIASES["llama3-8b"]
-    real = {f.path: f.size for f in __import__("inspector.snapshot", fromlist=["x"]).snapshot_files(
+    real = {f.path: f.size for f in __import__("inspector.sources.snapshot", fromlist=["x"]).snapshot_files(
         json.loads((bundled_path(a) / "inspector-snapshot.json").read_text()), bundled_path(a))}
     short = "model-00002-of-00004.safetensors"
     hub.add_snapshot("acme/short", bundled_path(a), sizes={short: real[short] - 300_000_000})

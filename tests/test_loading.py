@@ -12,10 +12,10 @@ from helpers import tiny_llama
 from hubserver import HubServer, VFile
 
 from inspector import errors
-from inspector.aliases import ALIASES, bundled_path
-from inspector.header import encode_header
-from inspector.hub import HubOptions, open_hub
-from inspector.stats import summarize
+from inspector.analysis.stats import summarize
+from inspector.formats.safetensors import encode_header
+from inspector.sources.bundled import ALIASES, bundled_path
+from inspector.sources.hub import HubOptions, open_hub
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -124,7 +124,7 @@ def test_a_second_remote_audit_of_191_shards_makes_at_most_one_request(online: N
 
 
 def test_version_1_snapshots_still_read(tmp_path: Path) -> None:
-    from inspector.snapshot import load_snapshot
+    from inspector.sources.snapshot import load_snapshot
 
     folder = tmp_path / "v1"
     shutil.copytree(bundled_path(ALIASES["gpt2"]), folder)
@@ -140,7 +140,7 @@ def test_version_1_snapshots_still_read(tmp_path: Path) -> None:
 
 
 def test_audit_has_no_loader_of_its_own() -> None:
-    text = (ROOT / "inspector" / "audit.py").read_text()
+    text = (ROOT / "inspector" / "analysis" / "audit.py").read_text()
     for needle in ("from .source", "from .hub", "from .snapshot", "open(", "read_bytes", "_list_files"):
         assert needle not in text.replace("mmap", "").replace("path.open(\"rb\")", ""), needle
 

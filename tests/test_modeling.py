@@ -10,14 +10,14 @@ from pathlib import Path
 import pytest
 from helpers import save_real, tiny_llama
 
-from inspector import audit as audit_mod
-from inspector.source import open_local
+from inspector.analysis import audit as audit_mod
+from inspector.sources.resolve import open_local
 
 if os.environ.get("CI"):
     import torch
 torch = pytest.importorskip("torch", reason="the torch extra is not installed (CI installs it)")
 
-from inspector.modeling import modeling_check  # noqa: E402
+from inspector.analysis.modeling import modeling_check  # noqa: E402
 
 
 def findings(inp: audit_mod.AuditInput) -> list[tuple[str, str | None]]:

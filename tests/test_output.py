@@ -97,7 +97,7 @@ def test_lone_surrogates_are_refused_cleanly_not_a_crash(cli, tmp_path: Path) ->
     assert r.code == errors.EXIT_INVALID and r.err.startswith("Error:") and "surrogate" in r.err
     r = cli("audit", str(path), "--json")
     assert r.code == 1 and r.json()["findings"][0]["code"] == "header.header-not-json"
-    from inspector.text import sanitize
+    from inspector.render.text import sanitize
 
     assert sanitize("a\ud800b") == "a\\ud800b"
 
@@ -137,7 +137,7 @@ def test_piped_tables_are_drawn_at_full_width(cli) -> None:
 def test_a_narrow_terminal_wraps_names_never_numbers(cli, monkeypatch) -> None:
     from rich.console import Console
 
-    from inspector import render
+    from inspector.render import output as render
 
     buf = io.StringIO()
     narrow = Console(file=buf, width=60, force_terminal=True, no_color=True, markup=False, emoji=False,
@@ -179,7 +179,7 @@ def test_did_you_mean_urls_and_the_second_script_name(cli, tmp_path: Path) -> No
         r = cli(url, "--json")
         assert r.code == 0, r.err
         assert r.json()["totals"]["parameters"] == ref("llama3-8b.parameters")
-    from inspector.source import hub_url
+    from inspector.sources.resolve import hub_url
 
     assert hub_url("https://huggingface.co/org/name/tree/v1.0") == "org/name@v1.0"
     assert cli("llama3-8b", "--collapse").code == errors.EXIT_USAGE
@@ -240,7 +240,7 @@ _JSON = st.recursive(_SCALARS, lambda inner: st.one_of(st.lists(inner, max_size=
 @settings(max_examples=300, deadline=None)
 @given(_JSON)
 def test_json_text_is_the_same_document_in_ascii(doc: object) -> None:
-    from inspector.render import json_text
+    from inspector.render.output import json_text
 
     text = json_text(doc)
     assert text.isascii() and json.loads(text) == doc

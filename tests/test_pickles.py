@@ -17,8 +17,8 @@ import pytest
 from helpers import FIXTURES, ref
 
 from inspector import errors
-from inspector.source import open_checkpoint
-from inspector.stats import summarize
+from inspector.analysis.stats import summarize
+from inspector.sources.resolve import open_checkpoint
 
 LPIPS = FIXTURES / "checkpoints" / "lpips-0.1.4"
 
@@ -196,7 +196,7 @@ def test_a_pickle_that_would_run_a_command_is_refused_and_never_runs(tmp_path: P
 def test_a_50_mb_bin_through_the_hub_reads_its_directory_and_data_pkl_only(tmp_path: Path, online: None) -> None:
     from hubserver import HubServer, VFile
 
-    from inspector.hub import HubOptions, open_hub
+    from inspector.sources.hub import HubOptions, open_hub
 
     with _FakeTorch() as fake:
         buf = io.BytesIO()

@@ -17,9 +17,9 @@ from typing import Any
 
 from safetensors import SafetensorError, deserialize
 
-from inspector.dtypes import DTYPE_BITS
 from inspector.errors import HeaderError
-from inspector.header import encode_header, parse_header
+from inspector.formats.dtypes import DTYPE_BITS
+from inspector.formats.safetensors import encode_header, parse_header
 
 CASES = 20_000
 SEED = 20261122

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from inspector import roles
-from inspector.roles import KIND_TABLE, ROLE_ORDER, ROLE_TABLE, classify
+from inspector.analysis import roles
+from inspector.analysis.roles import KIND_TABLE, ROLE_ORDER, ROLE_TABLE, classify
 
 CASES = [
     # Llama 1/2/3, Mistral, Qwen2/2.5 (names shared)

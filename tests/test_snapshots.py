@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from helpers import realdata, ref
 
-from inspector.aliases import all_aliases, bundled_path
-from inspector.source import open_checkpoint
-from inspector.stats import summarize
+from inspector.analysis.stats import summarize
+from inspector.sources.bundled import all_aliases, bundled_path
+from inspector.sources.resolve import open_checkpoint
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -10,8 +10,8 @@ import pytest
 from helpers import save_real, tiny_llama, write_layout
 
 from inspector import errors
-from inspector.source import open_checkpoint, open_local
-from inspector.stats import summarize
+from inspector.analysis.stats import summarize
+from inspector.sources.resolve import open_checkpoint, open_local
 
 
 def tiny_folder(root: Path, shards: int = 1, index: bool = True, tied: bool = False) -> tuple[Path, int]:
@@ -136,7 +136,7 @@ def test_snapshot_manifest_cannot_point_outside(tmp_path: Path) -> None:
 
 
 def test_snapshot_save_round_trip(tmp_path: Path) -> None:
-    from inspector.snapshot import write_snapshot
+    from inspector.sources.snapshot import write_snapshot
 
     folder, params = tiny_folder(tmp_path / "m", shards=2)
     headers = {}

@@ -1,0 +1,1 @@
+"""Pure functions over a Checkpoint: no I/O, no printing."""

@@ -1,0 +1,58 @@
+"""``inspect compare M1 … Mn``: models side by side, one column each. Pure: reports in, rows out."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from inspector.analysis.config import ModelConfig
+from inspector.analysis.report import Report
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    section: str  # "totals", "config" or "roles"
+    label: str
+    values: tuple[Any, ...]  # one per model; None where a model has nothing to say
+
+
+@dataclass(frozen=True, slots=True)
+class Comparison:
+    reports: tuple[Report, ...]
+    kv_bytes_per_token: tuple[int | None, ...]
+    rows: tuple[Row, ...]
+
+
+def _architecture(c: ModelConfig) -> str | None:
+    return ", ".join(c.architectures) or c.model_type
+
+
+_CONFIG: tuple[tuple[str, Callable[[ModelConfig], Any] | str], ...] = (
+    ("architecture", _architecture), ("hidden size", "hidden_size"),
+           ("layers", "num_layers"), ("heads", "num_heads"), ("KV heads", "num_kv_heads"), ("head dim", "head_dim"),
+           ("MLP width", "intermediate_size"), ("vocabulary", "vocab_size"), ("context", "max_position"),
+           ("tied embeddings", "tie_word_embeddings"), ("dtype", "dtype"), ("experts", "num_experts"),
+           ("experts per token", "experts_per_token"))
+
+
+def compare(reports: list[Report], kv_bytes_per_token: list[int | None]) -> Comparison:
+    rows: list[Row] = []
+    sums = [r.summary for r in reports]
+    for label, get in (("parameters", lambda s: s.parameters), ("buffers", lambda s: s.buffer_elements),
+                       ("quant data", lambda s: s.quant_elements), ("Hub total", lambda s: s.hub_total),
+                       ("bytes", lambda s: s.bytes), ("tensors", lambda s: s.tensors),
+                       ("files", lambda s: len(s.shards))):
+        rows.append(Row("totals", label, tuple(get(s) for s in sums)))
+    rows.append(Row("totals", "KV cache bytes per token", tuple(kv_bytes_per_token)))
+    for label, attr in _CONFIG:
+        rows.append(Row("config", label, tuple(
+            attr(r.config) if callable(attr) else getattr(r.config, attr) for r in reports)))
+    order: list[str] = []
+    for s in sums:
+        order += [x.role for x in s.by_role if x.role not in order]
+    for role in order:
+        rows.append(Row("roles", role, tuple(
+            next(((x.parameters or x.buffer_elements or x.quant_elements) for x in s.by_role if x.role == role), None)
+            for s in sums)))
+    return Comparison(tuple(reports), tuple(kv_bytes_per_token), tuple(rows))

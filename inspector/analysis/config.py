@@ -1,0 +1,387 @@
+"""config.json → the handful of architecture figures the inspector reasons with.
+
+transformers owns config semantics (attribute aliases such as GPT-2's ``n_embd``, per-family
+defaults such as Gemma's tied embeddings, sub-configs of multimodal models), so a config it knows
+goes through ``AutoConfig``. It is imported lazily (it costs about a second) and never with
+``trust_remote_code``. A config transformers does not know still inspects, from the raw JSON.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import io
+import json
+import os
+import threading
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+from inspector.formats.dtypes import TORCH_TO_SAFETENSORS
+
+_ALIASES: dict[str, tuple[str, ...]] = {
+    # our name: raw config keys, in order of preference (used when transformers cannot help)
+    "hidden_size": ("hidden_size", "n_embd", "d_model", "dim", "model_dim"),
+    "intermediate_size": ("intermediate_size", "n_inner", "ffn_dim", "ffn_hidden_size", "hidden_dim"),
+    "num_layers": ("num_hidden_layers", "n_layer", "num_layers", "n_layers"),
+    "num_heads": ("num_attention_heads", "n_head", "num_heads", "n_heads"),
+    "num_kv_heads": ("num_key_value_heads", "n_kv_heads", "num_kv_heads", "multi_query_group_num"),
+    "vocab_size": ("vocab_size", "n_vocab", "padded_vocab_size"),
+    "max_position": ("max_position_embeddings", "n_positions", "n_ctx", "max_seq_len", "seq_length"),
+    "head_dim": ("head_dim", "kv_channels"),
+    "num_experts": ("num_local_experts", "n_routed_experts", "num_experts", "moe_num_experts"),
+    "experts_per_token": ("num_experts_per_tok", "moe_topk", "top_k", "num_experts_per_token"),
+    "moe_intermediate_size": ("moe_intermediate_size", "expert_intermediate_size"),
+    "shared_experts": ("n_shared_experts", "num_shared_experts"),
+    "first_k_dense": ("first_k_dense_replace",),
+    "sliding_window": ("sliding_window",),
+    "q_lora_rank": ("q_lora_rank",),
+    "kv_lora_rank": ("kv_lora_rank",),
+    "qk_rope_head_dim": ("qk_rope_head_dim",),
+    "qk_nope_head_dim": ("qk_nope_head_dim",),
+    "v_head_dim": ("v_head_dim",),
+    "mtp_layers": ("num_nextn_predict_layers",),
+}
+
+
+#: model types whose checkpoints use Llama's layer layout (q/k/v/o projections, a gated MLP of
+#: gate/up/down, RMSNorm): the one family set, for the diff's alignment and the formula
+LLAMA_LIKE: Final = frozenset({
+    "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "gemma", "gemma2",
+    "gemma3_text", "phi3", "deepseek_v2", "deepseek_v3", "olmo", "olmo2", "granite", "cohere", "starcoder2",
+})
+
+#: model types that are encoders only (transformers' model_type values: BERT, RoBERTa and their kin;
+#: sentence-transformers checkpoints such as all-MiniLM-L6-v2 are "bert")
+ENCODER_ONLY_TYPES: Final = frozenset({
+    "bert", "roberta", "distilbert", "xlm-roberta", "electra", "deberta", "deberta-v2", "albert", "mpnet",
+    "camembert", "nomic_bert", "modernbert", "xlm", "flaubert", "ernie", "nezha", "megatron-bert"})
+#: architecture suffixes that mean an encoder head (transformers class names); classification heads
+#: are left out, since decoders have them too (LlamaForSequenceClassification)
+ENCODER_ONLY_HEADS: Final = ("ForMaskedLM",)
+
+
+@dataclass(frozen=True, slots=True)
+class ModelConfig:
+    """Architecture figures of a checkpoint's text model. ``None`` where the config says nothing."""
+
+    model_type: str | None = None
+    architectures: tuple[str, ...] = ()
+    hidden_size: int | None = None
+    intermediate_size: int | None = None
+    num_layers: int | None = None
+    num_heads: int | None = None
+    num_kv_heads: int | None = None
+    head_dim: int | None = None
+    vocab_size: int | None = None
+    max_position: int | None = None
+    tie_word_embeddings: bool | None = None
+    dtype: str | None = None  # safetensors name, e.g. BF16
+    num_experts: int | None = None
+    experts_per_token: int | None = None
+    moe_intermediate_size: int | None = None
+    shared_experts: int | None = None
+    first_k_dense: int | None = None
+    sliding_window: int | None = None
+    layer_types: tuple[str, ...] = ()
+    q_lora_rank: int | None = None
+    kv_lora_rank: int | None = None
+    qk_rope_head_dim: int | None = None
+    qk_nope_head_dim: int | None = None
+    v_head_dim: int | None = None
+    mtp_layers: int | None = None
+    quantization: Mapping[str, Any] | None = None
+    source: str = "none"  # "table" (our own, checked against transformers), "transformers", "raw" or "none"
+    raw: Mapping[str, Any] = field(default_factory=dict)
+    #: figures the config gives that are not counts in range (name, the value as given): left unknown
+    unread: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def encoder_only(self) -> bool:
+        """An encoder (BERT and kin): bidirectional attention, no output layer over the vocabulary
+        for generation, no autoregressive decoding and so no KV cache."""
+        if self.model_type in ENCODER_ONLY_TYPES:
+            return True
+        return bool(self.architectures) and all(a.endswith(ENCODER_ONLY_HEADS) for a in self.architectures)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            name: (list(value) if isinstance(value, tuple) else value)
+            for name in self.__dataclass_fields__
+            if name not in ("raw", "unread")
+            for value in [getattr(self, name)]
+        }
+
+
+def load_config(raw: Mapping[str, Any] | None, *, cache: bool = True) -> ModelConfig:
+    """Normalise a parsed config.json. Never raises on content: unknown configs fall back to raw.
+
+    Importing transformers costs about a second, so what it makes of a config is kept in the
+    Hugging Face cache folder (``$HF_HOME/inspector/configs``), keyed by the config's content and
+    the transformers version: the same config is never normalised twice.
+    """
+    if not raw:
+        return ModelConfig()
+    direct = _from_table(raw)
+    if direct is not None:  # no transformers import: the common case costs nothing
+        return _build(raw, direct, "table")
+    key = _cache_key(raw) if cache else None
+    cached = _cache_read(key) if key else None
+    if cached is not None:
+        figures, source = cached["figures"], cached["source"]
+        return _build(raw, figures, source)
+    figures = None if _layers_implausible(raw) else _from_transformers(raw)
+    source = "transformers"
+    if figures is None:
+        text = raw.get("text_config")
+        flat = {**raw, **text} if isinstance(text, Mapping) else dict(raw)
+        figures = {name: _first(flat, keys) for name, keys in _ALIASES.items()}
+        figures["tie_word_embeddings"] = flat.get("tie_word_embeddings")
+        figures["layer_types"] = flat.get("layer_types")
+        figures["dtype"] = flat.get("torch_dtype") or flat.get("dtype")
+        source = "raw"
+    if key:
+        _cache_write(key, {"figures": figures, "source": source})
+    return _build(raw, figures, source)
+
+
+_CACHE_FORMAT = 1
+
+
+def _cache_dir() -> Path:
+    from huggingface_hub import constants
+
+    return Path(constants.HF_HOME) / "inspector" / "configs"
+
+
+def _cache_key(raw: Mapping[str, Any]) -> str | None:
+    try:
+        from importlib.metadata import version
+
+        tf = version("transformers")
+        blob = json.dumps(raw, sort_keys=True, default=str).encode()
+    except Exception:
+        return None
+    return hashlib.sha256(blob + f"|{tf}|{_CACHE_FORMAT}".encode()).hexdigest()
+
+
+def _cache_read(key: str) -> dict[str, Any] | None:
+    try:
+        value = json.loads((_cache_dir() / f"{key}.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    ok = (
+        isinstance(value, dict)
+        and isinstance(value.get("figures"), dict)
+        and value.get("source") in ("transformers", "raw")
+    )
+    return value if ok else None
+
+
+def _cache_write(key: str, value: dict[str, Any]) -> None:
+    """Atomic: a temporary file renamed into place, so readers never see half an entry."""
+    from inspector.errors import InspectorError
+    from inspector.safeio import inside, write_inside
+
+    folder = _cache_dir()
+    tmp = f".tmp-{os.getpid()}-{threading.get_ident()}-{key}.json"
+    try:
+        written = write_inside(folder, tmp, json.dumps(value, default=str).encode(), "config cache")
+        os.replace(written, inside(folder, f"{key}.json", "config cache"))
+    except (OSError, InspectorError):
+        pass  # a read-only cache only costs time
+
+
+def _build(raw: Mapping[str, Any], figures: Mapping[str, Any], source: str) -> ModelConfig:
+    hidden, heads = _int(figures.get("hidden_size")), _int(figures.get("num_heads"))
+    head_dim = _int(figures.get("head_dim"))
+    if head_dim is None and hidden and heads and figures.get("kv_lora_rank") is None:
+        head_dim = hidden // heads  # not for MLA, whose heads have separate nope/rope/v dims
+    kv_heads = _int(figures.get("num_kv_heads"))
+    if kv_heads is None and raw.get("multi_query") is True:
+        kv_heads = 1  # Falcon-7B, StarCoder
+    if kv_heads is None:
+        kv_heads = heads
+    dtype = figures.get("dtype")
+    quant = raw.get("quantization_config")
+    layer_types = figures.get("layer_types")
+    architectures = raw.get("architectures")
+    unread = tuple((name, repr(value)[:40]) for name in _ALIASES
+                   if (value := figures.get(name)) is not None
+                   and _int(value, MAX_LAYERS if name == "num_layers" else MAX_FIGURE) is None)
+    return ModelConfig(
+        model_type=raw.get("model_type") if isinstance(raw.get("model_type"), str) else None,
+        architectures=tuple(a for a in architectures if isinstance(a, str)) if isinstance(architectures, list) else (),
+        hidden_size=hidden,
+        intermediate_size=_int(figures.get("intermediate_size")),
+        num_layers=_int(figures.get("num_layers"), MAX_LAYERS),
+        num_heads=heads,
+        num_kv_heads=kv_heads,
+        head_dim=head_dim,
+        vocab_size=_int(figures.get("vocab_size")),
+        max_position=_int(figures.get("max_position")),
+        tie_word_embeddings=figures.get("tie_word_embeddings")
+        if isinstance(figures.get("tie_word_embeddings"), bool) else None,
+        dtype=TORCH_TO_SAFETENSORS.get(str(dtype).removeprefix("torch.")) if dtype else None,
+        num_experts=_int(figures.get("num_experts")),
+        experts_per_token=_int(figures.get("experts_per_token")),
+        moe_intermediate_size=_int(figures.get("moe_intermediate_size")),
+        shared_experts=_int(figures.get("shared_experts")),
+        first_k_dense=_int(figures.get("first_k_dense")),
+        sliding_window=_int(figures.get("sliding_window")),
+        layer_types=tuple(str(t) for t in layer_types) if isinstance(layer_types, list | tuple) else (),
+        q_lora_rank=_int(figures.get("q_lora_rank")),
+        kv_lora_rank=_int(figures.get("kv_lora_rank")),
+        qk_rope_head_dim=_int(figures.get("qk_rope_head_dim")),
+        qk_nope_head_dim=_int(figures.get("qk_nope_head_dim")),
+        v_head_dim=_int(figures.get("v_head_dim")),
+        mtp_layers=_int(figures.get("mtp_layers")),
+        quantization=quant if isinstance(quant, Mapping) else None,
+        source=source,
+        raw=raw,
+        unread=unread,
+    )
+
+
+#: Model types whose figures come from config.json directly, with the defaults transformers' config
+#: class applies to a key the file leaves out (transformers 5.x ``<Type>Config.__init__``; "heads"
+#: means num_attention_heads, "hidden/heads" hidden_size // num_attention_heads). Every other type
+#: goes through transformers' AutoConfig. tests/test_config_table.py checks each type against
+#: AutoConfig, on real configs and on minimal ones that leave every defaulted key out.
+TABLE: Final[dict[str, dict[str, Any]]] = {
+    "llama": {"tie_word_embeddings": False, "max_position_embeddings": 2048, "num_key_value_heads": "heads"},
+    "mistral": {"tie_word_embeddings": False, "max_position_embeddings": 131072, "num_key_value_heads": 8,
+                "sliding_window": 4096},
+    "mixtral": {"tie_word_embeddings": False, "max_position_embeddings": 131072, "num_key_value_heads": 8,
+                "num_local_experts": 8, "num_experts_per_tok": 2},
+    "qwen2": {"tie_word_embeddings": False, "max_position_embeddings": 32768, "num_key_value_heads": 32,
+              "layer_types": "qwen"},
+    "qwen3": {"tie_word_embeddings": False, "max_position_embeddings": 32768, "num_key_value_heads": 32,
+              "head_dim": 128, "layer_types": "qwen"},
+    "gemma": {"tie_word_embeddings": True, "max_position_embeddings": 8192, "num_key_value_heads": 16,
+              "head_dim": 256},
+    "phi": {"tie_word_embeddings": False, "max_position_embeddings": 2048, "num_key_value_heads": "heads"},
+    "phi3": {"tie_word_embeddings": False, "max_position_embeddings": 4096, "num_key_value_heads": "heads"},
+    "gpt2": {"tie_word_embeddings": True, "n_positions": 1024},
+    "bert": {"tie_word_embeddings": True, "max_position_embeddings": 512},
+    "deepseek_v3": {"tie_word_embeddings": False, "max_position_embeddings": 4096, "num_key_value_heads": 128,
+                    "n_routed_experts": 256, "num_experts_per_tok": 8, "moe_intermediate_size": 2048,
+                    "n_shared_experts": 1, "q_lora_rank": 1536, "kv_lora_rank": 512, "qk_rope_head_dim": 64,
+                    "qk_nope_head_dim": 128, "v_head_dim": 128, "num_nextn_predict_layers": 1,
+                    "first_k_dense_replace": 3},
+}
+
+
+def _from_table(raw: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The figures of a config whose model type the table knows, without transformers."""
+    model_type = raw.get("model_type")
+    if not isinstance(model_type, str) or model_type not in TABLE or "text_config" in raw:
+        return None
+    defaults = TABLE[model_type]
+    flat = dict(raw)
+    heads = _first(flat, _ALIASES["num_heads"])
+    for key, value in defaults.items():
+        if key == "layer_types" or key in flat:  # an explicit null stays null, as in transformers
+            continue
+        flat[key] = heads if value == "heads" else value
+    if defaults.get("layer_types") == "qwen" and not flat.get("use_sliding_window"):
+        flat["sliding_window"] = None  # Qwen2Config/Qwen3Config drop the window unless it is switched on
+    figures = {name: _first(flat, keys) for name, keys in _ALIASES.items()}
+    figures["tie_word_embeddings"] = flat.get("tie_word_embeddings")
+    layers = _int(figures.get("num_layers"), MAX_LAYERS)
+    layer_types = flat.get("layer_types")
+    if layer_types is None and defaults.get("layer_types") == "qwen" and layers is not None:
+        window = flat.get("sliding_window") if flat.get("use_sliding_window") else None
+        start = flat.get("max_window_layers") or 0
+        layer_types = ["sliding_attention" if window and i >= start else "full_attention" for i in range(layers)]
+    figures["layer_types"] = layer_types
+    figures["dtype"] = flat.get("torch_dtype") or flat.get("dtype")
+    if "head_dim" not in raw and figures.get("kv_lora_rank"):
+        figures["head_dim"] = None  # MLA: heads have separate nope/rope/v dims
+    return figures
+
+
+def _from_transformers(raw: Mapping[str, Any]) -> dict[str, Any] | None:
+    model_type = raw.get("model_type")
+    if not isinstance(model_type, str):
+        return None
+    try:
+        with quiet_transformers():
+            from transformers import AutoConfig
+
+            kwargs = {k: v for k, v in raw.items() if k != "model_type"}
+            config = AutoConfig.for_model(model_type, **kwargs)
+            text = config.get_text_config() if hasattr(config, "get_text_config") else config
+    except Exception:  # unknown model_type, or a config transformers rejects: use the raw JSON
+        return None
+    figures: dict[str, Any] = {}
+    for name, keys in _ALIASES.items():
+        figures[name] = _first_attr(text, keys)
+    # transformers fills head_dim for every Llama-like config; MLA models report the rope dim there
+    if "head_dim" not in raw and "head_dim" not in (raw.get("text_config") or {}):
+        figures["head_dim"] = None if figures.get("kv_lora_rank") else figures.get("head_dim")
+    tie = getattr(text, "tie_word_embeddings", None)
+    if tie is None:
+        tie = getattr(config, "tie_word_embeddings", None)
+    figures["tie_word_embeddings"] = tie
+    figures["layer_types"] = getattr(text, "layer_types", None)
+    dtype = getattr(config, "dtype", None) or getattr(config, "torch_dtype", None) \
+        or raw.get("torch_dtype") or raw.get("dtype")
+    figures["dtype"] = dtype if isinstance(dtype, str) else (str(dtype) if dtype is not None else None)
+    return figures
+
+
+@contextlib.contextmanager
+def quiet_transformers() -> Iterator[None]:
+    """Keep transformers' 'PyTorch was not found' advice and config warnings off the terminal."""
+    saved = os.environ.get("TRANSFORMERS_NO_ADVISORY_WARNINGS")
+    os.environ["TRANSFORMERS_NO_ADVISORY_WARNINGS"] = "1"
+    try:
+        with contextlib.redirect_stderr(io.StringIO()), contextlib.redirect_stdout(io.StringIO()):
+            import warnings
+
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                yield
+    finally:
+        if saved is None:
+            os.environ.pop("TRANSFORMERS_NO_ADVISORY_WARNINGS", None)
+        else:
+            os.environ["TRANSFORMERS_NO_ADVISORY_WARNINGS"] = saved
+
+
+def _first(raw: Mapping[str, Any], keys: tuple[str, ...]) -> Any:
+    return next((raw[k] for k in keys if raw.get(k) is not None), None)
+
+
+def _first_attr(obj: Any, keys: tuple[str, ...]) -> Any:
+    for key in keys:
+        try:
+            value = getattr(obj, key, None)
+        except Exception:
+            value = None
+        if value is not None:
+            return value
+    return None
+
+
+#: the largest figure read from a config (a hidden size, a vocabulary, a context); a layer count
+#: is held tighter, as per-layer lists are built from it. Beyond them a figure is unknown (None):
+#: a config of num_hidden_layers 10³⁰ must not become a list of 10³⁰ layer kinds.
+MAX_FIGURE: Final = 1 << 40
+MAX_LAYERS: Final = 100_000
+
+
+def _int(value: Any, limit: int = MAX_FIGURE) -> int | None:
+    return value if type(value) is int and 0 <= value <= limit else None
+
+
+def _layers_implausible(raw: Mapping[str, Any]) -> bool:
+    """A layer count (under any of its names, also in text_config) that is an int beyond MAX_LAYERS:
+    transformers' config classes build per-layer lists from it, so such a config is read raw."""
+    text = raw.get("text_config")
+    return any(type(v) is int and v > MAX_LAYERS
+               for where in (raw, text if isinstance(text, Mapping) else {})
+               for v in (where.get(k) for k in _ALIASES["num_layers"]))

@@ -1,0 +1,632 @@
+"""Compare two checkpoints and explain the parameter gap, cause by cause, exactly.
+
+Alignment. Tensors inside the repeated block are paired by their name within the layer
+(``self_attn.k_proj.weight``), layer i of B with layer i of A; a layer B has beyond A's count is
+paired with A's last layer (its template). Outside the block, tensors pair by name, then by role.
+Across families the pairing goes through the normalised roles: two models' main layer stacks
+(``h`` and ``model.layers``) are aligned; GPT-2's Conv1D weights, stored [in, out], are read as
+[out, in] like every nn.Linear; a fused projection (``c_attn``, ``qkv_proj``, ``query_key_value``,
+``gate_up_proj``) facing separate ones is split into its parts by the config's widths (q: heads ×
+head_dim, k and v: KV heads × head_dim; gate and up: the MLP width each); tensors left over pair by
+role and leaf (a lone ``attn.o`` weight with the other's), and norms pair in name order (``ln_1``
+with ``input_layernorm``).
+
+Attribution (the stated, deterministic rule). Each dimension of a paired tensor is matched to the
+config quantity that explains its change: the quantity whose value in A equals the dimension in A
+and whose value in B equals it in B (vocabulary, hidden size, MLP width, q width = heads ×
+head_dim, KV width = KV heads × head_dim, …). When several dimensions change for different causes
+(hidden size and vocabulary both grow), the dimensions are moved from A's size to B's one cause at
+a time, in the order of ``CAUSE_ORDER``; each step's increase in elements is that cause's. The
+steps telescope, so the causes add up to B − A exactly. Then:
+
+* extra (or missing) layers: ``layer count``, at the template layer's size in A;
+* tensors only one side has: learned ``positions`` (GPT-2's ``wpe`` against rotary), ``gated MLP``
+  (the third matrix of a SwiGLU MLP), ``experts`` (a dense MLP replaced by experts, experts added),
+  the MoE ``router``, ``tied embeddings`` (an lm_head dropped or added), ``biases``, ``norms`` (a
+  LayerNorm's bias against an RMSNorm, a norm more or less per layer, q/k norms);
+* anything else: the named ``residual``, never hidden.
+
+Buffers are not parameters and are reported beside the causes, as are bytes and dtypes.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Final
+
+from inspector.analysis.config import LLAMA_LIKE, ModelConfig
+from inspector.analysis.report import Report
+from inspector.analysis.roles import is_packed, role_group
+from inspector.analysis.stats import Tensor, layer_suffix
+from inspector.render.text import natural_key
+
+CAUSE_ORDER: Final[tuple[str, ...]] = (
+    "vocabulary", "positions", "hidden size", "layer count", "MLP width", "gated MLP", "expert MLP width",
+    "q width", "KV width", "experts", "router", "tied embeddings", "biases", "norms", "quantisation", "residual",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Item:
+    """One line of a cause's arithmetic: a tensor (pattern) and what it contributed."""
+
+    tensor: str
+    count: int  # tensors (layers × experts) the line stands for
+    formula: str  # per tensor, e.g. "(14,336 − 11,008) × 4,096"
+    delta: int  # total of the line
+
+
+@dataclass(frozen=True, slots=True)
+class Cause:
+    key: str
+    label: str  # "vocabulary 32,000 → 128,256"
+    delta: int
+    items: tuple[Item, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    kind: str  # added, removed, reshaped, retyped
+    role: str
+    name: str  # collapsed over layers: "model.layers.{0–31}.mlp.gate_proj.weight"
+    count: int
+    shape_a: tuple[int, ...] | None
+    shape_b: tuple[int, ...] | None
+    dtype_a: str | None
+    dtype_b: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class RoleDelta:
+    role: str
+    a: int
+    b: int
+
+
+@dataclass(frozen=True, slots=True)
+class Diff:
+    a: Report
+    b: Report
+    same_layout: bool
+    causes: tuple[Cause, ...]
+    changes: tuple[Change, ...]
+    roles: tuple[RoleDelta, ...]
+    buffers: tuple[int, int]
+    bytes: tuple[int, int]
+    dtypes: tuple[tuple[str, int, int], ...]  # dtype, elements in A, elements in B
+    active: tuple[int | None, int | None]
+    notes: tuple[str, ...]
+
+    @property
+    def parameters(self) -> tuple[int, int]:
+        return self.a.summary.parameters, self.b.summary.parameters
+
+    @property
+    def delta(self) -> int:
+        return self.b.summary.parameters - self.a.summary.parameters
+
+    def bytes_by_dtype(self) -> tuple[tuple[str, int, int], ...]:
+        """ΔBytes split by dtype: (dtype, Δelements, Δbytes); the Δbytes add up to B − A exactly."""
+        # the headers' own bytes per dtype: exact for GGML block types too (Q4_K is 4.5 bits)
+        bytes_a = {d.dtype: d.bytes for d in self.a.summary.by_dtype}
+        bytes_b = {d.dtype: d.bytes for d in self.b.summary.by_dtype}
+        rows = []
+        for dtype, x, y in self.dtypes:
+            if x != y or bytes_a.get(dtype, 0) != bytes_b.get(dtype, 0):
+                rows.append((dtype, y - x, bytes_b.get(dtype, 0) - bytes_a.get(dtype, 0)))
+        return tuple(rows)
+
+    @property
+    def identical(self) -> bool:
+        return not self.changes and self.parameters[0] == self.parameters[1] \
+            and self.buffers[0] == self.buffers[1] and self.bytes[0] == self.bytes[1]
+
+
+# --- quantities a dimension can stand for ----------------------------------------------------
+
+
+def _quantities(c: ModelConfig) -> list[tuple[str, str, int]]:
+    """(cause, label, value) for every config quantity a tensor dimension can be, in cause order."""
+    q: list[tuple[str, str, int]] = []
+
+    def add(cause: str, label: str, value: int | None) -> None:
+        if value:
+            q.append((cause, label, value))
+
+    add("vocabulary", "vocab", c.vocab_size)
+    add("positions", "positions", c.max_position)
+    add("hidden size", "hidden", c.hidden_size)
+    width = _mlp_width(c)
+    add("MLP width", "intermediate", width)
+    if width:
+        add("MLP width", "2 × intermediate", 2 * width)  # fused gate_up
+    add("expert MLP width", "moe_intermediate", c.moe_intermediate_size)
+    if c.num_heads and c.head_dim:
+        add("q width", "heads × head_dim", c.num_heads * c.head_dim)
+    if c.num_kv_heads and c.head_dim:
+        add("KV width", "KV heads × head_dim", c.num_kv_heads * c.head_dim)
+        if c.num_heads:
+            add("q width", "(heads + 2 KV heads) × head_dim", (c.num_heads + 2 * c.num_kv_heads) * c.head_dim)
+    if c.hidden_size:
+        add("q width", "3 × hidden", 3 * c.hidden_size)  # GPT-2 c_attn
+    add("router", "experts", c.num_experts)
+    return q
+
+
+def _mlp_width(c: ModelConfig) -> int | None:
+    """The MLP width; GPT-2's config leaves ``n_inner`` null, meaning 4 × hidden."""
+    if c.intermediate_size is None and c.hidden_size and c.model_type in CONV1D_TYPES:
+        return 4 * c.hidden_size
+    return c.intermediate_size
+
+
+#: model types whose attention and MLP weights are transformers' Conv1D, stored [in, out]
+CONV1D_TYPES: Final = frozenset({"gpt2"})
+
+# nn.Linear weights are [out, in]: what each position of a role's weight stands for. Used only to
+# choose between quantities that both fit (a q_proj whose q width equals the hidden size).
+LINEAR_LAYOUT: Final[dict[str, tuple[str, str]]] = {
+    "attn.q": ("q width", "hidden size"), "attn.o": ("hidden size", "q width"),
+    "attn.k": ("KV width", "hidden size"), "attn.v": ("KV width", "hidden size"),
+    "mlp.gate": ("MLP width", "hidden size"), "mlp.up": ("MLP width", "hidden size"),
+    "mlp.down": ("hidden size", "MLP width"),
+}
+
+
+def _cause_of(dim_a: int, dim_b: int, qa: list[tuple[str, str, int]], qb: dict[str, int],
+              prefer: str | None = None) -> tuple[str, str]:
+    """The quantity that is dim_a in A and dim_b in B (the layout's choice, else the first in
+    cause order), or the residual."""
+    fits = [(cause, label) for cause, label, value in qa if value == dim_a and qb.get(label) == dim_b]
+    for fit in fits:
+        if fit[0] == prefer:
+            return fit
+    return fits[0] if fits else ("residual", "unexplained dimension")
+
+
+# --- the diff ----------------------------------------------------------------------------------
+
+
+def diff_reports(a: Report, b: Report) -> Diff:
+    ca, cb = a.config, b.config
+    same = _same_layout(a, b)
+    roles = _role_deltas(a, b)
+    changes = _changes(a, b)
+    notes: list[str] = []
+    causes = _explain(a, b)
+    if not same:
+        kinds = f"{ca.model_type or 'unknown'} vs {cb.model_type or 'unknown'}"
+        notes.append(f"different layouts ({kinds}): tensors aligned through their roles; fused projections "
+                     "split by the config's widths")
+    rotary = (_partial_rotary(ca), _partial_rotary(cb))
+    if rotary[0] != rotary[1]:
+        notes.append(f"partial rotary {rotary[0]:g} → {rotary[1]:g} of each head: rotary embeddings have no "
+                     "parameters, so it is no cause")
+    if ca.vocab_size and cb.vocab_size and ca.vocab_size != cb.vocab_size \
+            and (ca.vocab_size % 64 == 0) != (cb.vocab_size % 64 == 0):
+        even, odd = (ca.vocab_size, cb.vocab_size) if ca.vocab_size % 64 == 0 else (cb.vocab_size, ca.vocab_size)
+        notes.append(f"vocabulary {even:,} is a multiple of 64 (often padding past the tokenizer's tokens), "
+                     f"{odd:,} is not")
+    total = sum(c.delta for c in causes)
+    assert total == b.summary.parameters - a.summary.parameters, "causes must sum to the difference"
+    dt: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for d in a.summary.by_dtype:
+        dt[d.dtype][0] = d.elements
+    for d in b.summary.by_dtype:
+        dt[d.dtype][1] = d.elements
+    from inspector.analysis.estimate import active_parameters
+
+    return Diff(
+        a=a, b=b, same_layout=same, causes=causes, changes=changes, roles=roles,
+        buffers=(a.summary.buffer_elements, b.summary.buffer_elements),
+        bytes=(a.summary.bytes, b.summary.bytes),
+        dtypes=tuple((k, v[0], v[1]) for k, v in sorted(dt.items())),
+        active=(active_parameters(a), active_parameters(b)),
+        notes=tuple(notes),
+    )
+
+
+def _partial_rotary(c: ModelConfig) -> float:
+    value = c.raw.get("partial_rotary_factor", 1.0)
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else 1.0
+
+
+def _same_layout(a: Report, b: Report) -> bool:
+    ta, tb = a.config.model_type, b.config.model_type
+    if ta and tb and (ta == tb or (ta in LLAMA_LIKE and tb in LLAMA_LIKE)):
+        return True
+    la = {layer_suffix(t) for t in a.tensors if t.place.layer == 0}
+    lb = {layer_suffix(t) for t in b.tensors if t.place.layer == 0}
+    return bool(la) and len(la & lb) >= 0.5 * max(len(la), len(lb))
+
+
+def _role_deltas(a: Report, b: Report) -> tuple[RoleDelta, ...]:
+    ra = {r.role: r.parameters for r in a.summary.by_role}
+    rb = {r.role: r.parameters for r in b.summary.by_role}
+    from inspector.analysis.roles import ROLE_ORDER
+
+    order = {r: i for i, r in enumerate(ROLE_ORDER)}
+    keys = sorted(set(ra) | set(rb), key=lambda r: order.get(r, 99))
+    return tuple(RoleDelta(r, ra.get(r, 0), rb.get(r, 0)) for r in keys if ra.get(r, 0) or rb.get(r, 0))
+
+
+class _Ledger:
+    """Collects (cause, tensor pattern, formula) → count and delta."""
+
+    def __init__(self) -> None:
+        self.lines: dict[tuple[str, str, str], list[int]] = defaultdict(lambda: [0, 0])
+
+    def add(self, cause: str, tensor: str, formula: str, delta: int) -> None:
+        if delta == 0:
+            return
+        line = self.lines[(cause, tensor, formula)]
+        line[0] += 1
+        line[1] += delta
+
+
+def _explain(a: Report, b: Report) -> tuple[Cause, ...]:
+    ca, cb = a.config, b.config
+    qa = _quantities(ca)
+    qb = {label: value for _, label, value in _quantities(cb)}
+    ledger = _Ledger()
+
+    def pair(ta: Tensor, tb: Tensor, pattern: str) -> None:
+        if ta.place.kind != "parameter" or tb.place.kind != "parameter":
+            return
+        sa, sb = ta.info.shape, tb.info.shape
+        if sa == sb:
+            return
+        if len(sa) != len(sb):
+            ledger.add("residual", pattern, f"{_shape(sa)} → {_shape(sb)}", tb.info.numel - ta.info.numel)
+            return
+        layout = LINEAR_LAYOUT.get(ta.place.role) if len(sa) <= 2 else None
+        causes = []
+        for i, (x, y) in enumerate(zip(sa, sb, strict=True)):
+            if x == y:
+                causes.append(("", ""))
+                continue
+            found = _cause_of(x, y, qa, qb, layout[i] if layout else None)
+            if found[0] == "residual" and i == 0 and ta.place.role in ("embedding", "lm_head"):
+                found = ("vocabulary", "rows")  # a vocabulary the config does not state (added tokens)
+            causes.append(found)
+        current = list(sa)
+        for cause in CAUSE_ORDER:
+            dims = [i for i, (c, _) in enumerate(causes) if c == cause]
+            if not dims:
+                continue
+            before = math.prod(current)
+            parts = []
+            for i, x in enumerate(current):
+                parts.append(f"({sb[i]:,} − {x:,})" if i in dims and len(dims) == 1 else f"{x:,}")
+            for i in dims:
+                current[i] = sb[i]
+            after = math.prod(current)
+            formula = " × ".join(parts) if len(dims) == 1 else f"{_shape(tuple(current))} − " + \
+                _shape(tuple(sa[i] if i in dims else current[i] for i in range(len(sa))))
+            ledger.add(cause, pattern, formula, after - before)
+
+    packed = {id(a): _packed(a), id(b): _packed(b)}
+    gated = {id(a): _gated(a), id(b): _gated(b)}
+
+    def single(t: Tensor, sign: int, pattern: str) -> None:
+        if t.place.kind != "parameter":
+            return
+        role = t.place.role
+        leaf = t.info.name.rsplit(".", 1)[-1]
+        other = b if sign < 0 else a
+        if is_packed(leaf) or (
+                leaf == "weight" and packed[id(other)] and role.split(".", 1)[0] in ("attn", "mlp", "moe")):
+            cause = "quantisation"  # a packed tensor against an unpacked one: stored elements differ
+        elif role.startswith("moe.expert") or role.startswith("moe.shared") or \
+                (role.startswith("mlp.") and _has_experts(other)):
+            cause = "experts"
+        elif role == "moe.router":
+            cause = "router"
+        elif role == "position_embedding":
+            cause = "positions"
+        elif role == "mlp.gate" and not gated[id(other)]:
+            cause = "gated MLP"
+        elif role == "norm":
+            cause = "norms"
+        elif leaf == "bias":
+            cause = "biases"
+        elif role == "lm_head":
+            cause = "tied embeddings"
+        else:
+            cause = "residual"
+        word = "added" if sign > 0 else "removed"
+        ledger.add(cause, pattern, f"{word} {_shape(t.info.shape)}", sign * t.info.numel)
+
+    # layers
+    la, lb = _layers(a), _layers(b)
+    la, lb = _align_stacks(la, lb)
+    for stack in sorted(set(la) | set(lb)):
+        layers_a, layers_b = la.get(stack, {}), lb.get(stack, {})
+        if not layers_a or not layers_b:  # a whole stack only one side has (a vision tower, say)
+            sign, layers = (1, layers_b) if layers_b else (-1, layers_a)
+            for ts in layers.values():
+                for t in ts.values():
+                    single(t, sign, f"{stack}.N.{layer_suffix(t)}")
+            continue
+        template = layers_a[max(layers_a)]
+        size = sum(t.info.numel for t in template.values() if t.place.kind == "parameter")
+        # by the layers each side has, not by a range up to the highest number: a header naming
+        # layer 10⁹ must not make a loop of 10⁹ (nor a gap in A's numbers a missing key)
+        for _ in layers_b.keys() - layers_a.keys():  # first at A's size (layer count), then its widths
+            ledger.add("layer count", f"{stack}: a layer at A's size", f"+{size:,}", size)
+        for i in sorted(layers_a.keys() - layers_b.keys()):
+            removed = sum(t.info.numel for t in layers_a[i].values() if t.place.kind == "parameter")
+            ledger.add("layer count", f"{stack}: a layer of A", f"−{removed:,}", -removed)
+        for i in sorted(layers_b):
+            _pair_layer(layers_a.get(i, template), layers_b[i], pair, single, ca, cb)
+    # outside the layers
+    oa = {t.info.name: t for t in a.tensors if t.place.layer is None}
+    ob = {t.info.name: t for t in b.tensors if t.place.layer is None}
+    _pair_layer(oa, ob, pair, single, ca, cb)
+
+    return _causes(ledger, a, b)
+
+
+def _oriented(t: Tensor, c: ModelConfig) -> Tensor:
+    """A Conv1D weight ([in, out]) as an nn.Linear one ([out, in])."""
+    if c.model_type in CONV1D_TYPES and len(t.info.shape) == 2 and t.place.role.split(".", 1)[0] in ("attn", "mlp"):
+        return Tensor(t.info._replace(shape=t.info.shape[::-1]), t.place)
+    return t
+
+
+#: a fused projection's parts, in the order they are stacked along its output dimension
+FUSED: Final[dict[str, tuple[str, ...]]] = {
+    "attn.qkv": ("attn.q", "attn.k", "attn.v"),
+    "mlp.gate_up": ("mlp.gate", "mlp.up"),
+}
+
+
+def _split(key: str, t: Tensor, c: ModelConfig) -> dict[str, Tensor] | None:
+    """A fused projection cut into its parts by the config's widths, or None where they do not add up."""
+    parts = FUSED[t.place.role]
+    widths: tuple[int, ...]
+    if t.place.role == "attn.qkv":
+        if not (c.num_heads and c.num_kv_heads and c.head_dim):
+            return None
+        widths = (c.num_heads * c.head_dim, c.num_kv_heads * c.head_dim, c.num_kv_heads * c.head_dim)
+    else:
+        width = _mlp_width(c)
+        if not width:
+            return None
+        widths = (width, width)
+    shape = t.info.shape
+    if not shape or sum(widths) != shape[0]:
+        return None
+    rest = math.prod(shape[1:])
+    return {f"{key}[{role.split('.', 1)[1]}]": Tensor(
+        t.info._replace(shape=(w, *shape[1:]), numel=w * rest), t.place._replace(role=role))  # type: ignore[arg-type]
+        for role, w in zip(parts, widths, strict=True)}
+
+
+def _pair_layer(ref: dict[str, Tensor], other: dict[str, Tensor], pair: Callable[[Tensor, Tensor, str], None],
+                single: Callable[[Tensor, int, str], None], ca: ModelConfig, cb: ModelConfig) -> None:
+    ref = {k: _oriented(t, ca) for k, t in ref.items()}
+    other = {k: _oriented(t, cb) for k, t in other.items()}
+    unmatched_a = {k: v for k, v in ref.items() if k not in other}
+    unmatched_b = {k: v for k, v in other.items() if k not in ref}
+    for key in ref.keys() & other.keys():
+        pair(ref[key], other[key], _pattern(key))
+    # a fused projection against separate ones: cut it into its parts
+    for mine, theirs, config in ((unmatched_a, unmatched_b, ca), (unmatched_b, unmatched_a, cb)):
+        for key, t in list(mine.items()):
+            role = t.place.role
+            if role in FUSED and t.place.expert is None and \
+                    not any(u.place.role == role for u in theirs.values()) and \
+                    any(u.place.role in FUSED[role] for u in theirs.values()):
+                parts = _split(key, t, config)
+                if parts:
+                    del mine[key]
+                    mine.update(parts)
+    # same role and leaf on both sides, once each: renamed (e.g. w1 ↔ gate_proj, c_proj ↔ dense)
+    by_role_a = _unique_by_role(unmatched_a)
+    by_role_b = _unique_by_role(unmatched_b)
+    for rk in by_role_a.keys() & by_role_b.keys():
+        ka, kb = by_role_a[rk], by_role_b[rk]
+        pair(unmatched_a.pop(ka), unmatched_b.pop(kb), _pattern(kb))
+    # norms left over pair in name order (ln_1 ↔ input_layernorm, ln_2 ↔ post_attention_layernorm)
+    for leaf in ("weight", "bias"):
+        norms_a = sorted((k for k, t in unmatched_a.items() if t.place.role == "norm" and _leaf(t) == leaf),
+                         key=natural_key)
+        norms_b = sorted((k for k, t in unmatched_b.items() if t.place.role == "norm" and _leaf(t) == leaf),
+                         key=natural_key)
+        for ka, kb in zip(norms_a, norms_b, strict=False):
+            pair(unmatched_a.pop(ka), unmatched_b.pop(kb), _pattern(kb))
+    for k, t in unmatched_b.items():
+        single(t, +1, _pattern(k))
+    for k, t in unmatched_a.items():
+        single(t, -1, _pattern(k))
+
+
+def _leaf(t: Tensor) -> str:
+    return t.info.name.rsplit(".", 1)[-1]
+
+
+def _unique_by_role(tensors: dict[str, Tensor]) -> dict[tuple[str, str], str]:
+    seen: dict[tuple[str, str], list[str]] = defaultdict(list)
+    for k, t in tensors.items():
+        if t.place.expert is None:
+            seen[(t.place.role, _leaf(t))].append(k)
+    return {rk: ks[0] for rk, ks in seen.items() if len(ks) == 1}
+
+
+def _align_stacks(la: dict[str, dict[int, dict[str, Tensor]]], lb: dict[str, dict[int, dict[str, Tensor]]]) \
+        -> tuple[dict[str, dict[int, dict[str, Tensor]]], dict[str, dict[int, dict[str, Tensor]]]]:
+    """Two models' main stacks under one name when they differ (GPT-2's ``h``, Phi-2's
+    ``model.layers``): the stack each side has alone, if there is exactly one on each side."""
+    only_a, only_b = set(la) - set(lb), set(lb) - set(la)
+    if len(only_a) == 1 and len(only_b) == 1:
+        (sa,), (sb,) = only_a, only_b
+        la = dict(la)
+        la[sb] = la.pop(sa)
+    return la, lb
+
+
+def _layers(r: Report) -> dict[str, dict[int, dict[str, Tensor]]]:
+    out: dict[str, dict[int, dict[str, Tensor]]] = defaultdict(lambda: defaultdict(dict))
+    for t in r.tensors:
+        if t.place.stack is not None and t.place.layer is not None:
+            out[t.place.stack][t.place.layer][layer_suffix(t)] = t
+    return out
+
+
+def _packed(r: Report) -> bool:
+    return any(is_packed(t.info.name) for t in r.tensors
+               if t.place.kind == "parameter" and t.info.dtype in ("I32", "U32", "U8"))
+
+
+def _gated(r: Report) -> bool:
+    """A gated (SwiGLU/GeGLU) MLP: a gate matrix, alone or fused with up."""
+    return any(row.role in ("mlp.gate", "mlp.gate_up") for row in r.summary.by_role)
+
+
+def _has_experts(r: Report) -> bool:
+    return any(row.role.startswith("moe.expert") for row in r.summary.by_role)
+
+
+def _pattern(local: str) -> str:
+    import re
+
+    return re.sub(r"\.experts\.\d+\.", ".experts.E.", local)
+
+
+def _causes(ledger: _Ledger, a: Report, b: Report) -> tuple[Cause, ...]:
+    grouped: dict[str, list[Item]] = defaultdict(list)
+    for (cause, tensor, formula), (count, delta) in ledger.lines.items():
+        grouped[cause].append(Item(tensor, count, formula, delta))
+    causes = []
+    for cause in CAUSE_ORDER:
+        items = grouped.get(cause)
+        if not items and cause != "residual":
+            continue
+        items = sorted(items or [], key=lambda i: (-abs(i.delta), i.tensor))
+        causes.append(Cause(cause, _label(cause, a, b),
+                            sum(i.delta for i in items), tuple(items)))
+    return tuple(causes)
+
+
+def _label(cause: str, a: Report, b: Report) -> str:
+    ca, cb = a.config, b.config
+
+    def change(x: object, y: object) -> str:
+        return f"{x:,} → {y:,}" if isinstance(x, int) and isinstance(y, int) else f"{x} → {y}"
+
+    if cause == "vocabulary":
+        va, vb = _rows(a, "embedding") or ca.vocab_size, _rows(b, "embedding") or cb.vocab_size
+        label = f"vocabulary {change(va, vb)}"
+        if va and vb and 0 < abs(vb - va) <= max(va, vb) // 100:
+            label += f" ({vb - va:+,} tokens)"
+        return label
+    if cause == "positions":
+        pa, pb = _rows(a, "position_embedding"), _rows(b, "position_embedding")
+        if pa and pb:
+            return f"learned positions {change(pa, pb)}"
+        return f"learned positions {f'{pa:,}' if pa else 'none (rotary)'} → {f'{pb:,}' if pb else 'none (rotary)'}"
+    if cause == "hidden size":
+        return f"hidden size {change(ca.hidden_size, cb.hidden_size)}"
+    if cause == "layer count":
+        return f"layers {change(ca.num_layers, cb.num_layers)}"
+    if cause == "MLP width":
+        return f"MLP width {change(_mlp_width(ca), _mlp_width(cb))}"
+    if cause == "gated MLP":
+        word = ("plain", "gated") if _gated(b) else ("gated", "plain")
+        return f"MLP {word[0]} → {word[1]} (a gate matrix beside up and down)"
+    if cause == "expert MLP width":
+        return f"expert MLP width {change(ca.moe_intermediate_size, cb.moe_intermediate_size)}"
+    if cause == "q width":
+        return f"attention heads {change(ca.num_heads, cb.num_heads)} × head_dim {change(ca.head_dim, cb.head_dim)}"
+    if cause == "KV width":
+        if ca.head_dim == cb.head_dim:
+            return f"KV heads {change(ca.num_kv_heads, cb.num_kv_heads)} (grouped-query attention)"
+        return f"KV heads {change(ca.num_kv_heads, cb.num_kv_heads)} × head_dim {change(ca.head_dim, cb.head_dim)}"
+    if cause == "experts":
+        return f"experts {ca.num_experts or 'dense'} → {cb.num_experts or 'dense'}"
+    if cause == "router":
+        return "MoE router"
+    if cause == "tied embeddings":
+        return f"tied embeddings {_tied(a)} → {_tied(b)}"
+    if cause == "norms":
+        na, nb = _norm_kind(a), _norm_kind(b)
+        return f"norms {na} → {nb}" if na != nb else "norms"
+    if cause == "quantisation":
+        qa = (ca.quantization or {}).get("quant_method", "none")
+        qb = (cb.quantization or {}).get("quant_method", "none")
+        return f"quantisation {qa} → {qb}: packed weights count stored elements, widths included"
+    if cause == "residual":
+        return "residual (no config cause)"
+    return cause
+
+
+def _rows(r: Report, role: str) -> int | None:
+    """The first dimension of the report's (first) tensor of this role outside the layers."""
+    return next((t.info.shape[0] for t in r.tensors
+                 if t.place.role == role and t.place.layer is None and t.info.shape), None)
+
+
+def _tied(r: Report) -> bool:
+    return not any(t.place.role == "lm_head" for t in r.tensors) if not r.config.encoder_only \
+        else bool(r.config.tie_word_embeddings)
+
+
+def _norm_kind(r: Report) -> str:
+    """How a layer's norms look in the first layer: "2 × LayerNorm (weight + bias)" and the like."""
+    first = [t for t in r.tensors if t.place.role == "norm" and t.place.layer == 0]
+    weights = sum(1 for t in first if _leaf(t) == "weight")
+    biased = any(_leaf(t) == "bias" for t in first)
+    kind = "LayerNorm (weight + bias)" if biased else "RMSNorm (weight)"
+    return f"{weights} × {kind} per layer" if weights else "none per layer"
+
+
+def _changes(a: Report, b: Report) -> tuple[Change, ...]:
+    """Added, removed, reshaped and re-typed tensors, collapsed over layer runs."""
+    ta = {t.info.name: t for t in a.tensors}
+    tb = {t.info.name: t for t in b.tensors}
+    # (kind, role, name or stack, the name inside its layer or None, shapes, dtypes) → layers:
+    # keyed on the parts, not on a written pattern, so a name that reads like one stays apart
+    rows: dict[tuple[str, str, str, str | None, object, object, object, object], list[int | None]] = \
+        defaultdict(list)
+
+    def key(t: Tensor) -> tuple[str, str | None, int | None]:
+        if t.place.stack is not None and t.place.layer is not None:
+            return t.place.stack, layer_suffix(t), t.place.layer
+        return t.info.name, None, None
+
+    for name in ta.keys() | tb.keys():
+        x, y = ta.get(name), tb.get(name)
+        if x is not None and y is not None:
+            if x.info.shape != y.info.shape:
+                kind = "reshaped"
+            elif x.info.dtype != y.info.dtype:
+                kind = "retyped"
+            else:
+                continue
+        else:
+            kind = "added" if x is None else "removed"
+        t = y if y is not None else x
+        assert t is not None
+        head, inside, layer = key(t)
+        rows[(kind, t.place.role, head, inside,
+              x.info.shape if x else None, y.info.shape if y else None,
+              x.info.dtype if x else None, y.info.dtype if y else None)].append(layer)
+    out = []
+    for (kind, role, pattern, inside, sa, sb, da, db), layers in rows.items():
+        if inside is not None:  # every entry is in a layer of the stack named by pattern
+            numbers = sorted(i for i in layers if i is not None)
+            span = f"{numbers[0]}–{numbers[-1]}" if len(numbers) == numbers[-1] - numbers[0] + 1 and len(numbers) > 1 \
+                else ",".join(map(str, numbers)) if len(numbers) <= 6 else f"{len(numbers)} layers"
+            pattern = f"{pattern}.{{{span}}}.{inside}" if len(numbers) > 1 else f"{pattern}.{numbers[0]}.{inside}"
+        out.append(Change(kind, role, pattern, len(layers), sa, sb, da, db))  # type: ignore[arg-type]
+    order = {"removed": 0, "added": 1, "reshaped": 2, "retyped": 3}
+    out.sort(key=lambda c: (order[c.kind], role_group(c.role), natural_key(c.name)))
+    return tuple(out)
+
+
+def _shape(shape: tuple[int, ...]) -> str:
+    return "[" + ", ".join(f"{d:,}" for d in shape) + "]"

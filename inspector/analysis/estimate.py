@@ -1,0 +1,511 @@
+"""Estimates from config + headers: memory, KV cache, FLOPs, MoE active parameters, quantisation.
+
+Every figure carries the formula it came from, its source and its assumptions, so a reader can
+check it. Exact where the inputs are exact (bytes, counts); where a figure models runtime behaviour
+(FLOPs, KV cache), the assumptions say which behaviour.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any, Final
+
+from inspector.analysis.config import ModelConfig
+from inspector.analysis.report import Report
+from inspector.analysis.roles import PACKED_LEAVES
+from inspector.analysis.stats import Tensor
+from inspector.formats.dtypes import DTYPE_BITS, WHAT_IF_BITS
+from inspector.model import Role
+
+KV_DTYPE_BYTES: Final[dict[str, float]] = {"fp32": 4, "f32": 4, "bf16": 2, "fp16": 2, "f16": 2, "fp8": 1,
+                                            "int8": 1, "int4": 0.5}
+FLOPS_SOURCE: Final = ("Kaplan et al. 2020, 2N FLOPs per token for the weights; Hoffmann et al. 2022, appendix F, "
+                       "for the attention logits and reduction (4·L·h·d·t)")
+LINEAR_STATE: Final = ("linear_attention", "mamba", "ssm", "recurrent", "conv")
+
+
+@dataclass(frozen=True, slots=True)
+class Figure:
+    name: str
+    value: int | float | None
+    unit: str
+    formula: str
+    source: str
+    assumptions: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class QuantRow:
+    role: str
+    logical: int  # parameters the packed tensors stand for
+    stored: int  # elements as stored
+    weight_bytes: int
+    overhead_bytes: int  # scales, zero points, group indices
+
+    @property
+    def bits_per_weight(self) -> float | None:
+        return (self.weight_bytes + self.overhead_bytes) * 8 / self.logical if self.logical else None
+
+
+@dataclass(frozen=True, slots=True)
+class Quant:
+    method: str | None
+    bits: int | None
+    source: str  # where the method was read: quantization_config, quantize_config.json, tensors
+    logical_parameters: int
+    stored_elements: int
+    overhead_elements: int
+    rows: tuple[QuantRow, ...]
+    notes: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Estimate:
+    context: int
+    batch: int
+    kv_dtype: str
+    figures: tuple[Figure, ...]
+    quant: Quant
+    what_if: tuple[tuple[str, int], ...]  # dtype → bytes for the logical parameters
+
+    def get(self, name: str) -> Figure:
+        return next(f for f in self.figures if f.name == name)
+
+
+def estimate(report: Report, *, context: int | None = None, batch: int = 1, kv_dtype: str | None = None,
+             what_if: tuple[str, ...] = ("bf16", "fp8", "int4")) -> Estimate:
+    c = report.config
+    ctx = context or c.max_position or 4096
+    kvd = (kv_dtype or _default_kv_dtype(c, report)).lower()
+    if kvd not in KV_DTYPE_BYTES:
+        from inspector.errors import UsageError
+
+        raise UsageError(f"--kv-dtype: unknown {kvd!r}", hint="use " + ", ".join(KV_DTYPE_BYTES))
+    q = quantization(report)
+    figures: list[Figure] = []
+    s = report.summary
+    figures.append(Figure(
+        "weights_bytes", s.bytes, "B", "Σ tensor bytes from the headers' data_offsets",
+        "safetensors headers", ("as stored: every tensor, scales and buffers included",)))
+    figures += _kv(report, ctx, batch, kvd)
+    active, moe_figs = _moe(report, q.bits)
+    figures += moe_figs
+    figures += _flops(report, active, ctx, moe=bool(moe_figs))
+    bits = dict(WHAT_IF_BITS)
+    rows = []
+    for name in what_if:
+        key = name.lower()
+        if key not in bits:
+            from inspector.errors import UsageError
+
+            raise UsageError(f"--dtype: unknown {name!r}", hint="use " + ", ".join(sorted(set(WHAT_IF_BITS))))
+        rows.append((key, int(q.logical_parameters * bits[key] // 8)))
+    return Estimate(ctx, batch, kvd, tuple(figures), q, tuple(rows))
+
+
+def _default_kv_dtype(c: ModelConfig, report: Report | None = None) -> str:
+    """The model's own dtype: config.json's, else that of most parameters; bf16 only when neither
+    is a float dtype (a packed integer checkpoint without torch_dtype)."""
+    names = {"BF16": "bf16", "F16": "fp16", "F32": "fp32"}
+    if c.dtype in names:
+        return names[c.dtype]
+    if report is not None and report.checkpoint.headers and all(
+            h.file.endswith(".gguf") for h in report.checkpoint.headers):
+        return "fp16"  # llama.cpp's default cache type (--cache-type-k/-v f16)
+    if report is not None:
+        floats = [d for d in report.summary.by_dtype if d.dtype in names and d.parameters]
+        if floats:
+            return names[max(floats, key=lambda d: d.parameters).dtype]
+    return "bf16"
+
+
+# --- KV cache ------------------------------------------------------------------------------------
+
+
+def _kv(report: Report, ctx: int, batch: int, kvd: str) -> list[Figure]:
+    c = report.config
+    nbytes = KV_DTYPE_BYTES[kvd]
+    layers = c.num_layers or 0
+    if c.encoder_only:
+        why = "an encoder reads its whole input at once; there is no autoregressive decoding"
+        return [Figure("kv_bytes_per_token", None, "B", "none: " + why, "config.json model_type", (why,))]
+    if not layers:
+        return [Figure("kv_bytes_per_token", None, "B", "no layer count in config", "config.json")]
+    if c.kv_lora_rank and c.qk_rope_head_dim is not None:
+        per_layer = c.kv_lora_rank + c.qk_rope_head_dim
+        checked = _kv_check_mla(report, per_layer)
+        per_token = per_layer * layers * nbytes
+        return [
+            Figure("kv_bytes_per_token", int(per_token), "B",
+                   f"(kv_lora_rank {c.kv_lora_rank} + qk_rope_head_dim {c.qk_rope_head_dim}) × {layers} layers × "
+                   f"{nbytes:g} B", "DeepSeek-V2 paper §2.1 (multi-head latent attention caches the compressed "
+                   "latent and the decoupled rope key)",
+                   ("MLA: one latent per token per layer, shared by all heads", checked,
+                    "multi-token-prediction layers are not counted (not used for plain decoding)")),
+            Figure("kv_bytes", int(per_token * ctx * batch), "B", f"per token × context {ctx:,} × batch {batch}",
+                   "DeepSeek-V2 paper §2.1 (multi-head latent attention caches the compressed "
+                   "latent and the decoupled rope key)"),
+        ]
+    heads, kv, hd = c.num_heads or 0, c.num_kv_heads or 0, c.head_dim or 0
+    kinds = _layer_kinds(c, layers)
+    attention_layers = [i for i, k in enumerate(kinds) if not any(w in k for w in LINEAR_STATE)]
+    state_layers = layers - len(attention_layers)
+    shared = int(c.raw.get("num_kv_shared_layers") or 0)
+    storing = attention_layers[: max(0, len(attention_layers) - shared)] if shared else attention_layers
+    per_layer = 2 * kv * hd
+    per_token = per_layer * len(storing) * nbytes
+    window = c.sliding_window
+    total = 0.0
+    sliding = 0
+    for i in storing:
+        if window and "sliding" in kinds[i]:
+            total += per_layer * min(ctx, window) * nbytes
+            sliding += 1
+        else:
+            total += per_layer * ctx * nbytes
+    assumptions = [f"grouped-query attention: {kv} KV heads for {heads} query heads" if kv < heads
+                   else "multi-head attention: one KV head per query head",
+                   _kv_check(report, kv * hd)]
+    if sliding:
+        assumptions.append(f"{sliding} sliding-window layers keep at most {window:,} tokens")
+    if state_layers:
+        assumptions.append(f"{state_layers} linear-attention or state-space layers keep a constant state "
+                           "(not per token; not counted here)")
+    if shared:
+        assumptions.append(f"{shared} layers reuse another layer's KV (num_kv_shared_layers)")
+    return [
+        Figure("kv_bytes_per_token", int(per_token), "B",
+               f"2 (K and V) × {len(storing)} layers × {kv} KV heads × head_dim {hd} × {nbytes:g} B",
+               "standard decoder KV cache: K and V of every KV head, per layer and token",
+               tuple(assumptions)),
+        Figure("kv_bytes", int(total * batch), "B",
+               f"Σ over layers of per-layer bytes × min(context {ctx:,}, window) × batch {batch}",
+               "standard decoder KV cache: K and V of every KV head, per layer and token",
+               tuple(assumptions)),
+    ]
+
+
+def _layer_kinds(c: ModelConfig, layers: int) -> list[str]:
+    if c.layer_types and len(c.layer_types) >= layers:
+        return [t.lower() for t in c.layer_types[:layers]]
+    if c.sliding_window and c.model_type == "mistral":
+        return ["sliding_attention"] * layers
+    if c.sliding_window and c.model_type == "gemma2":
+        return ["sliding_attention" if i % 2 == 0 else "full_attention" for i in range(layers)]
+    return ["full_attention"] * layers
+
+
+def _kv_check(report: Report, width: int) -> str:
+    """Check the config's KV width against the k/v projections in the headers."""
+    kv = [t for t in report.tensors if t.place.role in ("attn.k", "attn.v") and t.place.kind == "parameter"]
+    outs = {t.info.shape[0] for t in kv if len(t.info.shape) == 2 and t.info.name.endswith(".weight")}
+    if not outs and kv:
+        return "k/v projections are packed (quantised): their shapes were not checked"
+    if not outs:
+        return "no separate k/v projections in the headers to check against"
+    if outs == {width}:
+        return f"checked: k_proj and v_proj have {width:,} output rows, as the config implies"
+    return f"MISMATCH: config implies {width:,} k/v rows, headers have {sorted(outs)}"
+
+
+def _kv_check_mla(report: Report, width: int) -> str:
+    outs = {t.info.shape[0] for t in report.tensors
+            if t.place.role == "attn.kv" and t.info.name.endswith("kv_a_proj_with_mqa.weight")
+            and len(t.info.shape) == 2}
+    if outs == {width}:
+        return f"checked: kv_a_proj_with_mqa has {width} output rows (latent + rope key)"
+    return f"MISMATCH: config implies {width}, headers have {sorted(outs)}" if outs else "no kv_a_proj to check"
+
+
+# --- mixture of experts --------------------------------------------------------------------------
+
+
+def _moe(report: Report, bits: int | None) -> tuple[int, list[Figure]]:
+    """Active parameters per token: routed experts a token does not visit are left out. Counts are
+    logical (a packed int4 word counts its eight weights)."""
+    c = report.config
+    packed = _has_packed(report)
+
+    def numel(t: Tensor) -> int:
+        return _logical(t, t.info.name.rsplit(".", 1)[-1], bits) if packed else t.info.numel
+
+    params = [t for t in report.tensors if t.place.kind == "parameter"]
+    experts = [t for t in params if t.place.role.startswith("moe.expert")]
+    k = c.experts_per_token
+    if not experts or not k:
+        return (sum(numel(t) for t in params) if packed else report.summary.parameters), []
+    total = sum(numel(t) for t in params) if packed else report.summary.parameters
+    mtp = _mtp_layers(report)
+    mtp_params = sum(numel(t) for t in params if (t.place.stack, t.place.layer) in mtp) if mtp else 0
+    per_layer: dict[tuple[str | None, int | None], list[Tensor]] = defaultdict(list)
+    for t in experts:
+        per_layer[(t.place.stack, t.place.layer)].append(t)
+    inactive = 0
+    moe_layers = 0
+    for key, ts in per_layer.items():
+        if key in mtp:
+            continue
+        ids = {t.place.expert for t in ts if t.place.expert is not None}
+        n = len(ids) or (c.num_experts or 0)
+        elems = sum(numel(t) for t in ts)
+        if n > k:
+            inactive += elems * (n - k) // n
+            moe_layers += 1
+    main = total - mtp_params
+    active = main - inactive
+    shared = sum(numel(t) for t in params if t.place.role.startswith("moe.shared"))
+    router = sum(numel(t) for t in params if t.place.role == "moe.router")
+    dense_first = c.first_k_dense or 0
+    assumptions = [f"{k} of {c.num_experts} routed experts per token, in {moe_layers} MoE layers"]
+    if shared:
+        assumptions.append(f"shared experts always active ({shared:,} parameters)")
+    if dense_first:
+        assumptions.append(f"the first {dense_first} layers are dense and always active")
+    assumptions.append(f"router always active ({router:,} parameters)")
+    if mtp_params:
+        assumptions.append(f"multi-token-prediction layers ({mtp_params:,} parameters) are left out: plain decoding "
+                           "does not run them")
+    return active, [
+        Figure("total_parameters", total, "", "Σ parameter elements in the headers", "safetensors headers"),
+        Figure("main_parameters", main, "", "total − multi-token-prediction layers", "config num_nextn_predict_layers")
+        if mtp_params else Figure("main_parameters", main, "", "total", "safetensors headers"),
+        Figure("active_parameters", active, "",
+               "main − Σ over MoE layers of (experts − experts per token) / experts × expert parameters",
+               "mixture-of-experts routing (Shazeer et al. 2017; Mixtral, DeepSeek-V3 reports)", tuple(assumptions)),
+    ]
+
+
+def active_parameters(report: Report) -> int | None:
+    """Parameters a token uses in a mixture of experts (see ``_moe``); None for a dense model."""
+    active, figures = _moe(report, quantization(report).bits)
+    return active if figures else None
+
+
+def _mtp_layers(report: Report) -> set[tuple[str | None, int | None]]:
+    c = report.config
+    if not c.mtp_layers or not c.num_layers:
+        return set()
+    return {(g.stack, i) for g in report.summary.layer_groups for i in range(g.first, g.last + 1)
+            if i >= c.num_layers}
+
+
+# --- FLOPs ---------------------------------------------------------------------------------------
+
+
+def _flops(report: Report, active: int, ctx: int, moe: bool) -> list[Figure]:
+    c = report.config
+    s = report.summary
+    embedding = next((r.parameters for r in s.by_role if r.role == "embedding"), 0)
+    lookups = sum(r.parameters for r in s.by_role if r.role in ("position_embedding", "token_type_embedding"))
+    has_head = any(r.role == "lm_head" for r in s.by_role)
+    mtp = _mtp_layers(report)
+    mtp_embed = sum(t.info.numel for t in report.tensors if t.place.role == "embedding"
+                    and (t.place.stack, t.place.layer) in mtp)
+    input_embedding = embedding - mtp_embed
+    gemm_params = active - input_embedding - lookups + (0 if has_head else input_embedding)
+    gemm = 2 * gemm_params
+    layers, heads = c.num_layers or 0, c.num_heads or 0
+    if c.kv_lora_rank and c.qk_nope_head_dim is not None and c.qk_rope_head_dim is not None:
+        d_qk, d_v = c.qk_nope_head_dim + c.qk_rope_head_dim, c.v_head_dim or 0
+    else:
+        d_qk = d_v = c.head_dim or 0
+    attn_per_t = 2 * layers * heads * (d_qk + d_v)  # = 4·L·h·d when d_qk = d_v = d
+    attention = attn_per_t * ctx
+    assumptions = ("each weight is one multiply and one add per token (2 FLOPs)",
+                   "the input embedding (and learned position embedding) is a lookup and costs nothing"
+                   + ("" if has_head else "; the tied output head multiplies by it, so it counts once"),
+                   "norms and biases stay in the count (a negligible share); buffers are not parameters",
+                   "mixture of experts: only active parameters" if moe else "dense model: every parameter is used",
+                   "softmax and other element-wise work ignored")
+    d, inter = c.hidden_size or 0, c.intermediate_size or 0
+    closed_ratio = ctx / (2 * d + 1.5 * inter) if d and inter else None
+    return [
+        Figure("flops_per_token_weights", gemm, "FLOP",
+               f"2 × (parameters used per token {active:,} − input embedding {input_embedding:,}"
+               + (f" − position lookups {lookups:,}" if lookups else "")
+               + ("" if has_head else f" + tied head {input_embedding:,}") + ")", FLOPS_SOURCE, assumptions),
+        Figure("flops_per_token_attention", attention, "FLOP",
+               f"2 × {layers} layers × {heads} heads × (d_qk {d_qk} + d_v {d_v}) × context {ctx:,}"
+               f" (= 4·L·h·d·t when d_qk = d_v)", FLOPS_SOURCE, ("score and value products at context t",)),
+        Figure("flops_decode_step", gemm + attention, "FLOP", "weights + attention at context t", FLOPS_SOURCE),
+        Figure("flops_prefill", gemm * ctx + attn_per_t * ctx * (ctx + 1) // 2, "FLOP",
+               "t × weights + attention summed over positions 1…t = 2N′t + a·t(t+1)/2", FLOPS_SOURCE,
+               ("causal attention: token i attends to i tokens",)),
+        Figure("attention_to_gemm_ratio", attention / gemm if gemm else None, "",
+               "attention FLOPs / weight FLOPs at context t", FLOPS_SOURCE),
+        Figure("attention_to_gemm_ratio_closed_form", closed_ratio, "",
+               f"t / (2D + 1.5I) = {ctx:,} / (2 × {d:,} + 1.5 × {inter:,})", FLOPS_SOURCE,
+               ("4·L·D·t ÷ 2·L·(4D² + 3·D·I): dense models with full multi-head attention and a gated MLP, "
+                "embeddings left out",)),
+    ]
+
+
+# --- quantisation --------------------------------------------------------------------------------
+
+
+
+def quantization(report: Report) -> Quant:
+    """Logical parameters vs stored elements for packed checkpoints; scales are overhead."""
+    c = report.config
+    qc: dict[str, Any] = dict(c.quantization or {})
+    source = "quantization_config" if qc else "none"
+    method = qc.get("quant_method")
+    bits = qc.get("bits") or qc.get("w_bit")
+    if isinstance(qc.get("config_groups"), dict):  # compressed-tensors
+        for group in qc["config_groups"].values():
+            w = group.get("weights") if isinstance(group, dict) else None
+            if isinstance(w, dict) and w.get("num_bits"):
+                bits = w["num_bits"]
+    if qc.get("load_in_4bit"):
+        bits = 4
+    elif qc.get("load_in_8bit"):
+        bits = 8
+    looks = _looks_like(report)
+    notes: list[str] = []
+    if method is None and looks:
+        method, source = looks, "tensors"
+        notes.append(f"no quantization_config; the tensors look like {looks}")
+    elif method and looks and looks != _family(method):
+        notes.append(f"config says {method}, but the tensors look like {looks}")
+    elif method and not looks and method not in ("fp8",):
+        notes.append(f"config says {method}, but no packed tensors were found")
+    packed = _has_packed(report)
+    if not packed:  # nothing packs several weights per element: the summary has every figure
+        s = report.summary
+        return Quant(
+            method=method, bits=int(bits) if isinstance(bits, int) else None, source=source,
+            logical_parameters=s.parameters, stored_elements=s.parameters, overhead_elements=s.quant_elements,
+            rows=tuple(QuantRow(r.role, r.parameters, r.parameters, r.bytes - r.quant_bytes, r.quant_bytes)
+                       for r in s.by_role if r.parameters or r.quant_elements),
+            notes=tuple(notes),
+        )
+    rows: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0, 0])
+    logical_total = stored_total = overhead_total = 0
+    for info, place in report.tensors:
+        kind = place.kind
+        if kind == "buffer":
+            continue
+        row = rows[place.role]
+        if kind == "quant":
+            row[3] += info.end - info.begin
+            overhead_total += info.numel
+            continue
+        logical = _logical(Tensor(info, place), info.name.rsplit(".", 1)[-1], bits)
+        row[0] += logical
+        row[1] += info.numel
+        row[2] += info.end - info.begin
+        logical_total += logical
+        stored_total += info.numel
+    return Quant(
+        method=method, bits=int(bits) if isinstance(bits, int) else None, source=source,
+        logical_parameters=logical_total, stored_elements=stored_total, overhead_elements=overhead_total,
+        rows=tuple(QuantRow(role, *v) for role, v in rows.items() if v[0] or v[3]),
+        notes=tuple(notes),
+    )
+
+
+def _logical(t: Tensor, leaf: str, bits: Any) -> int:
+    dtype_bits = DTYPE_BITS.get(t.info.dtype, 0)
+    if leaf in PACKED_LEAVES and isinstance(bits, int) and bits and dtype_bits >= bits:
+        return t.info.numel * (dtype_bits // bits)  # GPTQ/AWQ int32 words of 32/bits values
+    if leaf.endswith("_blocks") and t.info.dtype == "U8":
+        return t.info.numel * 2  # MXFP4: two 4-bit values per byte (gpt-oss)
+    if leaf == "weight" and t.info.dtype == "U8" and isinstance(bits, int) and bits == 4:
+        return t.info.numel * 2  # bitsandbytes 4-bit: two values per byte
+    return t.info.numel
+
+
+def _has_packed(report: Report) -> bool:
+    """Whether any tensor packs several weights per element (GPTQ/AWQ words, 4-bit bytes, MXFP4)."""
+    return any(d.dtype in ("I32", "U8", "I8", "U32") for d in report.summary.by_dtype if d.parameters)
+
+
+def _looks_like(report: Report) -> str | None:
+    names = [t.info.name for t in report.tensors if t.place.kind != "parameter" or t.info.dtype in ("I32", "U8")]
+    tail = {n.rsplit(".", 1)[-1] for n in names}
+    if "qweight" in tail:
+        return "gptq/awq"
+    if "weight_packed" in tail:
+        return "compressed-tensors"
+    if "weight_scale_inv" in tail or "weight_scale" in tail:
+        return "fp8"
+    if any(n.endswith("_blocks") for n in names):
+        return "mxfp4"
+    if "absmax" in tail or any(".quant_state." in n for n in names) or "SCB" in tail:
+        return "bitsandbytes"
+    return None
+
+
+def _family(method: str) -> str:
+    return {"gptq": "gptq/awq", "awq": "gptq/awq"}.get(method, method)
+
+
+# --- will it fit? ----------------------------------------------------------------------------------
+
+
+def model_limit(c: ModelConfig) -> int | None:
+    """The model's context limit: max_position_embeddings, or with YaRN/linear/dynamic rope scaling
+    that leaves it at the original length, factor × original_max_position_embeddings."""
+    limit = c.max_position
+    scaling = c.raw.get("rope_scaling")
+    if isinstance(scaling, dict):
+        factor, original = scaling.get("factor"), scaling.get("original_max_position_embeddings")
+        if isinstance(factor, (int, float)) and isinstance(original, int) and factor > 1:
+            limit = max(limit or 0, int(factor * original))
+    return limit
+
+
+def fit_estimate(report: Report, est: Estimate, budget: Any, *, weights_dtype: str | None = None,
+                 overhead: int | None = None, kv_one: tuple[int, int] | None = None) -> Any:
+    """Weights + KV cache at the estimate's context and batch + overhead, against ``budget``."""
+    from inspector.analysis.fit import REPLICATED_ROLES, fit
+
+    c = report.config
+    s = report.summary
+    weights_all = s.bytes
+    scale = 1.0
+    if weights_dtype:
+        bits = WHAT_IF_BITS[weights_dtype.lower()]
+        weights_all = int(est.quant.logical_parameters * bits // 8)
+        scale = weights_all / s.bytes if s.bytes else 1.0
+    replicated: dict[Role, int] = {r.role: int(r.bytes * scale) for r in s.by_role if r.role in REPLICATED_ROLES}
+    kvd = est.kv_dtype
+
+    def figures_at(ctx: int) -> tuple[int, int]:
+        figures = {f.name: f.value for f in _kv(report, ctx, 1, kvd)}
+        return int(figures.get("kv_bytes_per_token") or 0), int(figures.get("kv_bytes") or 0)
+
+    one = kv_one or figures_at(1)
+    # without sliding windows the cache is linear in the context: no need to re-derive it (and
+    # re-check it against the headers) for every context the search tries
+    linear = not c.sliding_window and not any(k in t for t in c.layer_types for k in LINEAR_STATE)
+
+    def kv_at(ctx: int) -> tuple[int, int]:
+        return (one[0], one[1] * ctx) if linear else figures_at(ctx)
+
+    dtype_bytes = DTYPE_BITS.get(c.dtype or "", 16) / 8
+    inter = max(c.intermediate_size or 0, (c.moe_intermediate_size or 0) * (c.experts_per_token or 1))
+    return fit(budget=budget, batch=est.batch, context=est.context, weights_all=weights_all, replicated=replicated,
+               kv_at=kv_at, kv_heads=c.num_kv_heads, mla=bool(c.kv_lora_rank), hidden=c.hidden_size or 0,
+               inter=inter, dtype_bytes=dtype_bytes, overhead=overhead, model_limit=model_limit(c))
+
+
+def common_fit(report: Report, est: Estimate) -> str | None:
+    """The one-line answer of ``inspect MODEL``: the smallest common GPU budget it fits at 8k context."""
+    from inspector.analysis.fit import COMMON_BUDGETS_GIB, GIB, SUMMARY_CONTEXT, Budget
+
+    if report.config.encoder_only or not report.config.num_layers:
+        return None
+    limit = model_limit(report.config)
+    ctx = min(SUMMARY_CONTEXT, limit) if limit else SUMMARY_CONTEXT
+    at = estimate(report, context=ctx, what_if=())
+    kv = {f.name: f.value for f in at.figures}
+    one = (int(kv.get("kv_bytes_per_token") or 0), int(kv.get("kv_bytes_per_token") or 0))
+    for devices in (1, 2, 4, 8):
+        for gib in COMMON_BUDGETS_GIB:
+            f = fit_estimate(report, at, Budget(gib * GIB, devices), kv_one=one)
+            if f.fits:
+                where = f"one {gib} GiB GPU" if devices == 1 else f"{devices} × {gib} GiB GPUs"
+                return f"fits {where} at {ctx:,} tokens of context"
+    return f"does not fit 8 × {COMMON_BUDGETS_GIB[-1]} GiB GPUs at {ctx:,} tokens of context"

@@ -1,0 +1,163 @@
+"""Will it fit? Weights + KV cache + runtime overhead against a GPU budget, from the headers.
+
+Pure arithmetic over an ``Estimate``'s ingredients: no I/O, no printing.
+
+* **weights**: the bytes the headers hold (every tensor, scales included), or with a what-if dtype
+  the logical parameters at that width. Every expert of a mixture of experts is resident.
+* **KV cache** at a context and batch: the estimate's exact per-layer rule (GQA, MLA, sliding
+  windows, linear-attention layers), in the KV dtype.
+* **overhead**, per device, stated and settable: a fixed 1 GiB for the CUDA context, cuBLAS and
+  NCCL workspaces and allocator slack (PyTorch's CUDA context alone takes 0.3–0.5 GiB on current
+  GPUs), plus the activations of one forward pass over a prefill chunk of 2,048 tokens (vLLM's
+  default chunked-prefill size): chunk × (2 × MLP width + 4 × hidden) elements in the model's dtype.
+* **tensor parallel over N devices** (as vLLM and TGI shard a model): linear weights, embeddings and
+  the output layer are split N ways; norms, biases of replicated layers and the MoE router are
+  replicated on every device and named; the KV cache is split by KV heads (a device holds at least
+  one: with fewer KV heads than devices they are replicated), and an MLA latent cache, which has no
+  heads to split, is replicated.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Final
+
+from inspector.errors import UsageError
+from inspector.model import Role
+
+GIB: Final = 1024**3
+FIXED_OVERHEAD: Final = GIB
+PREFILL_CHUNK: Final = 2048
+#: budgets the one-line summary of ``inspect MODEL`` tries, in GiB (common GPU memory sizes)
+COMMON_BUDGETS_GIB: Final = (16, 24, 48, 80, 141)
+SUMMARY_CONTEXT: Final = 8192
+
+_UNITS: Final = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
+                 "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40, "k": 2**10, "m": 2**20, "g": 2**30,
+                 "t": 2**40}
+_SIZE: Final = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*(?:[x×*]\s*(\d+))?\s*$")
+_COUNT: Final = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kKmM]?)\s*$")
+
+
+@dataclass(frozen=True, slots=True)
+class Budget:
+    per_device: int
+    devices: int
+
+
+def parse_budget(text: str) -> Budget:
+    """``24GiB``, ``80GiBx2``, ``141GiBx8``, ``16GB`` (GB decimal, GiB binary; a bare ``G`` is GiB)."""
+    m = _SIZE.match(text)
+    unit = m.group(2).lower() if m else ""
+    if m is None or unit not in _UNITS:
+        raise UsageError(f"--gpu: cannot read {text!r} as a memory size", hint="for example 24GiB, 80GiBx2, 16GB")
+    devices = int(m.group(3) or 1)
+    per_device = int(float(m.group(1)) * _UNITS[unit])
+    if per_device <= 0 or not 1 <= devices <= 4096:
+        raise UsageError(f"--gpu: {text!r} is not a positive size on 1 to 4,096 devices")
+    return Budget(per_device, devices)
+
+
+def parse_count(text: str, option: str) -> int:
+    """``8192``, ``8k`` (8,192), ``128k`` (131,072), ``1M`` (1,048,576): k and M are binary, as
+    context lengths are quoted."""
+    m = _COUNT.match(text)
+    if m is None:
+        raise UsageError(f"{option}: cannot read {text!r} as a number", hint="for example 8192, 8k, 128k, 1M")
+    value = int(float(m.group(1)) * {"": 1, "k": 1024, "m": 1024**2}[m.group(2).lower()])
+    if value < 1:
+        raise UsageError(f"{option} must be positive")
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class Fit:
+    budget_bytes: int  # per device
+    devices: int
+    batch: int
+    context: int
+    weights_bytes: int  # per device
+    weights_bytes_all: int
+    replicated_bytes: int  # of weights_bytes: on every device
+    replicated: tuple[str, ...]  # what is replicated, by role
+    kv_bytes_per_token: int  # per device
+    kv_bytes: int  # per device, at context and batch
+    kv_share: str  # how the KV cache is divided
+    overhead_bytes: int  # per device
+    overhead_formula: str
+    total_bytes: int  # per device: weights + KV + overhead
+    fits: bool
+    max_context: int  # the largest context that fits at this batch (0: not even one token)
+    max_context_capped: bool  # the model's own limit is the cap
+    max_batch: int  # the largest batch that fits at this context
+    model_limit: int | None
+    warnings: tuple[str, ...]
+
+
+#: roles replicated on every device under tensor parallelism (everything else is split)
+REPLICATED_ROLES: Final = ("norm", "moe.router", "buffer")
+
+
+def fit(*, budget: Budget, batch: int, context: int, weights_all: int, replicated: Mapping[Role, int],
+        kv_at: Callable[[int], tuple[int, int]], kv_heads: int | None, mla: bool, hidden: int, inter: int,
+        dtype_bytes: float, overhead: int | None, model_limit: int | None) -> Fit:
+    """``kv_at(context)`` → (KV bytes per token, KV bytes at that context for batch 1), whole model.
+    ``replicated``: bytes by role of the weights every device holds."""
+    n = budget.devices
+    rep = sum(replicated.values())
+    weights = rep + math.ceil((weights_all - rep) / n)
+    if n == 1 or mla:
+        share, divisor = ("whole on one device" if n == 1 else "MLA latent cache: replicated on every device"), 1
+    elif kv_heads and kv_heads < n:
+        share, divisor = f"{kv_heads} KV heads for {n} devices: one head per device, replicated", kv_heads
+    else:
+        share, divisor = f"split by KV heads over {n} devices", n
+    if overhead is None:
+        act = int(PREFILL_CHUNK * (2 * inter + 4 * hidden) * dtype_bytes)
+        overhead = FIXED_OVERHEAD + act
+        formula = (f"1 GiB (CUDA context, workspaces, allocator slack) + activations of a {PREFILL_CHUNK:,}-token "
+                   f"prefill chunk: {PREFILL_CHUNK:,} × (2 × {inter:,} + 4 × {hidden:,}) × {dtype_bytes:g} B")
+    else:
+        formula = "given with --overhead"
+
+    def kv(ctx: int, b: int) -> int:
+        return math.ceil(kv_at(ctx)[1] * b / divisor)
+
+    def total(ctx: int, b: int) -> int:
+        return weights + kv(ctx, b) + overhead
+
+    per_token = math.ceil(kv_at(1)[0] / divisor)
+    kv_bytes = kv(context, batch)
+    warnings = []
+    if model_limit and context > model_limit:
+        warnings.append(f"context {context:,} is over the model's limit of {model_limit:,} tokens "
+                        "(max_position_embeddings, with rope scaling where the config has it)")
+    cap = model_limit or 10 * 1024**2
+    max_context = _largest(lambda ctx: total(ctx, batch) <= budget.per_device, cap)
+    max_batch = _largest(lambda b: total(context, b) <= budget.per_device, 1 << 20)
+    return Fit(
+        budget_bytes=budget.per_device, devices=n, batch=batch, context=context, weights_bytes=weights,
+        weights_bytes_all=weights_all, replicated_bytes=rep,
+        replicated=tuple(f"{role} {nbytes:,} B" for role, nbytes in sorted(replicated.items()) if nbytes),
+        kv_bytes_per_token=per_token, kv_bytes=kv_bytes, kv_share=share, overhead_bytes=overhead,
+        overhead_formula=formula, total_bytes=weights + kv_bytes + overhead,
+        fits=weights + kv_bytes + overhead <= budget.per_device, max_context=max_context,
+        max_context_capped=bool(model_limit) and max_context == model_limit, max_batch=max_batch,
+        model_limit=model_limit, warnings=tuple(warnings))
+
+
+def _largest(ok: Callable[[int], bool], cap: int) -> int:
+    """The largest x in [1, cap] with ok(x), for ok monotone (true, then false); 0 if none."""
+    if not ok(1):
+        return 0
+    lo, hi = 1, cap
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if ok(mid):
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo

@@ -1,0 +1,83 @@
+"""The per-tensor listing behind ``--tensors``: natural order, optionally with layers and experts collapsed."""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from dataclasses import dataclass
+
+from inspector.analysis.stats import LayerGroup, Tensor, layer_suffix
+from inspector.model import Kind
+from inspector.render.text import natural_key
+
+
+@dataclass(frozen=True, slots=True)
+class ListingRow:
+    name: str  # ``model.layers.{0–31}.mlp.gate_proj.weight`` when collapsed
+    dtype: str
+    shape: tuple[int, ...]
+    count: int  # tensors this row stands for
+    role: str
+    kind: Kind
+    file: str | None  # None when the row's tensors span several files
+
+
+def tensor_rows(tensors: list[Tensor]) -> list[ListingRow]:
+    rows = [ListingRow(t.info.name, t.info.dtype, t.info.shape, 1, t.place.role, t.place.kind, t.info.file)
+            for t in tensors]
+    rows.sort(key=lambda r: natural_key(r.name))
+    return rows
+
+
+_RANGE = re.compile(r"\{(\d+)[^}]*\}")  # order a collapsed range by its first index
+
+
+def collapsed_rows(tensors: list[Tensor], groups: tuple[LayerGroup, ...]) -> list[ListingRow]:
+    """One row per tensor of a repeated block: the layer index becomes the group's range, an
+    expert index the range of experts, so DeepSeek-V3's 91,991 tensors fit on a screen.
+
+    Rows are keyed on the group and the name's texts around the expert number, never on a
+    rewritten name: a name that already reads like a collapsed one (``layers.{0–31}``,
+    ``experts.{#}``) keeps a row of its own."""
+    group_of: dict[tuple[str, int], LayerGroup] = {}
+    for g in groups:
+        for i in range(g.first, g.last + 1):
+            group_of[(g.stack, i)] = g
+    # (group, name's text before the expert number, after it or None, dtype, shape) → tensors
+    Key = tuple[LayerGroup | None, str, str | None, str, tuple[int, ...]]
+    buckets: dict[Key, list[Tensor]] = defaultdict(list)
+    experts: dict[Key, set[int]] = defaultdict(set)
+    for t in tensors:
+        name = t.info.name
+        place = t.place
+        group = None
+        if place.stack is not None and place.layer is not None:
+            g = group_of[(place.stack, place.layer)]
+            if g.count > 1:
+                group = g
+                name = layer_suffix(t)
+        before, after = name, None
+        if place.expert is not None:
+            head, marker, tail = name.partition(f".experts.{place.expert}.")
+            if marker:
+                before, after = head, tail
+        key = (group, before, after, t.info.dtype, t.info.shape)
+        buckets[key].append(t)
+        if after is not None:
+            experts[key].add(place.expert)  # type: ignore[arg-type]
+    rows = []
+    for key, members in buckets.items():
+        group, name, after, dtype, shape = key
+        if group is not None:
+            name = f"{group.stack}.{{{group.first}–{group.last}}}.{name}"
+        if after is not None:
+            ids = experts[key]
+            lo, hi = min(ids), max(ids)
+            span = f"{lo}–{hi}" if len(ids) == hi - lo + 1 else ",".join(map(str, sorted(ids)))
+            name = f"{name}.experts.{{{span}}}.{after}"
+        files = {m.info.file for m in members}
+        first = members[0]
+        rows.append(ListingRow(name, dtype, shape, len(members), first.place.role, first.place.kind,
+                               files.pop() if len(files) == 1 else None))
+    rows.sort(key=lambda r: natural_key(_RANGE.sub(r"\1", r.name)))
+    return rows

@@ -1,0 +1,83 @@
+"""``inspect MODEL``: one result object with everything the renderers show."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from inspector.analysis.config import ModelConfig, load_config
+from inspector.analysis.stats import Summary, Tensor, placed, summarize_tensors
+from inspector.formats.safetensors import without_gc
+from inspector.model import ADAPTER_CONFIG, Checkpoint, FileEntry
+
+
+@dataclass(frozen=True, slots=True)
+class Report:
+    checkpoint: Checkpoint
+    config: ModelConfig
+    summary: Summary
+    tensors: list[Tensor]
+    other_weights: tuple[FileEntry, ...]
+    notes: tuple[str, ...]
+
+
+@without_gc()
+def build_report(checkpoint: Checkpoint) -> Report:
+    tensors = placed(checkpoint.tensors())
+    summary = summarize_tensors(tensors, checkpoint)
+    config = load_config(checkpoint.config)
+    other = checkpoint.other_weight_files()
+    return Report(checkpoint, config, summary, tensors, other, _notes(checkpoint, config, summary, tensors, other))
+
+
+def _notes(checkpoint: Checkpoint, config: ModelConfig, summary: Summary, tensors: list[Tensor],
+           other: tuple[FileEntry, ...]) -> tuple[str, ...]:
+    notes = list(checkpoint.notes)
+    roles = {r.role for r in summary.by_role}
+    if "embedding" in roles and "lm_head" not in roles and not config.encoder_only:
+        if config.tie_word_embeddings is False:
+            notes.append("config says tie_word_embeddings=false, yet the checkpoint has no lm_head tensor "
+                         "(transformers would initialise it randomly)")
+        else:
+            notes.append("no lm_head tensor: the output layer reuses the input embedding (tied)")
+    for h in checkpoint.headers:
+        if h.file.endswith(".gguf") and not h.tensors:
+            tokenizer = h.metadata.get("tokenizer.ggml.model", "unknown")
+            vocab = f"{config.vocab_size:,} tokens" if config.vocab_size else "no token list"
+            notes.append(f"{h.file}: a vocab-only GGUF (no tensors): vocabulary {vocab}, tokenizer model {tokenizer}")
+    metadata = sorted({tuple(sorted(h.metadata.items())) for h in checkpoint.headers
+                       if h.metadata and not h.file.endswith(".gguf")})
+    if len(metadata) == 1:
+        shown = ", ".join(f"{k}={v}" for k, v in metadata[0])
+        files = len(checkpoint.headers)
+        notes.append(f"safetensors metadata: {shown}" + (f" (all {files} files)" if files > 1 else ""))
+    elif metadata:
+        notes.append(f"safetensors metadata differs between files ({len(metadata)} kinds; --json lists each)")
+    if summary.buffer_elements:
+        names = sorted({t.info.name.rsplit(".", 2)[-2] + "." + t.info.name.rsplit(".", 1)[-1]
+                        if t.info.name.count(".") else t.info.name
+                        for t in tensors if t.place.kind == "buffer"})
+        notes.append(
+            f"{summary.buffer_elements:,} buffer elements ({', '.join(names)}) are saved state, not "
+            "parameters; the Hub's count includes them"
+        )
+    if summary.quant_elements:
+        method = (config.quantization or {}).get("quant_method", "quantised")
+        notes.append(
+            f"{method} checkpoint: parameters count stored elements (packed words count once); "
+            f"{summary.quant_elements:,} elements of scales/zero points are overhead, not parameters"
+        )
+    if other:
+        shown = ", ".join(f.path for f in other[:4]) + (" …" if len(other) > 4 else "")
+        notes.append(f"also present, not counted: {shown}")
+    adapter = checkpoint.side_json.get(ADAPTER_CONFIG)
+    if isinstance(adapter, dict):
+        from inspector.analysis.adapter import describe
+
+        base = adapter.get("base_model_name_or_path")
+        notes.append(f"a PEFT adapter ({describe(adapter)})" + (f" for {base}" if isinstance(base, str) else "")
+                     + ": `inspect diff BASE ADAPTER` sets it against its base")
+    for name, value in config.unread:
+        notes.append(f"config.json: {name} = {value} is not a count this tool reads; left unknown")
+    if config.source == "raw" and checkpoint.config:
+        notes.append("config read from raw JSON: transformers does not know this model type")
+    return tuple(notes)

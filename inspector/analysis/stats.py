@@ -1,0 +1,224 @@
+"""Exact counts of a checkpoint: by role, by dtype, by layer block, by shard.
+
+What each figure counts:
+
+* ``parameters``: elements of tensors whose kind is ``parameter`` (as stored: a GPTQ ``qweight``
+  counts its int32 words; ``estimate`` gives the logical count);
+* ``buffer_elements``: elements of saved buffers (``inv_freq``, GPT-2 ``attn.bias``, ``position_ids``);
+* ``quant_elements``: elements of quantisation side data (scales, zero points, ``g_idx``);
+* ``hub_total``: every element of every tensor, which is what the Hub's model page shows;
+* ``bytes``: tensor data bytes, from the headers' offsets (files also hold their headers).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+from itertools import repeat
+from operator import itemgetter
+from typing import NamedTuple
+
+from inspector.analysis.roles import ROLE_ORDER, Placement, classify_all
+from inspector.formats.dtypes import dtype_sort_key
+from inspector.formats.safetensors import TensorInfo, without_gc
+from inspector.model import Checkpoint, Role
+from inspector.render.text import natural_key
+
+
+class Tensor(NamedTuple):
+    """A tensor with its placement: the unit every report is built from."""
+
+    info: TensorInfo
+    place: Placement
+
+    @property
+    def name(self) -> str:
+        return self.info.name
+
+
+@dataclass(frozen=True, slots=True)
+class RoleRow:
+    role: Role
+    tensors: int
+    parameters: int
+    quant_elements: int
+    buffer_elements: int
+    bytes: int
+    quant_bytes: int = 0  # of ``bytes``, those of quantisation side data
+
+
+@dataclass(frozen=True, slots=True)
+class DtypeRow:
+    dtype: str
+    tensors: int
+    parameters: int
+    elements: int
+    bytes: int
+
+
+@dataclass(frozen=True, slots=True)
+class LayerGroup:
+    """Consecutive layers of one stack whose tensors have the same names, shapes and dtypes."""
+
+    stack: str
+    first: int
+    last: int
+    count: int
+    tensors_each: int
+    parameters_each: int
+    bytes_each: int
+
+    @property
+    def label(self) -> str:
+        short = self.stack.rsplit(".", 1)[-1]
+        if self.count == 1:
+            return f"{short.removesuffix('s')} {self.first}"
+        return f"{short} {self.first}–{self.last} ×{self.count}"
+
+
+@dataclass(frozen=True, slots=True)
+class ShardRow:
+    file: str
+    size: int | None
+    tensors: int
+    header_bytes: int
+    data_bytes: int
+
+
+@dataclass(frozen=True, slots=True)
+class Summary:
+    tensors: int
+    parameters: int
+    buffer_elements: int
+    quant_elements: int
+    hub_total: int
+    bytes: int
+    by_role: tuple[RoleRow, ...]
+    by_dtype: tuple[DtypeRow, ...]
+    layer_groups: tuple[LayerGroup, ...]
+    shards: tuple[ShardRow, ...]
+    outside_layers_parameters: int
+
+
+_NAME = itemgetter(0)
+
+
+@without_gc()
+def placed(tensors: Iterable[TensorInfo]) -> list[Tensor]:
+    infos = tensors if isinstance(tensors, list | tuple) else list(tensors)
+    # Tensor without its Python-level __new__, in C loops
+    return list(map(tuple.__new__, repeat(Tensor), zip(infos, classify_all(list(map(_NAME, infos))), strict=True)))
+
+
+def summarize(checkpoint: Checkpoint) -> Summary:
+    tensors = placed(checkpoint.tensors())
+    return summarize_tensors(tensors, checkpoint)
+
+
+def summarize_tensors(tensors: list[Tensor], checkpoint: Checkpoint | None = None) -> Summary:
+    # role → [tensors, parameters, quant elements, buffer elements, bytes, quant bytes]
+    roles: dict[Role, list[int]] = defaultdict(lambda: [0, 0, 0, 0, 0, 0])
+    # dtype → [tensors, parameters, elements, bytes]
+    dtypes: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0, 0])
+    params = buffers = quant = nbytes = outside = 0
+    for info, place in tensors:
+        n = info.numel
+        b = info.end - info.begin
+        row = roles[place.role]
+        row[0] += 1
+        row[4] += b
+        d = dtypes[info.dtype]
+        d[0] += 1
+        d[2] += n
+        d[3] += b
+        nbytes += b
+        kind = place.kind
+        if kind == "parameter":
+            params += n
+            row[1] += n
+            d[1] += n
+            if place.layer is None:
+                outside += n
+        elif kind == "quant":
+            quant += n
+            row[2] += n
+            row[5] += b
+        else:
+            buffers += n
+            row[3] += n
+    order = {r: i for i, r in enumerate(ROLE_ORDER)}
+    by_role = tuple(
+        RoleRow(role, *values)
+        for role, values in sorted(roles.items(), key=lambda kv: (order.get(kv[0], len(order)), kv[0]))
+    )
+    by_dtype = tuple(DtypeRow(dt, *v) for dt, v in sorted(dtypes.items(), key=lambda kv: dtype_sort_key(kv[0])))
+    shards: tuple[ShardRow, ...] = ()
+    if checkpoint is not None:
+        shards = tuple(
+            ShardRow(h.file, h.file_size, len(h.tensors), h.data_start, h.data_length)
+            for h in checkpoint.headers
+        )
+    return Summary(
+        tensors=len(tensors),
+        parameters=params,
+        buffer_elements=buffers,
+        quant_elements=quant,
+        hub_total=params + buffers + quant,
+        bytes=nbytes,
+        by_role=by_role,
+        by_dtype=by_dtype,
+        layer_groups=layer_groups(tensors),
+        shards=shards,
+        outside_layers_parameters=outside,
+    )
+
+
+def layer_suffix(t: Tensor) -> str:
+    """The tensor's name inside its layer: ``model.layers.3.mlp.up_proj.weight`` → ``mlp.up_proj.weight``."""
+    assert t.place.stack is not None and t.place.layer is not None
+    return t.name[len(t.place.stack) + len(str(t.place.layer)) + 2 :]
+
+
+def by_layer(tensors: Iterable[Tensor]) -> dict[str, dict[int, list[Tensor]]]:
+    stacks: dict[str, dict[int, list[Tensor]]] = defaultdict(lambda: defaultdict(list))
+    for t in tensors:
+        if t.place.stack is not None and t.place.layer is not None:
+            stacks[t.place.stack][t.place.layer].append(t)
+    return stacks
+
+
+@without_gc()
+def layer_groups(tensors: Iterable[Tensor]) -> tuple[LayerGroup, ...]:
+    """Collapse each stack's layers into runs of identical blocks (names, shapes and dtypes)."""
+    groups: list[LayerGroup] = []
+    for stack, layers in sorted(by_layer(tensors).items(), key=lambda kv: natural_key(kv[0])):
+        run: list[int] = []
+        run_sig: list[tuple[str, str, tuple[int, ...]]] = []
+        for index in sorted(layers):
+            members = layers[index]
+            cut = len(stack) + len(str(index)) + 2
+            sig = [(t.info.name[cut:], t.info.dtype, t.info.shape) for t in members]
+            # the same names, dtypes and shapes; in the same order unless the input shuffles them
+            # (sorting every layer was most of the time on a million tensors)
+            if run and index == run[-1] + 1 and (sig == run_sig or sorted(sig) == sorted(run_sig)):
+                run.append(index)
+                continue
+            if run:
+                groups.append(_group(stack, run, layers[run[0]]))
+            run, run_sig = [index], sig
+        if run:
+            groups.append(_group(stack, run, layers[run[0]]))
+    return tuple(groups)
+
+
+def _group(stack: str, run: list[int], members: list[Tensor]) -> LayerGroup:
+    return LayerGroup(
+        stack=stack,
+        first=run[0],
+        last=run[-1],
+        count=len(run),
+        tensors_each=len(members),
+        parameters_each=sum(t.info.numel for t in members if t.place.kind == "parameter"),
+        bytes_each=sum(t.info.nbytes for t in members),
+    )

@@ -1,0 +1,1 @@
+"""The typer commands, the one error boundary and the launch tricks."""

@@ -1,0 +1,574 @@
+"""The ``inspect`` command line. Thin: it resolves arguments, calls the library, renders.
+
+``inspect MODEL`` shows a model; subcommands follow it (``inspect diff A B``, ``inspect aliases`` …).
+MODEL is a path, an alias or a Hub repo id. A first word that names a subcommand is the
+subcommand, so to inspect a folder called ``diff`` write ``./diff`` (or ``inspect show diff``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import os
+import sys
+import traceback
+from typing import Annotated, Any, NoReturn
+
+import typer
+
+from inspector import __version__
+from inspector.cli.launch import ProgressBar, ReadAhead, open_model, open_models, say
+from inspector.errors import EXIT_INTERNAL, EXIT_USAGE, InspectorError
+
+EXIT_CODES_HELP = (
+    "Exit codes: 0 ok · 1 a result to gate on (differences, audit errors) · 2 usage · "
+    "3 not found or no access · 4 invalid checkpoint · 5 network · 70 internal error."
+)
+
+app = typer.Typer(
+    name="inspect",
+    help="What is inside a Hugging Face checkpoint, and why is it that big? Reads config, index and "
+    "safetensors headers only, never the weights.\n\n"
+    "inspect MODEL shows a model (MODEL: a path, an alias from `inspect aliases`, or a Hub repo "
+    "org/name[@revision]). A first word that is a subcommand runs it: to inspect a folder named like "
+    "one, write ./NAME.\n\n" + EXIT_CODES_HELP,
+    add_completion=True,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+def emit_json(doc: Any) -> None:
+    """JSON on stdout (``render.json_text``: ASCII only, a record a line)."""
+    from inspector.render.output import json_text
+
+    sys.stdout.write(json_text(doc))
+
+
+Wide = Annotated[bool, typer.Option("--wide", help="on a terminal: draw tables at full width (as when piped)")]
+
+
+Revision = Annotated[str | None, typer.Option("--revision", help="Hub branch, tag or commit (or write repo@rev)")]
+Endpoint = Annotated[str | None, typer.Option("--endpoint", help="Hub endpoint (default: HF_ENDPOINT, then the Hub)")]
+Token = Annotated[str | None, typer.Option("--token", help="Hub token (default: HF_TOKEN, then `hf auth login`'s)")]
+Offline = Annotated[bool, typer.Option("--offline", help="no network: the header cache and bundled snapshots only")]
+
+
+@app.command("show", help="Show what is inside MODEL (the default command: `inspect MODEL`).")
+def show(
+    model: Annotated[str, typer.Argument(help="path, alias, or Hub repo id (org/name[@revision])")],
+    as_json: Annotated[bool, typer.Option("--json", help="one JSON document on stdout (schema_version 1)")] = False,
+    tensors: Annotated[bool, typer.Option("--tensors", help="list every tensor: name [shape] DTYPE")] = False,
+    collapse: Annotated[
+        bool, typer.Option("--collapse", help="with --tensors: one row per repeated layer/expert tensor")
+    ] = False,
+    shards: Annotated[bool, typer.Option("--shards", help="list every file, however many")] = False,
+    formula: Annotated[bool, typer.Option("--formula", help="parameters predicted from config.json, per role, "
+                                                            "beside the headers' counts")] = False,
+    revision: Revision = None,
+    endpoint: Endpoint = None,
+    token: Token = None,
+    offline: Offline = False,
+    wide: Wide = False,
+) -> None:
+    from inspector.analysis.report import build_report
+    from inspector.errors import UsageError
+    from inspector.render.output import emit, formula_table, listing, report_json, report_table, tensor_lines
+
+    if collapse and not tensors:
+        raise UsageError("--collapse goes with --tensors", hint="inspect MODEL --tensors --collapse")
+    from pathlib import Path
+
+    from inspector.sources.resolve import is_hf_cache_root
+
+    if is_hf_cache_root(Path(model).expanduser()):
+        _cache_listing(Path(model).expanduser(), as_json, wide)
+        return
+    from inspector.errors import SeveralFiles
+
+    try:
+        report = build_report(open_model(model, revision, endpoint, token, offline))
+    except SeveralFiles as several:
+        _file_listing(model, several, revision, endpoint, token, offline, as_json, wide)
+        return
+    rows = listing(report, collapse) if tensors else None
+    check = None
+    if formula:
+        from inspector.analysis.formula import formula_check
+
+        check = formula_check(report)
+    if as_json:
+        emit_json(report_json(report, rows=rows, formula=check))
+        return
+    if rows is not None:  # the list only, one tensor a line, ready for grep
+        sys.stdout.write("\n".join(tensor_lines(rows)) + "\n")
+        return
+    from rich.console import Group
+    from rich.text import Text
+
+    from inspector.analysis.estimate import estimate
+    from inspector.render.output import estimate_line
+
+    est = None
+    with contextlib.suppress(InspectorError):
+        est = estimate(report)
+    packed = (est.quant.method or "quantised", est.quant.logical_parameters) \
+        if est is not None and est.quant.method and report.summary.quant_elements else None
+    parts: list[Any] = [report_table(report, all_shards=shards, logical=packed)]
+    if est is not None:
+        from inspector.analysis.estimate import common_fit
+
+        line = estimate_line(est)
+        with contextlib.suppress(InspectorError):
+            budget = common_fit(report, est)
+            line = line.replace(" (inspect estimate for formulas)", f" · {budget} (inspect estimate for formulas)") \
+                if budget else line
+        parts.append(Text(line, style="cyan"))
+    if check is not None:
+        parts.append(formula_table(check))
+    emit(Group(*parts), wide=wide)
+
+
+def _file_listing(model: str, several: Any, revision: str | None, endpoint: str | None, token: str | None,
+                  offline: bool, as_json: bool, wide: bool) -> None:
+    """A folder or repo holding one model in several GGUF files: one row a file (its header only)."""
+    from rich.table import Table
+
+    from inspector.analysis.report import build_report
+    from inspector.render.output import emit, n
+    from inspector.render.text import sanitize
+    from inspector.sources.resolve import split_revision
+
+    name, rev = split_revision(model)
+    rows: list[dict[str, Any]] = []
+    for file in several.files:
+        s = build_report(open_model(f"{name}/{file}" + (f"@{rev}" if rev else ""), revision, endpoint, token,
+                               offline)).summary
+        by_bytes = max((d for d in s.by_dtype if d.parameters), key=lambda d: d.bytes, default=None)
+        rows.append({"file": file, "type": by_bytes.dtype if by_bytes else None, "bytes": s.bytes,
+                     "parameters": s.parameters,
+                     "bits_per_weight": round(s.bytes * 8 / s.parameters, 3) if s.parameters else None})
+    if as_json:
+        emit_json({"schema_version": 1, "where": several.where, "files": rows})
+        return
+    t = Table(title=sanitize(f"{several.where}: {len(rows)} GGUF files (inspect {name}/FILE for one)"),
+              title_justify="left",
+              show_edge=False, pad_edge=False)
+    for col, just in (("file", "left"), ("main type", "left"), ("bytes", "right"), ("parameters", "right"),
+                      ("bits/weight", "right")):
+        t.add_column(col, justify=just)  # type: ignore[arg-type]
+    for r in rows:
+        t.add_row(sanitize(r["file"]), sanitize(r["type"] or "—"), n(r["bytes"]), n(r["parameters"]),
+                  f"{r['bits_per_weight']:.3f}" if r["bits_per_weight"] else "—")
+    emit(t, wide=wide)
+
+
+def _cache_listing(root: Any, as_json: bool, wide: bool) -> None:
+    """``inspect $HF_HUB_CACHE``: every cached model with its counts, the way `hf cache ls` lists sizes."""
+    from rich.table import Table
+
+    from inspector.analysis.report import build_report
+    from inspector.render.output import emit, n
+    from inspector.render.text import sanitize
+    from inspector.sources.resolve import cached_models, open_folder
+
+    rows: list[dict[str, Any]] = []
+    for repo_id, sha, folder in cached_models(root):
+        try:
+            s = build_report(open_folder(folder, origin="hf-cache", repo_id=repo_id, revision=sha)).summary
+            rows.append({"repo_id": repo_id, "revision": sha, "parameters": s.parameters, "bytes": s.bytes,
+                         "files": len(s.shards), "status": "ok"})
+        except InspectorError as exc:
+            status = "config only" if "config-only" in exc.message else exc.message
+            rows.append({"repo_id": repo_id, "revision": sha, "parameters": None, "bytes": None, "files": None,
+                         "status": status})
+    if as_json:
+        emit_json({"schema_version": 1, "cache": str(root), "models": rows})
+        return
+    t = Table(title=sanitize(f"Hugging Face cache {root}"), title_justify="left", show_edge=False, pad_edge=False)
+    for col, just in (("repo", "left"), ("revision", "left"), ("parameters", "right"), ("bytes", "right"),
+                      ("files", "right"), ("", "left")):
+        t.add_column(col, justify=just)  # type: ignore[arg-type]
+    for r in rows:
+        t.add_row(sanitize(r["repo_id"]), sanitize(r["revision"][:12]), n(r["parameters"]), n(r["bytes"]),
+                  n(r["files"]), "" if r["status"] == "ok" else sanitize(r["status"]))
+    emit(t, wide=wide)
+
+
+FAIL_IF = ("params", "dtypes", "shapes", "any")
+
+
+@app.command("diff", help="Compare two models and explain the parameter gap, cause by cause. "
+                          "A and B: paths, aliases, Hub repos, or one repo at two revisions (repo@rev1 repo@rev2). "
+                          "Exit 0; with --fail-if, exit 1 when the named difference is found.")
+def diff(
+    a: Annotated[str, typer.Argument(help="the model to compare from")],
+    b: Annotated[str, typer.Argument(help="the model to compare to")],
+    as_json: Annotated[bool, typer.Option("--json", help="one JSON document (schema_version 1)")] = False,
+    fmt: Annotated[str, typer.Option("--format", help="table, json or markdown")] = "table",
+    fail_if: Annotated[str | None, typer.Option(
+        "--fail-if", help="comma-separated: params (count changed), dtypes (a dtype changed), "
+                          "shapes (tensors added, removed or reshaped), any")] = None,
+    all_changes: Annotated[bool, typer.Option("--all-changes", help="list every tensor change")] = False,
+    endpoint: Endpoint = None,
+    token: Token = None,
+    offline: Offline = False,
+    wide: Wide = False,
+) -> None:
+    from inspector.analysis.diff import diff_reports
+    from inspector.analysis.report import build_report
+    from inspector.errors import UsageError
+    from inspector.render.diff import diff_json, diff_markdown, diff_table
+    from inspector.render.output import emit
+
+    gates = [g.strip() for g in (fail_if or "").split(",") if g.strip()]
+    unknown = [g for g in gates if g not in FAIL_IF]
+    if unknown:
+        raise UsageError(f"--fail-if: unknown condition {unknown[0]!r}", hint="use " + ", ".join(FAIL_IF))
+    if fmt not in ("table", "json", "markdown"):
+        raise UsageError(f"--format: unknown format {fmt!r}", hint="use table, json or markdown")
+    if as_json and fmt not in ("table", "json"):
+        raise UsageError(f"--json and --format {fmt} ask for two formats", hint="give one of them")
+    ca, cb = _same_names(*open_models([a, b], endpoint, token, offline))
+    ra, rb = build_report(ca), build_report(cb)
+    from inspector.analysis.adapter import adapter_config
+
+    if (adapter_config(ra) is None) != (adapter_config(rb) is None):  # a PEFT adapter against its base
+        _adapter_diff(ra, rb, as_json or fmt == "json", fmt, gates, wide)
+        return
+    result = diff_reports(ra, rb)
+    if as_json or fmt == "json":
+        emit_json(diff_json(result))
+    elif fmt == "markdown":
+        sys.stdout.write(diff_markdown(result))
+    else:
+        emit(diff_table(result, all_changes=all_changes), wide=wide)
+    triggered = {
+        "params": result.delta != 0,
+        "dtypes": any(c.kind == "retyped" or (c.dtype_a and c.dtype_b and c.dtype_a != c.dtype_b)
+                      for c in result.changes) or {dt for dt, x, _ in result.dtypes if x} != {
+                          dt for dt, _, y in result.dtypes if y},
+        "shapes": any(c.kind in ("added", "removed", "reshaped") for c in result.changes),
+        "any": not result.identical,
+    }
+    hit = [g for g in gates if triggered[g]]
+    if hit:
+        say(f"--fail-if: {', '.join(hit)} changed")
+        raise typer.Exit(1)
+
+
+def _adapter_diff(ra: Any, rb: Any, as_json: bool, fmt: str, gates: list[str], wide: bool) -> None:
+    from inspector.analysis.adapter import adapter_config, diff_adapter
+    from inspector.render.diff import adapter_json, adapter_markdown, adapter_table
+    from inspector.render.output import emit
+
+    base, adapter = (ra, rb) if adapter_config(rb) is not None else (rb, ra)
+    result = diff_adapter(base, adapter)
+    if as_json:
+        emit_json(adapter_json(result))
+    elif fmt == "markdown":
+        sys.stdout.write(adapter_markdown(result))
+    else:
+        emit(adapter_table(result), wide=wide)
+    # an adapter changes the model's function, adds parameters and tensors; dtypes: ones the base has not
+    base_dtypes = {d.dtype for d in base.summary.by_dtype}
+    triggered = {"params": result.parameters > 0, "shapes": result.parameters > 0, "any": result.parameters > 0,
+                 "dtypes": any(d.dtype not in base_dtypes for d in adapter.summary.by_dtype)}
+    hit = [g for g in gates if triggered[g]]
+    if hit:
+        say(f"--fail-if: {', '.join(hit)} changed")
+        raise typer.Exit(1)
+
+
+def _same_names(a: Any, b: Any) -> tuple[Any, Any]:
+    """A GGUF against a safetensors (or pickle) checkpoint: name the latter's tensors as llama.cpp
+    does, so that the same model in two formats aligns tensor by tensor."""
+    def is_gguf(c: Any) -> bool:
+        return bool(c.headers) and all(h.file.endswith(".gguf") for h in c.headers)
+
+    if is_gguf(a) == is_gguf(b):
+        return a, b
+    from inspector.formats.gguf import with_gguf_names
+
+    g, other = (a, b) if is_gguf(a) else (b, a)
+    arch = (g.config or {}).get("model_type")
+    if not isinstance(arch, str):
+        return a, b
+    renamed = with_gguf_names(other, arch)
+    return (a, renamed) if is_gguf(a) else (renamed, b)
+
+
+@app.command("compare", help="Compare 2 to 10 models side by side: totals, config and parameters by role. "
+                             "Each model: a path, an alias or a Hub repo.")
+def compare_cmd(
+    models: Annotated[list[str], typer.Argument(help="2 to 10 models")],
+    as_json: Annotated[bool, typer.Option("--json", help="one JSON document (schema_version 1)")] = False,
+    fmt: Annotated[str, typer.Option("--format", help="table, json or markdown")] = "table",
+    endpoint: Endpoint = None,
+    token: Token = None,
+    offline: Offline = False,
+    wide: Wide = False,
+) -> None:
+    from inspector.analysis.compare import compare
+    from inspector.analysis.estimate import estimate
+    from inspector.analysis.report import build_report
+    from inspector.errors import UsageError
+    from inspector.render.output import compare_json, compare_markdown, compare_table, emit
+
+    if not 2 <= len(models) <= 10:
+        raise UsageError(f"compare takes 2 to 10 models, not {len(models)}")
+    if fmt not in ("table", "json", "markdown") or (as_json and fmt == "markdown"):
+        raise UsageError(f"--format: {fmt!r} with --json={as_json}", hint="use table, json or markdown, once")
+    reports = [build_report(c) for c in open_models(list(models), endpoint, token, offline)]
+    kv: list[int | None] = []
+    for r in reports:
+        try:
+            value = estimate(r, what_if=()).get("kv_bytes_per_token").value
+        except InspectorError:
+            value = None
+        kv.append(int(value) if value is not None else None)
+    result = compare(reports, kv)
+    if as_json or fmt == "json":
+        emit_json(compare_json(result))
+    elif fmt == "markdown":
+        sys.stdout.write(compare_markdown(result))
+    else:
+        emit(compare_table(result), wide=wide)
+
+
+@app.command("estimate", help="Memory, KV cache, FLOPs, MoE active parameters and quantisation-aware counts, "
+                              "each with its formula, source and assumptions; with --gpu, whether it fits.")
+def estimate_cmd(
+    model: Annotated[str, typer.Argument(help="path, alias, or Hub repo id (org/name[@revision])")],
+    context: Annotated[str | None, typer.Option(
+        "--context", help="tokens: 8192, 8k, 128k, 1M (k and M binary; default: the config's context)")] = None,
+    batch: Annotated[str, typer.Option("--batch", help="sequences")] = "1",
+    kv_dtype: Annotated[str | None, typer.Option(
+        "--kv-dtype", help="bf16, fp16, fp32, fp8, int8, int4 (default: the model's dtype)")] = None,
+    dtype: Annotated[str | None, typer.Option(
+        "--dtype", help="what-if weight dtypes, comma-separated (default bf16,fp8,int4); with --gpu, one dtype "
+                        "sizes the weights in the fit")] = None,
+    gpu: Annotated[str | None, typer.Option(
+        "--gpu", help="memory budget per device, optionally ×N devices: 24GiB, 80GiBx2, 141GiBx8, 16GB")] = None,
+    overhead: Annotated[str | None, typer.Option(
+        "--overhead", help="runtime overhead per device, replacing the default (1 GiB + one prefill chunk's "
+                           "activations): 2GiB, 500MB")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="one JSON document (schema_version 1)")] = False,
+    revision: Revision = None,
+    endpoint: Endpoint = None,
+    token: Token = None,
+    offline: Offline = False,
+    wide: Wide = False,
+) -> None:
+    from inspector.analysis.estimate import estimate, fit_estimate
+    from inspector.analysis.fit import parse_budget, parse_count
+    from inspector.analysis.report import build_report
+    from inspector.errors import UsageError
+    from inspector.render.output import emit, estimate_json, estimate_table
+
+    ctx = parse_count(context, "--context") if context is not None else None
+    sequences = parse_count(batch, "--batch")
+    budget = parse_budget(gpu) if gpu else None
+    extra = parse_budget(overhead).per_device if overhead else None
+    what_if = tuple(d.strip() for d in (dtype or "bf16,fp8,int4").split(",") if d.strip())
+    if budget is None and extra is not None:
+        raise UsageError("--overhead goes with --gpu", hint="inspect estimate MODEL --gpu 24GiB --overhead 2GiB")
+    weights_dtype = None
+    if budget is not None and dtype is not None:
+        if len(what_if) != 1:
+            raise UsageError("with --gpu, --dtype takes one dtype: the weights' width in the fit",
+                             hint="for example --dtype fp8")
+        weights_dtype = what_if[0]
+    report = build_report(open_model(model, revision, endpoint, token, offline))
+    est = estimate(report, context=ctx, batch=sequences, kv_dtype=kv_dtype, what_if=what_if)
+    fitted = fit_estimate(report, est, budget, weights_dtype=weights_dtype, overhead=extra) if budget else None
+    if fitted is not None:
+        for warning in fitted.warnings:
+            say(f"warning: {warning}")
+    if as_json:
+        emit_json(estimate_json(report, est, fitted))
+    else:
+        emit(estimate_table(report, est, fitted), wide=wide)
+
+
+@app.command("audit", help="Check that a checkpoint is whole and consistent, from headers, index, config and "
+                           "file sizes (Hub repos: the listed sizes). Exit 0 with no error finding, 1 with any. "
+                           "Never modifies the audited files.")
+def audit_cmd(
+    target: Annotated[str, typer.Argument(help="path, alias, or Hub repo id (org/name[@revision])")],
+    as_json: Annotated[bool, typer.Option("--json", help="one JSON document (schema_version 1)")] = False,
+    deep: Annotated[
+        bool, typer.Option("--deep", help="local only: stream tensor data, flag NaN, Inf, all-zero")
+    ] = False,
+    modeling: Annotated[bool, typer.Option(
+        "--modeling", help="also check against the model class on PyTorch's meta device (needs the torch extra)")
+    ] = False,
+    revision: Revision = None,
+    endpoint: Endpoint = None,
+    token: Token = None,
+    offline: Offline = False,
+    wide: Wide = False,
+) -> None:
+    from inspector.analysis import audit as audit_mod
+    from inspector.render.output import audit_json, audit_table, emit
+
+    checkpoint = open_model(target, revision, endpoint, token, offline, lenient=True)
+    inp = audit_mod.audit_input(checkpoint)
+    result = audit_mod.audit(inp)
+    if modeling:
+        from inspector.analysis.modeling import modeling_check
+
+        result = audit_mod.AuditResult(result.input, audit_mod.sort_findings(
+            (*result.findings, *modeling_check(inp))), result.checked)
+    if deep:
+        if inp.root is None:
+            from inspector.errors import UsageError
+
+            raise UsageError("--deep needs a local checkpoint folder or file")
+        with ProgressBar() as progress:
+            extra = audit_mod.deep_scan(inp, progress)
+        result = audit_mod.AuditResult(result.input, audit_mod.sort_findings((*result.findings, *extra)),
+                                       result.checked)
+    if as_json:
+        emit_json(audit_json(result))
+    else:
+        emit(audit_table(result), wide=wide)
+    if result.errors:
+        raise typer.Exit(1)
+
+
+@app.command("save", help="Write MODEL's header snapshot to a folder: inspect, diff or audit it later offline.")
+def save(
+    model: Annotated[str, typer.Argument(help="path, alias, or Hub repo id (org/name[@revision])")],
+    out: Annotated[str, typer.Option("-o", "--output", help="folder to write (new, empty, or a snapshot)")],
+    revision: Revision = None,
+    endpoint: Endpoint = None,
+    token: Token = None,
+    offline: Offline = False,
+    force: Annotated[bool, typer.Option("--force", help="replace a snapshot of another model in that folder")] = False,
+) -> None:
+    from pathlib import Path
+
+    from inspector.sources.snapshot import save_checkpoint
+
+    checkpoint = open_model(model, revision, endpoint, token, offline)
+    folder = save_checkpoint(checkpoint, Path(out), force=force)
+    say(f"saved {checkpoint.tensor_count:,} tensor headers of {checkpoint.label} to {folder}")
+
+
+@app.command("aliases", help="List the short names of bundled models (served offline).")
+def aliases(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
+    from inspector.sources.bundled import all_aliases, bundled_path
+
+    table = [{"alias": a.name, "repo_id": a.repo_id, "description": a.description,
+              "bundled": bundled_path(a).is_dir()} for a in all_aliases()]
+    if as_json:
+        emit_json({"schema_version": 1, "aliases": table})
+        return
+    from rich.table import Table
+
+    t = Table(show_edge=False, pad_edge=False)
+    for col in ("alias", "repo", "what"):
+        t.add_column(col)
+    for a in all_aliases():
+        t.add_row(a.name, a.repo_id, a.description)
+    from inspector.render.output import emit
+
+    emit(t)
+
+
+def _version_callback(value: bool) -> None:
+    if value:
+        sys.stdout.write(f"inspect {__version__}\n")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(
+    version: Annotated[bool, typer.Option("--version", callback=_version_callback, is_eager=True,
+                                          help="print the version and exit")] = False,
+) -> None:
+    pass
+
+
+def _route(argv: list[str]) -> list[str]:
+    """``inspect MODEL …`` → ``inspect show MODEL …``; subcommands and root options pass through."""
+    if not argv:
+        return argv
+    first = argv[0]
+    commands = {c.name for c in app.registered_commands if c.name}
+    if first in commands or first in ("-h", "--help", "--version", "--install-completion", "--show-completion"):
+        return argv
+    from pathlib import Path
+
+    from inspector.sources.resolve import did_you_mean
+
+    close = did_you_mean(first, commands - {"show"})
+    if close and not Path(first).exists() and "/" not in first:
+        from inspector.sources.bundled import ALIASES
+
+        if first.lower() not in ALIASES:
+            from inspector.errors import UsageError
+
+            raise UsageError(f"{first!r} is not a command, a path or an alias",
+                             hint=f"did you mean `inspect {close}`?")
+    return ["show", *argv]
+
+
+def main(argv: list[str] | None = None) -> NoReturn:
+    """In-process entry point (the console script is ``launch.entry``)."""
+    sys.exit(run(argv))
+
+
+def run(argv: list[str] | None) -> int:
+    """Run the command line ``argv`` (default: the process's) and return its exit code: the one
+    place that turns exceptions into ``Error: …`` and an exit code."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    debug = bool(os.environ.get("INSPECTOR_DEBUG") or os.environ.get("HF_DEBUG"))
+    # Header records are small immutable tuples with no reference cycles: the cyclic collector
+    # would only rescan them, about a sixth of the time on DeepSeek-V3's 91,991 tensors.
+    gc.disable()
+    try:
+        ReadAhead.start(args)  # already begun when the console script started this process
+        command = typer.main.get_command(app)
+        code = command.main(args=_route(args), prog_name="inspect", standalone_mode=False)
+        return code if isinstance(code, int) else 0
+    except InspectorError as exc:
+        if debug:
+            traceback.print_exc()
+        return _fail(exc.message, exc.hint, exc.exit_code)
+    except typer.Abort:
+        sys.stderr.write("Aborted.\n")
+        return 130
+    except typer.TyperException as exc:  # usage errors: bad option, missing argument
+        show_error = getattr(exc, "show", None)
+        if callable(show_error):
+            show_error()
+        else:
+            sys.stderr.write(f"Error: {exc}\n")
+        code = getattr(exc, "exit_code", EXIT_USAGE)
+        return code if isinstance(code, int) and code else EXIT_USAGE
+    except KeyboardInterrupt:
+        sys.stderr.write("Interrupted.\n")
+        return 130
+    except BrokenPipeError:
+        return 0
+    except Exception as exc:
+        if debug:
+            traceback.print_exc()
+        return _fail(f"internal error: {type(exc).__name__}: {exc}",
+                     "this is a bug; run again with INSPECTOR_DEBUG=1 for a traceback and report it", EXIT_INTERNAL)
+    finally:
+        gc.enable()
+
+
+def _fail(message: str, hint: str | None, code: int) -> int:
+    """``Error: …`` and ``hint: …`` on stderr as plain, sanitised text."""
+    from inspector.render.text import sanitize
+
+    lines = f"Error: {sanitize(message)}\n" + (f"hint: {sanitize(hint)}\n" if hint else "")
+    with contextlib.suppress(OSError, ValueError):
+        sys.stderr.write(lines)
+    return code

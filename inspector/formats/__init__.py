@@ -1,0 +1,1 @@
+"""Weight-file formats: bytes in, records out."""

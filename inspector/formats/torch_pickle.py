@@ -1,0 +1,329 @@
+"""PyTorch pickles (``pytorch_model.bin``, ``.pth``, ``.pt``) read without torch, nothing executed.
+
+Two layouts (torch.serialization):
+
+* **zip** (torch ≥ 1.6): an archive with ``<prefix>/data.pkl``, one entry ``<prefix>/data/<key>`` per
+  storage and ``<prefix>/byteorder``; only the directory and ``data.pkl`` are read.
+* **legacy**: a magic-number pickle, a protocol-version pickle, a sys-info pickle, the state-dict
+  pickle, a pickle of storage keys, then each storage as an 8-byte element count and its bytes.
+
+The state-dict pickle is loaded by a restricted unpickler: ``find_class`` answers only the globals a
+state dict needs (``torch._utils._rebuild_tensor_v2`` and its kin, storage classes, dtypes,
+``collections.OrderedDict``) with stand-ins of ours that record shapes, dtypes, storages and offsets.
+Any other global (``os.system``, ``builtins.exec``, ``posix.system``, ``subprocess.Popen`` …) is refused
+before anything is called: the file is an invalid checkpoint naming the global (the Hub's pickle
+scanning reports the same globals). A storage shared by several names (tied weights) counts its bytes
+once.
+"""
+
+from __future__ import annotations
+
+import io
+import pickle
+import zipfile
+from collections import OrderedDict
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, Final
+
+from inspector.errors import PickleError
+from inspector.formats.safetensors import Header, TensorInfo
+from inspector.safeio import open_regular
+
+LEGACY_MAGIC: Final = 0x1950A86A20F9469CFC6C
+MAX_PICKLE: Final = 256 * 1024 * 1024
+
+#: storage class → safetensors dtype (torch.serialization's typed storages)
+STORAGES: Final[dict[str, str]] = {
+    "FloatStorage": "F32", "HalfStorage": "F16", "BFloat16Storage": "BF16", "DoubleStorage": "F64",
+    "LongStorage": "I64", "IntStorage": "I32", "ShortStorage": "I16", "CharStorage": "I8", "ByteStorage": "U8",
+    "BoolStorage": "BOOL", "ComplexFloatStorage": "C64",
+}
+#: torch dtype objects (pickled by name in newer torch) → safetensors dtype
+DTYPES: Final[dict[str, str]] = {
+    "float32": "F32", "float16": "F16", "bfloat16": "BF16", "float64": "F64", "int64": "I64", "int32": "I32",
+    "int16": "I16", "int8": "I8", "uint8": "U8", "bool": "BOOL", "float8_e4m3fn": "F8_E4M3", "float8_e5m2": "F8_E5M2",
+}
+_BYTES: Final = {"F32": 4, "F16": 2, "BF16": 2, "F64": 8, "I64": 8, "I32": 4, "I16": 2, "I8": 1, "U8": 1,
+                 "BOOL": 1, "C64": 8, "F8_E4M3": 1, "F8_E5M2": 1}
+
+
+class _Storage:
+    def __init__(self, dtype: str) -> None:
+        self.dtype = dtype
+
+
+class _Ref:
+    """A storage as a persistent id names it: its key, dtype and size in elements."""
+
+    def __init__(self, key: str, dtype: str, numel: int | None) -> None:
+        self.key, self.dtype, self.numel = key, dtype, numel
+
+
+class _Tensor:
+    def __init__(self, ref: _Ref, offset: int, shape: tuple[int, ...]) -> None:
+        self.ref, self.offset, self.shape = ref, offset, shape
+
+
+def _rebuild_tensor(storage: Any, storage_offset: int, size: Any, stride: Any, *rest: Any) -> _Tensor:
+    if not isinstance(storage, _Ref):
+        raise pickle.UnpicklingError("a tensor whose storage is not a persistent storage")
+    return _Tensor(storage, int(storage_offset), tuple(int(d) for d in size))
+
+
+def _rebuild_parameter(data: Any, *rest: Any) -> Any:
+    return data
+
+
+_ALLOWED: Final[dict[tuple[str, str], Any]] = {
+    ("torch._utils", "_rebuild_tensor_v2"): _rebuild_tensor,
+    ("torch._utils", "_rebuild_tensor"): _rebuild_tensor,
+    ("torch._utils", "_rebuild_parameter"): _rebuild_parameter,
+    ("torch._utils", "_rebuild_parameter_with_state"): _rebuild_parameter,
+    ("collections", "OrderedDict"): OrderedDict,
+    ("torch.nn.parameter", "Parameter"): _rebuild_parameter,
+}
+
+
+class _Unpickler(pickle.Unpickler):
+    def __init__(self, stream: Any, file: str) -> None:
+        super().__init__(stream)
+        self.file = file
+        self.refs: dict[str, _Ref] = {}
+
+    def find_class(self, module: str, name: str) -> Any:
+        if (module, name) in _ALLOWED:
+            return _ALLOWED[(module, name)]
+        if module == "torch" and name in STORAGES:
+            return _Storage(STORAGES[name])
+        if module == "torch" and name in DTYPES:
+            return _Storage(DTYPES[name])
+        raise PickleError("unsafe-global", f"the pickle calls {module}.{name}, which a state dict never needs; "
+                                           "refusing it (nothing was run)", self.file,
+                          hint="load it only if you trust its author; convert it to safetensors")
+
+    def persistent_load(self, pid: Any) -> Any:
+        if not isinstance(pid, tuple) or not pid or pid[0] != "storage":
+            raise PickleError("persistent-id", f"an unexpected persistent id {str(pid)[:60]!r}", self.file)
+        kind, key = pid[1], str(pid[2])
+        dtype = kind.dtype if isinstance(kind, _Storage) else None
+        if dtype is None:
+            raise PickleError("storage-type", f"storage {key}: unknown storage type", self.file)
+        numel = pid[4] if len(pid) > 4 and isinstance(pid[4], int) else None
+        ref = self.refs.setdefault(key, _Ref(key, dtype, numel))
+        return ref
+
+
+def _state_dict(obj: Any, prefix: str = "") -> Iterator[tuple[str, _Tensor]]:
+    """The tensors of a (possibly nested) state dict, as ``a.b.c`` names."""
+    if isinstance(obj, _Tensor):
+        yield prefix.rstrip("."), obj
+    elif isinstance(obj, dict):
+        for k, v in obj.items():
+            yield from _state_dict(v, f"{prefix}{k}.")
+    elif isinstance(obj, (list, tuple)):
+        for i, v in enumerate(obj):
+            yield from _state_dict(v, f"{prefix}{i}.")
+
+
+def read_torch(path: Path, name: str) -> Header:
+    """The tensors of a PyTorch pickle file, header-like: shapes, dtypes, byte spans per storage."""
+    fd = open_regular(path)
+    with open(fd, "rb") as fh:
+        size = fh.seek(0, 2)
+        fh.seek(0)
+        return read_torch_stream(fh, name, size)
+
+
+def _read_zip(fh: Any, name: str, size: int) -> Header:
+    try:
+        archive = zipfile.ZipFile(fh)
+        entries = {i.filename: i for i in archive.infolist()}
+        pkl = next((n for n in entries if n.endswith("/data.pkl") or n == "data.pkl"), None)
+        if pkl is None:
+            raise PickleError("zip-no-data-pkl", "a zip without data.pkl: not a torch checkpoint", name)
+        info = entries[pkl]
+        if info.file_size > MAX_PICKLE:
+            raise PickleError("pickle-too-large", f"data.pkl is {info.file_size:,} bytes", name)
+        data = archive.read(pkl)
+    except zipfile.BadZipFile as exc:
+        raise PickleError("zip-invalid", f"not a readable zip ({exc})", name) from None
+    prefix = pkl[: -len("data.pkl")]
+    sizes = {n[len(prefix) + len("data/"):]: i.file_size for n, i in entries.items() if n.startswith(prefix + "data/")}
+    offsets = {n[len(prefix) + len("data/"):]: i.header_offset for n, i in entries.items()
+               if n.startswith(prefix + "data/")}
+    records = _unpickle(data, name)
+    return _header(records, name, size, sizes, offsets, "pytorch zip")
+
+
+def _read_legacy(fh: Any, name: str, size: int) -> Header:
+    """The pickles sit before the storages: read 16 MB, then more (to 256 MB) only if they end later;
+    but first the magic number, so that something else costs 64 bytes, not 16 MB."""
+    fh.seek(0)
+    try:
+        magic = _RestrictedData(io.BytesIO(fh.read(64)), name).load()
+    except Exception:
+        magic = None
+    if magic != LEGACY_MAGIC:
+        raise PickleError("not-torch", "neither a torch zip archive nor a legacy torch pickle", name)
+    want = 16 * 1024 * 1024
+    while True:
+        fh.seek(0)
+        head = fh.read(min(size, want))
+        try:
+            return _parse_legacy(head, name, size)
+        except PickleError as exc:
+            if exc.rule != "legacy-invalid" or len(head) >= min(size, MAX_PICKLE):
+                raise
+            want *= 4
+
+
+def _parse_legacy(head: bytes, name: str, size: int) -> Header:
+    stream = io.BytesIO(head)
+    try:
+        magic = _RestrictedData(stream, name).load()
+    except PickleError:
+        raise
+    except Exception:
+        magic = None
+    if magic != LEGACY_MAGIC:
+        raise PickleError("not-torch", "neither a torch zip archive nor a legacy torch pickle", name)
+    try:
+        for _ in range(2):  # the protocol version and the sys info: plain data
+            _RestrictedData(stream, name).load()
+        unpickler = _Unpickler(stream, name)
+        obj = unpickler.load()
+        keys = _RestrictedData(stream, name).load()
+    except PickleError:
+        raise
+    except Exception as exc:
+        raise PickleError("legacy-invalid", f"the pickles do not load ({type(exc).__name__})", name) from None
+    sizes: dict[str, int] = {}
+    offsets: dict[str, int] = {}
+    position = stream.tell()
+    for key in keys if isinstance(keys, list) else []:
+        ref = unpickler.refs.get(str(key))
+        if ref is None or ref.numel is None:
+            raise PickleError("storage-missing", f"storage {key} is not described by the pickle", name)
+        nbytes = ref.numel * _BYTES[ref.dtype]
+        offsets[str(key)] = position + 8
+        sizes[str(key)] = nbytes
+        position += 8 + nbytes
+    return _header(list(_state_dict(obj)), name, size, sizes, offsets, "pytorch legacy", expected_end=position)
+
+
+class _RestrictedData(pickle.Unpickler):
+    """Plain data only (numbers, strings, lists, dicts): no global at all."""
+
+    def __init__(self, stream: Any, file: str) -> None:
+        super().__init__(stream)
+        self.file = file
+
+    def find_class(self, module: str, name: str) -> Any:
+        raise PickleError("unsafe-global", f"the pickle calls {module}.{name}; refusing it (nothing was run)",
+                          self.file)
+
+
+def _unpickle(data: bytes, name: str) -> list[tuple[str, _Tensor]]:
+    try:
+        obj = _Unpickler(io.BytesIO(data), name).load()
+    except PickleError:
+        raise
+    except Exception as exc:
+        raise PickleError("pickle-invalid", f"data.pkl does not load ({type(exc).__name__}: {str(exc)[:80]})",
+                          name) from None
+    return list(_state_dict(obj))
+
+
+def _header(records: list[tuple[str, _Tensor]], name: str, size: int, sizes: dict[str, int],
+            offsets: dict[str, int], kind: str, expected_end: int | None = None) -> Header:
+    tensors: list[TensorInfo] = []
+    seen: set[str] = set()
+    shared = 0
+    for tensor_name, t in records:
+        esize = _BYTES[t.ref.dtype]
+        numel = 1
+        for d in t.shape:
+            numel *= d
+        if t.ref.key not in sizes:
+            raise PickleError("storage-missing", f"tensor {tensor_name!r}: its storage {t.ref.key} is not in the "
+                                                 "file", name)
+        if (t.offset + numel) * esize > sizes[t.ref.key]:
+            raise PickleError("storage-overrun", f"tensor {tensor_name!r} reaches past the end of its storage",
+                              name)
+        begin = offsets.get(t.ref.key, 0) + t.offset * esize
+        if t.ref.key in seen:  # shares a storage already counted: tied weights, bytes counted once
+            shared += 1
+            end = begin
+        else:
+            seen.add(t.ref.key)
+            end = begin + sizes[t.ref.key]
+        tensors.append(TensorInfo(tensor_name, t.ref.dtype, t.shape, begin, end, name, numel))
+    metadata = {"format": kind}
+    if shared:
+        metadata["shared storages"] = f"{shared} tensor(s) share a storage with another: bytes counted once"
+    if expected_end is not None and expected_end > size:
+        raise PickleError("storage-past-end", f"the storages end at byte {expected_end:,} but the file has "
+                                              f"{size:,}", name)
+    data_length = sum(sizes.values())
+    # everything that is not storage bytes (zip directory, pickles) counts as the "header"
+    return Header(file=name, header_length=max(0, size - data_length - 8), tensors=tuple(tensors),
+                  metadata=metadata, file_size=size, raw=b"", data_length=data_length)
+
+
+class RangeFile(io.RawIOBase):
+    """A read-only, seekable file over ``fetch(start, length) -> bytes`` (a source's byte ranges),
+    reading ahead ``block`` bytes a time and keeping what it fetched: zipfile then finds the end of
+    central directory, the directory and ``data.pkl`` in a handful of range requests."""
+
+    def __init__(self, fetch: Any, size: int, block: int = 64 * 1024) -> None:
+        super().__init__()
+        self.fetch, self.size, self.block = fetch, size, block
+        self.pos = 0
+        self.chunks: dict[int, bytes] = {}
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self.pos
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        self.pos = offset if whence == 0 else self.pos + offset if whence == 1 else self.size + offset
+        self.pos = max(0, min(self.pos, self.size))
+        return self.pos
+
+    def _chunk(self, index: int) -> bytes:
+        if index not in self.chunks:
+            start = index * self.block
+            self.chunks[index] = bytes(self.fetch(start, min(self.block, self.size - start)))
+        return self.chunks[index]
+
+    def read(self, n: int = -1) -> bytes:
+        end = self.size if n is None or n < 0 else min(self.size, self.pos + n)
+        out = bytearray()
+        while self.pos < end:
+            index, within = divmod(self.pos, self.block)
+            piece = self._chunk(index)[within:within + end - self.pos]
+            if not piece:
+                break
+            out += piece
+            self.pos += len(piece)
+        return bytes(out)
+
+    def readinto(self, buffer: Any) -> int:
+        data = self.read(len(buffer))
+        buffer[: len(data)] = data
+        return len(data)
+
+
+def read_torch_stream(fh: Any, name: str, size: int) -> Header:
+    """As ``read_torch``, over any seekable binary file object (a ``RangeFile`` for a remote file)."""
+    if zipfile.is_zipfile(fh):
+        fh.seek(0)
+        return _read_zip(fh, name, size)
+    fh.seek(0)
+    return _read_legacy(fh, name, size)

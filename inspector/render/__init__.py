@@ -1,0 +1,1 @@
+"""The only layer that writes to the terminal."""

@@ -1,0 +1,276 @@
+"""Renderers for ``inspect diff``: a table with a waterfall for people, JSON, markdown."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from inspector.analysis.adapter import AdapterDiff, adapter_config, describe
+from inspector.analysis.diff import Diff
+from inspector.render.output import SCHEMA_VERSION, n, shape_text, short
+from inspector.render.text import markdown, sanitize
+
+
+def side_label(r: Any) -> str:
+    """``org/name@rev`` when the revision is known (two revisions of one repo differ only there)."""
+    c = r.checkpoint
+    return f"{c.label}@{c.revision[:12]}" if c.revision and c.origin in ("hub", "hf-cache") else c.label
+
+
+def signed(value: int) -> str:
+    return f"+{value:,}" if value > 0 else (f"−{-value:,}" if value < 0 else "0")
+
+
+def diff_json(d: Diff) -> dict[str, Any]:
+    """The ``inspect diff --json`` document (schema_version 1; every key always present)."""
+
+    def side(r: Any, active: int | None) -> dict[str, Any]:
+        c = r.checkpoint
+        return {"label": c.label, "origin": c.origin, "repo_id": c.repo_id, "revision": c.revision,
+                "parameters": r.summary.parameters, "buffer_elements": r.summary.buffer_elements,
+                "bytes": r.summary.bytes, "active_parameters": active, "model_type": r.config.model_type}
+
+    residual = next((c.delta for c in d.causes if c.key == "residual"), 0)
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "a": side(d.a, d.active[0]),
+        "b": side(d.b, d.active[1]),
+        "identical": d.identical,
+        "same_layout": d.same_layout,
+        "delta": {"parameters": d.delta, "buffer_elements": d.buffers[1] - d.buffers[0],
+                  "bytes": d.bytes[1] - d.bytes[0]},
+        # named causes only; the residual once, beside them: sum(causes) + residual == delta.parameters
+        "causes": [
+            {"cause": c.key, "label": c.label, "delta": c.delta,
+             "items": [{"tensor": i.tensor, "count": i.count, "formula": i.formula, "delta": i.delta}
+                       for i in c.items]}
+            for c in d.causes if c.key != "residual"
+        ],
+        "residual": residual,
+        "residual_items": [{"tensor": i.tensor, "count": i.count, "formula": i.formula, "delta": i.delta}
+                           for c in d.causes if c.key == "residual" for i in c.items],
+        "roles": [{"role": r.role, "a": r.a, "b": r.b, "delta": r.b - r.a} for r in d.roles],
+        "dtypes": [{"dtype": dt, "a": x, "b": y} for dt, x, y in d.dtypes],
+        "bytes_by_dtype": [{"dtype": dt, "elements": de, "bytes": db} for dt, de, db in d.bytes_by_dtype()],
+        "changes": [
+            {"kind": c.kind, "role": c.role, "name": c.name, "count": c.count,
+             "shape_a": list(c.shape_a) if c.shape_a is not None else None,
+             "shape_b": list(c.shape_b) if c.shape_b is not None else None,
+             "dtype_a": c.dtype_a, "dtype_b": c.dtype_b}
+            for c in d.changes
+        ],
+        "notes": list(d.notes),
+    }
+
+
+def waterfall(d: Diff, width: int = 40) -> list[tuple[str, str, str]]:
+    """Rows of (label, bar, figure): A's total, each cause from the running total, B's total."""
+    a, b = d.parameters
+    steps = [c for c in d.causes if c.delta]
+    running = a
+    peak = max([a, b] + [running := running + c.delta for c in steps])
+    scale = width / peak if peak else 0
+
+    def bar(lo: int, hi: int, char: str) -> str:
+        start, end = round(lo * scale), round(hi * scale)
+        return " " * start + char * max(1, end - start)
+
+    rows = [(d.a.checkpoint.label, bar(0, a, "█"), n(a))]
+    running = a
+    for c in steps:
+        lo, hi = sorted((running, running + c.delta))
+        sign = "+ " if c.delta > 0 else "− "
+        rows.append((sign + c.key, bar(lo, hi, "▓" if c.delta > 0 else "░"), signed(c.delta)))
+        running += c.delta
+    rows.append((d.b.checkpoint.label, bar(0, b, "█"), n(b)))
+    return rows
+
+
+def _bytes_term(dtype: str, elements: int, nbytes: int) -> str:
+    """``F16 −6,738,415,616 × 2 B``; a GGML block type has no fixed width: its bytes, said plainly."""
+    from inspector.formats.dtypes import DTYPE_BITS
+
+    if dtype in DTYPE_BITS:
+        return f"{dtype} {signed(elements)} × {DTYPE_BITS[dtype] / 8:g} B"
+    return f"{sanitize(dtype)} {signed(nbytes)} B"
+
+
+def diff_table(d: Diff, *, all_changes: bool = False) -> RenderableType:
+    a, b = d.parameters
+    parts: list[RenderableType] = []
+    head = Text()
+    head.append(f"{sanitize(side_label(d.a))} → {sanitize(side_label(d.b))}", style="bold")
+    parts.append(head)
+    if d.identical:
+        parts.append(Text("no differences: same tensors, shapes, dtypes and counts", style="green"))
+        return Group(*parts)
+    parts.append(Text(f"parameters {n(a)} → {n(b)} ({signed(b - a)}, {short(a)} → {short(b)})"))
+    parts.append(Text(""))
+
+    why = Table(title="Why: each cause with its arithmetic; they add up to the difference", title_justify="left",
+                show_edge=False, pad_edge=False, show_header=True)
+    why.add_column("cause / tensor")
+    why.add_column("×", justify="right")
+    why.add_column("arithmetic (per tensor)")
+    why.add_column("parameters", justify="right")
+    for c in d.causes:
+        why.add_row(Text(sanitize(c.label), style="bold"), "", "", Text(signed(c.delta), style="bold"))
+        listed = c.items if len(c.items) <= 13 else c.items[:12]
+        for i in listed:
+            why.add_row("  " + sanitize(i.tensor), str(i.count), sanitize(i.formula), signed(i.delta))
+        if len(listed) < len(c.items):
+            rest = sum(i.delta for i in c.items[len(listed):])
+            why.add_row(f"  … {len(c.items) - len(listed)} more lines (--json lists them)", "", "", signed(rest),
+                        style="dim")
+    why.add_row(Text("total", style="bold"), "", f"{n(a)} → {n(b)}", Text(signed(b - a), style="bold"))
+    parts += [why, Text("")]
+
+    chart = Table.grid(padding=(0, 1))
+    chart.add_column()
+    chart.add_column()
+    chart.add_column(justify="right")
+    for label, bar, figure in waterfall(d):
+        chart.add_row(sanitize(label), bar, figure)
+    parts += [chart, Text("")]
+
+    extra = Table.grid(padding=(0, 2))
+    extra.add_column(style="bold")
+    extra.add_column()
+    extra.add_row("buffers", f"{n(d.buffers[0])} → {n(d.buffers[1])} ({signed(d.buffers[1] - d.buffers[0])}), "
+                             "not parameters")
+    extra.add_row("bytes", f"{n(d.bytes[0])} → {n(d.bytes[1])} ({signed(d.bytes[1] - d.bytes[0])}) = "
+                           + ", ".join(_bytes_term(dt, de, db) for dt, de, db in d.bytes_by_dtype()))
+    dtypes = ", ".join(f"{dt} {n(x)} → {n(y)}" for dt, x, y in d.dtypes)
+    extra.add_row("dtypes", dtypes)
+    if d.active[0] is not None or d.active[1] is not None:
+        extra.add_row("active per token", f"{n(d.active[0] or a)} → {n(d.active[1] or b)}")
+    parts += [extra, Text("")]
+
+    if d.changes:
+        ch = Table(title="Tensor changes", title_justify="left", show_edge=False, pad_edge=False)
+        for col in ("change", "role", "tensor", "A", "B"):
+            ch.add_column(col)
+        shown = d.changes if all_changes else d.changes[:30]
+        for change in shown:
+            ch.add_row(change.kind, change.role, sanitize(change.name),
+                       f"{shape_text(change.shape_a)} {change.dtype_a}" if change.shape_a is not None else "—",
+                       f"{shape_text(change.shape_b)} {change.dtype_b}" if change.shape_b is not None else "—")
+        parts.append(ch)
+        if len(d.changes) > len(shown):
+            parts.append(Text(f"… {len(d.changes) - len(shown)} more (--all-changes)", style="dim"))
+        parts.append(Text(""))
+    for note in d.notes:
+        parts.append(Text("note: " + sanitize(note), style="yellow"))
+    return Group(*parts)
+
+
+def diff_markdown(d: Diff) -> str:
+    """For pull-request comments: every untrusted string is escaped for markdown (no code spans,
+    which a backtick in a name would end), so nothing in a tensor name becomes a link or an image."""
+    a, b = d.parameters
+    la, lb = markdown(side_label(d.a)), markdown(side_label(d.b))
+    lines = [f"### {la} → {lb}", ""]
+    if d.identical:
+        return "\n".join([*lines, "No differences: same tensors, shapes, dtypes and counts.", ""])
+    lines += [f"Parameters **{n(a)} → {n(b)}** ({signed(b - a)})", "",
+              "| cause | tensor | × | arithmetic (per tensor) | parameters |", "|---|---|--:|---|--:|"]
+    for c in d.causes:
+        lines.append(f"| **{markdown(c.label)}** | | | | **{signed(c.delta)}** |")
+        for i in c.items:
+            lines.append(f"| | {markdown(i.tensor)} | {i.count} | {markdown(i.formula)} | {signed(i.delta)} |")
+    lines.append(f"| **total** | | | | **{signed(b - a)}** |")
+    lines += ["", f"Buffers {n(d.buffers[0])} → {n(d.buffers[1])} (not parameters); "
+                  f"bytes {n(d.bytes[0])} → {n(d.bytes[1])}.", ""]
+    if d.changes:
+        lines += ["| change | role | tensor | A | B |", "|---|---|---|---|---|"]
+        for change in d.changes:
+            sa = f"{shape_text(change.shape_a)} {change.dtype_a}" if change.shape_a is not None else "—"
+            sb = f"{shape_text(change.shape_b)} {change.dtype_b}" if change.shape_b is not None else "—"
+            lines.append(f"| {change.kind} | {markdown(change.role)} | {markdown(change.name)} | "
+                         f"{markdown(sa)} | {markdown(sb)} |")
+        lines.append("")
+    lines += [f"_{markdown(note)}_" for note in d.notes]
+    return "\n".join(lines) + "\n"
+
+
+# --- a PEFT adapter against its base ---------------------------------------------------------
+
+
+def _share(a: AdapterDiff) -> str:
+    return f"{a.share * 100:.4g}%"
+
+
+def adapter_json(a: AdapterDiff) -> dict[str, Any]:
+    """``inspect diff BASE ADAPTER --json`` (schema_version 1): ``kind`` is ``adapter``."""
+
+    def side(r: Any) -> dict[str, Any]:
+        c = r.checkpoint
+        return {"label": c.label, "origin": c.origin, "repo_id": c.repo_id, "revision": c.revision,
+                "parameters": r.summary.parameters, "bytes": r.summary.bytes, "model_type": r.config.model_type}
+
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "kind": "adapter",
+        "base": side(a.base),
+        "adapter": side(a.adapter),
+        "peft_type": a.peft_type,
+        "rank": a.rank,
+        "alpha": a.alpha,
+        "target_modules": list(a.targets),
+        "base_model_name_or_path": a.base_model,
+        "parameters": a.parameters,  # the adapter's own; merged into the base, the base's count is unchanged
+        "share_of_base": a.share,
+        "modules": [{"module": m.module, "layers": m.layers, "rank": m.rank, "lora_a": list(m.shape_a),
+                     "lora_b": list(m.shape_b), "formula": m.formula, "parameters": m.parameters,
+                     "base_shape": list(m.base_shape) if m.base_shape is not None else None} for m in a.modules],
+        "other": [{"tensor": name, "parameters": count} for name, count in a.other],
+        "problems": list(a.problems),
+    }
+
+
+def adapter_table(a: AdapterDiff) -> RenderableType:
+    parts: list[RenderableType] = []
+    head = Text()
+    head.append(f"{sanitize(side_label(a.base))} ← adapter {sanitize(side_label(a.adapter))}", style="bold")
+    parts.append(head)
+    parts.append(Text(sanitize(describe(adapter_config(a.adapter) or {}))
+                      + f"; base model named in adapter_config.json: {sanitize(a.base_model or 'none')}"))
+    parts.append(Text(f"adapter parameters {n(a.parameters)} = {_share(a)} of the base's "
+                      f"{n(a.base.summary.parameters)} (merged into the base, its count is unchanged)"))
+    parts.append(Text(""))
+    t = Table(title="What the adapter adds, module by module", title_justify="left", show_edge=False,
+              pad_edge=False)
+    for col, justify in (("module", "left"), ("×", "right"), ("lora_A", "left"), ("lora_B", "left"),
+                         ("base weight", "left"), ("arithmetic (per module)", "left"), ("parameters", "right")):
+        t.add_column(col, justify=justify)  # type: ignore[arg-type]
+    for m in a.modules:
+        base = shape_text(m.base_shape) if m.base_shape is not None else "missing"
+        t.add_row(sanitize(m.module), str(m.layers), shape_text(m.shape_a), shape_text(m.shape_b), base,
+                  m.formula, n(m.parameters))
+    for name, count in a.other:
+        t.add_row(sanitize(name), "1", "", "", "", "a whole copy (modules_to_save)", n(count))
+    t.add_row(Text("total", style="bold"), "", "", "", "", "", Text(n(a.parameters), style="bold"))
+    parts += [t, Text("")]
+    for problem in a.problems:
+        parts.append(Text("problem: " + sanitize(problem), style="red"))
+    return Group(*parts)
+
+
+def adapter_markdown(a: AdapterDiff) -> str:
+    lines = [f"### {markdown(side_label(a.base))} ← adapter {markdown(side_label(a.adapter))}", "",
+             f"{markdown(describe(adapter_config(a.adapter) or {}))}; adapter parameters **{n(a.parameters)}** "
+             f"({_share(a)} of the base's {n(a.base.summary.parameters)})", "",
+             "| module | × | lora_A | lora_B | base weight | arithmetic (per module) | parameters |",
+             "|---|--:|---|---|---|---|--:|"]
+    for m in a.modules:
+        base = shape_text(m.base_shape) if m.base_shape is not None else "missing"
+        lines.append(f"| {markdown(m.module)} | {m.layers} | {shape_text(m.shape_a)} | {shape_text(m.shape_b)} | "
+                     f"{base} | {markdown(m.formula)} | {n(m.parameters)} |")
+    for name, count in a.other:
+        lines.append(f"| {markdown(name)} | 1 | | | | a whole copy (modules_to_save) | {n(count)} |")
+    lines += [f"| **total** | | | | | | **{n(a.parameters)}** |", ""]
+    lines += [f"_problem: {markdown(p)}_" for p in a.problems]
+    return "\n".join(lines) + "\n"

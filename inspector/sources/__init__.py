@@ -1,0 +1,1 @@
+"""Where bytes come from: the resolver and the byte sources."""

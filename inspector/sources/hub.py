@@ -1,0 +1,411 @@
+"""The Hub fetch plan and the offline policy: header-only reads of a repo, assembled into a Checkpoint.
+
+Transport (requests, retries, deadlines, budgets, errors) is ``transport``; the header cache is
+``hubcache``. The plan:
+
+1. one API call lists the repo's files with their sizes at the revision and resolves it to a commit
+   SHA (a pinned SHA already in the header cache makes no request at all);
+2. config.json and the index, concurrently; when nothing is cached, they and the first bytes of a
+   lone ``model.safetensors`` are asked for at the branch beside the listing (step 1), and kept when
+   the server's ``X-Repo-Commit`` is the listing's commit: a one-file repo is then read in one
+   round trip, a sharded one in two;
+3. every shard's header, concurrently: one range request sized from the index (the shard's tensor
+   names), and an exact second request for the remainder only when the header is larger.
+
+A server that ignores ``Range`` and answers 200 with the whole body is read only up to the bytes
+asked for, then the connection is dropped: weights are never downloaded by accident. Each header is
+parsed as soon as it arrives, and the header bytes of one repo have a total budget, reserved before
+they are asked for. Every name from the listing and the index is validated before it becomes a
+path. Results go to the header cache as header snapshots, written atomically.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, Final
+
+from inspector.errors import HeaderError, HubUnreachable, InvalidCheckpointError, NetworkError, NotFoundError
+from inspector.formats.registry import SAFETENSORS, reader_for
+from inspector.formats.safetensors import Header
+from inspector.model import (
+    PICKLE_SUFFIXES,
+    SIDE_FILES,
+    WEIGHT_SUFFIXES,
+    Checkpoint,
+    FileEntry,
+    index_shards,
+    json_object,
+    pick_index,
+    weight_files,
+)
+from inspector.render.text import natural_key
+from inspector.safeio import COMMIT, commit_id, relative_name
+from inspector.sources.header_cache import HeaderCache
+from inspector.sources.snapshot import load_snapshot
+from inspector.sources.transport import FetchStats, Hub, HubOptions
+
+__all__ = ["FetchStats", "HeaderCache", "Hub", "HubOptions", "fetch_checkpoint", "open_hub", "read_header",
+           "repo_sizes"]
+
+STORED: Final[tuple[str, ...]] = ("config.json", "generation_config.json", "quantize_config.json", *SIDE_FILES)
+#: header bytes one repo may hold in all (DeepSeek-V3's 163 headers are 11.5 MB)
+REPO_HEADER_BUDGET: Final = 256 * 1024 * 1024
+
+Progress = Callable[[int, int], None]
+
+
+# --- the fetch plan -----------------------------------------------------------------------------
+
+
+def open_hub(repo_id: str, revision: str | None = None, *, options: HubOptions | None = None,
+             progress: Progress | None = None, hub: Hub | None = None,
+             cache: HeaderCache | None = None, lenient: bool = False, only: str | None = None) -> Checkpoint:
+    """Read a Hub repo's config, index and headers. See the module docstring.
+
+    Before any range request, a complete snapshot in the Hugging Face cache (``HF_HUB_CACHE``,
+    where ``snapshot_download`` and transformers put them) or in the header cache answers: a pinned
+    commit makes no request, a branch only the listing call. ``revision`` None means the default
+    branch; offline, it may then be served by the newest cached snapshot. A revision the user named
+    is served only by its own snapshot (exit 3 if none). ``lenient``: see ``source.open_checkpoint``.
+    ``only``: one weight file of the repo (one GGUF of several); read afresh, never cached.
+    """
+    hub = hub or Hub(options)
+    cache = cache or HeaderCache(endpoint=hub.endpoint)
+    rev = revision or "main"
+    use_cache = hub.options.use_cache and only is None
+    if COMMIT.match(rev):
+        local = _local(cache, repo_id, rev, hub, lenient) if use_cache else None
+        if local is not None:
+            return local
+    if hub.offline:
+        return _offline(repo_id, revision, cache, hub, "offline mode is on (HF_HUB_OFFLINE)", unreachable=False,
+                        lenient=lenient)
+    from inspector.sources.bundled import BY_REPO
+
+    # when a cached or bundled snapshot can stand in, an unresponsive Hub costs seconds, not a minute
+    warm = use_cache and _cached_sha(cache, repo_id, revision) is not None
+    cached = warm or (revision is None and repo_id.lower() in BY_REPO)
+    # nothing cached to stand in: the files most repos have are asked for at the branch beside the
+    # listing, and kept when the server says they are at the commit the listing names
+    early = None if warm or only is not None else _Early(hub, repo_id, rev)
+    try:
+        try:
+            info = hub.repo_info(repo_id, rev, quick=cached)
+        except HubUnreachable as exc:
+            return _offline(repo_id, revision, cache, hub, f"the Hub is unreachable ({exc.message})",
+                            unreachable=True, lenient=lenient)
+        sha = commit_id(info["sha"], f"{hub.public}: the listing of {repo_id}: sha")
+        local = _local(cache, repo_id, sha, hub, lenient) if use_cache else None
+        if local is not None:
+            cache.set_ref(repo_id, rev, sha)
+            return local
+        checkpoint, snapshot = fetch_checkpoint(hub, repo_id, sha, info, progress, lenient=lenient, only=only,
+                                                early=early)
+    finally:
+        if early is not None:
+            early.close()
+    # a pickle's "header" is not a byte prefix a snapshot can keep: such repos are read again each time
+    pickles = any(h.file.endswith(PICKLE_SUFFIXES) for h in checkpoint.headers)
+    if use_cache and not pickles and not checkpoint.header_errors and checkpoint.index_error is None:
+        cache.put(snapshot)
+        cache.set_ref(repo_id, rev, sha)
+    return checkpoint
+
+
+def _local(cache: HeaderCache, repo_id: str, sha: str, hub: Hub, lenient: bool,
+           notes: tuple[str, ...] = ()) -> Checkpoint | None:
+    """The snapshot at ``sha`` from the header cache, else from the Hugging Face cache."""
+    if cache.get(repo_id, sha):
+        return _from_cache(cache, repo_id, sha, hub, list(notes), lenient)
+    from inspector.sources.resolve import hf_cache_folder, open_folder
+
+    found = hf_cache_folder(repo_id, sha)
+    if found is None:
+        return None
+    c = open_folder(found[0], origin="hf-cache", repo_id=repo_id, revision=sha, lenient=lenient)
+    return replace(c, notes=(*c.notes, *notes, f"files from the Hugging Face cache ({sha[:12]}), "
+                                                f"{hub.stats.requests} request(s)"))
+
+
+def _from_cache(cache: HeaderCache, repo_id: str, sha: str, hub: Hub, notes: list[str],
+                lenient: bool = False) -> Checkpoint:
+    folder = cache.get(repo_id, sha)
+    assert folder is not None
+    c = load_snapshot(folder, origin="hub", label=repo_id, strict=not lenient)
+    return replace(c, notes=(*notes, f"headers from the cache ({sha[:12]}), {hub.stats.requests} request(s)"))
+
+
+def _cached_sha(cache: HeaderCache, repo_id: str, revision: str | None) -> str | None:
+    """The cached commit (header cache or Hugging Face cache) that may stand for ``revision``: its
+    own snapshot, or for the default branch (``None``) the newest one."""
+    from inspector.sources.resolve import hf_cache_folder
+
+    rev = revision or "main"
+    if COMMIT.match(rev):
+        return rev if cache.get(repo_id, rev) or hf_cache_folder(repo_id, rev) else None
+    found = hf_cache_folder(repo_id, rev)
+    return cache.ref(repo_id, rev) or (found[1] if found else None) or (
+        cache.newest(repo_id) if revision is None else None)
+
+
+def _offline(repo_id: str, revision: str | None, cache: HeaderCache, hub: Hub, why: str, *,
+             unreachable: bool, lenient: bool = False) -> Checkpoint:
+    sha = _cached_sha(cache, repo_id, revision)
+    local = _local(cache, repo_id, sha, hub, lenient, (f"{why}: serving the cached snapshot at commit {sha} "
+                                                       "(offline)",)) if sha else None
+    if local is not None:
+        return local
+    from inspector.sources.bundled import BY_REPO, bundled_path
+
+    alias = BY_REPO.get(repo_id.lower())
+    if alias is not None and revision is None:
+        c = load_snapshot(bundled_path(alias), origin="bundled", label=alias.repo_id, strict=not lenient)
+        return replace(c, notes=(*c.notes, f"{why}: serving the bundled snapshot at commit "
+                                           f"{c.revision or 'unknown'} (offline)"))
+    where = f"{repo_id}@{revision}" if revision else repo_id
+    message = f"{where}: {why}, and no cached or bundled snapshot of {'that revision' if revision else 'it'} exists"
+    hint = "run once online, or `inspect save REPO -o DIR` on a machine that is"
+    if unreachable:
+        raise NetworkError(message, hint=hint)
+    raise NotFoundError(message, hint=hint)
+
+
+def repo_sizes(hub: Hub, info: Mapping[str, Any], repo_id: str) -> dict[str, int | None]:
+    """Every file of a listing with its size, each name validated before it can become a path."""
+    siblings = info.get("siblings") or []
+    if not isinstance(siblings, list):
+        raise InvalidCheckpointError(f"{hub.public}: the listing of {repo_id} has no list of files")
+    sizes: dict[str, int | None] = {}
+    for i, s in enumerate(siblings):
+        if not isinstance(s, dict) or "rfilename" not in s:
+            continue
+        name = relative_name(s["rfilename"], f"{hub.public}: the listing of {repo_id}: siblings[{i}].rfilename")
+        size = s.get("size")
+        lfs = s.get("lfs")
+        if size is None and isinstance(lfs, dict):
+            size = lfs.get("size")
+        sizes[name] = size if type(size) is int and size >= 0 else None
+    return sizes
+
+
+class _Early:
+    """Reads sent beside the listing, before the commit is known: config.json, the usual index and
+    the first bytes of a lone model.safetensors, at the branch. The Hub names the commit it served
+    in ``X-Repo-Commit``; an answer is used only when that is the listing's commit and the listing
+    has the file, so a branch that moves between the two calls costs a read again, never a mix of
+    commits. A failed early read (a 404 for a file the repo does not have) is simply not used."""
+
+    NAMES: Final = ("config.json", "model.safetensors.index.json", "model.safetensors")
+
+    def __init__(self, hub: Hub, repo_id: str, revision: str) -> None:
+        self.pool = ThreadPoolExecutor(max_workers=len(self.NAMES))
+        self.futures = {n: self.pool.submit(self._read, hub, repo_id, revision, n) for n in self.NAMES}
+
+    @staticmethod
+    def _read(hub: Hub, repo_id: str, revision: str, name: str) -> tuple[bytes, str] | None:
+        commit: list[str] = []
+        try:
+            if reader_for(name) is not None:
+                body = bytes(hub.read_range(repo_id, revision, name, 0, SAFETENSORS.first_read(None),
+                                            commit=commit))
+            else:
+                body = hub.read_json(repo_id, revision, name, commit=commit)
+        except Exception:  # a guess that failed: the plan reads what the listing names
+            return None
+        return (body, commit[0]) if commit else None
+
+    def get(self, name: str, sha: str, sizes: Mapping[str, int | None]) -> bytes | None:
+        future = self.futures.get(name)
+        if future is None or name not in sizes:
+            return None
+        got = future.result()
+        return got[0] if got is not None and got[1] == sha else None
+
+    def close(self) -> None:
+        self.pool.shutdown(wait=False, cancel_futures=True)
+
+
+class _Budget:
+    """Header bytes of one repo, reserved before they are asked for."""
+
+    def __init__(self, total: int) -> None:
+        self.left = total
+        self.total = total
+        self.lock = threading.Lock()
+
+    def take(self, n: int, name: str) -> None:
+        with self.lock:
+            if n > self.left:
+                raise InvalidCheckpointError(
+                    f"{name}: its header would take the repo's headers over {self.total:,} bytes; refusing "
+                    "to read more (a hostile repo?)")
+            self.left -= n
+
+
+def fetch_checkpoint(hub: Hub, repo_id: str, sha: str, info: Mapping[str, Any],
+                     progress: Progress | None = None, *, lenient: bool = False,
+                     only: str | None = None, early: _Early | None = None) -> tuple[Checkpoint, dict[str, Any]]:
+    """The cold path: config and index, then every header, concurrently, each parsed on arrival.
+    ``lenient`` (the audit): header errors, a broken index and missing shards are collected.
+    ``early``: reads already sent at the branch, used where they are at ``sha``."""
+    sizes = repo_sizes(hub, info, repo_id)
+    top = {p for p in sizes if "/" not in p}
+    index_name = pick_index(top)
+    budget = _Budget(REPO_HEADER_BUDGET)
+
+    def ready(name: str) -> bytes | None:
+        return early.get(name, sha, sizes) if early is not None else None
+
+    with ThreadPoolExecutor(max_workers=max(1, min(hub.options.workers, len(sizes) or 1))) as pool:
+        config_f = None
+        config_raw: bytes | None = None
+        if "config.json" in sizes:
+            config_raw = ready("config.json")
+            if config_raw is None:
+                config_f = pool.submit(hub.read_json, repo_id, sha, "config.json")
+        extra_f = {p: pool.submit(hub.read_json, repo_id, sha, p) for p in STORED[1:] if p in sizes}
+        index_raw = (ready(index_name) or hub.read_json(repo_id, sha, index_name)) if index_name else None
+        index: dict[str, Any] | None = None
+        index_error: str | None = None
+        try:
+            index = json_object(index_raw, index_name or "index") if index_raw is not None else None
+            if only is not None:
+                if only not in sizes:
+                    raise NotFoundError(f"{repo_id}: no file {only!r} at this revision")
+                shards = [only]
+            else:
+                shards = _shards(repo_id, sizes, top, index, index_name, lenient)
+        except InvalidCheckpointError as exc:
+            if not lenient or index_raw is None:
+                raise
+            index, index_error = None, exc.message
+            shards = _shards(repo_id, sizes, top, None, None, lenient)
+        if lenient:  # the audit reports shards the index does not name, and does not read missing ones
+            shards = sorted({*(s for s in shards if s in sizes), *(p for p in top if p.endswith(".safetensors"))},
+                            key=natural_key)
+        first_reads = _first_reads(index)
+        if progress:
+            progress(0, len(shards))
+        done = 0
+        lock = threading.Lock()
+
+        def fetch(name: str) -> Header | HeaderError:
+            nonlocal done
+            first = first_reads.get(name)  # None: the reader's own first read
+            try:
+                header: Header | HeaderError = read_header(hub, repo_id, sha, name, sizes.get(name), first, budget,
+                                                           lenient=lenient, prefix=ready(name))
+            except HeaderError as exc:
+                if not lenient:
+                    raise
+                header = exc
+            with lock:
+                done += 1
+                if progress:
+                    progress(done, len(shards))
+            return header
+
+        results = list(pool.map(fetch, shards))
+        headers = tuple(h for h in results if isinstance(h, Header))
+        errors = tuple(h for h in results if isinstance(h, HeaderError))
+        if config_f is not None:
+            config_raw = config_f.result()
+        stored = {p: f.result() for p, f in extra_f.items()}
+    config = json_object(config_raw, "config.json") if config_raw is not None else None
+    stored_all: dict[str, bytes] = dict(stored)
+    if config_raw is not None:
+        stored_all["config.json"] = config_raw
+    if index_raw is not None and index_name:
+        stored_all[index_name] = index_raw
+    notes = [f"read {hub.stats.requests} request(s), {hub.stats.bytes:,} bytes from {hub.public} "
+             f"at commit {sha}"]
+    if hub.stats.range_ignored:
+        notes.append("the server ignored Range requests; only the header bytes were read")
+    side = {n: json_object(stored[n], n) for n in SIDE_FILES if n in stored}
+    checkpoint = Checkpoint(
+        label=repo_id, origin="hub", location=f"{hub.public}/{repo_id}", headers=headers,
+        config=config, index=index, repo_id=repo_id, revision=sha,
+        files=tuple(FileEntry(p, s) for p, s in sorted(sizes.items(), key=lambda kv: natural_key(kv[0]))),
+        notes=tuple(notes), header_errors=errors, index_name=index_name, index_error=index_error, side_json=side,
+    )
+    snapshot = {
+        "repo_id": repo_id, "revision": sha,
+        "files": sorted(sizes.items()),
+        "headers": {h.file: h.raw for h in headers}, "stored": stored_all,
+        "provenance": f"read from {hub.public} by inspector (headers only)",
+    }
+    return checkpoint, snapshot
+
+
+def _shards(repo_id: str, sizes: Mapping[str, int | None], top: set[str], index: Mapping[str, Any] | None,
+            index_name: str | None, lenient: bool = False) -> list[str]:
+    if index is not None:
+        return index_shards(index, sizes, repo_id, index_name, lenient=lenient)
+    names = weight_files(top, repo_id)
+    if names or lenient:
+        return names
+    weights = sorted(p for p in sizes if p.endswith(WEIGHT_SUFFIXES))
+    if weights:
+        kinds = sorted({Path(p).suffix for p in weights})
+        raise InvalidCheckpointError(
+            f"{repo_id}: no safetensors weights; the repo holds {', '.join(kinds)} files "
+            f"({', '.join(weights[:3])}{' …' if len(weights) > 3 else ''})",
+            hint="from the Hub the inspector reads safetensors and GGUF headers (PyTorch pickles: download, then "
+                 "inspect the file); look for a safetensors revision or conversion",
+        )
+    raise NotFoundError(f"{repo_id}: the repo has no weight files at this revision")
+
+
+def _first_reads(index: Mapping[str, Any] | None) -> dict[str, int]:
+    """Bytes to ask for first, per shard: the header's likely size from the tensor names the index
+    places there (the reader's default for a shard no index describes)."""
+    names: dict[str, list[str]] = {}
+    for tensor, shard in ((index or {}).get("weight_map") or {}).items():
+        names.setdefault(shard, []).append(tensor)
+    return {shard: SAFETENSORS.estimate(tensors) for shard, tensors in names.items() if reader_for(shard)}
+
+
+def read_header(hub: Hub, repo_id: str, sha: str, name: str, size: int | None, first: int | None,
+                budget: _Budget | None = None, *, lenient: bool = False, prefix: bytes | None = None) -> Header:
+    """One file's header: a first range read, an exact second one only when the header is larger
+    than its reader's first read, the bytes reserved from the repo's budget before they are asked
+    for, then parsed. ``lenient`` (the audit) leaves the end-of-file checks to the caller.
+    ``prefix``: the file's first bytes, already read (an early read at the branch)."""
+    budget = budget or _Budget(REPO_HEADER_BUDGET)
+    if name.endswith(PICKLE_SUFFIXES):
+        if size is None:
+            raise InvalidCheckpointError(f"{name}: the listing gives no size; a pickle is read from its end")
+        from inspector.formats.torch_pickle import RangeFile, read_torch_stream
+
+        def fetch(start: int, length: int) -> bytes:
+            budget.take(length, name)
+            return bytes(hub.read_range(repo_id, sha, name, start, length))
+
+        return read_torch_stream(RangeFile(fetch, size), name, size)
+    reader = reader_for(name) or SAFETENSORS
+    checked = None if lenient else size
+    want = reader.first_read(first)
+    if size is not None:
+        want = min(want, size)
+    if prefix is not None:
+        want = len(prefix)
+        budget.take(want, name)
+        blob = bytearray(prefix)
+    else:
+        if want:
+            budget.take(want, name)
+        blob = hub.read_range(repo_id, sha, name, 0, want) if want else bytearray()
+    while True:  # a reader whose header length is not stored up front asks again until it is whole
+        total = reader.need(blob, file=name, file_size=size)
+        if len(blob) >= total or (size is not None and len(blob) >= size):
+            break
+        if len(blob) < want and (size is None or len(blob) < size):
+            raise NetworkError(f"{name}: the server sent {len(blob):,} of the {want:,} bytes asked for")
+        budget.take(total - len(blob), name)
+        want = total
+        hub.read_range(repo_id, sha, name, len(blob), total - len(blob), into=blob)
+    return reader.parse(blob, file=name, file_size=checked)

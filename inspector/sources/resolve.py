@@ -1,0 +1,381 @@
+"""Resolve what the user typed (a path, an alias, a Hub repo id) to a Checkpoint.
+
+Order, documented in ``inspect --help`` and the README:
+
+1. an existing path: a ``.safetensors`` file, a folder (one file, sharded with or without an index,
+   a Hugging Face cache snapshot or repo folder) or a header snapshot folder;
+2. an alias (``inspect aliases``): the bundled header snapshot, no network;
+3. a Hub repo id, optionally ``repo@revision``: header-only reads from the Hub.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from inspector.errors import HeaderError, InvalidCheckpointError, NotFoundError, NotRegularFile, UsageError
+from inspector.formats.registry import SAFETENSORS, reader_for
+from inspector.formats.safetensors import Header, without_gc
+from inspector.model import (
+    PICKLE_SUFFIXES,
+    SIDE_FILES,
+    WEIGHT_SUFFIXES,
+    Checkpoint,
+    FileEntry,
+    Origin,
+    index_shards,
+    json_object,
+    pick_index,
+    weight_files,
+)
+from inspector.render.text import natural_key
+from inspector.safeio import open_regular, pread_all, read_regular, regular_size
+from inspector.sources.bundled import ALIASES, bundled_path
+from inspector.sources.snapshot import JSON_BUDGET, is_snapshot, load_snapshot
+
+_REPO_ID = re.compile(r"^(?:[A-Za-z0-9][\w.-]*/)?[A-Za-z0-9][\w.-]*$")
+_SKIP_DIRS = {".git", ".cache", "__pycache__", ".huggingface"}
+
+#: A hook the Hub layer installs: (repo_id, revision, lenient) -> Checkpoint. Kept as a seam so this
+#: module stays transport-free.
+HubOpener = Callable[[str, "str | None", bool, "str | None"], Checkpoint]
+
+
+_HUB_URL = re.compile(r"^(?:https?://(?:www\.)?huggingface\.co/|hf://)(?:models/)?"
+                      r"(?P<repo>[^/@?#]+/[^/@?#]+)(?:/(?:tree|blob|resolve)/(?P<rev>[^/?#]+))?/?(?:[?#].*)?$")
+
+
+def hub_url(spec: str) -> str | None:
+    """``https://huggingface.co/org/name[/tree/rev]`` or ``hf://org/name`` → ``org/name[@rev]``."""
+    m = _HUB_URL.match(spec)
+    if m is None:
+        return None
+    from urllib.parse import unquote
+
+    return m.group("repo") + (f"@{unquote(m.group('rev'))}" if m.group("rev") else "")
+
+
+def split_revision(spec: str) -> tuple[str, str | None]:
+    """``org/name@rev`` → (``org/name``, ``rev``)."""
+    spec = hub_url(spec) or spec
+    if "@" in spec:
+        name, _, rev = spec.partition("@")
+        if not rev:
+            raise UsageError(f"{spec!r}: empty revision after '@'")
+        return name, rev
+    return spec, None
+
+
+def looks_like_repo_id(name: str) -> bool:
+    return bool(_REPO_ID.match(name)) and ".." not in name and not name.endswith((".safetensors", ".json"))
+
+
+@without_gc()
+def open_checkpoint(spec: str, *, hub: HubOpener | None = None, revision: str | None = None,
+                    lenient: bool = False) -> Checkpoint:
+    """The one place that turns what the user typed into a checkpoint. ``lenient`` (the audit):
+    per-file header errors, a broken index and missing shards are collected on the checkpoint
+    instead of raised, and no end-of-file check is applied to the headers (the audit makes its own).
+    Raises NotFoundError with a hint when nothing matches."""
+    if not spec:
+        raise UsageError("no model given", hint="inspect PATH | ALIAS | ORG/NAME")
+    path = Path(spec).expanduser()
+    if hub_url(spec) is None and path.exists():
+        if revision:
+            raise UsageError(f"{spec}: --revision applies to Hub repos, not to a local path")
+        return open_local(path, lenient=lenient)
+    name, rev = split_revision(spec)
+    rev = rev or revision
+    only = None
+    parts = name.split("/")
+    if len(parts) > 2 and reader_for(name):  # org/name/FILE.gguf: one file of a repo
+        name, only = "/".join(parts[:2]), "/".join(parts[2:])
+    alias = ALIASES.get(name.lower())
+    if alias is not None and rev is None and only is None:
+        return load_snapshot(bundled_path(alias), origin="bundled", label=alias.repo_id, strict=not lenient)
+    if alias is not None:
+        name = alias.repo_id
+    if looks_like_repo_id(name) and "/" in name and hub is not None:
+        return hub(name, rev, lenient, only)
+    if looks_like_repo_id(name) and "/" in name:
+        raise NotFoundError(f"{spec}: not a local path, and Hub access is not available here")
+    close = did_you_mean(name.lower(), ALIASES)
+    raise NotFoundError(
+        f"{spec}: no such file or folder, and not an alias or a Hub repo id (org/name)",
+        hint=f"did you mean {close}? (`inspect aliases` lists the bundled models)" if close else
+        "`inspect aliases` lists the bundled models; a Hub repo looks like org/name",
+    )
+
+
+def did_you_mean(word: str, choices: Iterable[str]) -> str | None:
+    """The closest choice, when one is close enough to be a typo."""
+    import difflib
+
+    found = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.75)
+    return found[0] if found else None
+
+
+def open_local(path: Path, *, lenient: bool = False) -> Checkpoint:
+    """Open a local file or folder, reading only headers."""
+    if path.is_file():
+        return _open_file(path, lenient)
+    if not path.is_dir():
+        raise NotFoundError(f"{path}: not a file or folder")
+    if is_snapshot(path):
+        return load_snapshot(path, strict=not lenient)
+    cache = _hf_cache_snapshot(path)
+    if cache is not None:
+        folder, repo_id, revision = cache
+        return open_folder(folder, origin="hf-cache", repo_id=repo_id, revision=revision, lenient=lenient)
+    return open_folder(path, origin="folder", lenient=lenient)
+
+
+def _open_file(path: Path, lenient: bool) -> Checkpoint:
+    if reader_for(path.name) is None and path.suffix in WEIGHT_SUFFIXES and not path.name.endswith(PICKLE_SUFFIXES):
+        raise InvalidCheckpointError(
+            f"{path}: a {path.suffix} file; the inspector reads safetensors files only",
+            hint="convert it to safetensors, or inspect the repo's .safetensors files",
+        )
+    headers, errors = _read_headers(path.parent, [path.name], lenient)
+    config = _load_json(path.parent / "config.json")
+    reader = reader_for(path.name)
+    if config is None and headers and reader is not None:
+        config = reader.config(headers[0])  # a GGUF carries its own
+    size = headers[0].file_size if headers else regular_size(path)
+    return Checkpoint(
+        label=path.name, origin="file", location=str(path), headers=headers, config=config,
+        files=(FileEntry(path.name, size),), header_errors=errors, root=str(path.parent),
+    )
+
+
+def open_folder(folder: Path, *, origin: Origin, repo_id: str | None = None, revision: str | None = None,
+                lenient: bool = False) -> Checkpoint:
+    files = _list_files(folder)
+    names = {f.path for f in files}
+    index_name = pick_index(names)
+    index: dict[str, Any] | None = None
+    index_error: str | None = None
+    if index_name:
+        try:
+            index = _load_json(folder / index_name)
+            shard_names = index_shards(index or {}, names, str(folder), index_name, lenient=lenient)
+        except InvalidCheckpointError as exc:
+            if not lenient:
+                raise
+            index, index_error = None, exc.message
+    if index is None:
+        shard_names = weight_files(names, str(folder))
+    elif lenient:  # files the index does not name are read too: the audit reports them
+        shard_names = sorted({*shard_names, *(n for n in names if n.endswith(".safetensors") and "/" not in n)},
+                             key=natural_key)
+    if not shard_names and not index_name:
+        weights = sorted(n for n in names if n.endswith(WEIGHT_SUFFIXES))
+        if weights:
+            raise InvalidCheckpointError(
+                f"{folder}: no safetensors files; it holds {', '.join(weights[:3])}"
+                + (" …" if len(weights) > 3 else ""),
+                hint="the inspector reads safetensors; convert the checkpoint or use its safetensors revision",
+            )
+        if "config.json" in names and repo_id:
+            raise NotFoundError(
+                f"{folder}: only config files are cached for {repo_id} (a config-only download)",
+                hint=f"`inspect {repo_id}` reads the weight headers from the Hub")
+        raise NotFoundError(f"{folder}: no safetensors files in this folder")
+    headers, errors = _read_headers(folder, [n for n in shard_names if n in names], lenient)
+    side = {n: _load_json(folder / n) or {} for n in SIDE_FILES if n in names}
+    return Checkpoint(
+        label=repo_id or folder.name,
+        origin=origin,
+        location=str(folder),
+        headers=headers,
+        config=_load_json(folder / "config.json") if "config.json" in names else None,
+        index=index,
+        repo_id=repo_id,
+        revision=revision,
+        files=tuple(files),
+        header_errors=errors,
+        index_name=index_name,
+        index_error=index_error,
+        side_json=side,
+        root=str(folder),
+    )
+
+
+def _read_headers(folder: Path, names: list[str], lenient: bool) -> tuple[tuple[Header, ...],
+                                                                         tuple[HeaderError, ...]]:
+    headers: list[Header] = []
+    errors: list[HeaderError] = []
+    for name in names:
+        try:
+            headers.append(read_local_header(folder / name, name, lenient=lenient))
+        except HeaderError as exc:
+            if not lenient:
+                raise
+            errors.append(exc)
+    return tuple(headers), tuple(errors)
+
+
+def read_local_header(path: Path, name: str, *, lenient: bool = False) -> Header:
+    """Read and validate one file's header: as many leading bytes as its format's reader needs,
+    never the data. Only a regular file is opened (a FIFO named like a shard would block forever).
+    ``lenient`` (the audit) leaves the end-of-file checks to the caller."""
+    if name.endswith(PICKLE_SUFFIXES):
+        from inspector.formats.torch_pickle import read_torch
+
+        return read_torch(path, name)  # its checks do not depend on lenient
+    reader = reader_for(name) or SAFETENSORS
+    try:
+        fd = open_regular(path)
+    except NotRegularFile as exc:
+        raise NotRegularFile(exc.message.removeprefix(f"{path}: "), name) from None
+    try:  # one open file: its size, then as many leading bytes as the reader needs
+        size = os.fstat(fd).st_size
+        checked = None if lenient else size
+        blob = pread_all(fd, reader.first_read(min(size, 4096)), 0, path)
+        while True:  # a reader whose header length is not stored up front asks for more until it is whole
+            total = reader.need(blob, file=name, file_size=size)
+            if len(blob) >= total or len(blob) >= size:
+                break
+            # read from the start again rather than append: a first read is a few kB, a
+            # header may be a hundred MB (and bytes + bytes copies both)
+            blob = pread_all(fd, total, 0, path)
+    finally:
+        os.close(fd)
+    return reader.parse(blob, file=name, file_size=checked)
+
+
+def _list_files(folder: Path) -> list[FileEntry]:
+    entries: list[FileEntry] = []
+    for root, dirs, names in os.walk(folder, followlinks=False):
+        dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS)
+        for name in names:
+            full = Path(root) / name
+            try:
+                size: int | None = full.stat().st_size  # follows HF cache symlinks into blobs/
+            except OSError:
+                size = None
+            entries.append(FileEntry(full.relative_to(folder).as_posix(), size))
+    entries.sort(key=lambda f: natural_key(f.path))
+    return entries
+
+
+def _load_json(path: Path) -> dict[str, Any] | None:
+    if not path.exists():
+        return None
+    raw = read_regular(path, JSON_BUDGET + 1)
+    if len(raw) > JSON_BUDGET:
+        raise InvalidCheckpointError(f"{path}: over {JSON_BUDGET:,} bytes; not a config or index this tool reads")
+    return json_object(raw, str(path))
+
+
+def _hf_cache_snapshot(path: Path) -> tuple[Path, str, str | None] | None:
+    """Recognise a Hugging Face cache folder: ``models--org--name`` or one of its snapshots."""
+    resolved = path.resolve()
+    parts = resolved.parts
+    for i, part in enumerate(parts):
+        if part.startswith("models--"):
+            repo_id = part.removeprefix("models--").replace("--", "/")
+            repo_dir = Path(*parts[: i + 1])
+            rest = parts[i + 1 :]
+            if len(rest) >= 2 and rest[0] == "snapshots":
+                return repo_dir / "snapshots" / rest[1], repo_id, rest[1]
+            if not rest:
+                return _newest_snapshot(repo_dir, repo_id)
+    return None
+
+
+def _newest_snapshot(repo_dir: Path, repo_id: str) -> tuple[Path, str, str | None] | None:
+    ref = repo_dir / "refs" / "main"
+    if ref.is_file():
+        sha = ref.read_text().strip()
+        if (repo_dir / "snapshots" / sha).is_dir():
+            return repo_dir / "snapshots" / sha, repo_id, sha
+    snaps = sorted((p for p in (repo_dir / "snapshots").glob("*") if p.is_dir()),
+                   key=lambda p: p.stat().st_mtime)
+    if not snaps:
+        raise NotFoundError(f"{repo_dir}: a Hugging Face cache folder with no snapshots")
+    return snaps[-1], repo_id, snaps[-1].name
+
+
+# --- the Hugging Face cache, by repo id ----------------------------------------------------------
+
+
+def hf_cache_root() -> Path:
+    from huggingface_hub import constants
+
+    return Path(constants.HF_HUB_CACHE)
+
+
+def hf_cache_folder(repo_id: str, revision: str | None) -> tuple[Path, str] | None:
+    """The complete snapshot of ``repo_id`` at ``revision`` in the Hugging Face cache, laid out as
+    huggingface_hub and transformers keep it (``models--org--name/refs/<branch>`` holding a commit,
+    ``snapshots/<commit>/`` of links into ``blobs/``): (folder, commit), or None when it is not
+    there or not whole (a config-only download, a shard missing)."""
+    from huggingface_hub import constants
+
+    from inspector.safeio import COMMIT, inside
+
+    # file_download.repo_folder_name's layout (models--org--name), without importing that module
+    repo_dir = hf_cache_root() / constants.REPO_ID_SEPARATOR.join(["models", *repo_id.split("/")])
+    rev = revision or "main"
+    if COMMIT.match(rev):
+        sha: str | None = rev
+    else:
+        try:
+            sha = inside(repo_dir / "refs", rev, "branch name").read_text().strip()
+        except (OSError, InvalidCheckpointError):
+            return None
+    if not sha or not COMMIT.match(sha):
+        return None
+    folder = repo_dir / "snapshots" / sha
+    return (folder, sha) if _complete(folder) else None
+
+
+#: snapshot folders found complete in this process: a snapshot at a commit does not change, so
+#: the scan (a listing and the index) is done once, not at each step of a Hub read
+_COMPLETE: set[Path] = set()
+
+
+def _complete(folder: Path) -> bool:
+    if folder in _COMPLETE and folder.is_dir():
+        return True
+    if _scan_complete(folder):
+        _COMPLETE.add(folder)
+        return True
+    return False
+
+
+def _scan_complete(folder: Path) -> bool:
+    if not folder.is_dir():
+        return False
+    names = {f.path for f in _list_files(folder) if f.size is not None}  # a dangling link has no size
+    index_name = pick_index(names)
+    if index_name:
+        try:
+            index = _load_json(folder / index_name) or {}
+            index_shards(index, names, str(folder), index_name)
+        except InvalidCheckpointError:
+            return False
+        return True
+    return any(reader_for(n) and "/" not in n for n in names)
+
+
+def is_hf_cache_root(path: Path) -> bool:
+    """A folder of ``models--org--name`` repos (``HF_HUB_CACHE``), not a checkpoint itself."""
+    if not path.is_dir() or _hf_cache_snapshot(path) is not None:
+        return False
+    return any(p.name.startswith("models--") and p.is_dir() for p in path.iterdir())
+
+
+def cached_models(root: Path) -> list[tuple[str, str, Path]]:
+    """(repo id, commit, snapshot folder) of every model snapshot in a Hugging Face cache root."""
+    out: list[tuple[str, str, Path]] = []
+    for repo_dir in sorted(p for p in root.iterdir() if p.name.startswith("models--") and p.is_dir()):
+        repo_id = repo_dir.name.removeprefix("models--").replace("--", "/")
+        for snap in sorted((repo_dir / "snapshots").glob("*"), key=lambda p: p.name):
+            if snap.is_dir():
+                out.append((repo_id, snap.name, snap))
+    return out

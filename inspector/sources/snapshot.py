@@ -1,0 +1,349 @@
+"""Header snapshots: a checkpoint's config, index and safetensors headers, without the weights.
+
+A snapshot is a folder::
+
+    inspector-snapshot.json      the manifest (below)
+    config.json                  small files of the repo, stored whole
+    model.safetensors.index.json
+    headers/<file>.hdr           the first 8 + n bytes of each safetensors file, exactly
+    headers/<file>.hdr.gz        ... or the same bytes gzip-compressed
+
+The manifest::
+
+    {"format": "inspector-header-snapshot", "version": 2,
+     "repo_id": "meta-llama/Meta-Llama-3-8B" | null, "revision": "<40-hex>" | null,
+     "provenance": "free text: how the snapshot was made",
+     "files": [{"path": "config.json", "size": 654, "stored": true},
+               {"path": "model-00001-of-00004.safetensors", "size": 4976698672,
+                "header": "headers/model-00001-of-00004.safetensors.hdr", "format": "safetensors"},
+               {"path": "original/consolidated.00.pth", "size": 16060617592}]}
+
+``files`` lists every file of the repo with its true size; a safetensors file's header bytes plus
+that size are all the inspector, the diff and the audit need. The local Hub server of the tests
+serves a snapshot as full-size virtual files: the header, then zeros.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+from inspector.errors import HeaderError, InvalidCheckpointError, NotFoundError, UsageError
+from inspector.formats.registry import READERS, reader_for, reader_named
+from inspector.formats.safetensors import Header
+from inspector.model import SIDE_FILES, Checkpoint, FileEntry, Origin, pick_index
+from inspector.safeio import commit_id, gunzip_bounded, inside, read_regular, relative_name, write_files
+
+MANIFEST: Final = "inspector-snapshot.json"
+FORMAT: Final = "inspector-header-snapshot"
+VERSION: Final = 2  # 2 adds each header's "format"; version 1 (safetensors only) still reads
+READABLE: Final = (1, 2)
+#: what one stored header may take, compressed or not, when its format is not known: the largest
+#: header limit of the formats (a known format's own limit applies otherwise)
+HEADER_BUDGET: Final = max(r.max_header for r in READERS)
+#: a stored JSON file (config, index) or the manifest
+JSON_BUDGET: Final = 256 * 1024 * 1024
+#: temporary folders older than this, or of a process that is gone, are removed on the next write
+STALE_SECONDS: Final = 3600
+
+
+@dataclass(frozen=True, slots=True)
+class SnapshotFile:
+    path: str
+    size: int | None
+    header: str | None = None  # relative path of the stored header bytes
+    stored: bool = False  # the whole file is stored in the snapshot
+    format: str | None = None  # the reader of the header bytes (version 2); None: by the file's suffix
+
+
+def is_snapshot(folder: Path) -> bool:
+    return (folder / MANIFEST).is_file()
+
+
+def read_manifest(folder: Path) -> dict[str, Any]:
+    if not (folder / MANIFEST).exists():
+        raise NotFoundError(f"{folder}: not a header snapshot (no {MANIFEST})")
+    try:
+        manifest = json.loads(read_regular(folder / MANIFEST, JSON_BUDGET).decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise InvalidCheckpointError(f"{folder / MANIFEST}: unreadable snapshot manifest ({exc})") from None
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+        raise InvalidCheckpointError(f"{folder / MANIFEST}: not an {FORMAT} manifest")
+    if manifest.get("version") not in READABLE:
+        raise InvalidCheckpointError(
+            f"{folder / MANIFEST}: snapshot version {manifest.get('version')!r} is not supported "
+            f"(this inspector reads versions {', '.join(map(str, READABLE))})",
+            hint="upgrade the inspector, or save the snapshot again",
+        )
+    return manifest
+
+
+def snapshot_files(manifest: Mapping[str, Any], folder: Path) -> list[SnapshotFile]:
+    files = []
+    entries = manifest.get("files") or []
+    if not isinstance(entries, list):
+        raise InvalidCheckpointError(f"{folder / MANIFEST}: files is not a list")
+    for i, entry in enumerate(entries):
+        if not isinstance(entry, dict):
+            raise InvalidCheckpointError(f"{folder / MANIFEST}: files[{i}] is not an object")
+        path = relative_name(entry.get("path"), f"{folder / MANIFEST}: files[{i}].path")
+        size = entry.get("size")
+        header = entry.get("header")
+        if header is not None:
+            header = relative_name(header, f"{folder / MANIFEST}: files[{i}].header")
+        fmt = entry.get("format")
+        files.append(SnapshotFile(
+            path=path,
+            size=size if type(size) is int and size >= 0 else None,
+            header=header,
+            stored=bool(entry.get("stored")),
+            format=fmt if isinstance(fmt, str) else None,
+        ))
+    return files
+
+
+def read_header_bytes(folder: Path, relative: str, limit: int = HEADER_BUDGET) -> bytes:
+    path = inside(folder, relative, f"{folder / MANIFEST}: header path")
+    try:
+        data = read_regular(path, limit + 1)
+    except NotFoundError as exc:
+        raise InvalidCheckpointError(f"{exc.message} (a header the snapshot lists)") from None
+    if len(data) > limit:
+        raise InvalidCheckpointError(f"{path}: over {limit:,} bytes, more than such a header may be")
+    if relative.endswith(".gz"):
+        data = gunzip_bounded(data, limit, str(path))
+    return data
+
+
+def load_snapshot(folder: Path, *, origin: Origin = "snapshot", label: str | None = None,
+                  strict: bool = True) -> Checkpoint:
+    """Read a header snapshot folder into a Checkpoint. Headers are validated as usual; with
+    ``strict=False`` (the audit) a header that claims more data than the file holds is kept, for
+    the audit to report."""
+    manifest = read_manifest(folder)
+    files = snapshot_files(manifest, folder)
+    headers: list[Header] = []
+    errors: list[HeaderError] = []
+    for f in files:
+        if f.header is None:
+            continue
+        reader = reader_named(f.format) if f.format else reader_for(f.path)
+        if reader is None:
+            raise InvalidCheckpointError(f"{folder / MANIFEST}: {f.path}: unknown format {f.format!r}",
+                                         hint="upgrade the inspector")
+        blob = read_header_bytes(folder, f.header, reader.max_header)
+        try:
+            headers.append(reader.parse(blob, file=f.path, file_size=f.size if strict else None))
+        except HeaderError as exc:
+            if strict:
+                raise
+            errors.append(exc)
+    config = _read_json(folder, "config.json", files)
+    index_name = pick_index(f.path for f in files if f.stored)
+    # DeepSeek-V3's index is 8 MB of JSON that `inspect` never looks at: read it when first used
+    index = LazyJSON(lambda: _read_json(folder, index_name, files) or {}) if index_name else None
+    repo_id = manifest.get("repo_id") if isinstance(manifest.get("repo_id"), str) else None
+    revision = manifest.get("revision")
+    if revision is not None:
+        revision = commit_id(revision, f"{folder / MANIFEST}: revision")
+    provenance = manifest.get("provenance")
+    notes = (f"snapshot provenance: {provenance}",) if isinstance(provenance, str) and provenance else ()
+    side = {n: doc for n in SIDE_FILES if (doc := _read_json(folder, n, files)) is not None}
+    return Checkpoint(
+        label=label or repo_id or folder.name,
+        origin=origin,
+        location=str(folder),
+        headers=tuple(headers),
+        config=config,
+        index=index,
+        repo_id=repo_id,
+        revision=revision,
+        files=tuple(FileEntry(f.path, f.size) for f in files),
+        notes=notes,
+        header_errors=tuple(errors),
+        index_name=index_name,
+        side_json=side,
+    )
+
+
+class LazyJSON(Mapping[str, Any]):
+    """A JSON object read from disk the first time it is looked into."""
+
+    def __init__(self, load: Callable[[], dict[str, Any]]) -> None:
+        self._load = load
+        self._value: dict[str, Any] | None = None
+
+    def _get(self) -> dict[str, Any]:
+        if self._value is None:
+            self._value = self._load()
+        return self._value
+
+    def __getitem__(self, key: str) -> Any:
+        return self._get()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._get())
+
+    def __len__(self) -> int:
+        return len(self._get())
+
+
+def _read_json(folder: Path, name: str | None, files: list[SnapshotFile]) -> dict[str, Any] | None:
+    if name is None or not any(f.path == name and f.stored for f in files):
+        return None
+    path = inside(folder, name, f"{folder / MANIFEST}: stored file")
+    try:
+        value = json.loads(read_regular(path, JSON_BUDGET).decode("utf-8"))
+    except NotFoundError as exc:
+        raise InvalidCheckpointError(f"{exc.message} (a file the snapshot lists)") from None
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise InvalidCheckpointError(f"{path}: unreadable JSON in snapshot ({exc})") from None
+    return value if isinstance(value, dict) else None
+
+
+# --- writing ------------------------------------------------------------------------------
+
+
+def write_snapshot(
+    folder: Path,
+    *,
+    repo_id: str | None,
+    revision: str | None,
+    files: list[tuple[str, int | None]],
+    headers: Mapping[str, bytes],
+    stored: Mapping[str, bytes],
+    provenance: str,
+    compress_over: int | None = 65536,
+    compress_level: int = 1,
+) -> None:
+    """Write a snapshot folder. ``headers`` maps a safetensors path to its first 8 + n bytes;
+    ``stored`` maps small files (config, index) to their bytes. Writes to a temporary folder
+    beside the target and renames it into place, so a crash never leaves half a snapshot."""
+    folder = folder.resolve()
+    if folder.exists() and not (folder.is_dir() and (is_snapshot(folder) or not any(folder.iterdir()))):
+        raise UsageError(
+            f"{folder} exists and is not a header snapshot; refusing to overwrite it",
+            hint="choose a new or empty folder",
+        )
+    if revision is not None:
+        commit_id(revision, "snapshot revision")
+    for path, _ in files:
+        relative_name(path, "snapshot file")
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    clean_stale(folder.parent)
+    work = Path(tempfile.mkdtemp(prefix=_tmp_prefix(folder.name), dir=folder.parent))
+    work.chmod(0o755)
+    entries: list[dict[str, Any]] = []
+    blobs: dict[str, bytes] = {}
+    for path, size in files:
+        entry: dict[str, Any] = {"path": path, "size": size}
+        if path in headers:
+            blob = headers[path]
+            name = f"headers/{path}.hdr"
+            if compress_over is not None and len(blob) > compress_over:
+                name += ".gz"
+                # level 1 (the default): a tenth of level 9's time on header JSON, a little larger
+                blob = gzip.compress(blob, compresslevel=compress_level, mtime=0)
+            blobs[name] = blob
+            entry["header"] = name
+            reader = reader_for(path)
+            entry["format"] = reader.name if reader else "safetensors"
+        elif path in stored:
+            blobs[path] = stored[path]
+            entry["stored"] = True
+        entries.append(entry)
+    manifest = {"format": FORMAT, "version": VERSION, "repo_id": repo_id, "revision": revision,
+                "provenance": provenance, "files": entries}
+    blobs[MANIFEST] = (json.dumps(manifest, indent=1) + "\n").encode()
+    write_files(work, blobs, "snapshot file")
+    old: Path | None = None
+    try:
+        if folder.exists():
+            old = Path(tempfile.mkdtemp(prefix=_tmp_prefix(folder.name), dir=folder.parent))
+            os.replace(folder, old / folder.name)
+        os.replace(work, folder)
+    except OSError:
+        if not is_snapshot(folder):
+            raise
+        # a concurrent writer put its copy in place first: the same bytes, so ours is dropped
+    finally:
+        for leftover in (work, old):
+            if leftover is not None and leftover.exists():
+                shutil.rmtree(leftover, ignore_errors=True)
+
+
+def _tmp_prefix(name: str) -> str:
+    return f".{name}.tmp-{os.getpid()}-"
+
+
+def clean_stale(parent: Path) -> None:
+    """Remove temporary folders that killed runs left in ``parent``: those of a process that no
+    longer exists, or older than an hour (another machine sharing the folder)."""
+    try:
+        candidates = [p for p in parent.iterdir() if p.name.startswith(".") and ".tmp-" in p.name]
+    except OSError:
+        return
+    now = time.time()
+    for p in candidates:
+        pid_text = p.name.rpartition(".tmp-")[2].partition("-")[0]
+        try:
+            old = now - p.lstat().st_mtime > STALE_SECONDS
+        except OSError:
+            continue
+        gone = pid_text.isdigit() and not _alive(int(pid_text))
+        if (gone or old) and p.is_dir() and not p.is_symlink():
+            shutil.rmtree(p, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
+
+
+def save_checkpoint(checkpoint: Checkpoint, folder: Path, *, force: bool = False) -> Path:
+    """Write any opened checkpoint as a header snapshot: its headers byte for byte, its config and
+    index (as JSON), and the list of every file with its size. A snapshot of another model (repo
+    or revision) already in ``folder`` is replaced only with ``force``."""
+    if is_snapshot(folder) and not force:
+        try:
+            old = read_manifest(folder)
+        except InvalidCheckpointError:
+            old = {}
+        if (old.get("repo_id"), old.get("revision")) != (checkpoint.repo_id, checkpoint.revision):
+            what = f"{old.get('repo_id') or 'an unnamed model'}@{(old.get('revision') or 'unknown')[:12]}"
+            raise UsageError(f"{folder} holds a snapshot of {what}; refusing to replace it",
+                             hint="choose another folder, or pass --force")
+    headers = {h.file: h.raw for h in checkpoint.headers}
+    stored: dict[str, bytes] = {}
+    if checkpoint.config is not None:
+        stored["config.json"] = (json.dumps(checkpoint.config, indent=2) + "\n").encode()
+    index_name = checkpoint.index_name or pick_index(f.path for f in checkpoint.files) \
+        or "model.safetensors.index.json"
+    for path, doc in checkpoint.side_json.items():
+        stored[path] = (json.dumps(dict(doc), indent=2) + "\n").encode()
+    if checkpoint.index is not None:
+        stored[index_name] = (json.dumps(dict(checkpoint.index), indent=2) + "\n").encode()
+    sizes = {f.path: f.size for f in checkpoint.files}
+    for h in checkpoint.headers:
+        sizes.setdefault(h.file, h.file_size)
+    for name, data in stored.items():
+        sizes.setdefault(name, len(data))
+    provenance = f"saved by inspector from {checkpoint.origin} {checkpoint.location}"
+    write_snapshot(folder, repo_id=checkpoint.repo_id, revision=checkpoint.revision,
+                   files=sorted(sizes.items()), headers=headers, stored=stored, provenance=provenance)
+    return folder.resolve()

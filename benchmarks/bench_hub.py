@@ -2,7 +2,7 @@
 
     python benchmarks/bench_hub.py [--latency 0,0.05,0.15] [--repeat 5] [--shards 1,15,191,1000]
 
-Runs the local Hub server of the tests (tests/hubserver.py) in a process of its own, with a set delay
+Runs the local Hub server of the tests (scripts/hubserver.py) in a process of its own, with a set delay
 before every answer (standing for the round trip), serving full-size virtual files:
 
 =======  ===========================================================================================
@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "scripts")]
+sys.path[:0] = [str(ROOT), str(ROOT / "scripts")]
 
 GET = """import sys
 from huggingface_hub import HfApi
@@ -107,11 +107,11 @@ def repos(work: Path, wanted: set[int]) -> list[tuple[int, str, Path]]:
 
 
 class RemoteHub:
-    """tests/hubserver.py in a subprocess, driven through its /_control/ endpoints."""
+    """scripts/hubserver.py in a subprocess, driven through its /_control/ endpoints."""
 
     def __init__(self, served: list[tuple[str, Path]]) -> None:
         args = [f"{repo}={folder}" for repo, folder in served]
-        self.proc = subprocess.Popen([sys.executable, str(ROOT / "tests" / "hubserver.py"), *args],
+        self.proc = subprocess.Popen([sys.executable, str(ROOT / "scripts" / "hubserver.py"), *args],
                                      stdout=subprocess.PIPE, text=True)
         assert self.proc.stdout is not None
         self.url = self.proc.stdout.readline().strip()

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(Path(__file__).parent))
+sys.path[:0] = [str(Path(__file__).parent), str(ROOT / "scripts")]  # helpers; the local Hub (scripts/hubserver.py)
 
 
 @pytest.fixture(autouse=True)

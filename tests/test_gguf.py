@@ -212,43 +212,35 @@ def test_a_4_9_gb_gguf_through_the_hub_reads_only_its_header(tmp_path: Path, onl
     assert size > 4_000_000_000
 
 
-LLAMA_CPP_PYTHON = "llama-cpp-python==0.3.36"
-
-
 @pytest.fixture(scope="session")
-def llama_cpp_vocabs(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
-    """llama.cpp's own vocab-only GGUFs, from llama-cpp-python's source distribution on PyPI
-    (vendor/llama.cpp/models/ggml-vocab-*.gguf): real files nobody here wrote. Fetched with pip."""
-    import subprocess
-    import sys
-    import tarfile
+def llama_cpp_vocabs() -> list[Path]:
+    """llama.cpp's own vocab-only GGUFs, from llama-cpp-python 0.3.36's source distribution on PyPI
+    (vendor/llama.cpp/models/ggml-vocab-*.gguf): real files nobody here wrote, unpacked by the README's
+    test command (scripts/test_inputs.py), never downloaded by a test."""
+    folder = Path(__file__).resolve().parent.parent / ".test-inputs" / "llama-cpp-vocab"
+    found = sorted(folder.glob("*.gguf"))
+    if not found:
+        pytest.fail(f"{folder} is empty: run `python scripts/test_inputs.py` (the README's test command does)")
+    return found
 
-    where = tmp_path_factory.mktemp("llama-cpp-python")
-    subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--no-binary", ":all:",
-                    LLAMA_CPP_PYTHON, "-d", str(where)], check=True, timeout=600)
-    sdist = next(where.glob("llama_cpp_python-*.tar.gz"))
-    out = where / "models"
-    out.mkdir()
-    with tarfile.open(sdist) as tar:
-        for member in tar.getmembers():
-            name = member.name.rsplit("/", 1)[-1]
-            if "/vendor/llama.cpp/models/" in member.name and name.startswith("ggml-vocab-") and \
-                    name.endswith(".gguf") and member.isfile():
-                source = tar.extractfile(member)
-                assert source is not None
-                (out / name).write_bytes(source.read())
-    return sorted(out.glob("*.gguf"))
+
+def _gguf_py_reading(path: Path) -> tuple[int, int, str]:
+    """(tensors, tokens, tokenizer model) as gguf-py's GGUFReader reads the file."""
+    reference = gguf.GGUFReader(str(path))
+    model = bytes(reference.fields["tokenizer.ggml.model"].parts[-1]).decode()
+    return len(reference.tensors), len(reference.fields["tokenizer.ggml.tokens"].data), model
 
 
 def test_llama_cpps_vocab_ggufs_are_all_read(llama_cpp_vocabs: list[Path], cli) -> None:
+    from concurrent.futures import ProcessPoolExecutor
+
     assert len(llama_cpp_vocabs) >= 15
-    for path in llama_cpp_vocabs:
-        reference = gguf.GGUFReader(str(path))
-        tokens = len(reference.fields["tokenizer.ggml.tokens"].data)
+    with ProcessPoolExecutor(max_workers=2) as pool:  # GGUFReader takes 0.5-18 s a file
+        references = list(pool.map(_gguf_py_reading, llama_cpp_vocabs))
+    for path, (tensors, tokens, model) in zip(llama_cpp_vocabs, references, strict=True):
         doc = cli(str(path), "--json").json()
-        assert doc["totals"]["tensors"] == len(reference.tensors) == 0, path.name
+        assert doc["totals"]["tensors"] == tensors == 0, path.name
         assert doc["config"]["vocab_size"] == tokens, path.name
-        model = bytes(reference.fields["tokenizer.ggml.model"].parts[-1]).decode()
         assert any("vocab-only GGUF" in n and f"{tokens:,} tokens" in n and model in n for n in doc["notes"]), path
 
 

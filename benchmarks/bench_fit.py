@@ -28,7 +28,7 @@ def hf_mem_figures(checkpoint, context: int, batch: int) -> tuple[int, int | Non
     from hf_mem.safetensors.kv_cache import compute_safetensors_kv_cache_size, resolve_kv_cache_dtype
     from hf_mem.safetensors.metadata import parse_safetensors_metadata
 
-    raw = {h.file: json.loads(h.raw[8:]) for h in checkpoint.headers}
+    raw = {h.file: json.loads(h.head[8:]) for h in checkpoint.headers}
     metadata = parse_safetensors_metadata(raw)
     config = dict(checkpoint.config or {})
     try:

@@ -93,6 +93,12 @@ class NotRegularFile(HeaderError):
     rule = "not-regular-file"
 
 
+class ShortRead(HeaderError):
+    """A byte source gave fewer bytes than the file holds (sources raise their own error first)."""
+
+    rule = "short-read"
+
+
 class HeaderTooSmall(HeaderError):
     rule = "header-too-small"
 

@@ -2,12 +2,67 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+import re
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Final, Literal, NamedTuple
 
 from inspector.errors import HeaderError
-from inspector.formats.safetensors import Header, TensorInfo
+
+_DIGITS: Final = re.compile(r"(\d+)")
+
+
+def natural_key(text: str) -> tuple[tuple[int, int | str], ...]:
+    """Sort key that puts ``layers.2`` before ``layers.10``."""
+    return tuple((1, int(part)) if part.isdigit() else (0, part) for part in _DIGITS.split(text) if part)
+
+
+class TensorInfo(NamedTuple):
+    """One tensor as its file describes it. ``dtype`` is the format's own type name (a safetensors
+    dtype, a GGML type); ``begin``/``end`` are byte offsets of its data, relative to the file's
+    ``data_start`` (a pickle: to its storage's place in the archive).
+
+    A NamedTuple rather than a dataclass: immutable all the same, and DeepSeek-V3 has 91,991 of
+    them, which a tuple builds several times faster.
+    """
+
+    name: str
+    dtype: str
+    shape: tuple[int, ...]
+    begin: int
+    end: int
+    file: str
+    numel: int
+
+    @property
+    def nbytes(self) -> int:
+        return self.end - self.begin
+
+
+@dataclass(frozen=True, slots=True)
+class WeightFile:
+    """The records of one weight file, whatever its format.
+
+    ``format`` names the reader that made them (``formats.registry``). ``data_start`` is where the
+    tensor data begins in formats that keep it in one block after a header (safetensors, GGUF), None
+    where it is scattered (a torch zip archive, a legacy pickle). ``head`` is the leading bytes the
+    reader parses back into these records (what a header snapshot keeps); empty when the records
+    cannot be rebuilt from a prefix of the file (a pickle needs its end too).
+    """
+
+    file: str
+    format: str
+    tensors: tuple[TensorInfo, ...]
+    metadata: Mapping[str, str] = field(default_factory=dict)
+    file_size: int | None = None
+    data_start: int | None = None
+    data_length: int = 0  # bytes of tensor data the records account for
+    head: bytes = field(default=b"", repr=False)
+
+    @property
+    def expected_file_size(self) -> int | None:
+        """The file's size as its header implies it, where the data is one block after it."""
+        return None if self.data_start is None else self.data_start + self.data_length
 
 #: where a checkpoint came from (see ``Checkpoint``)
 Origin = Literal["file", "folder", "hf-cache", "snapshot", "bundled", "hub"]
@@ -53,8 +108,6 @@ Role = Literal[
 #: how bad an audit finding is
 Severity = Literal["error", "warning", "info"]
 
-WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pth", ".pt", ".gguf", ".ckpt", ".h5", ".msgpack", ".ot", ".onnx",
-                   ".tflite")
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,7 +129,7 @@ class Checkpoint:
     label: str
     origin: Origin
     location: str
-    headers: tuple[Header, ...]
+    headers: tuple[WeightFile, ...]
     config: Mapping[str, Any] | None = None
     index: Mapping[str, Any] | None = None
     repo_id: str | None = None
@@ -99,35 +152,6 @@ class Checkpoint:
     def tensor_count(self) -> int:
         return sum(len(h.tensors) for h in self.headers)
 
-    def other_weight_files(self) -> tuple[FileEntry, ...]:
-        """Weight files present that are not the safetensors being counted (``original/*.pth``,
-        ``pytorch_model*.bin``, ``*.gguf``): reported as present, never counted."""
-        counted = {h.file for h in self.headers}
-        return tuple(
-            f for f in self.files
-            if f.path not in counted and f.path.endswith(WEIGHT_SUFFIXES)
-        )
-
-
-def json_object(raw: bytes | str, name: str) -> dict[str, Any]:
-    """Parse a small JSON file of a checkpoint (config, index) that must be an object."""
-    import json
-
-    from inspector.errors import InvalidCheckpointError
-
-    try:
-        value = json.loads(raw)
-    except ValueError as exc:
-        raise InvalidCheckpointError(f"{name}: not valid JSON ({exc})") from None
-    if not isinstance(value, dict):
-        raise InvalidCheckpointError(f"{name}: not a JSON object")
-    return value
-
-
-#: PyTorch pickle files, read by ``torchread`` (local files)
-PICKLE_SUFFIXES = (".bin", ".pth", ".pt", ".ckpt")
-#: pickles that Trainer saves beside the weights: not model weights
-NOT_WEIGHTS = ("training_args", "optimizer", "scheduler", "rng_state", "trainer_state")
 
 #: the side file whose key list the audit compares with the safetensors
 BIN_INDEX = "pytorch_model.bin.index.json"
@@ -135,58 +159,3 @@ BIN_INDEX = "pytorch_model.bin.index.json"
 ADAPTER_CONFIG = "adapter_config.json"
 #: small JSON files read alongside the headers and kept in ``Checkpoint.side_json``
 SIDE_FILES = (BIN_INDEX, ADAPTER_CONFIG)
-
-
-def pick_index(names: Iterable[str]) -> str | None:
-    """The safetensors index of a folder or repo: ``model.safetensors.index.json``, else the first
-    other top-level ``*.safetensors.index.json`` (one rule for every source)."""
-    top = sorted(n for n in names if "/" not in n and n.endswith(".safetensors.index.json"))
-    return "model.safetensors.index.json" if "model.safetensors.index.json" in top else (top[0] if top else None)
-
-
-def weight_files(names: Iterable[str], where: str) -> list[str]:
-    """The top-level weight files to count, without an index: the safetensors files if there are
-    any; else the one GGUF file. Several GGUF files are usually one model in several quantisations,
-    never to be added up: the caller is asked to name one."""
-    from inspector.errors import SeveralFiles
-    from inspector.formats.registry import GGUF, SAFETENSORS
-    from inspector.render.text import natural_key
-
-    top = sorted((n for n in names if "/" not in n), key=natural_key)
-    safetensors = [n for n in top if n.endswith(SAFETENSORS.suffixes)]
-    if safetensors:
-        return safetensors
-    ggufs = [n for n in top if n.endswith(GGUF.suffixes)]
-    if len(ggufs) > 1:
-        shown = ", ".join(ggufs[:6]) + (" …" if len(ggufs) > 6 else "")
-        raise SeveralFiles(f"{where}: {len(ggufs)} GGUF files ({shown}), usually one model in several "
-                           "quantisations: name one", ggufs, where, hint=f"inspect {where}/{ggufs[0]}")
-    if ggufs:
-        return ggufs
-    # PyTorch pickles last; trainer state saved beside the weights is not a state dict of the model
-    return [n for n in top if n.endswith(PICKLE_SUFFIXES) and not n.startswith(NOT_WEIGHTS)]
-
-
-def index_shards(index: Mapping[str, Any], available: Iterable[str], where: str, index_name: str | None,
-                 *, lenient: bool = False) -> list[str]:
-    """The shards an index names, in natural order; an invalid weight_map or a named shard that
-    is not available is an invalid checkpoint (``inspect audit`` lists every such problem, and
-    asks with ``lenient`` for the names whether present or not)."""
-    from inspector.errors import InvalidCheckpointError
-    from inspector.render.text import natural_key
-
-    weight_map = index.get("weight_map")
-    if not isinstance(weight_map, dict) or not all(isinstance(v, str) for v in weight_map.values()):
-        raise InvalidCheckpointError(f"{where}: {index_name or 'the index'} has no valid weight_map")
-    from inspector.safeio import relative_name
-
-    names = sorted((relative_name(v, f"{where}: {index_name or 'the index'}: weight_map")
-                    for v in set(weight_map.values())), key=natural_key)  # 163 names, not 91,991 entries
-    have = set(available)
-    missing = [n for n in names if n not in have]
-    if missing and not lenient:
-        raise InvalidCheckpointError(
-            f"{where}: the index names {len(missing)} shard(s) it does not have, first {missing[0]!r}",
-            hint="`inspect audit` lists every inconsistency",
-        )
-    return names

@@ -16,19 +16,26 @@ Everything that turns an outside string into a path comes through here:
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import re
+import shutil
 import stat
+import tempfile
+import threading
+import time
 import zlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path, PurePosixPath
 from typing import Final
 
 from inspector.errors import InvalidCheckpointError, NotFoundError, NotRegularFile
 
 COMMIT: Final = re.compile(r"^[0-9a-f]{40}$")
-_REPO_PART: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}$")
+#: THE repo-id syntax: ``name`` or ``org/name``, each part ASCII letters, digits, ``.``, ``_``, ``-``
+#: (starting with a letter or digit, at most 96 characters), never ``..``: the Hub's own rule
+REPO_ID: Final = re.compile(r"^(?:[A-Za-z0-9][A-Za-z0-9._-]{0,95}/)?[A-Za-z0-9][A-Za-z0-9._-]{0,95}$")
 _BAD_CHARS: Final = re.compile(r"[\x00-\x1f\x7f\\]")
 
 
@@ -42,10 +49,14 @@ def commit_id(value: object, field: str) -> str:
     return value
 
 
+def is_repo_id(value: str) -> bool:
+    """Whether ``value`` is a repo id by ``REPO_ID`` (the one syntax check)."""
+    return REPO_ID.match(value) is not None and ".." not in value
+
+
 def repo_id(value: str, field: str = "repo id") -> str:
-    """``org/name`` or ``name``: each part letters, digits, ``.``, ``_``, ``-``, no ``..``."""
-    parts = value.split("/")
-    if not 1 <= len(parts) <= 2 or not all(_REPO_PART.match(p) and ".." not in p for p in parts):
+    """``value`` if it is a repo id (``is_repo_id``), else an invalid-checkpoint error."""
+    if not is_repo_id(value):
         raise InvalidCheckpointError(f"{field}: {_show(value)} is not a repo id (org/name)")
     return value
 
@@ -118,6 +129,97 @@ def write_files(root: Path, files: Mapping[str, bytes], field: str = "path") -> 
             out.write(data)
         written.append(path)
     return written
+
+
+def write_atomic(root: Path, relative: str, data: bytes, field: str = "path") -> Path:
+    """One small file replaced whole: written under a temporary name beside it (``write_files``),
+    then renamed over it, so a reader never sees half of it."""
+    relative_name(relative, field)
+    folder, _, name = relative.rpartition("/")
+    tmp = f"{folder + '/' if folder else ''}.{name}.tmp-{os.getpid()}-{threading.get_ident()}"
+    written = write_inside(root, tmp, data, field)
+    try:
+        os.replace(written, inside(root, relative, field))
+    except OSError:
+        with _quiet():
+            os.unlink(written)
+        raise
+    return inside(root, relative, field)
+
+
+#: a temporary folder older than this is a killed run's leftover even if its process id is taken
+STALE_SECONDS: Final = 3600
+
+
+def write_folder(folder: Path, files: Mapping[str, bytes], field: str, *,
+                 replaceable: Callable[[Path], bool], written_by_another: Callable[[Path], bool]) -> Path:
+    """A whole folder of files put in place at once: written into a temporary folder beside
+    ``folder`` (``write_files``), then renamed onto it, so a crash never leaves half a folder.
+    ``folder`` may already exist only where ``replaceable`` says so (the old one is moved aside, then
+    removed); when a concurrent writer renamed its copy in first and ``written_by_another`` accepts
+    it, ours is dropped. Leftovers of killed runs beside it are removed first (``clean_stale``)."""
+    folder = folder.resolve()
+    if folder.exists() and not (folder.is_dir() and (replaceable(folder) or not any(folder.iterdir()))):
+        raise InvalidCheckpointError(f"{folder} exists and is not replaceable here; refusing to overwrite it")
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    clean_stale(folder.parent)
+    work = Path(tempfile.mkdtemp(prefix=_tmp_prefix(folder.name), dir=folder.parent))
+    work.chmod(0o755)
+    old: Path | None = None
+    try:
+        write_files(work, files, field)
+        try:
+            if folder.exists():
+                old = Path(tempfile.mkdtemp(prefix=_tmp_prefix(folder.name), dir=folder.parent))
+                os.replace(folder, old / folder.name)
+            os.replace(work, folder)
+        except OSError:
+            if not written_by_another(folder):
+                raise
+    finally:
+        for leftover in (work, old):
+            if leftover is not None and leftover.exists():
+                shutil.rmtree(leftover, ignore_errors=True)
+    return folder
+
+
+def _tmp_prefix(name: str) -> str:
+    return f".{name}.tmp-{os.getpid()}-"
+
+
+def clean_stale(parent: Path) -> None:
+    """Remove temporary folders that killed runs left in ``parent``: those of a process that no
+    longer exists, or older than an hour (another machine sharing the folder)."""
+    try:
+        candidates = [p for p in parent.iterdir() if p.name.startswith(".") and ".tmp-" in p.name]
+    except OSError:
+        return
+    now = time.time()
+    for p in candidates:
+        pid_text = p.name.rpartition(".tmp-")[2].partition("-")[0]
+        try:
+            old = now - p.lstat().st_mtime > STALE_SECONDS
+        except OSError:
+            continue
+        gone = pid_text.isdigit() and not _alive(int(pid_text))
+        if (gone or old) and p.is_dir() and not p.is_symlink():
+            shutil.rmtree(p, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
+
+
+def _quiet() -> contextlib.AbstractContextManager[None]:
+    return contextlib.suppress(OSError)
 
 
 def open_regular(path: Path) -> int:
@@ -193,6 +295,5 @@ def gunzip_bounded(data: bytes, limit: int, what: str) -> bytes:
 
 
 def _show(value: object) -> str:
-    from inspector.render.text import sanitize
-
-    return repr(sanitize(value, 120)) if isinstance(value, str) else type(value).__name__
+    # repr escapes control characters; the renderer sanitises the whole message once more
+    return repr(value if len(value) <= 120 else value[:119] + "…") if isinstance(value, str) else type(value).__name__

@@ -36,7 +36,7 @@ def test_collapsed_listing(cli) -> None:
 def test_a_name_that_reads_like_a_collapsed_row_keeps_its_own_row() -> None:
     from inspector.analysis.listing import collapsed_rows
     from inspector.analysis.stats import layer_groups, placed
-    from inspector.formats.safetensors import TensorInfo
+    from inspector.model import TensorInfo
 
     names = [f"model.layers.{i}.mlp.experts.{j}.w1.weight" for i in range(2) for j in range(2)]
     names += ["model.layers.{0–1}.mlp.experts.{#}.w1.weight", "x.experts.{#}.experts.{#}.w"]
@@ -171,7 +171,7 @@ def test_the_read_ahead_starts_once_for_a_plain_repo_id_only(monkeypatch, tmp_pa
     line; a revision, a token, another command or a path that exists start nothing."""
     import threading
 
-    from inspector.cli import launch
+    from inspector.cli import opening as launch
 
     calls: list[str] = []
     done = threading.Event()
@@ -198,3 +198,24 @@ def test_the_read_ahead_starts_once_for_a_plain_repo_id_only(monkeypatch, tmp_pa
     assert early is not None and early.result(None) == "read org/name"
     assert launch.ReadAhead.take_over("org/name") is None  # once
     assert calls == ["org/name", "org/name"]
+
+
+@pytest.mark.parametrize("spec", ["org/naïve", "org/na me", "org/a\u202eb"])
+def test_a_repo_id_outside_the_hubs_syntax_is_a_usage_error(cli, spec: str) -> None:
+    """The Hub's repo ids are ASCII letters, digits, '.', '_' and '-' (huggingface_hub's
+    validate_repo_id): anything else typed as org/name is a usage error, not an invalid checkpoint."""
+    result = cli(spec)
+    assert result.code == EXIT_USAGE, result.err
+    assert result.err.count("Error:") == 1 and "repo id" in result.err
+
+
+def test_kv_dtype_takes_every_name_dtype_takes(cli) -> None:
+    from inspector.formats.dtypes import USER_DTYPE_BITS
+
+    for name, bits in USER_DTYPE_BITS.items():
+        what_if = cli("estimate", "llama3-8b", "--dtype", name, "--json")
+        kv = cli("estimate", "llama3-8b", "--kv-dtype", name, "--json")
+        assert what_if.code == kv.code == 0, (name, what_if.err, kv.err)
+        # Llama-3-8B: 32 layers × 8 KV heads × 128 (config.json) × 2 (K and V) elements a token
+        per_token = next(f for f in kv.json()["figures"] if f["name"] == "kv_bytes_per_token")["value"]
+        assert per_token == 32 * 8 * 128 * 2 * bits // 8, name

@@ -18,9 +18,10 @@ from hubserver import Fault, HubServer, VFile
 
 from inspector import errors
 from inspector.formats.safetensors import encode_header, parse_header
+from inspector.safeio import clean_stale
 from inspector.sources.bundled import ALIASES, bundled_path
 from inspector.sources.hub import HeaderCache, HubOptions, open_hub
-from inspector.sources.snapshot import clean_stale, load_snapshot, write_snapshot
+from inspector.sources.snapshot import load_snapshot, write_snapshot
 
 ROOT = Path(__file__).resolve().parent.parent
 GOOD_SHA = "a" * 40
@@ -161,7 +162,7 @@ def test_the_cache_is_keyed_by_endpoint_and_never_stores_credentials(online: Non
         a = open_hub("t/m", GOOD_SHA, options=HubOptions(endpoint=secret, timeout=5))
         b = open_hub("t/m", GOOD_SHA, options=HubOptions(endpoint=real.url, timeout=5))
         assert a.tensor_count == b.tensor_count
-        assert a.headers[0].raw != b.headers[0].raw  # the real endpoint's own content, not the mirror's
+        assert a.headers[0].head != b.headers[0].head  # the real endpoint's own content, not the mirror's
         assert len(real.log) >= 1  # it was asked, not served from the mirror's cache entry
         home = Path(os.environ["HF_HOME"])
         for p in home.rglob("*"):
@@ -198,7 +199,7 @@ def _peak(code: str, timeout: float = 60) -> tuple[int, str, float]:
     # VmHWM, not ru_maxrss: Linux carries ru_maxrss over from the forking process across exec
     wrapper = code + ("\nimport re\nhwm = re.search(r'VmHWM:\\s+(\\d+)', open('/proc/self/status').read())"
                       "\nprint('PEAK', int(hwm.group(1)) // 1024)\n")
-    env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{ROOT / 'tests'}"}
+    env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{ROOT / 'tests'}{os.pathsep}{ROOT / 'scripts'}"}
     start = time.monotonic()
     done = subprocess.run([sys.executable, "-c", wrapper], capture_output=True, text=True, env=env, timeout=timeout)
     took = time.monotonic() - start

@@ -352,3 +352,63 @@ def test_a_diff_of_two_hub_repos_reads_both_at_once(hub: HubServer, cli, monkeyp
     headers = [i for i, x in enumerate(order) if x[1] == "header"]
     assert len(listings) == 2 and len(headers) == 4 + 2  # Llama-3-8B's 4 shards, Phi-3-mini's 2
     assert max(listings) < min(headers), order
+
+
+# Qwen3-30B-A3B's config.json (qwen3_moe) and llava-1.5-7b-hf's (a VLM: the language model's figures in a
+# nested text_config that leaves most of them to transformers' LlamaConfig defaults), as published
+QWEN3_MOE = {"architectures": ["Qwen3MoeForCausalLM"], "model_type": "qwen3_moe", "hidden_size": 2048,
+             "intermediate_size": 6144, "moe_intermediate_size": 768, "num_hidden_layers": 48,
+             "num_attention_heads": 32, "num_key_value_heads": 4, "head_dim": 128, "num_experts": 128,
+             "num_experts_per_tok": 8, "vocab_size": 151936, "max_position_embeddings": 40960,
+             "torch_dtype": "bfloat16", "tie_word_embeddings": False, "rope_theta": 1000000.0}
+LLAVA = {"architectures": ["LlavaForConditionalGeneration"], "model_type": "llava", "ignore_index": -100,
+         "image_token_index": 32000, "projector_hidden_act": "gelu", "vision_feature_layer": -2,
+         "vision_feature_select_strategy": "default", "pad_token_id": 32001,
+         "text_config": {"architectures": ["LlamaForCausalLM"], "max_position_embeddings": 4096,
+                         "model_type": "llama", "rms_norm_eps": 1e-05, "torch_dtype": "float16",
+                         "vocab_size": 32064},
+         "vision_config": {"hidden_size": 1024, "image_size": 336, "intermediate_size": 4096,
+                           "model_type": "clip_vision_model", "num_attention_heads": 16, "num_hidden_layers": 24,
+                           "patch_size": 14, "projection_dim": 768, "vocab_size": 32000},
+         "torch_dtype": "float16"}
+
+
+def test_cold_hub_reads_of_configs_transformers_must_read_are_whole_every_time(tmp_path: Path, online: None) -> None:
+    """Five cold runs each (fresh process, empty caches) of a qwen3_moe repo and a llava-style VLM: the
+    figures every time, as transformers' own AutoConfig reads the same config (a warm-up import on a
+    thread once raced the main thread's and lost these figures now and then)."""
+    import os
+    import subprocess
+    import sys
+
+    from transformers import AutoConfig
+
+    from inspector.formats.safetensors import encode_header
+
+    with HubServer() as server:
+        for repo, config in (("acme/moe", QWEN3_MOE), ("acme/vlm", LLAVA)):
+            blob, data = encode_header([("model.embed_tokens.weight", "BF16", (8, 4))], {"format": "pt"})
+            server.add_files(repo, {"config.json": json.dumps(config).encode(),
+                                    "model.safetensors": VFile(len(blob) + data, blob, True)})
+        for repo, config in (("acme/moe", QWEN3_MOE), ("acme/vlm", LLAVA)):
+            kwargs = {k: v for k, v in config.items() if k != "model_type"}
+            text = AutoConfig.for_model(config["model_type"], **kwargs).get_text_config()
+            want = (text.hidden_size, text.num_hidden_layers, text.num_attention_heads, text.num_key_value_heads,
+                    getattr(text, "num_experts", None))
+            for run in range(5):
+                env = {**os.environ, "HF_HOME": str(tmp_path / f"{repo[5:]}{run}"), "HF_ENDPOINT": server.url}
+                done = subprocess.run([sys.executable, "-m", "inspector", repo, "--json"], capture_output=True,
+                                      text=True, env=env, timeout=120)
+                assert done.returncode == 0, done.stderr
+                doc = json.loads(done.stdout)
+                c = doc["config"]
+                assert (c["hidden_size"], c["num_layers"], c["num_heads"], c["num_kv_heads"],
+                        c["num_experts"]) == want, (repo, run)
+                assert not any("does not know" in n for n in doc["notes"]), (repo, run, doc["notes"])
+            est = subprocess.run([sys.executable, "-m", "inspector", "estimate", repo, "--json"],
+                                 capture_output=True, text=True, env={**env, "HF_HOME": str(tmp_path / "est")},
+                                 timeout=120)
+            kv = next(f for f in json.loads(est.stdout)["figures"] if f["name"] == "kv_bytes_per_token")
+            # 2 (K, V) × layers × KV heads × head dim × 2 bytes (bf16/fp16)
+            head_dim = getattr(text, "head_dim", None) or text.hidden_size // text.num_attention_heads
+            assert kv["value"] == 2 * want[1] * want[3] * head_dim * 2, repo

@@ -215,3 +215,22 @@ def test_a_50_mb_bin_through_the_hub_reads_its_directory_and_data_pkl_only(tmp_p
         assert len(server.requests("GET")) <= 8
         print(f"requests {len(server.requests('GET'))}, bytes {server.bytes_sent():,}")
         assert server.bytes_sent() <= 1_000_000
+
+
+def test_every_dtype_torch_save_writes_reads_as_torch_counts_it(tmp_path: Path, cli) -> None:
+    """``torch.save`` writes ``_rebuild_tensor_v3`` with an untyped storage for dtypes that have no
+    typed storage class (float8, uint16/32/64); the rest through typed storages. Reference: torch's own
+    ``numel()`` and ``element_size()`` of what it loads."""
+    torch = pytest.importorskip("torch", reason="the torch extra (CI installs it) writes the reference file")
+    names = ("float8_e4m3fn", "float8_e5m2", "float8_e8m0fnu", "uint16", "uint32", "uint64", "int8", "bool",
+             "complex64", "bfloat16")
+    state = {n: torch.zeros(3 + i, 7, dtype=getattr(torch, n)) for i, n in enumerate(names)}
+    path = tmp_path / "dtypes.pt"
+    torch.save(state, path)
+    loaded = torch.load(path, weights_only=True)
+    expected = {k: (v.numel(), v.numel() * v.element_size()) for k, v in loaded.items()}
+    ours = {t.name: (t.numel, t.nbytes) for t in open_checkpoint(str(path)).tensors()}
+    assert ours == expected
+    audit = cli("audit", str(path), "--json")
+    assert audit.code == 0, audit.out
+    assert not [f for f in audit.json()["findings"] if "unsafe" in f["code"] or f["severity"] == "error"]

@@ -10,6 +10,7 @@ import pytest
 from helpers import save_real, tiny_llama, write_layout
 
 from inspector import errors
+from inspector.analysis.report import other_weight_files
 from inspector.analysis.stats import summarize
 from inspector.sources.resolve import open_checkpoint, open_local
 
@@ -102,7 +103,7 @@ def test_files_in_subfolders_are_reported_not_counted(tmp_path: Path) -> None:
     save_real(folder / "original" / "extra.safetensors", {"x": ("F32", (1000,))})
     c = open_checkpoint(str(folder))
     assert summarize(c).parameters == params
-    assert {f.path for f in c.other_weight_files()} == {"original/consolidated.00.pth", "original/extra.safetensors"}
+    assert {f.path for f in other_weight_files(c)} == {"original/consolidated.00.pth", "original/extra.safetensors"}
 
 
 def test_full_size_sparse_files(tmp_path: Path) -> None:

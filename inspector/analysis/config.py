@@ -13,11 +13,9 @@ import hashlib
 import io
 import json
 import os
-import threading
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 from inspector.formats.dtypes import TORCH_TO_SAFETENSORS
 
@@ -119,15 +117,15 @@ def load_config(raw: Mapping[str, Any] | None, *, cache: bool = True) -> ModelCo
     """Normalise a parsed config.json. Never raises on content: unknown configs fall back to raw.
 
     Importing transformers costs about a second, so what it makes of a config is kept in the
-    Hugging Face cache folder (``$HF_HOME/inspector/configs``), keyed by the config's content and
-    the transformers version: the same config is never normalised twice.
+    figure store (``use_figure_store``; the CLI's is ``$HF_HOME/inspector/configs``), keyed by the
+    config's content and the transformers version: the same config is not normalised twice.
     """
     if not raw:
         return ModelConfig()
     direct = _from_table(raw)
     if direct is not None:  # no transformers import: the common case costs nothing
         return _build(raw, direct, "table")
-    key = _cache_key(raw) if cache else None
+    key = figure_key(raw) if cache else None
     cached = _cache_read(key) if key else None
     if cached is not None:
         figures, source = cached["figures"], cached["source"]
@@ -142,21 +140,50 @@ def load_config(raw: Mapping[str, Any] | None, *, cache: bool = True) -> ModelCo
         figures["layer_types"] = flat.get("layer_types")
         figures["dtype"] = flat.get("torch_dtype") or flat.get("dtype")
         source = "raw"
-    if key:
-        _cache_write(key, {"figures": figures, "source": source})
+    if key and source == "transformers":  # a reading without transformers is never kept: it may be
+        _cache_write(key, {"figures": figures, "source": source})  # an import that failed, not an answer
     return _build(raw, figures, source)
 
 
-_CACHE_FORMAT = 1
+class FigureStore(Protocol):
+    """Where what transformers made of a config is kept between runs (``sources.config_cache`` keeps
+    it on disk; analysis itself does no I/O). Keyed by ``figure_key``."""
+
+    def get(self, key: str) -> Mapping[str, object] | None: ...
+
+    def put(self, key: str, value: Mapping[str, object]) -> None: ...
 
 
-def _cache_dir() -> Path:
-    from huggingface_hub import constants
+class _Memory:
+    """The default store: this process only."""
 
-    return Path(constants.HF_HOME) / "inspector" / "configs"
+    def __init__(self) -> None:
+        self.entries: dict[str, Mapping[str, object]] = {}
+
+    def get(self, key: str) -> Mapping[str, object] | None:
+        return self.entries.get(key)
+
+    def put(self, key: str, value: Mapping[str, object]) -> None:
+        if len(self.entries) < 1000:
+            self.entries[key] = value
 
 
-def _cache_key(raw: Mapping[str, Any]) -> str | None:
+_store: FigureStore = _Memory()
+
+
+def use_figure_store(store: FigureStore) -> None:
+    """Keep transformers' readings of configs in ``store`` (the CLI and the library API install the
+    on-disk one at start)."""
+    global _store
+    _store = store
+
+
+#: bumped when what is stored changes shape
+_CACHE_FORMAT = 2
+
+
+def figure_key(raw: Mapping[str, Any]) -> str | None:
+    """The store's key: the config's content, the transformers version and the entry format."""
     try:
         from importlib.metadata import version
 
@@ -168,30 +195,13 @@ def _cache_key(raw: Mapping[str, Any]) -> str | None:
 
 
 def _cache_read(key: str) -> dict[str, Any] | None:
-    try:
-        value = json.loads((_cache_dir() / f"{key}.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    ok = (
-        isinstance(value, dict)
-        and isinstance(value.get("figures"), dict)
-        and value.get("source") in ("transformers", "raw")
-    )
-    return value if ok else None
+    value = _store.get(key)
+    ok = isinstance(value, Mapping) and isinstance(value.get("figures"), dict) and value.get("source") == "transformers"
+    return dict(value) if ok and value is not None else None
 
 
 def _cache_write(key: str, value: dict[str, Any]) -> None:
-    """Atomic: a temporary file renamed into place, so readers never see half an entry."""
-    from inspector.errors import InspectorError
-    from inspector.safeio import inside, write_inside
-
-    folder = _cache_dir()
-    tmp = f".tmp-{os.getpid()}-{threading.get_ident()}-{key}.json"
-    try:
-        written = write_inside(folder, tmp, json.dumps(value, default=str).encode(), "config cache")
-        os.replace(written, inside(folder, f"{key}.json", "config cache"))
-    except (OSError, InspectorError):
-        pass  # a read-only cache only costs time
+    _store.put(key, value)
 
 
 def _build(raw: Mapping[str, Any], figures: Mapping[str, Any], source: str) -> ModelConfig:

@@ -15,11 +15,9 @@ from inspector.analysis.config import ModelConfig
 from inspector.analysis.report import Report
 from inspector.analysis.roles import PACKED_LEAVES
 from inspector.analysis.stats import Tensor
-from inspector.formats.dtypes import DTYPE_BITS, WHAT_IF_BITS
+from inspector.formats.dtypes import DTYPE_BITS, USER_DTYPE_BITS, USER_DTYPE_BYTES
 from inspector.model import Role
 
-KV_DTYPE_BYTES: Final[dict[str, float]] = {"fp32": 4, "f32": 4, "bf16": 2, "fp16": 2, "f16": 2, "fp8": 1,
-                                            "int8": 1, "int4": 0.5}
 FLOPS_SOURCE: Final = ("Kaplan et al. 2020, 2N FLOPs per token for the weights; Hoffmann et al. 2022, appendix F, "
                        "for the attention logits and reduction (4·L·h·d·t)")
 LINEAR_STATE: Final = ("linear_attention", "mamba", "ssm", "recurrent", "conv")
@@ -78,10 +76,10 @@ def estimate(report: Report, *, context: int | None = None, batch: int = 1, kv_d
     c = report.config
     ctx = context or c.max_position or 4096
     kvd = (kv_dtype or _default_kv_dtype(c, report)).lower()
-    if kvd not in KV_DTYPE_BYTES:
+    if kvd not in USER_DTYPE_BYTES:
         from inspector.errors import UsageError
 
-        raise UsageError(f"--kv-dtype: unknown {kvd!r}", hint="use " + ", ".join(KV_DTYPE_BYTES))
+        raise UsageError(f"--kv-dtype: unknown {kvd!r}", hint="use " + ", ".join(USER_DTYPE_BYTES))
     q = quantization(report)
     figures: list[Figure] = []
     s = report.summary
@@ -92,14 +90,14 @@ def estimate(report: Report, *, context: int | None = None, batch: int = 1, kv_d
     active, moe_figs = _moe(report, q.bits)
     figures += moe_figs
     figures += _flops(report, active, ctx, moe=bool(moe_figs))
-    bits = dict(WHAT_IF_BITS)
+    bits = USER_DTYPE_BITS
     rows = []
     for name in what_if:
         key = name.lower()
         if key not in bits:
             from inspector.errors import UsageError
 
-            raise UsageError(f"--dtype: unknown {name!r}", hint="use " + ", ".join(sorted(set(WHAT_IF_BITS))))
+            raise UsageError(f"--dtype: unknown {name!r}", hint="use " + ", ".join(USER_DTYPE_BITS))
         rows.append((key, int(q.logical_parameters * bits[key] // 8)))
     return Estimate(ctx, batch, kvd, tuple(figures), q, tuple(rows))
 
@@ -125,7 +123,7 @@ def _default_kv_dtype(c: ModelConfig, report: Report | None = None) -> str:
 
 def _kv(report: Report, ctx: int, batch: int, kvd: str) -> list[Figure]:
     c = report.config
-    nbytes = KV_DTYPE_BYTES[kvd]
+    nbytes = USER_DTYPE_BYTES[kvd]
     layers = c.num_layers or 0
     if c.encoder_only:
         why = "an encoder reads its whole input at once; there is no autoregressive decoding"
@@ -466,7 +464,7 @@ def fit_estimate(report: Report, est: Estimate, budget: Any, *, weights_dtype: s
     weights_all = s.bytes
     scale = 1.0
     if weights_dtype:
-        bits = WHAT_IF_BITS[weights_dtype.lower()]
+        bits = USER_DTYPE_BITS[weights_dtype.lower()]
         weights_all = int(est.quant.logical_parameters * bits // 8)
         scale = weights_all / s.bytes if s.bytes else 1.0
     replicated: dict[Role, int] = {r.role: int(r.bytes * scale) for r in s.by_role if r.role in REPLICATED_ROLES}

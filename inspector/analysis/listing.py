@@ -7,8 +7,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from inspector.analysis.stats import LayerGroup, Tensor, layer_suffix
-from inspector.model import Kind
-from inspector.render.text import natural_key
+from inspector.model import Kind, natural_key
 
 
 @dataclass(frozen=True, slots=True)

@@ -101,7 +101,7 @@ def _pattern(text: str) -> re.Pattern[str]:
     return re.compile(re.escape(text).replace(r"\*", r"(\d+)"))
 
 
-def _convert(model: Any, shapes: dict[str, tuple[int, ...]], origin: dict[str, str],
+def _convert(model: Any, shapes: dict[str, tuple[int, ...]], origin: dict[str, str],  # noqa: C901
              torch: Any) -> tuple[dict[str, tuple[int, ...]], set[str], set[str]]:
     """Apply transformers' renamings and converters to the checkpoint's names and shapes."""
     try:

@@ -5,7 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from inspector.analysis.config import ModelConfig, load_config
+from inspector.analysis.peft import describe
 from inspector.analysis.stats import Summary, Tensor, placed, summarize_tensors
+from inspector.formats.registry import weight_suffixes
 from inspector.formats.safetensors import without_gc
 from inspector.model import ADAPTER_CONFIG, Checkpoint, FileEntry
 
@@ -25,7 +27,7 @@ def build_report(checkpoint: Checkpoint) -> Report:
     tensors = placed(checkpoint.tensors())
     summary = summarize_tensors(tensors, checkpoint)
     config = load_config(checkpoint.config)
-    other = checkpoint.other_weight_files()
+    other = other_weight_files(checkpoint)
     return Report(checkpoint, config, summary, tensors, other, _notes(checkpoint, config, summary, tensors, other))
 
 
@@ -71,8 +73,6 @@ def _notes(checkpoint: Checkpoint, config: ModelConfig, summary: Summary, tensor
         notes.append(f"also present, not counted: {shown}")
     adapter = checkpoint.side_json.get(ADAPTER_CONFIG)
     if isinstance(adapter, dict):
-        from inspector.analysis.adapter import describe
-
         base = adapter.get("base_model_name_or_path")
         notes.append(f"a PEFT adapter ({describe(adapter)})" + (f" for {base}" if isinstance(base, str) else "")
                      + ": `inspect diff BASE ADAPTER` sets it against its base")
@@ -81,3 +81,11 @@ def _notes(checkpoint: Checkpoint, config: ModelConfig, summary: Summary, tensor
     if config.source == "raw" and checkpoint.config:
         notes.append("config read from raw JSON: transformers does not know this model type")
     return tuple(notes)
+
+
+def other_weight_files(checkpoint: Checkpoint) -> tuple[FileEntry, ...]:
+    """Weight files present that are not the ones being counted (``original/*.pth``,
+    ``pytorch_model*.bin`` beside safetensors, ``*.gguf``): reported as present, never counted."""
+    counted = {h.file for h in checkpoint.headers}
+    suffixes = weight_suffixes()
+    return tuple(f for f in checkpoint.files if f.path not in counted and f.path.endswith(suffixes))

@@ -21,9 +21,8 @@ from typing import NamedTuple
 
 from inspector.analysis.roles import ROLE_ORDER, Placement, classify_all
 from inspector.formats.dtypes import dtype_sort_key
-from inspector.formats.safetensors import TensorInfo, without_gc
-from inspector.model import Checkpoint, Role
-from inspector.render.text import natural_key
+from inspector.formats.safetensors import without_gc
+from inspector.model import Checkpoint, Role, TensorInfo, WeightFile, natural_key
 
 
 class Tensor(NamedTuple):
@@ -156,7 +155,7 @@ def summarize_tensors(tensors: list[Tensor], checkpoint: Checkpoint | None = Non
     shards: tuple[ShardRow, ...] = ()
     if checkpoint is not None:
         shards = tuple(
-            ShardRow(h.file, h.file_size, len(h.tensors), h.data_start, h.data_length)
+            ShardRow(h.file, h.file_size, len(h.tensors), _overhead(h), h.data_length)
             for h in checkpoint.headers
         )
     return Summary(
@@ -222,3 +221,10 @@ def _group(stack: str, run: list[int], members: list[Tensor]) -> LayerGroup:
         parameters_each=sum(t.info.numel for t in members if t.place.kind == "parameter"),
         bytes_each=sum(t.info.nbytes for t in members),
     )
+
+
+def _overhead(h: WeightFile) -> int:
+    """Bytes of the file that are not tensor data: its header, or a pickle archive's directory and pickles."""
+    if h.data_start is not None:
+        return h.data_start
+    return max(0, (h.file_size or 0) - h.data_length)

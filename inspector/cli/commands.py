@@ -11,14 +11,14 @@ import contextlib
 import gc
 import os
 import sys
-import traceback
 from typing import Annotated, Any, NoReturn
 
 import typer
 
 from inspector import __version__
-from inspector.cli.launch import ProgressBar, ReadAhead, open_model, open_models, say
+from inspector.cli.opening import ProgressBar, ReadAhead, open_model, open_models, say
 from inspector.errors import EXIT_INTERNAL, EXIT_USAGE, InspectorError
+from inspector.render import streams
 
 EXIT_CODES_HELP = (
     "Exit codes: 0 ok · 1 a result to gate on (differences, audit errors) · 2 usage · "
@@ -44,7 +44,7 @@ def emit_json(doc: Any) -> None:
     """JSON on stdout (``render.json_text``: ASCII only, a record a line)."""
     from inspector.render.output import json_text
 
-    sys.stdout.write(json_text(doc))
+    streams.out(json_text(doc))
 
 
 Wide = Annotated[bool, typer.Option("--wide", help="on a terminal: draw tables at full width (as when piped)")]
@@ -103,7 +103,7 @@ def show(
         emit_json(report_json(report, rows=rows, formula=check))
         return
     if rows is not None:  # the list only, one tensor a line, ready for grep
-        sys.stdout.write("\n".join(tensor_lines(rows)) + "\n")
+        streams.out("\n".join(tensor_lines(rows)) + "\n")
         return
     from rich.console import Group
     from rich.text import Text
@@ -242,7 +242,7 @@ def diff(
     if as_json or fmt == "json":
         emit_json(diff_json(result))
     elif fmt == "markdown":
-        sys.stdout.write(diff_markdown(result))
+        streams.out(diff_markdown(result))
     else:
         emit(diff_table(result, all_changes=all_changes), wide=wide)
     triggered = {
@@ -269,7 +269,7 @@ def _adapter_diff(ra: Any, rb: Any, as_json: bool, fmt: str, gates: list[str], w
     if as_json:
         emit_json(adapter_json(result))
     elif fmt == "markdown":
-        sys.stdout.write(adapter_markdown(result))
+        streams.out(adapter_markdown(result))
     else:
         emit(adapter_table(result), wide=wide)
     # an adapter changes the model's function, adds parameters and tensors; dtypes: ones the base has not
@@ -333,7 +333,7 @@ def compare_cmd(
     if as_json or fmt == "json":
         emit_json(compare_json(result))
     elif fmt == "markdown":
-        sys.stdout.write(compare_markdown(result))
+        streams.out(compare_markdown(result))
     else:
         emit(compare_table(result), wide=wide)
 
@@ -481,7 +481,7 @@ def aliases(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
 
 def _version_callback(value: bool) -> None:
     if value:
-        sys.stdout.write(f"inspect {__version__}\n")
+        streams.out(f"inspect {__version__}\n")
         raise typer.Exit(0)
 
 
@@ -537,27 +537,27 @@ def run(argv: list[str] | None) -> int:
         return code if isinstance(code, int) else 0
     except InspectorError as exc:
         if debug:
-            traceback.print_exc()
+            streams.debug_traceback()
         return _fail(exc.message, exc.hint, exc.exit_code)
     except typer.Abort:
-        sys.stderr.write("Aborted.\n")
+        streams.say("Aborted.")
         return 130
     except typer.TyperException as exc:  # usage errors: bad option, missing argument
         show_error = getattr(exc, "show", None)
         if callable(show_error):
             show_error()
         else:
-            sys.stderr.write(f"Error: {exc}\n")
+            streams.error(str(exc))
         code = getattr(exc, "exit_code", EXIT_USAGE)
         return code if isinstance(code, int) and code else EXIT_USAGE
     except KeyboardInterrupt:
-        sys.stderr.write("Interrupted.\n")
+        streams.say("Interrupted.")
         return 130
     except BrokenPipeError:
         return 0
     except Exception as exc:
         if debug:
-            traceback.print_exc()
+            streams.debug_traceback()
         return _fail(f"internal error: {type(exc).__name__}: {exc}",
                      "this is a bug; run again with INSPECTOR_DEBUG=1 for a traceback and report it", EXIT_INTERNAL)
     finally:
@@ -566,9 +566,5 @@ def run(argv: list[str] | None) -> int:
 
 def _fail(message: str, hint: str | None, code: int) -> int:
     """``Error: …`` and ``hint: …`` on stderr as plain, sanitised text."""
-    from inspector.render.text import sanitize
-
-    lines = f"Error: {sanitize(message)}\n" + (f"hint: {sanitize(hint)}\n" if hint else "")
-    with contextlib.suppress(OSError, ValueError):
-        sys.stderr.write(lines)
+    streams.error(message, hint)
     return code

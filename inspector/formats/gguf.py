@@ -18,7 +18,7 @@ import struct
 from typing import Any, Final
 
 from inspector.errors import HeaderError
-from inspector.formats.safetensors import PREFIX_BYTES, Header, TensorInfo
+from inspector.model import TensorInfo, WeightFile
 
 MAGIC: Final = b"GGUF"
 VERSIONS: Final = (2, 3)
@@ -107,8 +107,8 @@ def _value(cur: _Cursor, vtype: int, key: str) -> Any:
     raise GgufError("gguf-value-type", f"{key}: unknown value type {vtype}", cur.file)
 
 
-def parse_gguf(blob: bytes | bytearray, *, file: str = "<bytes>", file_size: int | None = None) -> tuple[
-        Header, dict[str, Any], int]:
+def parse_gguf(blob: bytes | bytearray, *, file: str = "<bytes>", file_size: int | None = None) -> tuple[  # noqa: C901
+        WeightFile, dict[str, Any], int]:
     """(header, metadata, version). Raises ``Incomplete`` when ``blob`` ends before the tensor
     infos do, and ``GgufError`` naming the rule a hostile or broken header breaks."""
     import gguf
@@ -179,9 +179,9 @@ def parse_gguf(blob: bytes | bytearray, *, file: str = "<bytes>", file_size: int
         raise GgufError("gguf-data-beyond-file", f"tensor data ends at byte {data_start + data_length:,} but the "
                                                  f"file has {file_size:,}", file)
     stop = data_start if tensors else infos_end
-    header = Header(file=file, header_length=stop - PREFIX_BYTES, tensors=tuple(tensors),
-                    metadata={k: _show(v) for k, v in metadata.items()}, file_size=file_size,
-                    raw=bytes(memoryview(blob)[:min(stop, len(blob))]), data_length=data_length)
+    header = WeightFile(file=file, format="gguf", tensors=tuple(tensors),
+                        metadata={k: _show(v) for k, v in metadata.items()}, file_size=file_size,
+                        data_start=stop, data_length=data_length, head=bytes(memoryview(blob)[:min(stop, len(blob))]))
     return header, metadata, version
 
 

@@ -1,9 +1,21 @@
-"""Weight-file formats behind one small protocol, so sources only serve bytes.
+"""The registry of weight-file formats, and the one read loop they share.
 
-A reader says how many leading bytes of a file it needs, given what it has read so far, and turns
-those bytes into a ``Header`` of records. The local reader, the Hub fetch plan and the header
-snapshots call it; none of them knows a format's byte layout. Adding a format means a reader here,
-its name patterns in the role table and its type table.
+A source serves the bytes of one file (``ByteSource``: "give me n bytes at offset o"); a reader turns
+them into records (``WeightFile``). No source knows a format's byte layout, and no reader knows where
+the bytes come from: the local folder, the HF cache and the Hub all call ``Reader.read`` with a byte
+source of their own.
+
+Most formats keep their records in a header at the start of the file (``PrefixReader``): the reader
+says how many leading bytes it needs given what it has (``need``), the one loop below asks the source
+for them, and ``parse`` makes the records; those leading bytes (``WeightFile.head``) are what a header
+snapshot keeps. A format whose records need the end of the file too (a torch zip's directory) reads
+through the source as a seekable file, and its records cannot be kept as a prefix (``keeps_head``
+False): a snapshot refuses it by name.
+
+Adding a format: a module in this package with a reader, ``register`` it here (or from anywhere, for a
+plug-in), its dtype rows in ``dtypes.py`` if it stores safetensors-like dtypes, and its name patterns
+in the role table if its tensor names differ. Every suffix check of the package derives from this
+registry (``reader_for``, ``weight_suffixes``).
 """
 
 from __future__ import annotations
@@ -11,7 +23,31 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
-from inspector.formats.safetensors import MAX_HEADER_BYTES, PREFIX_BYTES, Header, parse_header, read_header_length
+from inspector.errors import ShortRead
+from inspector.formats.safetensors import MAX_HEADER_BYTES, PREFIX_BYTES, parse_header, read_header_length
+from inspector.model import WeightFile
+
+
+class ByteSource(Protocol):
+    """One file's bytes, wherever they are."""
+
+    @property
+    def size(self) -> int | None:
+        """The file's size, when the source knows it (a listing may not)."""
+        ...
+
+    @property
+    def rereads_cheaply(self) -> bool:
+        """True for a local file: reading the start again costs less than joining two reads."""
+        ...
+
+    def read(self, start: int, length: int) -> bytes | bytearray:
+        """Up to ``length`` bytes at ``start`` (fewer only at the end of the file)."""
+        ...
+
+    def read_into(self, buffer: bytearray, start: int, length: int) -> None:
+        """As ``read``, appended to ``buffer`` (no copy of what it holds already)."""
+        ...
 
 
 class Reader(Protocol):
@@ -23,34 +59,96 @@ class Reader(Protocol):
 
     @property
     def max_header(self) -> int:
-        """The most leading bytes this format's header may take: a budget, not a guess."""
+        """The most bytes this format's records may take to read: a budget, not a guess."""
         ...
 
-    def first_read(self, hint: int | None) -> int:
-        """Bytes to ask for first (``hint``: an estimate from the index, when there is one)."""
+    @property
+    def keeps_head(self) -> bool:
+        """Whether ``parse(record.head)`` gives the records back (a header snapshot can keep them)."""
         ...
 
-    def need(self, prefix: bytes | bytearray, *, file: str, file_size: int | None) -> int:
-        """The total leading bytes needed, given ``prefix`` (at least ``first_read`` bytes, or the
-        whole file when it is shorter). Raises the format's error when the prefix is not valid."""
+    @property
+    def alternatives(self) -> bool:
+        """Whether several such files in one folder are alternatives (one model in several
+        quantisations), never to be added up, rather than shards of one model."""
         ...
 
-    def parse(self, blob: bytes | bytearray, *, file: str, file_size: int | None) -> Header:
-        """Records from the leading bytes; ``file_size`` None skips the end-of-file checks (lenient)."""
+    def read(self, source: ByteSource, *, file: str, first: int | None = None, lenient: bool = False,
+             prefix: bytes | None = None) -> WeightFile:
+        """The file's records from ``source``. ``first``: bytes to ask for first (an estimate from
+        the index); ``prefix``: the file's first bytes, already at hand; ``lenient`` (the audit):
+        the end-of-file checks are left to the caller."""
         ...
 
-    def config(self, header: Header) -> dict[str, Any] | None:
+    def parse(self, blob: bytes | bytearray, *, file: str, file_size: int | None) -> WeightFile:
+        """Records from bytes ``read`` gathered (for a prefix format: a kept ``head``)."""
+        ...
+
+    def config(self, header: WeightFile) -> dict[str, Any] | None:
         """config.json's figures when the file carries its own (GGUF metadata), else None."""
         ...
 
 
+class PrefixReader:
+    """A format whose records sit in the first bytes of the file. Subclasses say how many bytes to
+    ask for first (``first_read``), how many are needed given a prefix (``need``) and how to parse
+    them (``parse``); ``read`` is the one read loop every source goes through."""
+
+    name: str = ""
+    suffixes: tuple[str, ...] = ()
+    max_header: int = 0
+    keeps_head: bool = True
+    alternatives: bool = False
+
+    def first_read(self, hint: int | None) -> int:
+        raise NotImplementedError
+
+    def need(self, prefix: bytes | bytearray, *, file: str, file_size: int | None) -> int:
+        raise NotImplementedError
+
+    def parse(self, blob: bytes | bytearray, *, file: str, file_size: int | None) -> WeightFile:
+        raise NotImplementedError
+
+    def config(self, header: WeightFile) -> dict[str, Any] | None:
+        return None
+
+    def read(self, source: ByteSource, *, file: str, first: int | None = None, lenient: bool = False,
+             prefix: bytes | None = None) -> WeightFile:
+        size = source.size
+        if prefix is not None:
+            blob: bytes | bytearray = prefix
+            asked = len(prefix)
+        else:
+            asked = self.first_read(first if first is not None else (min(size, 4096) if source.rereads_cheaply
+                                                                     and size is not None else None))
+            if size is not None:
+                asked = min(asked, size)
+            blob = source.read(0, asked) if asked else b""
+        while True:  # a reader whose header length is not stored up front asks again until it is whole
+            total = self.need(blob, file=file, file_size=size)
+            if len(blob) >= total or (size is not None and len(blob) >= size):
+                break
+            if len(blob) < asked:  # the source ended before the bytes it was asked for
+                raise ShortRead(f"{len(blob):,} of the {asked:,} bytes asked for arrived", file)
+            asked = total
+            if source.rereads_cheaply:  # one read from the start: no joining of a few kB and 100 MB
+                blob = source.read(0, total)
+            else:  # only the rest, appended: a remote source pays for every byte
+                if not isinstance(blob, bytearray):
+                    blob = bytearray(blob)
+                source.read_into(blob, len(blob), total - len(blob))
+        return self.parse(blob, file=file, file_size=None if lenient else size)
+
+
 @dataclass(frozen=True, slots=True)
-class Safetensors:
-    """8-byte little-endian length n, n bytes of JSON, then the data (``header.py`` validates)."""
+class Safetensors(PrefixReader):
+    """8-byte little-endian length n, n bytes of JSON, then the data (``safetensors.py`` validates)."""
 
     name: str = "safetensors"
     suffixes: tuple[str, ...] = (".safetensors",)
     max_header: int = PREFIX_BYTES + MAX_HEADER_BYTES
+    keeps_head: bool = True
+    alternatives: bool = False
     unindexed_first_read: int = 64 * 1024
     #: bytes of header JSON per tensor beyond its name (``{"dtype":"BF16","shape":[14336,4096],
     #: "data_offsets":[…,…]},`` is 60–90 bytes): a little over keeps the first read whole
@@ -66,22 +164,21 @@ class Safetensors:
     def need(self, prefix: bytes | bytearray, *, file: str, file_size: int | None) -> int:
         return PREFIX_BYTES + read_header_length(prefix, file=file, file_size=file_size)
 
-    def parse(self, blob: bytes | bytearray, *, file: str, file_size: int | None) -> Header:
+    def parse(self, blob: bytes | bytearray, *, file: str, file_size: int | None) -> WeightFile:
         return parse_header(blob, file=file, file_size=file_size)
-
-    def config(self, header: Header) -> dict[str, Any] | None:
-        return None
 
 
 @dataclass(frozen=True, slots=True)
-class Gguf:
+class Gguf(PrefixReader):
     """llama.cpp's GGUF: magic, version, counts, metadata, tensor infos, padding, data
-    (``ggufread.py`` parses). The header's length is not stored up front, so reads grow (doubling)
+    (``gguf.py`` parses). The header's length is not stored up front, so reads grow (doubling)
     until the tensor infos are whole."""
 
     name: str = "gguf"
     suffixes: tuple[str, ...] = (".gguf",)
     max_header: int = 128 * 1024 * 1024  # a 262k-token vocabulary with merges is about 20 MB
+    keeps_head: bool = True
+    alternatives: bool = True
     default_first_read: int = 64 * 1024
 
     def first_read(self, hint: int | None) -> int:
@@ -101,9 +198,10 @@ class Gguf:
                 raise GgufError("gguf-header-too-large", f"the header needs more than {self.max_header:,} bytes",
                                 file) from None
             return min(want, self.max_header, file_size) if file_size is not None else min(want, self.max_header)
-        return header.data_start if file_size is None else min(header.data_start, file_size)
+        start = header.data_start if header.data_start is not None else len(prefix)
+        return start if file_size is None else min(start, file_size)
 
-    def parse(self, blob: bytes | bytearray, *, file: str, file_size: int | None) -> Header:
+    def parse(self, blob: bytes | bytearray, *, file: str, file_size: int | None) -> WeightFile:
         from inspector.formats.gguf import GgufError, Incomplete, parse_gguf
 
         try:
@@ -111,21 +209,85 @@ class Gguf:
         except Incomplete:
             raise GgufError("gguf-truncated", "the header ends early", file) from None
 
-    def config(self, header: Header) -> dict[str, Any] | None:
+    def config(self, header: WeightFile) -> dict[str, Any] | None:
         from inspector.formats.gguf import gguf_config, parse_gguf
 
-        _, metadata, _ = parse_gguf(header.raw, file=header.file)
+        _, metadata, _ = parse_gguf(header.head, file=header.file)
         return gguf_config(metadata, {t.name for t in header.tensors})
+
+
+@dataclass(frozen=True, slots=True)
+class TorchPickle:
+    """PyTorch's ``torch.save`` files, zip or legacy (``torch_pickle.py``): read as a seekable file
+    over the source (a zip's directory is at its end), never unpickled with code. The records
+    cannot be rebuilt from a prefix: a header snapshot refuses them by name."""
+
+    name: str = "torch"
+    suffixes: tuple[str, ...] = (".bin", ".pth", ".pt", ".ckpt")
+    max_header: int = 256 * 1024 * 1024  # the largest data.pkl read
+    keeps_head: bool = False
+    alternatives: bool = False
+
+    def read(self, source: ByteSource, *, file: str, first: int | None = None, lenient: bool = False,
+             prefix: bytes | None = None) -> WeightFile:
+        from inspector.errors import InvalidCheckpointError
+        from inspector.formats.torch_pickle import RangeFile, read_torch_stream
+
+        if source.size is None:
+            raise InvalidCheckpointError(f"{file}: the listing gives no size; a pickle is read from its end")
+        return read_torch_stream(RangeFile(source.read, source.size), file, source.size)
+
+    def parse(self, blob: bytes | bytearray, *, file: str, file_size: int | None) -> WeightFile:
+        import io
+
+        from inspector.formats.torch_pickle import read_torch_stream
+
+        return read_torch_stream(io.BytesIO(bytes(blob)), file, len(blob))
+
+    def config(self, header: WeightFile) -> dict[str, Any] | None:
+        return None
 
 
 SAFETENSORS: Final = Safetensors()
 GGUF: Final = Gguf()
-READERS: Final[tuple[Reader, ...]] = (SAFETENSORS, GGUF)
+TORCH: Final = TorchPickle()
+
+#: the formats, in order of preference when a folder holds several kinds of weight file
+_READERS: list[Reader] = [SAFETENSORS, GGUF, TORCH]
+
+#: weight files no reader here reads: reported as present, never counted
+OTHER_WEIGHT_SUFFIXES: Final = (".h5", ".msgpack", ".ot", ".onnx", ".tflite")
+#: pickles Trainer saves beside the weights: not model weights
+NOT_WEIGHTS: Final = ("training_args", "optimizer", "scheduler", "rng_state", "trainer_state")
+
+
+def register(reader: Reader) -> None:
+    """Add a format (after the built-in ones in preference). Registering a name twice replaces it."""
+    _READERS[:] = [r for r in _READERS if r.name != reader.name] + [reader]
+
+
+def unregister(name: str) -> None:
+    _READERS[:] = [r for r in _READERS if r.name != name or r in (SAFETENSORS, GGUF, TORCH)]
+
+
+def readers() -> tuple[Reader, ...]:
+    return tuple(_READERS)
 
 
 def reader_for(path: str) -> Reader | None:
-    return next((r for r in READERS if path.endswith(r.suffixes)), None)
+    """The reader of a file, by its name's suffix."""
+    return next((r for r in _READERS if path.endswith(r.suffixes)), None)
 
 
 def reader_named(name: str) -> Reader | None:
-    return next((r for r in READERS if r.name == name), None)
+    return next((r for r in _READERS if r.name == name), None)
+
+
+def weight_suffixes() -> tuple[str, ...]:
+    """Every suffix of a weight file: the readers' and those of formats no reader reads."""
+    return tuple(s for r in _READERS for s in r.suffixes) + OTHER_WEIGHT_SUFFIXES
+
+
+def max_header() -> int:
+    """The largest read budget of any registered format (a snapshot's per-file bound)."""
+    return max(r.max_header for r in _READERS)

@@ -19,9 +19,8 @@ import operator
 import re
 import struct
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
 from itertools import accumulate, chain, repeat
-from typing import Any, Final, NamedTuple
+from typing import Any, Final
 
 from inspector.errors import (
     DataBeyondFile,
@@ -40,6 +39,7 @@ from inspector.errors import (
     UnknownDtype,
 )
 from inspector.formats.dtypes import DTYPE_BITS
+from inspector.model import TensorInfo, WeightFile
 
 #: The Rust reference rejects headers over 100,000,000 bytes (huggingface_hub uses 25,000,000).
 MAX_HEADER_BYTES: Final = 100_000_000
@@ -61,47 +61,6 @@ def without_gc() -> Iterator[None]:
     finally:
         if was:
             gc.enable()
-
-
-class TensorInfo(NamedTuple):
-    """One tensor as its header describes it. Offsets are relative to the start of the data.
-
-    A NamedTuple rather than a dataclass: immutable all the same, and DeepSeek-V3 has 91,991 of
-    them, which a tuple builds several times faster.
-    """
-
-    name: str
-    dtype: str
-    shape: tuple[int, ...]
-    begin: int
-    end: int
-    file: str
-    numel: int
-
-    @property
-    def nbytes(self) -> int:
-        return self.end - self.begin
-
-
-@dataclass(frozen=True, slots=True)
-class Header:
-    """A parsed, validated header of one safetensors file."""
-
-    file: str
-    header_length: int
-    tensors: tuple[TensorInfo, ...]
-    metadata: Mapping[str, str] = field(default_factory=dict)
-    file_size: int | None = None
-    raw: bytes = field(default=b"", repr=False)  # the first 8 + n bytes, for snapshots
-    data_length: int = 0  # bytes of tensor data the header accounts for (the largest end offset)
-
-    @property
-    def data_start(self) -> int:
-        return PREFIX_BYTES + self.header_length
-
-    @property
-    def expected_file_size(self) -> int:
-        return self.data_start + self.data_length
 
 
 def read_header_length(prefix: bytes | bytearray, *, file: str | None = None, file_size: int | None = None) -> int:
@@ -128,7 +87,7 @@ def read_header_length(prefix: bytes | bytearray, *, file: str | None = None, fi
 
 
 @without_gc()
-def parse_header(blob: bytes | bytearray, *, file: str = "<bytes>", file_size: int | None = None) -> Header:
+def parse_header(blob: bytes | bytearray, *, file: str = "<bytes>", file_size: int | None = None) -> WeightFile:
     """Parse and validate a header from the first bytes of a safetensors file.
 
     ``blob`` must hold at least the 8-byte prefix and the whole JSON; extra bytes are ignored.
@@ -147,12 +106,13 @@ def parse_header(blob: bytes | bytearray, *, file: str = "<bytes>", file_size: i
     tensors, metadata = _decode_entries(view[PREFIX_BYTES : PREFIX_BYTES + n], file)
     data_length = _check_spans(tensors, file)
     whole = blob if type(blob) is bytes and len(blob) == PREFIX_BYTES + n else bytes(view[: PREFIX_BYTES + n])
-    header = Header(file=file, header_length=n, tensors=tuple(tensors), metadata=metadata, file_size=file_size,
-                    raw=whole, data_length=data_length)
-    if file_size is not None and header.expected_file_size > file_size:
-        missing = header.expected_file_size - file_size
+    header = WeightFile(file=file, format="safetensors", tensors=tuple(tensors), metadata=metadata,
+                        file_size=file_size, data_start=PREFIX_BYTES + n, data_length=data_length, head=whole)
+    expected = PREFIX_BYTES + n + data_length
+    if file_size is not None and expected > file_size:
+        missing = expected - file_size
         raise DataBeyondFile(
-            f"tensor data ends at byte {header.expected_file_size:,} but the file has {file_size:,} "
+            f"tensor data ends at byte {expected:,} but the file has {file_size:,} "
             f"({missing:,} bytes missing: truncated?)",
             file,
         )

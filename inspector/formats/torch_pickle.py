@@ -27,25 +27,25 @@ from pathlib import Path
 from typing import Any, Final
 
 from inspector.errors import PickleError
-from inspector.formats.safetensors import Header, TensorInfo
+from inspector.formats.dtypes import DTYPE_BITS, TORCH_STORAGES, TORCH_TO_SAFETENSORS
+from inspector.model import TensorInfo, WeightFile
 from inspector.safeio import open_regular
 
 LEGACY_MAGIC: Final = 0x1950A86A20F9469CFC6C
 MAX_PICKLE: Final = 256 * 1024 * 1024
 
-#: storage class → safetensors dtype (torch.serialization's typed storages)
-STORAGES: Final[dict[str, str]] = {
-    "FloatStorage": "F32", "HalfStorage": "F16", "BFloat16Storage": "BF16", "DoubleStorage": "F64",
-    "LongStorage": "I64", "IntStorage": "I32", "ShortStorage": "I16", "CharStorage": "I8", "ByteStorage": "U8",
-    "BoolStorage": "BOOL", "ComplexFloatStorage": "C64",
-}
-#: torch dtype objects (pickled by name in newer torch) → safetensors dtype
-DTYPES: Final[dict[str, str]] = {
-    "float32": "F32", "float16": "F16", "bfloat16": "BF16", "float64": "F64", "int64": "I64", "int32": "I32",
-    "int16": "I16", "int8": "I8", "uint8": "U8", "bool": "BOOL", "float8_e4m3fn": "F8_E4M3", "float8_e5m2": "F8_E5M2",
-}
-_BYTES: Final = {"F32": 4, "F16": 2, "BF16": 2, "F64": 8, "I64": 8, "I32": 4, "I16": 2, "I8": 1, "U8": 1,
-                 "BOOL": 1, "C64": 8, "F8_E4M3": 1, "F8_E5M2": 1}
+#: torch's untyped storage (torch ≥ 2.0 for dtypes without a typed storage class): sized in bytes
+UNTYPED: Final = "untyped"
+
+
+def _element_bytes(dtype: str, file: str) -> int:
+    """Bytes per element as torch stores them; only whole-byte dtypes have a torch storage."""
+    if dtype == UNTYPED:
+        return 1
+    bits = DTYPE_BITS.get(dtype, 0)
+    if bits % 8 or not bits:
+        raise PickleError("storage-type", f"dtype {dtype}: not a whole number of bytes per element", file)
+    return bits // 8
 
 
 class _Storage:
@@ -61,14 +61,27 @@ class _Ref:
 
 
 class _Tensor:
-    def __init__(self, ref: _Ref, offset: int, shape: tuple[int, ...]) -> None:
-        self.ref, self.offset, self.shape = ref, offset, shape
+    def __init__(self, ref: _Ref, offset: int, shape: tuple[int, ...], dtype: str) -> None:
+        self.ref, self.offset, self.shape, self.dtype = ref, offset, shape, dtype
 
 
 def _rebuild_tensor(storage: Any, storage_offset: int, size: Any, stride: Any, *rest: Any) -> _Tensor:
+    """``torch._utils._rebuild_tensor_v2`` (and v1): the dtype is the typed storage's."""
     if not isinstance(storage, _Ref):
         raise pickle.UnpicklingError("a tensor whose storage is not a persistent storage")
-    return _Tensor(storage, int(storage_offset), tuple(int(d) for d in size))
+    if storage.dtype == UNTYPED:
+        raise pickle.UnpicklingError("an untyped storage without a dtype")
+    return _Tensor(storage, int(storage_offset), tuple(int(d) for d in size), storage.dtype)
+
+
+def _rebuild_tensor_v3(storage: Any, storage_offset: int, size: Any, stride: Any, requires_grad: Any = None,
+                       hooks: Any = None, dtype: Any = None, *rest: Any) -> _Tensor:
+    """``torch._utils._rebuild_tensor_v3(storage, offset, size, stride, requires_grad, hooks, dtype,
+    metadata)``: what ``torch.save`` writes for dtypes with no typed storage class (uint16/32/64, the
+    float8 types): an untyped storage sized in bytes, and the dtype beside it."""
+    if not isinstance(storage, _Ref) or not isinstance(dtype, _Storage):
+        raise pickle.UnpicklingError("_rebuild_tensor_v3 without a persistent storage and a dtype")
+    return _Tensor(storage, int(storage_offset), tuple(int(d) for d in size), dtype.dtype)
 
 
 def _rebuild_parameter(data: Any, *rest: Any) -> Any:
@@ -78,6 +91,7 @@ def _rebuild_parameter(data: Any, *rest: Any) -> Any:
 _ALLOWED: Final[dict[tuple[str, str], Any]] = {
     ("torch._utils", "_rebuild_tensor_v2"): _rebuild_tensor,
     ("torch._utils", "_rebuild_tensor"): _rebuild_tensor,
+    ("torch._utils", "_rebuild_tensor_v3"): _rebuild_tensor_v3,
     ("torch._utils", "_rebuild_parameter"): _rebuild_parameter,
     ("torch._utils", "_rebuild_parameter_with_state"): _rebuild_parameter,
     ("collections", "OrderedDict"): OrderedDict,
@@ -94,10 +108,12 @@ class _Unpickler(pickle.Unpickler):
     def find_class(self, module: str, name: str) -> Any:
         if (module, name) in _ALLOWED:
             return _ALLOWED[(module, name)]
-        if module == "torch" and name in STORAGES:
-            return _Storage(STORAGES[name])
-        if module == "torch" and name in DTYPES:
-            return _Storage(DTYPES[name])
+        if module == "torch" and name in TORCH_STORAGES:
+            return _Storage(TORCH_STORAGES[name])
+        if module == "torch" and name in TORCH_TO_SAFETENSORS:
+            return _Storage(TORCH_TO_SAFETENSORS[name])
+        if (module, name) == ("torch.storage", "UntypedStorage") or (module, name) == ("torch", "UntypedStorage"):
+            return _Storage(UNTYPED)
         raise PickleError("unsafe-global", f"the pickle calls {module}.{name}, which a state dict never needs; "
                                            "refusing it (nothing was run)", self.file,
                           hint="load it only if you trust its author; convert it to safetensors")
@@ -126,7 +142,7 @@ def _state_dict(obj: Any, prefix: str = "") -> Iterator[tuple[str, _Tensor]]:
             yield from _state_dict(v, f"{prefix}{i}.")
 
 
-def read_torch(path: Path, name: str) -> Header:
+def read_torch(path: Path, name: str) -> WeightFile:
     """The tensors of a PyTorch pickle file, header-like: shapes, dtypes, byte spans per storage."""
     fd = open_regular(path)
     with open(fd, "rb") as fh:
@@ -135,7 +151,7 @@ def read_torch(path: Path, name: str) -> Header:
         return read_torch_stream(fh, name, size)
 
 
-def _read_zip(fh: Any, name: str, size: int) -> Header:
+def _read_zip(fh: Any, name: str, size: int) -> WeightFile:
     try:
         archive = zipfile.ZipFile(fh)
         entries = {i.filename: i for i in archive.infolist()}
@@ -156,7 +172,7 @@ def _read_zip(fh: Any, name: str, size: int) -> Header:
     return _header(records, name, size, sizes, offsets, "pytorch zip")
 
 
-def _read_legacy(fh: Any, name: str, size: int) -> Header:
+def _read_legacy(fh: Any, name: str, size: int) -> WeightFile:
     """The pickles sit before the storages: read 16 MB, then more (to 256 MB) only if they end later;
     but first the magic number, so that something else costs 64 bytes, not 16 MB."""
     fh.seek(0)
@@ -178,7 +194,7 @@ def _read_legacy(fh: Any, name: str, size: int) -> Header:
             want *= 4
 
 
-def _parse_legacy(head: bytes, name: str, size: int) -> Header:
+def _parse_legacy(head: bytes, name: str, size: int) -> WeightFile:
     stream = io.BytesIO(head)
     try:
         magic = _RestrictedData(stream, name).load()
@@ -205,7 +221,7 @@ def _parse_legacy(head: bytes, name: str, size: int) -> Header:
         ref = unpickler.refs.get(str(key))
         if ref is None or ref.numel is None:
             raise PickleError("storage-missing", f"storage {key} is not described by the pickle", name)
-        nbytes = ref.numel * _BYTES[ref.dtype]
+        nbytes = ref.numel * _element_bytes(ref.dtype, name)
         offsets[str(key)] = position + 8
         sizes[str(key)] = nbytes
         position += 8 + nbytes
@@ -236,12 +252,12 @@ def _unpickle(data: bytes, name: str) -> list[tuple[str, _Tensor]]:
 
 
 def _header(records: list[tuple[str, _Tensor]], name: str, size: int, sizes: dict[str, int],
-            offsets: dict[str, int], kind: str, expected_end: int | None = None) -> Header:
+            offsets: dict[str, int], kind: str, expected_end: int | None = None) -> WeightFile:
     tensors: list[TensorInfo] = []
     seen: set[str] = set()
     shared = 0
     for tensor_name, t in records:
-        esize = _BYTES[t.ref.dtype]
+        esize = _element_bytes(t.dtype, name)
         numel = 1
         for d in t.shape:
             numel *= d
@@ -258,7 +274,7 @@ def _header(records: list[tuple[str, _Tensor]], name: str, size: int, sizes: dic
         else:
             seen.add(t.ref.key)
             end = begin + sizes[t.ref.key]
-        tensors.append(TensorInfo(tensor_name, t.ref.dtype, t.shape, begin, end, name, numel))
+        tensors.append(TensorInfo(tensor_name, t.dtype, t.shape, begin, end, name, numel))
     metadata = {"format": kind}
     if shared:
         metadata["shared storages"] = f"{shared} tensor(s) share a storage with another: bytes counted once"
@@ -266,9 +282,9 @@ def _header(records: list[tuple[str, _Tensor]], name: str, size: int, sizes: dic
         raise PickleError("storage-past-end", f"the storages end at byte {expected_end:,} but the file has "
                                               f"{size:,}", name)
     data_length = sum(sizes.values())
-    # everything that is not storage bytes (zip directory, pickles) counts as the "header"
-    return Header(file=name, header_length=max(0, size - data_length - 8), tensors=tuple(tensors),
-                  metadata=metadata, file_size=size, raw=b"", data_length=data_length)
+    # the storages are scattered through the archive: no one data block, nothing a prefix can rebuild
+    return WeightFile(file=name, format="torch", tensors=tuple(tensors), metadata=metadata, file_size=size,
+                      data_start=None, data_length=data_length)
 
 
 class RangeFile(io.RawIOBase):
@@ -320,7 +336,7 @@ class RangeFile(io.RawIOBase):
         return len(data)
 
 
-def read_torch_stream(fh: Any, name: str, size: int) -> Header:
+def read_torch_stream(fh: Any, name: str, size: int) -> WeightFile:
     """As ``read_torch``, over any seekable binary file object (a ``RangeFile`` for a remote file)."""
     if zipfile.is_zipfile(fh):
         fh.seek(0)

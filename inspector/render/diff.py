@@ -8,8 +8,9 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from inspector.analysis.adapter import AdapterDiff, adapter_config, describe
+from inspector.analysis.adapter import AdapterDiff, adapter_config
 from inspector.analysis.diff import Diff
+from inspector.analysis.peft import describe
 from inspector.render.output import SCHEMA_VERSION, n, shape_text, short
 from inspector.render.text import markdown, sanitize
 

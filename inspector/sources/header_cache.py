@@ -16,13 +16,12 @@ import contextlib
 import hashlib
 import os
 import re
-import threading
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlsplit
 
 from inspector.errors import InspectorError
-from inspector.safeio import COMMIT, commit_id, inside, repo_id, write_inside
+from inspector.safeio import COMMIT, commit_id, inside, repo_id, write_atomic
 from inspector.sources.snapshot import is_snapshot, write_snapshot
 from inspector.sources.transport import public_endpoint
 
@@ -58,10 +57,8 @@ class HeaderCache:
     def set_ref(self, repo: str, ref: str, sha: str) -> None:
         name = quote(ref, safe="")
         refs = self._repo(repo) / "refs"
-        tmp = f".{name}.{os.getpid()}.{threading.get_ident()}"
         with contextlib.suppress(OSError, InspectorError):
-            written = write_inside(refs, tmp, commit_id(sha, "commit id").encode(), "branch name")
-            os.replace(written, inside(refs, name, "branch name"))
+            write_atomic(refs, name, commit_id(sha, "commit id").encode(), "branch name")
 
     def ref(self, repo: str, ref: str) -> str | None:
         try:

@@ -29,21 +29,10 @@ from pathlib import Path
 from typing import Any, Final
 
 from inspector.errors import HeaderError, HubUnreachable, InvalidCheckpointError, NetworkError, NotFoundError
-from inspector.formats.registry import SAFETENSORS, reader_for
-from inspector.formats.safetensors import Header
-from inspector.model import (
-    PICKLE_SUFFIXES,
-    SIDE_FILES,
-    WEIGHT_SUFFIXES,
-    Checkpoint,
-    FileEntry,
-    index_shards,
-    json_object,
-    pick_index,
-    weight_files,
-)
-from inspector.render.text import natural_key
+from inspector.formats.registry import SAFETENSORS, reader_for, reader_named, weight_suffixes
+from inspector.model import SIDE_FILES, Checkpoint, FileEntry, WeightFile, natural_key
 from inspector.safeio import COMMIT, commit_id, relative_name
+from inspector.sources.assemble import index_shards, json_object, pick_index, weight_files
 from inspector.sources.header_cache import HeaderCache
 from inspector.sources.snapshot import load_snapshot
 from inspector.sources.transport import FetchStats, Hub, HubOptions
@@ -108,9 +97,9 @@ def open_hub(repo_id: str, revision: str | None = None, *, options: HubOptions |
     finally:
         if early is not None:
             early.close()
-    # a pickle's "header" is not a byte prefix a snapshot can keep: such repos are read again each time
-    pickles = any(h.file.endswith(PICKLE_SUFFIXES) for h in checkpoint.headers)
-    if use_cache and not pickles and not checkpoint.header_errors and checkpoint.index_error is None:
+    # records a prefix cannot rebuild (a pickle's) are not kept in a snapshot: such repos are read again
+    keepable = all(getattr(reader_named(h.format), "keeps_head", False) for h in checkpoint.headers)
+    if use_cache and keepable and not checkpoint.header_errors and checkpoint.index_error is None:
         cache.put(snapshot)
         cache.set_ref(repo_id, rev, sha)
     return checkpoint
@@ -246,7 +235,7 @@ class _Budget:
             self.left -= n
 
 
-def fetch_checkpoint(hub: Hub, repo_id: str, sha: str, info: Mapping[str, Any],
+def fetch_checkpoint(hub: Hub, repo_id: str, sha: str, info: Mapping[str, Any],  # noqa: C901
                      progress: Progress | None = None, *, lenient: bool = False,
                      only: str | None = None, early: _Early | None = None) -> tuple[Checkpoint, dict[str, Any]]:
     """The cold path: config and index, then every header, concurrently, each parsed on arrival.
@@ -293,11 +282,11 @@ def fetch_checkpoint(hub: Hub, repo_id: str, sha: str, info: Mapping[str, Any],
         done = 0
         lock = threading.Lock()
 
-        def fetch(name: str) -> Header | HeaderError:
+        def fetch(name: str) -> WeightFile | HeaderError:
             nonlocal done
             first = first_reads.get(name)  # None: the reader's own first read
             try:
-                header: Header | HeaderError = read_header(hub, repo_id, sha, name, sizes.get(name), first, budget,
+                header: WeightFile | HeaderError = read_header(hub, repo_id, sha, name, sizes.get(name), first, budget,
                                                            lenient=lenient, prefix=ready(name))
             except HeaderError as exc:
                 if not lenient:
@@ -310,7 +299,7 @@ def fetch_checkpoint(hub: Hub, repo_id: str, sha: str, info: Mapping[str, Any],
             return header
 
         results = list(pool.map(fetch, shards))
-        headers = tuple(h for h in results if isinstance(h, Header))
+        headers = tuple(h for h in results if isinstance(h, WeightFile))
         errors = tuple(h for h in results if isinstance(h, HeaderError))
         if config_f is not None:
             config_raw = config_f.result()
@@ -335,7 +324,8 @@ def fetch_checkpoint(hub: Hub, repo_id: str, sha: str, info: Mapping[str, Any],
     snapshot = {
         "repo_id": repo_id, "revision": sha,
         "files": sorted(sizes.items()),
-        "headers": {h.file: h.raw for h in headers}, "stored": stored_all,
+        "headers": {h.file: h.head for h in headers}, "formats": {h.file: h.format for h in headers},
+        "stored": stored_all,
         "provenance": f"read from {hub.public} by inspector (headers only)",
     }
     return checkpoint, snapshot
@@ -348,7 +338,7 @@ def _shards(repo_id: str, sizes: Mapping[str, int | None], top: set[str], index:
     names = weight_files(top, repo_id)
     if names or lenient:
         return names
-    weights = sorted(p for p in sizes if p.endswith(WEIGHT_SUFFIXES))
+    weights = sorted(p for p in sizes if p.endswith(weight_suffixes()))
     if weights:
         kinds = sorted({Path(p).suffix for p in weights})
         raise InvalidCheckpointError(
@@ -370,42 +360,41 @@ def _first_reads(index: Mapping[str, Any] | None) -> dict[str, int]:
 
 
 def read_header(hub: Hub, repo_id: str, sha: str, name: str, size: int | None, first: int | None,
-                budget: _Budget | None = None, *, lenient: bool = False, prefix: bytes | None = None) -> Header:
-    """One file's header: a first range read, an exact second one only when the header is larger
-    than its reader's first read, the bytes reserved from the repo's budget before they are asked
-    for, then parsed. ``lenient`` (the audit) leaves the end-of-file checks to the caller.
-    ``prefix``: the file's first bytes, already read (an early read at the branch)."""
+                budget: _Budget | None = None, *, lenient: bool = False, prefix: bytes | None = None) -> WeightFile:
+    """One file's records through its format's reader (``Reader.read``, the one read loop): each
+    range reserved from the repo's budget before it is asked for. ``lenient`` (the audit) leaves the
+    end-of-file checks to the caller. ``prefix``: the file's first bytes, already read (an early
+    read at the branch)."""
     budget = budget or _Budget(REPO_HEADER_BUDGET)
-    if name.endswith(PICKLE_SUFFIXES):
-        if size is None:
-            raise InvalidCheckpointError(f"{name}: the listing gives no size; a pickle is read from its end")
-        from inspector.formats.torch_pickle import RangeFile, read_torch_stream
-
-        def fetch(start: int, length: int) -> bytes:
-            budget.take(length, name)
-            return bytes(hub.read_range(repo_id, sha, name, start, length))
-
-        return read_torch_stream(RangeFile(fetch, size), name, size)
     reader = reader_for(name) or SAFETENSORS
-    checked = None if lenient else size
-    want = reader.first_read(first)
-    if size is not None:
-        want = min(want, size)
     if prefix is not None:
-        want = len(prefix)
-        budget.take(want, name)
-        blob = bytearray(prefix)
-    else:
-        if want:
-            budget.take(want, name)
-        blob = hub.read_range(repo_id, sha, name, 0, want) if want else bytearray()
-    while True:  # a reader whose header length is not stored up front asks again until it is whole
-        total = reader.need(blob, file=name, file_size=size)
-        if len(blob) >= total or (size is not None and len(blob) >= size):
-            break
-        if len(blob) < want and (size is None or len(blob) < size):
-            raise NetworkError(f"{name}: the server sent {len(blob):,} of the {want:,} bytes asked for")
-        budget.take(total - len(blob), name)
-        want = total
-        hub.read_range(repo_id, sha, name, len(blob), total - len(blob), into=blob)
-    return reader.parse(blob, file=name, file_size=checked)
+        budget.take(len(prefix), name)
+    return reader.read(RemoteFile(hub, repo_id, sha, name, size, budget), file=name, first=first, lenient=lenient,
+                       prefix=prefix)
+
+
+class RemoteFile:
+    """A file of a Hub repo at a commit as a byte source: range requests, each reserved from the
+    repo's header budget first; a server that sends less than asked is a network error."""
+
+    rereads_cheaply = False
+
+    def __init__(self, hub: Hub, repo_id: str, sha: str, name: str, size: int | None, budget: _Budget) -> None:
+        self.hub, self.repo_id, self.sha, self.name, self.size, self.budget = hub, repo_id, sha, name, size, budget
+
+    def read(self, start: int, length: int) -> bytes | bytearray:
+        buffer = bytearray()
+        self.read_into(buffer, start, length)
+        return buffer
+
+    def read_into(self, buffer: bytearray, start: int, length: int) -> None:
+        if self.size is not None:
+            length = max(0, min(length, self.size - start))
+        if not length:
+            return
+        self.budget.take(length, self.name)
+        before = len(buffer)
+        self.hub.read_range(self.repo_id, self.sha, self.name, start, length, into=buffer)
+        if len(buffer) - before < length:
+            raise NetworkError(f"{self.name}: the server sent {len(buffer) - before:,} of the {length:,} bytes "
+                               "asked for")

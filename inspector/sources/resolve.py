@@ -17,26 +17,14 @@ from pathlib import Path
 from typing import Any
 
 from inspector.errors import HeaderError, InvalidCheckpointError, NotFoundError, NotRegularFile, UsageError
-from inspector.formats.registry import SAFETENSORS, reader_for
-from inspector.formats.safetensors import Header, without_gc
-from inspector.model import (
-    PICKLE_SUFFIXES,
-    SIDE_FILES,
-    WEIGHT_SUFFIXES,
-    Checkpoint,
-    FileEntry,
-    Origin,
-    index_shards,
-    json_object,
-    pick_index,
-    weight_files,
-)
-from inspector.render.text import natural_key
-from inspector.safeio import open_regular, pread_all, read_regular, regular_size
+from inspector.formats.registry import SAFETENSORS, reader_for, weight_suffixes
+from inspector.formats.safetensors import without_gc
+from inspector.model import SIDE_FILES, Checkpoint, FileEntry, Origin, WeightFile, natural_key
+from inspector.safeio import is_repo_id, open_regular, pread_all, read_regular, regular_size
+from inspector.sources.assemble import index_shards, json_object, pick_index, weight_files
 from inspector.sources.bundled import ALIASES, bundled_path
 from inspector.sources.snapshot import JSON_BUDGET, is_snapshot, load_snapshot
 
-_REPO_ID = re.compile(r"^(?:[A-Za-z0-9][\w.-]*/)?[A-Za-z0-9][\w.-]*$")
 _SKIP_DIRS = {".git", ".cache", "__pycache__", ".huggingface"}
 
 #: A hook the Hub layer installs: (repo_id, revision, lenient) -> Checkpoint. Kept as a seam so this
@@ -70,7 +58,7 @@ def split_revision(spec: str) -> tuple[str, str | None]:
 
 
 def looks_like_repo_id(name: str) -> bool:
-    return bool(_REPO_ID.match(name)) and ".." not in name and not name.endswith((".safetensors", ".json"))
+    return is_repo_id(name) and not name.endswith((".safetensors", ".json"))
 
 
 @without_gc()
@@ -102,6 +90,10 @@ def open_checkpoint(spec: str, *, hub: HubOpener | None = None, revision: str | 
         return hub(name, rev, lenient, only)
     if looks_like_repo_id(name) and "/" in name:
         raise NotFoundError(f"{spec}: not a local path, and Hub access is not available here")
+    if name.count("/") == 1 and not name.startswith((".", "/", "~")) and reader_for(name) is None \
+            and not name.endswith(".json"):
+        raise UsageError(f"{spec}: no such path, and not a Hub repo id: a repo id is org/name, each part ASCII "
+                         "letters, digits, '.', '_' or '-'", hint="check the spelling, or give a path that exists")
     close = did_you_mean(name.lower(), ALIASES)
     raise NotFoundError(
         f"{spec}: no such file or folder, and not an alias or a Hub repo id (org/name)",
@@ -134,9 +126,9 @@ def open_local(path: Path, *, lenient: bool = False) -> Checkpoint:
 
 
 def _open_file(path: Path, lenient: bool) -> Checkpoint:
-    if reader_for(path.name) is None and path.suffix in WEIGHT_SUFFIXES and not path.name.endswith(PICKLE_SUFFIXES):
+    if reader_for(path.name) is None and path.name.endswith(weight_suffixes()):
         raise InvalidCheckpointError(
-            f"{path}: a {path.suffix} file; the inspector reads safetensors files only",
+            f"{path}: a {path.suffix} file; the inspector reads safetensors, GGUF and torch files",
             hint="convert it to safetensors, or inspect the repo's .safetensors files",
         )
     headers, errors = _read_headers(path.parent, [path.name], lenient)
@@ -172,7 +164,7 @@ def open_folder(folder: Path, *, origin: Origin, repo_id: str | None = None, rev
         shard_names = sorted({*shard_names, *(n for n in names if n.endswith(".safetensors") and "/" not in n)},
                              key=natural_key)
     if not shard_names and not index_name:
-        weights = sorted(n for n in names if n.endswith(WEIGHT_SUFFIXES))
+        weights = sorted(n for n in names if n.endswith(weight_suffixes()))
         if weights:
             raise InvalidCheckpointError(
                 f"{folder}: no safetensors files; it holds {', '.join(weights[:3])}"
@@ -204,9 +196,9 @@ def open_folder(folder: Path, *, origin: Origin, repo_id: str | None = None, rev
     )
 
 
-def _read_headers(folder: Path, names: list[str], lenient: bool) -> tuple[tuple[Header, ...],
+def _read_headers(folder: Path, names: list[str], lenient: bool) -> tuple[tuple[WeightFile, ...],
                                                                          tuple[HeaderError, ...]]:
-    headers: list[Header] = []
+    headers: list[WeightFile] = []
     errors: list[HeaderError] = []
     for name in names:
         try:
@@ -218,33 +210,35 @@ def _read_headers(folder: Path, names: list[str], lenient: bool) -> tuple[tuple[
     return tuple(headers), tuple(errors)
 
 
-def read_local_header(path: Path, name: str, *, lenient: bool = False) -> Header:
-    """Read and validate one file's header: as many leading bytes as its format's reader needs,
-    never the data. Only a regular file is opened (a FIFO named like a shard would block forever).
-    ``lenient`` (the audit) leaves the end-of-file checks to the caller."""
-    if name.endswith(PICKLE_SUFFIXES):
-        from inspector.formats.torch_pickle import read_torch
-
-        return read_torch(path, name)  # its checks do not depend on lenient
+def read_local_header(path: Path, name: str, *, lenient: bool = False) -> WeightFile:
+    """Read and validate one file's records through its format's reader (``Reader.read``: as many
+    leading bytes as it needs, never the data). Only a regular file is opened (a FIFO named like a
+    shard would block forever). ``lenient`` (the audit) leaves the end-of-file checks to the caller."""
     reader = reader_for(name) or SAFETENSORS
     try:
         fd = open_regular(path)
     except NotRegularFile as exc:
         raise NotRegularFile(exc.message.removeprefix(f"{path}: "), name) from None
-    try:  # one open file: its size, then as many leading bytes as the reader needs
-        size = os.fstat(fd).st_size
-        checked = None if lenient else size
-        blob = pread_all(fd, reader.first_read(min(size, 4096)), 0, path)
-        while True:  # a reader whose header length is not stored up front asks for more until it is whole
-            total = reader.need(blob, file=name, file_size=size)
-            if len(blob) >= total or len(blob) >= size:
-                break
-            # read from the start again rather than append: a first read is a few kB, a
-            # header may be a hundred MB (and bytes + bytes copies both)
-            blob = pread_all(fd, total, 0, path)
+    try:
+        return reader.read(LocalFile(fd, path), file=name, lenient=lenient)
     finally:
         os.close(fd)
-    return reader.parse(blob, file=name, file_size=checked)
+
+
+class LocalFile:
+    """An open local file as a byte source: ``pread`` at any offset, no copies."""
+
+    rereads_cheaply = True
+
+    def __init__(self, fd: int, path: Path) -> None:
+        self.fd, self.path = fd, path
+        self.size: int | None = os.fstat(fd).st_size
+
+    def read(self, start: int, length: int) -> bytes:
+        return pread_all(self.fd, length, start, self.path)
+
+    def read_into(self, buffer: bytearray, start: int, length: int) -> None:
+        buffer += pread_all(self.fd, length, start, self.path)
 
 
 def _list_files(folder: Path) -> list[FileEntry]:

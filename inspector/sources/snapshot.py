@@ -27,32 +27,24 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
-import shutil
-import tempfile
-import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
 from inspector.errors import HeaderError, InvalidCheckpointError, NotFoundError, UsageError
-from inspector.formats.registry import READERS, reader_for, reader_named
-from inspector.formats.safetensors import Header
-from inspector.model import SIDE_FILES, Checkpoint, FileEntry, Origin, pick_index
-from inspector.safeio import commit_id, gunzip_bounded, inside, read_regular, relative_name, write_files
+from inspector.formats.registry import max_header, reader_for, reader_named
+from inspector.model import SIDE_FILES, Checkpoint, FileEntry, Origin, WeightFile
+from inspector.safeio import commit_id, gunzip_bounded, inside, read_regular, relative_name, write_folder
+from inspector.sources.assemble import pick_index
 
 MANIFEST: Final = "inspector-snapshot.json"
 FORMAT: Final = "inspector-header-snapshot"
 VERSION: Final = 2  # 2 adds each header's "format"; version 1 (safetensors only) still reads
 READABLE: Final = (1, 2)
-#: what one stored header may take, compressed or not, when its format is not known: the largest
-#: header limit of the formats (a known format's own limit applies otherwise)
-HEADER_BUDGET: Final = max(r.max_header for r in READERS)
 #: a stored JSON file (config, index) or the manifest
 JSON_BUDGET: Final = 256 * 1024 * 1024
 #: temporary folders older than this, or of a process that is gone, are removed on the next write
-STALE_SECONDS: Final = 3600
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,7 +102,9 @@ def snapshot_files(manifest: Mapping[str, Any], folder: Path) -> list[SnapshotFi
     return files
 
 
-def read_header_bytes(folder: Path, relative: str, limit: int = HEADER_BUDGET) -> bytes:
+def read_header_bytes(folder: Path, relative: str, limit: int | None = None) -> bytes:
+    """A stored header's bytes, at most ``limit`` (default: the largest any format may take)."""
+    limit = max_header() if limit is None else limit
     path = inside(folder, relative, f"{folder / MANIFEST}: header path")
     try:
         data = read_regular(path, limit + 1)
@@ -130,7 +124,7 @@ def load_snapshot(folder: Path, *, origin: Origin = "snapshot", label: str | Non
     the audit to report."""
     manifest = read_manifest(folder)
     files = snapshot_files(manifest, folder)
-    headers: list[Header] = []
+    headers: list[WeightFile] = []
     errors: list[HeaderError] = []
     for f in files:
         if f.header is None:
@@ -221,10 +215,12 @@ def write_snapshot(
     headers: Mapping[str, bytes],
     stored: Mapping[str, bytes],
     provenance: str,
+    formats: Mapping[str, str] | None = None,
     compress_over: int | None = 65536,
     compress_level: int = 1,
 ) -> None:
-    """Write a snapshot folder. ``headers`` maps a safetensors path to its first 8 + n bytes;
+    """Write a snapshot folder. ``headers`` maps a weight file's path to its records' ``head``
+    (the leading bytes its reader parses back), ``formats`` to its reader's name (default: by suffix);
     ``stored`` maps small files (config, index) to their bytes. Writes to a temporary folder
     beside the target and renames it into place, so a crash never leaves half a snapshot."""
     folder = folder.resolve()
@@ -237,10 +233,6 @@ def write_snapshot(
         commit_id(revision, "snapshot revision")
     for path, _ in files:
         relative_name(path, "snapshot file")
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    clean_stale(folder.parent)
-    work = Path(tempfile.mkdtemp(prefix=_tmp_prefix(folder.name), dir=folder.parent))
-    work.chmod(0o755)
     entries: list[dict[str, Any]] = []
     blobs: dict[str, bytes] = {}
     for path, size in files:
@@ -255,7 +247,7 @@ def write_snapshot(
             blobs[name] = blob
             entry["header"] = name
             reader = reader_for(path)
-            entry["format"] = reader.name if reader else "safetensors"
+            entry["format"] = (formats or {}).get(path) or (reader.name if reader else "safetensors")
         elif path in stored:
             blobs[path] = stored[path]
             entry["stored"] = True
@@ -263,56 +255,8 @@ def write_snapshot(
     manifest = {"format": FORMAT, "version": VERSION, "repo_id": repo_id, "revision": revision,
                 "provenance": provenance, "files": entries}
     blobs[MANIFEST] = (json.dumps(manifest, indent=1) + "\n").encode()
-    write_files(work, blobs, "snapshot file")
-    old: Path | None = None
-    try:
-        if folder.exists():
-            old = Path(tempfile.mkdtemp(prefix=_tmp_prefix(folder.name), dir=folder.parent))
-            os.replace(folder, old / folder.name)
-        os.replace(work, folder)
-    except OSError:
-        if not is_snapshot(folder):
-            raise
-        # a concurrent writer put its copy in place first: the same bytes, so ours is dropped
-    finally:
-        for leftover in (work, old):
-            if leftover is not None and leftover.exists():
-                shutil.rmtree(leftover, ignore_errors=True)
-
-
-def _tmp_prefix(name: str) -> str:
-    return f".{name}.tmp-{os.getpid()}-"
-
-
-def clean_stale(parent: Path) -> None:
-    """Remove temporary folders that killed runs left in ``parent``: those of a process that no
-    longer exists, or older than an hour (another machine sharing the folder)."""
-    try:
-        candidates = [p for p in parent.iterdir() if p.name.startswith(".") and ".tmp-" in p.name]
-    except OSError:
-        return
-    now = time.time()
-    for p in candidates:
-        pid_text = p.name.rpartition(".tmp-")[2].partition("-")[0]
-        try:
-            old = now - p.lstat().st_mtime > STALE_SECONDS
-        except OSError:
-            continue
-        gone = pid_text.isdigit() and not _alive(int(pid_text))
-        if (gone or old) and p.is_dir() and not p.is_symlink():
-            shutil.rmtree(p, ignore_errors=True)
-
-
-def _alive(pid: int) -> bool:
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:
-        return True
-    return True
+    # a concurrent writer that put its copy in place first wrote the same bytes: ours is dropped
+    write_folder(folder, blobs, "snapshot file", replaceable=is_snapshot, written_by_another=is_snapshot)
 
 
 def save_checkpoint(checkpoint: Checkpoint, folder: Path, *, force: bool = False) -> Path:
@@ -328,7 +272,16 @@ def save_checkpoint(checkpoint: Checkpoint, folder: Path, *, force: bool = False
             what = f"{old.get('repo_id') or 'an unnamed model'}@{(old.get('revision') or 'unknown')[:12]}"
             raise UsageError(f"{folder} holds a snapshot of {what}; refusing to replace it",
                              hint="choose another folder, or pass --force")
-    headers = {h.file: h.raw for h in checkpoint.headers}
+    for h in checkpoint.headers:
+        reader = reader_named(h.format)
+        if reader is None or not reader.keeps_head:
+            raise InvalidCheckpointError(
+                f"{h.file}: a {h.format} file's records cannot be kept in a header snapshot (they need more of "
+                "the file than its first bytes); nothing was written",
+                hint="a snapshot holds safetensors and GGUF headers; keep the file itself, or convert it to "
+                     "safetensors")
+    headers = {h.file: h.head for h in checkpoint.headers}
+    formats = {h.file: h.format for h in checkpoint.headers}
     stored: dict[str, bytes] = {}
     if checkpoint.config is not None:
         stored["config.json"] = (json.dumps(checkpoint.config, indent=2) + "\n").encode()
@@ -345,5 +298,6 @@ def save_checkpoint(checkpoint: Checkpoint, folder: Path, *, force: bool = False
         sizes.setdefault(name, len(data))
     provenance = f"saved by inspector from {checkpoint.origin} {checkpoint.location}"
     write_snapshot(folder, repo_id=checkpoint.repo_id, revision=checkpoint.revision,
-                   files=sorted(sizes.items()), headers=headers, stored=stored, provenance=provenance)
+                   files=sorted(sizes.items()), headers=headers, stored=stored, provenance=provenance,
+                   formats=formats)
     return folder.resolve()

@@ -1,0 +1,161 @@
+"""How the command line opens models: the one resolver with the CLI's Hub options and a progress
+bar (``open_model``), several at once (``open_models``), and the read that a plain ``inspect ORG/NAME``
+starts before typer is imported (``ReadAhead``). Imports nothing heavy at module level."""
+
+from __future__ import annotations
+
+import os
+import threading
+from concurrent.futures import Future
+from typing import Any
+
+from inspector.safeio import is_repo_id
+
+
+def say(message: str) -> None:
+    """One line of diagnostics on stderr, sanitised, never interpreted as markup."""
+    from inspector.render.streams import say as say_line
+
+    say_line(message)
+
+
+def open_model(model: str, revision: str | None, endpoint: str | None, token: str | None, offline: bool,
+               *, lenient: bool = False) -> Any:
+    """Open MODEL from wherever it is (the one resolver), with a progress bar on a terminal for
+    many-shard Hub repos. ``lenient``: for the audit, problems are collected, not raised. A read
+    begun before the command line was parsed (``ReadAhead``) is taken over when it is this one."""
+    early = ReadAhead.take_over(model)
+    if early is not None and (revision, endpoint, token, offline, lenient) == (None, None, None, False, False):
+        with ProgressBar() as bar:
+            return early.result(bar)
+    return load(model, revision, endpoint, token, offline, lenient=lenient)
+
+
+def load(model: str, revision: str | None, endpoint: str | None, token: str | None, offline: bool,
+         *, lenient: bool = False, relay: Any = None) -> Any:
+    """``open_checkpoint`` with the CLI's Hub options; ``relay`` takes the progress (done, total)
+    instead of a bar of its own."""
+    from inspector.sources.hub import open_hub
+    from inspector.sources.resolve import open_checkpoint
+
+    options = hub_options(endpoint, token, offline)
+
+    def hub(repo_id: str, rev: str | None, lenient: bool, only: str | None) -> Any:
+        _quiet_hub_logging()
+        if relay is not None:
+            return open_hub(repo_id, rev, options=options, progress=relay, lenient=lenient, only=only)
+        with ProgressBar() as bar:
+            return open_hub(repo_id, rev, options=options, progress=bar, lenient=lenient, only=only)
+
+    return open_checkpoint(model, hub=hub, revision=revision, lenient=lenient)
+
+
+def open_models(models: list[str], endpoint: str | None, token: str | None, offline: bool) -> list[Any]:
+    """Several models read at once (two Hub repos cost the round trips of one): both sides of a
+    diff, the columns of a compare. No progress bar, as several cannot share the terminal; the
+    first model's error is the one reported when several fail."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def quiet(done: int, total: int) -> None:
+        return None
+
+    with ThreadPoolExecutor(max_workers=max(1, len(models)), thread_name_prefix="inspector-read") as pool:
+        futures = [pool.submit(load, m, None, endpoint, token, offline, relay=quiet) for m in models]
+        return [f.result() for f in futures]
+
+
+class ReadAhead:
+    """``inspect ORG/NAME`` (or ``inspect show ORG/NAME``) with only output flags: the read starts
+    on a thread before typer is imported, so that the imports of typer and the commands overlap the
+    first round trips. ``open_model`` takes it over; the read, its errors and its progress bar are
+    the same as when it starts there. Anything else on the command line (a revision, an endpoint, a
+    token, --offline, another command, a path that exists) and nothing starts early."""
+
+    FLAGS = frozenset({"--json", "--tensors", "--collapse", "--shards", "--formula", "--wide"})
+    _current: tuple[list[str], ReadAhead] | None = None
+
+    def __init__(self, spec: str) -> None:
+        self.spec = spec
+        self.target: Any = None
+        self.future: Future[Any] = Future()
+        threading.Thread(target=self._read, name="inspector-early-read", daemon=True).start()
+
+    @classmethod
+    def start(cls, args: list[str]) -> None:
+        """Start the read for ``args`` (the command line after the program name) when it is a plain
+        ``inspect ORG/NAME``; nothing when this command line's read has started already."""
+        if cls._current is not None and cls._current[0] == args:
+            return
+        cls._current = None
+        rest = args[1:] if args[:1] == ["show"] else args
+        if (rest and "/" in rest[0] and is_repo_id(rest[0]) and set(rest[1:]) <= cls.FLAGS
+                and not os.path.exists(rest[0])):
+            cls._current = (list(args), cls(rest[0]))
+
+    @classmethod
+    def take_over(cls, spec: str) -> ReadAhead | None:
+        """The read begun for ``spec``, once: a second open of the same model reads again."""
+        current, cls._current = cls._current, None
+        return current[1] if current is not None and current[1].spec == spec else None
+
+    def _progress(self, done: int, total: int) -> None:
+        if self.target is not None:
+            self.target(done, total)
+
+    def _read(self) -> None:
+        try:
+            self.future.set_result(load(self.spec, None, None, None, False, relay=self._progress))
+        except BaseException as exc:  # handed to the main thread, raised there
+            self.future.set_exception(exc)
+
+    def result(self, bar: Any) -> Any:
+        self.target = bar
+        return self.future.result()
+
+
+def hub_options(endpoint: str | None, token: str | None, offline: bool) -> Any:
+    from inspector.sources.hub import HubOptions
+
+    return HubOptions(endpoint=endpoint, token=token, offline=True if offline else None, on_wait=say)
+
+
+def _quiet_hub_logging() -> None:
+    from huggingface_hub.utils import logging as hf_logging
+
+    hf_logging.set_verbosity_error()  # type: ignore[no-untyped-call]
+
+
+def _progress_bars_disabled() -> bool:
+    from huggingface_hub import constants
+
+    return bool(constants.HF_HUB_DISABLE_PROGRESS_BARS)
+
+
+class ProgressBar:
+    """A rich progress bar on stderr for Hub fetches of many shards; silent when not a terminal."""
+
+    def __enter__(self) -> Any:
+        self.bar: Any = None
+        from inspector.render.streams import stderr_is_terminal
+
+        if not stderr_is_terminal() or _progress_bars_disabled():
+            return None
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+        from inspector.render.output import console
+
+        def update(done: int, total: int) -> None:
+            if total < 8:
+                return
+            if self.bar is None:
+                self.bar = Progress(TextColumn("headers"), BarColumn(), MofNCompleteColumn(),
+                                    console=console(stderr=True), transient=True)
+                self.bar.start()
+                self.task = self.bar.add_task("headers", total=total)
+            self.bar.update(self.task, completed=done)
+
+        return update
+
+    def __exit__(self, *exc: object) -> None:
+        if self.bar is not None:
+            self.bar.stop()

@@ -1,0 +1,48 @@
+"""The process's two streams: data on stdout; errors, warnings, hints and progress on stderr.
+
+Every byte the CLI writes to the terminal passes through here (ruff's banned-api rule keeps
+``sys.stdout`` and ``sys.stderr`` out of every other layer). Diagnostics are sanitised text, never
+interpreted as markup.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import traceback
+
+from inspector.render.text import sanitize
+
+
+def out(text: str) -> None:
+    """Data (a document, a listing) on stdout, as given: the renderers made it safe."""
+    sys.stdout.write(text)
+
+
+def say(message: str) -> None:
+    """One line of diagnostics on stderr, sanitised."""
+    with contextlib.suppress(OSError, ValueError):
+        sys.stderr.write(sanitize(message) + "\n")
+
+
+def error(message: str, hint: str | None = None) -> None:
+    """``Error: …`` and ``hint: …`` on stderr as plain, sanitised text."""
+    lines = f"Error: {sanitize(message)}\n" + (f"hint: {sanitize(hint)}\n" if hint else "")
+    with contextlib.suppress(OSError, ValueError):
+        sys.stderr.write(lines)
+
+
+def debug_traceback() -> None:
+    """The current exception's traceback on stderr (INSPECTOR_DEBUG / HF_DEBUG)."""
+    traceback.print_exc()
+
+
+def stderr_is_terminal() -> bool:
+    return sys.stderr.isatty()
+
+
+def flush() -> None:
+    """Flush both streams before the process ends without tearing down the interpreter."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()

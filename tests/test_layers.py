@@ -1,0 +1,213 @@
+"""The shape CI keeps: which layer may import which, no import cycles, who may write to the terminal
+and to files, no explicit ``Any`` where it must not be. Each check is run once on the package and
+once on a planted violation, to show it can fail."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "inspector"
+
+#: the layers, and the layers each may import (ARCHITECTURE.md: cli → render → analysis → sources |
+#: formats → model/errors/safeio); the package's __init__ is the public API, above all but the CLI
+BASE = ("inspector.model", "inspector.errors", "inspector.safeio")
+ALLOWED: dict[str, set[str]] = {
+    "base": {"base"},
+    "formats": {"base", "formats"},
+    "sources": {"base", "formats", "sources"},
+    "analysis": {"base", "formats", "analysis"},
+    "render": {"base", "formats", "analysis", "render"},
+    "api": {"base", "formats", "sources", "analysis", "render", "api"},
+    "cli": {"base", "formats", "sources", "analysis", "render", "api", "cli"},
+}
+
+
+def layer_of(module: str) -> str:
+    if module in BASE:
+        return "base"
+    if module in ("inspector", "inspector.api", "inspector.__main__"):
+        return "cli" if module == "inspector.__main__" else "api"
+    part = module.split(".")[1]
+    if part in ("formats", "sources", "analysis", "render", "cli"):
+        return part
+    raise AssertionError(f"{module}: in no layer; put it in one of the packages")
+
+
+def module_name(path: Path, root: Path) -> str:
+    rel = path.relative_to(root.parent).with_suffix("")
+    parts = list(rel.parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def imports_of(path: Path, root: Path) -> set[str]:
+    """Every ``inspector`` module ``path`` imports, at module level or inside a function."""
+    this = module_name(path, root)
+    package = this if path.name == "__init__.py" else this.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names if a.name.split(".")[0] == "inspector")
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")
+                anchor = anchor[: len(anchor) - node.level + 1]
+                base = ".".join([*anchor, base]) if base else ".".join(anchor)
+            if base.split(".")[0] != "inspector":
+                continue
+            for alias in node.names:  # `from inspector.formats import gguf` imports a module
+                candidate = f"{base}.{alias.name}"
+                found.add(candidate if _is_module(candidate, root) else base)
+    return {m for m in found if m != this}
+
+
+def _is_module(name: str, root: Path) -> bool:
+    rel = Path(*name.split(".")[1:])
+    return (root / rel).with_suffix(".py").is_file() or (root / rel / "__init__.py").is_file()
+
+
+def layer_violations(root: Path) -> list[str]:
+    out = []
+    for path in sorted(root.rglob("*.py")):
+        if "snapshots" in path.parts:
+            continue
+        this = module_name(path, root)
+        for imported in sorted(imports_of(path, root)):
+            if layer_of(imported) not in ALLOWED[layer_of(this)]:
+                out.append(f"{this} ({layer_of(this)}) imports {imported} ({layer_of(imported)})")
+    return out
+
+
+def cycles(root: Path) -> list[list[str]]:
+    """Import cycles among modules (package __init__ files left out: they import nothing of ours)."""
+    graph = {module_name(p, root): {m for m in imports_of(p, root) if _is_module(m, root)}
+             for p in root.rglob("*.py") if "snapshots" not in p.parts}
+    found: list[list[str]] = []
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(node: str) -> None:
+        state[node] = 1
+        stack.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                found.append([*stack[stack.index(nxt):], nxt])
+            elif nxt not in state:
+                visit(nxt)
+        stack.pop()
+        state[node] = 2
+
+    for node in sorted(graph):
+        if node not in state:
+            visit(node)
+    return found
+
+
+def test_every_import_goes_down_the_layers() -> None:
+    assert layer_violations(PACKAGE) == []
+
+
+def test_no_import_cycles() -> None:
+    assert cycles(PACKAGE) == []
+
+
+def test_the_layer_check_catches_a_planted_violation(tmp_path: Path) -> None:
+    fake = tmp_path / "inspector"
+    for pkg in ("analysis", "sources"):
+        (fake / pkg).mkdir(parents=True)
+        (fake / pkg / "__init__.py").write_text("")
+    (fake / "__init__.py").write_text("")
+    (fake / "analysis" / "x.py").write_text("def f():\n    from inspector.sources import y\n")
+    (fake / "sources" / "y.py").write_text("from inspector.sources.z import q\n")
+    (fake / "sources" / "z.py").write_text("from inspector.sources.y import q\n")
+    assert layer_violations(fake) == ["inspector.analysis.x (analysis) imports inspector.sources.y (sources)"]
+    assert cycles(fake) == [["inspector.sources.y", "inspector.sources.z", "inspector.sources.y"]]
+
+
+# --- writes: ruff's banned-api rule (pyproject.toml) and what ruff cannot see ------------------------
+
+#: Path methods that change the file system: only the path guard (safeio) calls them
+WRITING_METHODS = frozenset({"write_text", "write_bytes", "mkdir", "unlink", "rmdir", "rename", "touch",
+                             "symlink_to", "hardlink_to", "chmod"})
+
+
+def write_violations(root: Path) -> list[str]:
+    """Calls ruff cannot ban by name: ``open(…)`` for writing and the writing Path methods,
+    anywhere but ``inspector/safeio.py``."""
+    out = []
+    for path in sorted(root.rglob("*.py")):
+        if path.name == "safeio.py" and path.parent == root:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if not isinstance(node, ast.Call):
+                continue
+            where = f"{path.relative_to(root.parent)}:{node.lineno}"
+            if isinstance(node.func, ast.Attribute) and node.func.attr in WRITING_METHODS:
+                out.append(f"{where}: .{node.func.attr}()")
+            if isinstance(node.func, ast.Name) and node.func.id == "open" and _write_mode(node):
+                out.append(f"{where}: open(…, {_write_mode(node)!r})")
+    return out
+
+
+def _write_mode(call: ast.Call) -> str | None:
+    mode = call.args[1] if len(call.args) > 1 else next((k.value for k in call.keywords if k.arg == "mode"), None)
+    text = mode.value if isinstance(mode, ast.Constant) and isinstance(mode.value, str) else "r"
+    return text if set(text) & set("wax+") else None
+
+
+def test_only_the_path_guard_writes_files() -> None:
+    assert write_violations(PACKAGE) == []
+
+
+def test_the_write_check_catches_a_planted_write(tmp_path: Path) -> None:
+    fake = tmp_path / "inspector"
+    (fake / "analysis").mkdir(parents=True)
+    (fake / "analysis" / "x.py").write_text("from pathlib import Path\nPath('a').write_text('x')\n"
+                                            "open('b', 'wb')\nopen('c')\n")
+    assert write_violations(fake) == ["inspector/analysis/x.py:2: .write_text()",
+                                      "inspector/analysis/x.py:3: open(…, 'wb')"]
+
+
+def _ruff(path_in_repo: str, source: str) -> str:
+    done = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache", "--quiet", "--output-format", "concise",
+                           "--stdin-filename", path_in_repo, "-"], input=source, capture_output=True, text=True,
+                          cwd=ROOT)
+    return done.stdout
+
+
+@pytest.mark.parametrize(("where", "source", "rule"), [
+    ("inspector/analysis/planted.py", 'print("x")\n', "T201"),
+    ("inspector/sources/planted.py", 'import sys\n\nsys.stderr.write("x")\n', "TID251"),
+    ("inspector/formats/planted.py", 'import os\n\nos.replace("a", "b")\n', "TID251"),
+    ("inspector/cli/planted.py", 'import shutil\n\nshutil.rmtree("x")\n', "TID251"),
+    ("inspector/analysis/planted.py", "def f(x):\n" + "".join(f"    if x == {i}:\n        return {i}\n"
+                                                            for i in range(20)) + "    return 0\n", "C901"),
+])
+def test_each_ruff_rule_catches_a_planted_violation(where: str, source: str, rule: str) -> None:
+    assert rule in _ruff(where, source)
+
+
+def test_the_render_layer_may_write_to_the_terminal() -> None:
+    assert _ruff("inspector/render/planted.py", 'import sys\n\nsys.stdout.write("x")\n') == ""
+
+
+# --- no explicit Any in analysis/ and render/: mypy's disallow_any_explicit (pyproject.toml) --------
+
+
+def test_mypy_refuses_an_explicit_any_in_analysis(tmp_path: Path) -> None:
+    planted = PACKAGE / "analysis" / "_planted_any.py"
+    planted.write_text("from typing import Any\n\n\ndef f(x: Any) -> int:\n    return 1\n")
+    try:
+        done = subprocess.run([sys.executable, "-m", "mypy", "--no-incremental", "--cache-dir", str(tmp_path),
+                               str(planted)], capture_output=True, text=True, cwd=ROOT)
+    finally:
+        planted.unlink()
+    assert 'Explicit "Any" is not allowed' in done.stdout, done.stdout

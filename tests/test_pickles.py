@@ -234,3 +234,16 @@ def test_every_dtype_torch_save_writes_reads_as_torch_counts_it(tmp_path: Path, 
     audit = cli("audit", str(path), "--json")
     assert audit.code == 0, audit.out
     assert not [f for f in audit.json()["findings"] if "unsafe" in f["code"] or f["severity"] == "error"]
+
+
+def test_saving_a_folder_of_real_pth_files_is_one_named_refusal_and_writes_nothing(tmp_path: Path, cli) -> None:
+    """lpips's .pth files (real, nobody here wrote them) are torch pickles: their records need the
+    archive's end, not a prefix, so a header snapshot cannot keep them. The save says so, exit 4,
+    and leaves nothing behind (before: "saved N tensor headers", exit 0, and a snapshot that failed
+    to open)."""
+    out = tmp_path / "out"
+    out.mkdir()
+    result = cli("save", str(LPIPS / "v0.1"), "-o", str(out / "snap"))
+    assert result.code == errors.EXIT_INVALID, result.err
+    assert result.err.count("Error:") == 1 and ".pth" in result.err and "nothing was written" in result.err
+    assert list(out.iterdir()) == []

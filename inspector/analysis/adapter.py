@@ -18,8 +18,8 @@ import math
 import re
 from collections import defaultdict
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any, Final
+from dataclasses import dataclass, field
+from typing import Final
 
 from inspector.analysis.peft import targets
 from inspector.analysis.report import Report
@@ -74,18 +74,30 @@ class AdapterDiff:
         return self.parameters / self.base.summary.parameters if self.base.summary.parameters else 0.0
 
 
-def adapter_config(report: Report) -> Mapping[str, Any] | None:
+def adapter_config(report: Report) -> Mapping[str, object] | None:
     """The PEFT adapter config of a checkpoint, if it is an adapter."""
     doc = report.checkpoint.side_json.get(ADAPTER_CONFIG)
     return doc if isinstance(doc, Mapping) else None
+
+
+@dataclass(slots=True)
+class _Group:
+    """What the adapter holds for one module of the base (all its layers together)."""
+
+    layers: set[int | None] = field(default_factory=set)
+    a: tuple[int, ...] | None = None
+    b: tuple[int, ...] | None = None
+    n: int = 0
+    base: tuple[int, ...] | None = None
+    missing: int = 0
+    embedding: bool = False
 
 
 def diff_adapter(base: Report, adapter: Report) -> AdapterDiff:  # noqa: C901 (over the limit before it was set; to be split)
     config = adapter_config(adapter) or {}
     base_shapes = {t.info.name: t.info.shape for t in base.tensors}
     conv1d = bool(config.get("fan_in_fan_out"))
-    groups: dict[str, dict[str, Any]] = defaultdict(lambda: {"layers": set(), "a": None, "b": None, "n": 0,
-                                                           "base": None, "missing": 0, "embedding": False})
+    groups: dict[str, _Group] = defaultdict(_Group)
     other: list[tuple[str, int]] = []
     problems: list[str] = []
     for t in adapter.tensors:
@@ -101,34 +113,34 @@ def diff_adapter(base: Report, adapter: Report) -> AdapterDiff:  # noqa: C901 (o
         if place.stack is not None and place.layer is not None:
             local = module.removeprefix(f"{place.stack}.{place.layer}.")
         g = groups[local]
-        g["layers"].add(place.layer)
-        g["n"] += t.info.numel
-        g["embedding"] = g["embedding"] or part.startswith("lora_embedding")
+        g.layers.add(place.layer)
+        g.n += t.info.numel
+        g.embedding = g.embedding or part.startswith("lora_embedding")
         if part in ("lora_A", "lora_embedding_A"):
-            g["a"] = t.info.shape
+            g.a = t.info.shape
         elif part in ("lora_B", "lora_embedding_B"):
-            g["b"] = t.info.shape
+            g.b = t.info.shape
         found = base_shapes.get(weight)
         if found is None:
             found = next((s for n, s in base_shapes.items() if n.endswith("." + weight) or weight.endswith("." + n)),
                          None)
         if found is None:
-            g["missing"] += 1
+            g.missing += 1
         else:
-            g["base"] = found
+            g.base = found
     modules = []
     for local, g in groups.items():
-        a, b = g["a"], g["b"]
-        if g["missing"]:
-            problems.append(f"{local}: the base has no such weight ({g['missing']} adapter tensors without one)")
+        a, b = g.a, g.b
+        if g.missing:
+            problems.append(f"{local}: the base has no such weight ({g.missing} adapter tensors without one)")
         if a is None or b is None or len(a) != 2 or len(b) != 2:
             problems.append(f"{local}: not a complete lora_A/lora_B pair")
             continue
-        embedding = g["embedding"]
+        embedding = g.embedding
         rank = a[0]
         if b[1] != rank:
             problems.append(f"{local}: lora_A has rank {rank}, lora_B {b[1]}")
-        base_shape = g["base"]
+        base_shape = g.base
         if base_shape is not None and len(base_shape) == 2:
             expected = {(b[0], a[1]), (a[1], b[0])} if conv1d else {(b[0], a[1])}
             if embedding:
@@ -136,7 +148,7 @@ def diff_adapter(base: Report, adapter: Report) -> AdapterDiff:  # noqa: C901 (o
             if tuple(base_shape) not in expected:
                 problems.append(f"{local}: the adapter is [{b[0]:,} × {a[1]:,}], the base weight "
                                 f"[{base_shape[0]:,}, {base_shape[1]:,}]")
-        modules.append(AdapterModule(local, len(g["layers"]), rank, a, b, g["n"], base_shape))
+        modules.append(AdapterModule(local, len(g.layers), rank, a, b, g.n, base_shape))
     modules.sort(key=lambda m: m.module)
     rank_cfg, alpha = config.get("r"), config.get("lora_alpha")
     if isinstance(rank_cfg, int) and not config.get("rank_pattern"):

@@ -36,11 +36,12 @@ model.not-checked          info      --modeling: converted by an operation not s
 
 from __future__ import annotations
 
+import mmap
 from collections import Counter, defaultdict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from types import ModuleType
 
 from inspector.analysis.config import ModelConfig, load_config
 from inspector.analysis.stats import Tensor, placed
@@ -71,11 +72,11 @@ class AuditInput:
     files: tuple[FileEntry, ...]
     headers: dict[str, WeightFile]
     header_errors: dict[str, HeaderError]
-    config: Mapping[str, Any] | None
-    index: Mapping[str, Any] | None
+    config: Mapping[str, object] | None
+    index: Mapping[str, object] | None
     index_name: str | None
     index_error: str | None
-    bin_index: Mapping[str, Any] | None
+    bin_index: Mapping[str, object] | None
     root: Path | None = None  # local folder, for --deep
 
 
@@ -153,7 +154,7 @@ def audit(inp: AuditInput) -> AuditResult:
     return AuditResult(inp, sort_findings(findings), checked)
 
 
-def sort_findings(findings: Any) -> tuple[Finding, ...]:
+def sort_findings(findings: Iterable[Finding]) -> tuple[Finding, ...]:
     order = {s: i for i, s in enumerate(SEVERITIES)}
     return tuple(sorted(findings, key=lambda f: (order[f.severity], f.code, natural_key(f.file or ""),
                                                  natural_key(f.tensor or ""))))
@@ -173,24 +174,27 @@ def _index_checks(inp: AuditInput, add: Callable[[Finding], None]) -> None:  # n
                         shards[0], tensor))
     if inp.index is None:
         return
-    weight_map: dict[str, Any] = inp.index["weight_map"]
+    weight_map = inp.index.get("weight_map")
+    if not isinstance(weight_map, dict):
+        return
     named = {v for v in weight_map.values() if isinstance(v, str)}
     for shard in sorted(named - set(sizes), key=natural_key):
         count = sum(1 for v in weight_map.values() if v == shard)
         add(Finding("index.missing-shard", "error",
                     f"the index places {count:,} tensors in this shard, which the "
                     f"{'repo' if inp.remote else 'folder'} lacks", shard))
-    for tensor, shard in sorted(weight_map.items()):
-        if shard in inp.headers and shard not in located.get(tensor, []):
-            where = located.get(tensor)
+    for indexed, shard in sorted(weight_map.items()):
+        if isinstance(shard, str) and shard in inp.headers and shard not in located.get(indexed, []):
+            where = located.get(indexed)
             add(Finding("index.tensor-not-in-shard", "error",
                         f"the index places it in {shard}, whose header lacks it"
-                        + (f" (it is in {', '.join(where)})" if where else ""), shard, tensor))
+                        + (f" (it is in {', '.join(where)})" if where else ""), shard, indexed))
     for tensor, shards in sorted(located.items()):
         if tensor not in weight_map:
             add(Finding("index.tensor-not-indexed", "error", "the shard holds it but the index does not list it",
                         shards[0], tensor))
-    total = (inp.index.get("metadata") or {}).get("total_size")
+    meta = inp.index.get("metadata")
+    total = meta.get("total_size") if isinstance(meta, dict) else None
     data = sum(h.data_length for h in inp.headers.values())
     if isinstance(total, int) and not inp.header_errors and named <= set(inp.headers) and total != data:
         add(Finding("index.total-size", "warning",
@@ -199,8 +203,8 @@ def _index_checks(inp: AuditInput, add: Callable[[Finding], None]) -> None:  # n
     for name in sorted(set(sizes) - named, key=natural_key):
         if name.endswith(".safetensors") and "/" not in name:
             add(Finding("index.orphan-shard", "warning", "a safetensors file the index does not name", name))
-    if inp.bin_index and isinstance(inp.bin_index.get("weight_map"), dict):
-        a, b = set(weight_map), set(inp.bin_index["weight_map"])
+    if inp.bin_index and isinstance(bin_map := inp.bin_index.get("weight_map"), dict):
+        a, b = set(weight_map), set(bin_map)
         if a != b:
             add(Finding("weights.bin-disagrees", "warning",
                         f"pytorch_model.bin.index.json lists {len(b - a):,} tensors the safetensors lack and lacks "
@@ -322,7 +326,7 @@ def deep_scan(inp: AuditInput, progress: Callable[[int, int], None] | None = Non
     return findings
 
 
-def _scan_tensor(np: Any, mm: Any, start: int, length: int, dtype: str) -> str | None:
+def _scan_tensor(np: ModuleType, mm: mmap.mmap, start: int, length: int, dtype: str) -> str | None:
     """One tensor, a chunk at a time; pages already scanned are released at once (MADV_DONTNEED
     on a read-only map only drops clean page-cache pages), so memory stays bounded by the chunk."""
     import mmap
@@ -349,7 +353,7 @@ def _scan_tensor(np: Any, mm: Any, start: int, length: int, dtype: str) -> str |
 _FLOATS = {dt: SAFETENSORS_TO_TORCH[dt] for dt in ("F32", "F16", "F64")}  # numpy has these three
 
 
-def _scan_chunk(np: Any, chunk: memoryview, dtype: str) -> tuple[str | None, bool]:
+def _scan_chunk(np: ModuleType, chunk: memoryview, dtype: str) -> tuple[str | None, bool]:
     """(nan / inf / None, whether any element is non-zero) for one chunk of a tensor's bytes."""
     if dtype in _FLOATS:
         values = np.frombuffer(chunk, dtype=_FLOATS[dtype])

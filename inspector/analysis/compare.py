@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from inspector.analysis.config import ModelConfig
 from inspector.analysis.report import Report
@@ -14,7 +13,7 @@ from inspector.analysis.report import Report
 class Row:
     section: str  # "totals", "config" or "roles"
     label: str
-    values: tuple[Any, ...]  # one per model; None where a model has nothing to say
+    values: tuple[object, ...]  # one per model; None where a model has nothing to say
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,7 +27,7 @@ def _architecture(c: ModelConfig) -> str | None:
     return ", ".join(c.architectures) or c.model_type
 
 
-_CONFIG: tuple[tuple[str, Callable[[ModelConfig], Any] | str], ...] = (
+_CONFIG: tuple[tuple[str, Callable[[ModelConfig], object] | str], ...] = (
     ("architecture", _architecture), ("hidden size", "hidden_size"),
            ("layers", "num_layers"), ("heads", "num_heads"), ("KV heads", "num_kv_heads"), ("head dim", "head_dim"),
            ("MLP width", "intermediate_size"), ("vocabulary", "vocab_size"), ("context", "max_position"),

@@ -15,7 +15,7 @@ import json
 import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final, Protocol
+from typing import Final, Protocol
 
 from inspector.formats.dtypes import TORCH_TO_SAFETENSORS
 
@@ -90,9 +90,9 @@ class ModelConfig:
     qk_nope_head_dim: int | None = None
     v_head_dim: int | None = None
     mtp_layers: int | None = None
-    quantization: Mapping[str, Any] | None = None
+    quantization: Mapping[str, object] | None = None
     source: str = "none"  # "table" (our own, checked against transformers), "transformers", "raw" or "none"
-    raw: Mapping[str, Any] = field(default_factory=dict)
+    raw: Mapping[str, object] = field(default_factory=dict)
     #: figures the config gives that are not counts in range (name, the value as given): left unknown
     unread: tuple[tuple[str, str], ...] = ()
 
@@ -104,7 +104,7 @@ class ModelConfig:
             return True
         return bool(self.architectures) and all(a.endswith(ENCODER_ONLY_HEADS) for a in self.architectures)
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         return {
             name: (list(value) if isinstance(value, tuple) else value)
             for name in self.__dataclass_fields__
@@ -113,7 +113,7 @@ class ModelConfig:
         }
 
 
-def load_config(raw: Mapping[str, Any] | None, *, cache: bool = True) -> ModelConfig:
+def load_config(raw: Mapping[str, object] | None, *, cache: bool = True) -> ModelConfig:
     """Normalise a parsed config.json. Never raises on content: unknown configs fall back to raw.
 
     Importing transformers costs about a second, so what it makes of a config is kept in the
@@ -129,7 +129,8 @@ def load_config(raw: Mapping[str, Any] | None, *, cache: bool = True) -> ModelCo
     cached = _cache_read(key) if key else None
     if cached is not None:
         figures, source = cached["figures"], cached["source"]
-        return _build(raw, figures, source)
+        if isinstance(figures, Mapping) and isinstance(source, str):
+            return _build(raw, figures, source)
     figures = None if _layers_implausible(raw) else _from_transformers(raw)
     source = "transformers"
     if figures is None:
@@ -182,7 +183,7 @@ def use_figure_store(store: FigureStore) -> None:
 _CACHE_FORMAT = 2
 
 
-def figure_key(raw: Mapping[str, Any]) -> str | None:
+def figure_key(raw: Mapping[str, object]) -> str | None:
     """The store's key: the config's content, the transformers version and the entry format."""
     try:
         from importlib.metadata import version
@@ -194,17 +195,17 @@ def figure_key(raw: Mapping[str, Any]) -> str | None:
     return hashlib.sha256(blob + f"|{tf}|{_CACHE_FORMAT}".encode()).hexdigest()
 
 
-def _cache_read(key: str) -> dict[str, Any] | None:
+def _cache_read(key: str) -> dict[str, object] | None:
     value = _store.get(key)
     ok = isinstance(value, Mapping) and isinstance(value.get("figures"), dict) and value.get("source") == "transformers"
     return dict(value) if ok and value is not None else None
 
 
-def _cache_write(key: str, value: dict[str, Any]) -> None:
+def _cache_write(key: str, value: dict[str, object]) -> None:
     _store.put(key, value)
 
 
-def _build(raw: Mapping[str, Any], figures: Mapping[str, Any], source: str) -> ModelConfig:
+def _build(raw: Mapping[str, object], figures: Mapping[str, object], source: str) -> ModelConfig:
     hidden, heads = _int(figures.get("hidden_size")), _int(figures.get("num_heads"))
     head_dim = _int(figures.get("head_dim"))
     if head_dim is None and hidden and heads and figures.get("kv_lora_rank") is None:
@@ -222,7 +223,7 @@ def _build(raw: Mapping[str, Any], figures: Mapping[str, Any], source: str) -> M
                    if (value := figures.get(name)) is not None
                    and _int(value, MAX_LAYERS if name == "num_layers" else MAX_FIGURE) is None)
     return ModelConfig(
-        model_type=raw.get("model_type") if isinstance(raw.get("model_type"), str) else None,
+        model_type=model_type if isinstance(model_type := raw.get("model_type"), str) else None,
         architectures=tuple(a for a in architectures if isinstance(a, str)) if isinstance(architectures, list) else (),
         hidden_size=hidden,
         intermediate_size=_int(figures.get("intermediate_size")),
@@ -232,8 +233,7 @@ def _build(raw: Mapping[str, Any], figures: Mapping[str, Any], source: str) -> M
         head_dim=head_dim,
         vocab_size=_int(figures.get("vocab_size")),
         max_position=_int(figures.get("max_position")),
-        tie_word_embeddings=figures.get("tie_word_embeddings")
-        if isinstance(figures.get("tie_word_embeddings"), bool) else None,
+        tie_word_embeddings=tie if isinstance(tie := figures.get("tie_word_embeddings"), bool) else None,
         dtype=TORCH_TO_SAFETENSORS.get(str(dtype).removeprefix("torch.")) if dtype else None,
         num_experts=_int(figures.get("num_experts")),
         experts_per_token=_int(figures.get("experts_per_token")),
@@ -260,7 +260,7 @@ def _build(raw: Mapping[str, Any], figures: Mapping[str, Any], source: str) -> M
 #: means num_attention_heads, "hidden/heads" hidden_size // num_attention_heads). Every other type
 #: goes through transformers' AutoConfig. tests/test_config_table.py checks each type against
 #: AutoConfig, on real configs and on minimal ones that leave every defaulted key out.
-TABLE: Final[dict[str, dict[str, Any]]] = {
+TABLE: Final[dict[str, dict[str, object]]] = {
     "llama": {"tie_word_embeddings": False, "max_position_embeddings": 2048, "num_key_value_heads": "heads"},
     "mistral": {"tie_word_embeddings": False, "max_position_embeddings": 131072, "num_key_value_heads": 8,
                 "sliding_window": 4096},
@@ -284,7 +284,7 @@ TABLE: Final[dict[str, dict[str, Any]]] = {
 }
 
 
-def _from_table(raw: Mapping[str, Any]) -> dict[str, Any] | None:
+def _from_table(raw: Mapping[str, object]) -> dict[str, object] | None:
     """The figures of a config whose model type the table knows, without transformers."""
     model_type = raw.get("model_type")
     if not isinstance(model_type, str) or model_type not in TABLE or "text_config" in raw:
@@ -304,7 +304,7 @@ def _from_table(raw: Mapping[str, Any]) -> dict[str, Any] | None:
     layer_types = flat.get("layer_types")
     if layer_types is None and defaults.get("layer_types") == "qwen" and layers is not None:
         window = flat.get("sliding_window") if flat.get("use_sliding_window") else None
-        start = flat.get("max_window_layers") or 0
+        start = _int(flat.get("max_window_layers")) or 0
         layer_types = ["sliding_attention" if window and i >= start else "full_attention" for i in range(layers)]
     figures["layer_types"] = layer_types
     figures["dtype"] = flat.get("torch_dtype") or flat.get("dtype")
@@ -313,7 +313,7 @@ def _from_table(raw: Mapping[str, Any]) -> dict[str, Any] | None:
     return figures
 
 
-def _from_transformers(raw: Mapping[str, Any]) -> dict[str, Any] | None:
+def _from_transformers(raw: Mapping[str, object]) -> dict[str, object] | None:
     model_type = raw.get("model_type")
     if not isinstance(model_type, str):
         return None
@@ -326,11 +326,12 @@ def _from_transformers(raw: Mapping[str, Any]) -> dict[str, Any] | None:
             text = config.get_text_config() if hasattr(config, "get_text_config") else config
     except Exception:  # unknown model_type, or a config transformers rejects: use the raw JSON
         return None
-    figures: dict[str, Any] = {}
+    figures: dict[str, object] = {}
     for name, keys in _ALIASES.items():
         figures[name] = _first_attr(text, keys)
     # transformers fills head_dim for every Llama-like config; MLA models report the rope dim there
-    if "head_dim" not in raw and "head_dim" not in (raw.get("text_config") or {}):
+    text_raw = raw.get("text_config")
+    if "head_dim" not in raw and not (isinstance(text_raw, Mapping) and "head_dim" in text_raw):
         figures["head_dim"] = None if figures.get("kv_lora_rank") else figures.get("head_dim")
     tie = getattr(text, "tie_word_embeddings", None)
     if tie is None:
@@ -362,11 +363,11 @@ def quiet_transformers() -> Iterator[None]:
             os.environ["TRANSFORMERS_NO_ADVISORY_WARNINGS"] = saved
 
 
-def _first(raw: Mapping[str, Any], keys: tuple[str, ...]) -> Any:
+def _first(raw: Mapping[str, object], keys: tuple[str, ...]) -> object:
     return next((raw[k] for k in keys if raw.get(k) is not None), None)
 
 
-def _first_attr(obj: Any, keys: tuple[str, ...]) -> Any:
+def _first_attr(obj: object, keys: tuple[str, ...]) -> object:
     for key in keys:
         try:
             value = getattr(obj, key, None)
@@ -384,11 +385,17 @@ MAX_FIGURE: Final = 1 << 40
 MAX_LAYERS: Final = 100_000
 
 
-def _int(value: Any, limit: int = MAX_FIGURE) -> int | None:
+def config_int(value: object, default: int, limit: int = MAX_FIGURE) -> int:
+    """A count from a config.json value: ``default`` when it is missing or not a count in range."""
+    got = _int(value, limit)
+    return default if got is None else got
+
+
+def _int(value: object, limit: int = MAX_FIGURE) -> int | None:
     return value if type(value) is int and 0 <= value <= limit else None
 
 
-def _layers_implausible(raw: Mapping[str, Any]) -> bool:
+def _layers_implausible(raw: Mapping[str, object]) -> bool:
     """A layer count (under any of its names, also in text_config) that is an int beyond MAX_LAYERS:
     transformers' config classes build per-layer lists from it, so such a config is read raw."""
     text = raw.get("text_config")

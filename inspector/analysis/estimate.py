@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
-from inspector.analysis.config import ModelConfig
+from inspector.analysis.config import ModelConfig, config_int
+from inspector.analysis.fit import Budget, Fit
 from inspector.analysis.report import Report
 from inspector.analysis.roles import PACKED_LEAVES
 from inspector.analysis.stats import Tensor
@@ -149,7 +150,7 @@ def _kv(report: Report, ctx: int, batch: int, kvd: str) -> list[Figure]:
     kinds = _layer_kinds(c, layers)
     attention_layers = [i for i, k in enumerate(kinds) if not any(w in k for w in LINEAR_STATE)]
     state_layers = layers - len(attention_layers)
-    shared = int(c.raw.get("num_kv_shared_layers") or 0)
+    shared = config_int(c.raw.get("num_kv_shared_layers"), 0)
     storing = attention_layers[: max(0, len(attention_layers) - shared)] if shared else attention_layers
     per_layer = 2 * kv * hd
     per_token = per_layer * len(storing) * nbytes
@@ -346,12 +347,13 @@ def _flops(report: Report, active: int, ctx: int, moe: bool) -> list[Figure]:
 def quantization(report: Report) -> Quant:
     """Logical parameters vs stored elements for packed checkpoints; scales are overhead."""
     c = report.config
-    qc: dict[str, Any] = dict(c.quantization or {})
+    qc: dict[str, object] = dict(c.quantization or {})
     source = "quantization_config" if qc else "none"
-    method = qc.get("quant_method")
+    named = qc.get("quant_method")
+    method = named if isinstance(named, str) else None
     bits = qc.get("bits") or qc.get("w_bit")
-    if isinstance(qc.get("config_groups"), dict):  # compressed-tensors
-        for group in qc["config_groups"].values():
+    if isinstance(groups := qc.get("config_groups"), dict):  # compressed-tensors
+        for group in groups.values():
             w = group.get("weights") if isinstance(group, dict) else None
             if isinstance(w, dict) and w.get("num_bits"):
                 bits = w["num_bits"]
@@ -403,7 +405,7 @@ def quantization(report: Report) -> Quant:
     )
 
 
-def _logical(t: Tensor, leaf: str, bits: Any) -> int:
+def _logical(t: Tensor, leaf: str, bits: object) -> int:
     dtype_bits = DTYPE_BITS.get(t.info.dtype, 0)
     if leaf in PACKED_LEAVES and isinstance(bits, int) and bits and dtype_bits >= bits:
         return t.info.numel * (dtype_bits // bits)  # GPTQ/AWQ int32 words of 32/bits values
@@ -454,8 +456,8 @@ def model_limit(c: ModelConfig) -> int | None:
     return limit
 
 
-def fit_estimate(report: Report, est: Estimate, budget: Any, *, weights_dtype: str | None = None,
-                 overhead: int | None = None, kv_one: tuple[int, int] | None = None) -> Any:
+def fit_estimate(report: Report, est: Estimate, budget: Budget, *, weights_dtype: str | None = None,
+                 overhead: int | None = None, kv_one: tuple[int, int] | None = None) -> Fit:
     """Weights + KV cache at the estimate's context and batch + overhead, against ``budget``."""
     from inspector.analysis.fit import REPLICATED_ROLES, fit
 

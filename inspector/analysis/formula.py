@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from inspector.analysis.config import LLAMA_LIKE, ModelConfig
+from inspector.analysis.config import LLAMA_LIKE, ModelConfig, config_int
 from inspector.analysis.report import Report
 from inspector.model import Role
 
@@ -123,7 +123,7 @@ def _gpt2(c: ModelConfig, actual: Mapping[Role, int]) -> FormulaCheck:
 def _bert(c: ModelConfig, actual: Mapping[Role, int]) -> FormulaCheck:
     d, v, n_layers, p = c.hidden_size or 0, c.vocab_size or 0, c.num_layers or 0, c.max_position or 0
     i = c.intermediate_size or 0
-    types = int(c.raw.get("type_vocab_size", 2))
+    types = config_int(c.raw.get("type_vocab_size"), 2)
     rows = (
         FormulaRow("embedding", "V·D", v * d, actual.get("embedding", 0)),
         FormulaRow("position_embedding", f"P·D = {p:,} × {d:,}", p * d, actual.get("position_embedding", 0),

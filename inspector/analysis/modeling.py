@@ -16,11 +16,15 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 from inspector.analysis.audit import AuditInput, Finding
 from inspector.analysis.config import quiet_transformers
 from inspector.errors import UsageError
+
+if TYPE_CHECKING:
+    from transformers import PretrainedConfig, PreTrainedModel
 
 
 def modeling_check(inp: AuditInput) -> list[Finding]:
@@ -36,7 +40,10 @@ def modeling_check(inp: AuditInput) -> list[Finding]:
         from transformers import AutoConfig
 
         try:
-            config = AutoConfig.for_model(**dict(inp.config))
+            model_type = inp.config.get("model_type")
+            if not isinstance(model_type, str):
+                raise ValueError("config.json names no model_type")
+            config = AutoConfig.for_model(model_type, **{k: v for k, v in inp.config.items() if k != "model_type"})
             arch = next((getattr(transformers, a) for a in (config.architectures or []) if hasattr(transformers, a)),
                         None)
             if arch is None:
@@ -101,8 +108,8 @@ def _pattern(text: str) -> re.Pattern[str]:
     return re.compile(re.escape(text).replace(r"\*", r"(\d+)"))
 
 
-def _convert(model: Any, shapes: dict[str, tuple[int, ...]], origin: dict[str, str],  # noqa: C901
-             torch: Any) -> tuple[dict[str, tuple[int, ...]], set[str], set[str]]:
+def _convert(model: PreTrainedModel, shapes: dict[str, tuple[int, ...]], origin: dict[str, str],  # noqa: C901
+             torch: ModuleType) -> tuple[dict[str, tuple[int, ...]], set[str], set[str]]:
     """Apply transformers' renamings and converters to the checkpoint's names and shapes."""
     try:
         from transformers.conversion_mapping import get_model_conversion_mapping
@@ -145,13 +152,13 @@ def _convert(model: Any, shapes: dict[str, tuple[int, ...]], origin: dict[str, s
                 try:
                     data = {src: [torch.empty(s, device="meta") for _, _, s in sorted(items)]
                             for src, items in per_source.items()}
-                    out: dict[str, Any] = data
+                    out = data
                     for op in transform.operations:
                         out = op.convert(out, sources, targets)
                     (result,) = out.values()
                     for k in members:
                         current.pop(k, None)
-                    current[target] = tuple(result.shape)
+                    current[target] = _shape_of(result)
                     origin[target] = members[0]
                     converted_targets.add(target)
                 except Exception:
@@ -160,6 +167,14 @@ def _convert(model: Any, shapes: dict[str, tuple[int, ...]], origin: dict[str, s
                         current.pop(k, None)
                     converted_targets.add(target)
     return current, converted_targets, unchecked
+
+
+def _shape_of(value: object) -> tuple[int, ...]:
+    """A converted tensor's shape (transformers' converters give meta tensors)."""
+    shape = getattr(value, "shape", None)
+    if shape is None:
+        raise TypeError(f"a converter gave {type(value).__name__}, not a tensor")
+    return tuple(int(d) for d in shape)
 
 
 def _align_prefix(keys: dict[str, tuple[int, ...]], expected: dict[str, tuple[int, ...]],
@@ -174,7 +189,7 @@ def _align_prefix(keys: dict[str, tuple[int, ...]], expected: dict[str, tuple[in
     return best if sum(k in expected for k in best) > hits else keys
 
 
-def _tied_targets(model: Any, config: Any) -> set[str]:
+def _tied_targets(model: PreTrainedModel, config: PretrainedConfig) -> set[str]:
     tied = getattr(model, "_tied_weights_keys", None) or {}
     if not getattr(config, "tie_word_embeddings", False) and not getattr(
             getattr(config, "get_text_config", lambda: config)(), "tie_word_embeddings", False):

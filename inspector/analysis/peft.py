@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 
-def describe(config: Mapping[str, Any]) -> str:
+def describe(config: Mapping[str, object]) -> str:
     """One line for an adapter: "LoRA rank 8, alpha 16, on q_proj, v_proj"."""
     kind = str(config.get("peft_type") or "PEFT")
     kind = {"LORA": "LoRA"}.get(kind, kind)
@@ -22,7 +21,7 @@ def describe(config: Mapping[str, Any]) -> str:
     return ", ".join(parts)
 
 
-def targets(config: Mapping[str, Any]) -> tuple[str, ...]:
+def targets(config: Mapping[str, object]) -> tuple[str, ...]:
     """The adapter's ``target_modules``: names, or one regular expression."""
     named = config.get("target_modules")
     if isinstance(named, str):

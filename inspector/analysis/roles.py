@@ -248,7 +248,8 @@ def _number(text: str) -> int:
 
 _NUMBERS: dict[str, int] = {}
 _Shape = tuple[Kind, Role, "int | None", "int | None", "str | None"]
-_Answer = Placement | tuple[Kind, Role, "str | None", "slice | None", "slice | None"] | Literal[False]
+_Answer = Placement | tuple[Kind, Role, "str | None", "slice[int, int, None] | None",
+                            "slice[int, int, None] | None"] | Literal[False]
 
 
 def _memo(key: bytes, *, ascii_name: bool) -> tuple[Callable[[str], object] | None, dict[object, _Answer]]:
@@ -265,9 +266,9 @@ def _memo(key: bytes, *, ascii_name: bool) -> tuple[Callable[[str], object] | No
     return (operator.itemgetter(*literal) if literal else None), {}
 
 
-def _spans(key: bytes) -> list[slice]:
+def _spans(key: bytes) -> list[slice[int, int, None]]:
     """The slice of each dot-separated part of an ASCII name, from its digit key."""
-    spans: list[slice] = []
+    spans: list[slice[int, int, None]] = []
     start = 0
     for part in key.split(b"."):
         spans.append(slice(start, start + len(part)))

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
@@ -11,11 +9,12 @@ from rich.text import Text
 from inspector.analysis.adapter import AdapterDiff, adapter_config
 from inspector.analysis.diff import Diff
 from inspector.analysis.peft import describe
+from inspector.analysis.report import Report
 from inspector.render.output import SCHEMA_VERSION, n, shape_text, short
 from inspector.render.text import markdown, sanitize
 
 
-def side_label(r: Any) -> str:
+def side_label(r: Report) -> str:
     """``org/name@rev`` when the revision is known (two revisions of one repo differ only there)."""
     c = r.checkpoint
     return f"{c.label}@{c.revision[:12]}" if c.revision and c.origin in ("hub", "hf-cache") else c.label
@@ -25,10 +24,10 @@ def signed(value: int) -> str:
     return f"+{value:,}" if value > 0 else (f"−{-value:,}" if value < 0 else "0")
 
 
-def diff_json(d: Diff) -> dict[str, Any]:
+def diff_json(d: Diff) -> dict[str, object]:
     """The ``inspect diff --json`` document (schema_version 1; every key always present)."""
 
-    def side(r: Any, active: int | None) -> dict[str, Any]:
+    def side(r: Report, active: int | None) -> dict[str, object]:
         c = r.checkpoint
         return {"label": c.label, "origin": c.origin, "repo_id": c.repo_id, "revision": c.revision,
                 "parameters": r.summary.parameters, "buffer_elements": r.summary.buffer_elements,
@@ -204,10 +203,10 @@ def _share(a: AdapterDiff) -> str:
     return f"{a.share * 100:.4g}%"
 
 
-def adapter_json(a: AdapterDiff) -> dict[str, Any]:
+def adapter_json(a: AdapterDiff) -> dict[str, object]:
     """``inspect diff BASE ADAPTER --json`` (schema_version 1): ``kind`` is ``adapter``."""
 
-    def side(r: Any) -> dict[str, Any]:
+    def side(r: Report) -> dict[str, object]:
         c = r.checkpoint
         return {"label": c.label, "origin": c.origin, "repo_id": c.repo_id, "revision": c.revision,
                 "parameters": r.summary.parameters, "bytes": r.summary.bytes, "model_type": r.config.model_type}

@@ -8,9 +8,14 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from inspector.analysis.audit import AuditResult
+from inspector.analysis.compare import Comparison
 from inspector.analysis.config import ModelConfig
+from inspector.analysis.estimate import Estimate
+from inspector.analysis.fit import Fit
+from inspector.analysis.formula import FormulaCheck
 from inspector.analysis.listing import ListingRow, collapsed_rows, tensor_rows
 from inspector.analysis.report import Report
 from inspector.analysis.stats import Summary
@@ -19,7 +24,7 @@ from inspector.model import Checkpoint
 from inspector.render.text import sanitize
 
 if TYPE_CHECKING:  # rich is imported where a table is drawn: `inspect --json` never needs it
-    from rich.console import Console, RenderableType
+    from rich.console import Console, ConsoleOptions, RenderableType
 
 SCHEMA_VERSION = 1
 #: the width when stdout is not a terminal (a file, a pipe) or with --wide: tables at full width
@@ -59,7 +64,7 @@ def emit(renderable: RenderableType, *, stderr: bool = False, wide: bool = False
     out.print(renderable, width=max(out.width, need))
 
 
-def _harden(renderable: Any, out: Console, options: Any) -> None:
+def _harden(renderable: RenderableType, out: Console, options: ConsoleOptions) -> None:
     from rich.console import Group
     from rich.measure import Measurement
     from rich.table import Table
@@ -80,7 +85,7 @@ def _harden(renderable: Any, out: Console, options: Any) -> None:
 # --- JSON text ----------------------------------------------------------------------------------
 
 
-def json_text(doc: Any) -> str:
+def json_text(doc: object) -> str:
     """A JSON document as text: objects indented two spaces, a list of objects one object a line
     (so ``grep`` finds a tensor's whole record), everything else on one line. ASCII only, so
     control characters, bidi marks and lone surrogates from untrusted names arrive escaped
@@ -89,7 +94,7 @@ def json_text(doc: Any) -> str:
     return _json(doc, "") + "\n"
 
 
-def _json(value: Any, pad: str) -> str:
+def _json(value: object, pad: str) -> str:
     inner = pad + "  "
     if isinstance(value, dict) and value:
         return "{\n" + ",\n".join(f"{inner}{json.dumps(str(k), ensure_ascii=True)}: {_json(v, inner)}"
@@ -102,7 +107,7 @@ def _json(value: Any, pad: str) -> str:
 # --- number formats ---------------------------------------------------------------------------
 
 
-def n(value: int | None) -> str:
+def n(value: float | None) -> str:
     return "—" if value is None else f"{value:,}"
 
 
@@ -130,7 +135,8 @@ def shape_text(shape: tuple[int, ...]) -> str:
 # --- inspect: JSON ----------------------------------------------------------------------------
 
 
-def report_json(report: Report, *, rows: list[ListingRow] | None, formula: Any = None) -> dict[str, Any]:
+def report_json(report: Report, *, rows: list[ListingRow] | None, formula: FormulaCheck | None = None
+                ) -> dict[str, object]:
     """The ``inspect --json`` document (schema_version 1; every key always present)."""
     c = report.checkpoint
     s = report.summary
@@ -341,7 +347,7 @@ def tensor_lines(rows: list[ListingRow]) -> list[str]:
 
 
 
-def formula_json(check: Any) -> dict[str, Any]:
+def formula_json(check: FormulaCheck) -> dict[str, object]:
     return {
         "family": check.family, "predicted": check.predicted, "actual": check.actual,
         "context_enters": check.context_enters, "notes": list(check.notes),
@@ -350,7 +356,7 @@ def formula_json(check: Any) -> dict[str, Any]:
     }
 
 
-def formula_table(check: Any) -> RenderableType:
+def formula_table(check: FormulaCheck) -> RenderableType:
     from rich.console import Group
     from rich.table import Table
     from rich.text import Text
@@ -393,7 +399,7 @@ def _value(v: int | float | None, unit: str) -> str:
     return n(v)
 
 
-def fit_json(f: Any) -> dict[str, Any]:
+def fit_json(f: Fit) -> dict[str, object]:
     """The ``fit`` object: bytes per device; total = weights + KV + overhead; fits ⇔ total ≤ budget."""
     return {
         "budget_bytes": f.budget_bytes, "devices": f.devices, "batch": f.batch, "context": f.context,
@@ -410,7 +416,7 @@ def gb_gib(value: int) -> str:
     return f"{value:,} B ({value / 10**9:.2f} GB, {value / 2**30:.2f} GiB)"
 
 
-def fit_table(f: Any) -> RenderableType:
+def fit_table(f: Fit) -> RenderableType:
     from rich.console import Group
     from rich.table import Table
     from rich.text import Text
@@ -446,7 +452,7 @@ def fit_table(f: Any) -> RenderableType:
     return Group(*parts)
 
 
-def estimate_json(report: Report, est: Any, fitted: Any = None) -> dict[str, Any]:
+def estimate_json(report: Report, est: Estimate, fitted: Fit | None = None) -> dict[str, object]:
     q = est.quant
     c = report.checkpoint
     return {
@@ -467,7 +473,7 @@ def estimate_json(report: Report, est: Any, fitted: Any = None) -> dict[str, Any
     }
 
 
-def estimate_table(report: Report, est: Any, fitted: Any = None) -> RenderableType:
+def estimate_table(report: Report, est: Estimate, fitted: Fit | None = None) -> RenderableType:
     from rich.console import Group
     from rich.table import Table
     from rich.text import Text
@@ -519,7 +525,7 @@ def estimate_table(report: Report, est: Any, fitted: Any = None) -> RenderableTy
     return Group(*parts)
 
 
-def estimate_line(est: Any) -> str:
+def estimate_line(est: Estimate) -> str:
     """The one-line summary ``inspect MODEL`` prints."""
     kv_figure = est.get("kv_bytes_per_token")
     kv = kv_figure.value
@@ -540,7 +546,7 @@ def estimate_line(est: Any) -> str:
 # --- audit ----------------------------------------------------------------------------------------
 
 
-def audit_json(result: Any) -> dict[str, Any]:
+def audit_json(result: AuditResult) -> dict[str, object]:
     inp = result.input
     return {
         "schema_version": SCHEMA_VERSION,
@@ -554,7 +560,7 @@ def audit_json(result: Any) -> dict[str, Any]:
     }
 
 
-def audit_table(result: Any) -> RenderableType:
+def audit_table(result: AuditResult) -> RenderableType:
     from rich.console import Group
     from rich.table import Table
     from rich.text import Text
@@ -586,7 +592,7 @@ def audit_table(result: Any) -> RenderableType:
 # --- compare --------------------------------------------------------------------------------------
 
 
-def _cell(value: Any) -> str:
+def _cell(value: object) -> str:
     if value is None:
         return "—"
     if isinstance(value, bool):
@@ -601,7 +607,7 @@ def _column_label(report: Report) -> str:
     return sanitize(c.label + (f"@{c.revision[:12]}" if c.revision and c.origin in ("hub", "hf-cache") else ""))
 
 
-def compare_json(cmp: Any) -> dict[str, Any]:
+def compare_json(cmp: Comparison) -> dict[str, object]:
     return {
         "schema_version": SCHEMA_VERSION,
         "models": [
@@ -615,7 +621,7 @@ def compare_json(cmp: Any) -> dict[str, Any]:
     }
 
 
-def compare_table(cmp: Any) -> RenderableType:
+def compare_table(cmp: Comparison) -> RenderableType:
     from rich.console import Group
     from rich.table import Table
     from rich.text import Text
@@ -633,7 +639,7 @@ def compare_table(cmp: Any) -> RenderableType:
     return Group(*parts)
 
 
-def compare_markdown(cmp: Any) -> str:
+def compare_markdown(cmp: Comparison) -> str:
     from inspector.render.text import markdown
 
     head = "| | " + " | ".join(markdown(_column_label(r)) for r in cmp.reports) + " |"

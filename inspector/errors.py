@@ -55,6 +55,10 @@ class NotFoundError(InspectorError):
     exit_code = EXIT_NOT_FOUND
 
 
+class ConfigOnly(NotFoundError):
+    """A Hugging Face cache folder that holds only a model's config files (a config-only download)."""
+
+
 class AccessError(NotFoundError):
     """The repository exists but the token in use may not read it (gated or private)."""
 

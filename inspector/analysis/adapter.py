@@ -167,3 +167,12 @@ def diff_adapter(base: Report, adapter: Report) -> AdapterDiff:  # noqa: C901 (o
         other=tuple(other),
         problems=tuple(dict.fromkeys(problems)),
     )
+
+
+def adapter_gates_hit(result: AdapterDiff, gates: list[str]) -> list[str]:
+    """The ``--fail-if`` gates an adapter trips against its base: it adds parameters and tensors
+    (params, shapes, any), and dtypes the base has not (dtypes)."""
+    base_dtypes = {d.dtype for d in result.base.summary.by_dtype}
+    triggered = {"params": result.parameters > 0, "shapes": result.parameters > 0, "any": result.parameters > 0,
+                 "dtypes": any(d.dtype not in base_dtypes for d in result.adapter.summary.by_dtype)}
+    return [g for g in gates if triggered[g]]

@@ -35,7 +35,20 @@ _CONFIG: tuple[tuple[str, Callable[[ModelConfig], object] | str], ...] = (
            ("experts per token", "experts_per_token"))
 
 
-def compare(reports: list[Report], kv_bytes_per_token: list[int | None]) -> Comparison:
+def kv_bytes_per_token(report: Report) -> int | None:
+    """The KV cache a token costs, where the estimate knows it (None: unknown, or no KV cache)."""
+    from inspector.analysis.estimate import estimate
+    from inspector.errors import InspectorError
+
+    try:
+        value = estimate(report, what_if=()).get("kv_bytes_per_token").value
+    except InspectorError:
+        return None
+    return int(value) if value is not None else None
+
+
+def compare(reports: list[Report]) -> Comparison:
+    kv = [kv_bytes_per_token(r) for r in reports]
     rows: list[Row] = []
     sums = [r.summary for r in reports]
     for label, get in (("parameters", lambda s: s.parameters), ("buffers", lambda s: s.buffer_elements),
@@ -43,7 +56,7 @@ def compare(reports: list[Report], kv_bytes_per_token: list[int | None]) -> Comp
                        ("bytes", lambda s: s.bytes), ("tensors", lambda s: s.tensors),
                        ("files", lambda s: len(s.shards))):
         rows.append(Row("totals", label, tuple(get(s) for s in sums)))
-    rows.append(Row("totals", "KV cache bytes per token", tuple(kv_bytes_per_token)))
+    rows.append(Row("totals", "KV cache bytes per token", tuple(kv)))
     for label, attr in _CONFIG:
         rows.append(Row("config", label, tuple(
             attr(r.config) if callable(attr) else getattr(r.config, attr) for r in reports)))
@@ -54,4 +67,4 @@ def compare(reports: list[Report], kv_bytes_per_token: list[int | None]) -> Comp
         rows.append(Row("roles", role, tuple(
             next(((x.parameters or x.buffer_elements or x.quant_elements) for x in s.by_role if x.role == role), None)
             for s in sums)))
-    return Comparison(tuple(reports), tuple(kv_bytes_per_token), tuple(rows))
+    return Comparison(tuple(reports), tuple(kv), tuple(rows))

@@ -41,7 +41,7 @@ from inspector.analysis.config import LLAMA_LIKE, ModelConfig
 from inspector.analysis.report import Report
 from inspector.analysis.roles import is_packed, role_group
 from inspector.analysis.stats import Tensor, layer_suffix
-from inspector.model import natural_key
+from inspector.model import Checkpoint, natural_key
 
 CAUSE_ORDER: Final[tuple[str, ...]] = (
     "vocabulary", "positions", "hidden size", "layer count", "MLP width", "gated MLP", "expert MLP width",
@@ -630,3 +630,49 @@ def _changes(a: Report, b: Report) -> tuple[Change, ...]:
 
 def _shape(shape: tuple[int, ...]) -> str:
     return "[" + ", ".join(f"{d:,}" for d in shape) + "]"
+
+
+#: the conditions ``--fail-if`` gates on
+FAIL_IF: Final[tuple[str, ...]] = ("params", "dtypes", "shapes", "any")
+
+
+def parse_gates(text: str | None) -> list[str]:
+    """``--fail-if``'s comma-separated conditions, each one of ``FAIL_IF``."""
+    from inspector.errors import UsageError
+
+    gates = [g.strip() for g in (text or "").split(",") if g.strip()]
+    unknown = [g for g in gates if g not in FAIL_IF]
+    if unknown:
+        raise UsageError(f"--fail-if: unknown condition {unknown[0]!r}", hint="use " + ", ".join(FAIL_IF))
+    return gates
+
+
+def gates_hit(result: Diff, gates: list[str]) -> list[str]:
+    """The gates a model diff trips: its parameter count, a dtype, a tensor's presence or shape."""
+    triggered = {
+        "params": result.delta != 0,
+        "dtypes": any(c.kind == "retyped" or (c.dtype_a and c.dtype_b and c.dtype_a != c.dtype_b)
+                      for c in result.changes) or {dt for dt, x, _ in result.dtypes if x} != {
+                          dt for dt, _, y in result.dtypes if y},
+        "shapes": any(c.kind in ("added", "removed", "reshaped") for c in result.changes),
+        "any": not result.identical,
+    }
+    return [g for g in gates if triggered[g]]
+
+
+def align_formats(a: Checkpoint, b: Checkpoint) -> tuple[Checkpoint, Checkpoint]:
+    """A GGUF against a safetensors (or pickle) checkpoint: name the latter's tensors as llama.cpp
+    does, so that the same model in two formats aligns tensor by tensor."""
+    def is_gguf(c: Checkpoint) -> bool:
+        return bool(c.headers) and all(h.format == "gguf" for h in c.headers)
+
+    if is_gguf(a) == is_gguf(b):
+        return a, b
+    from inspector.formats.gguf import with_gguf_names
+
+    g, other = (a, b) if is_gguf(a) else (b, a)
+    arch = (g.config or {}).get("model_type")
+    if not isinstance(arch, str):
+        return a, b
+    renamed = with_gguf_names(other, arch)
+    return (a, renamed) if is_gguf(a) else (renamed, b)

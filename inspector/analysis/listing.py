@@ -6,7 +6,7 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass
 
-from inspector.analysis.stats import LayerGroup, Tensor, layer_suffix
+from inspector.analysis.stats import LayerGroup, Summary, Tensor, layer_suffix
 from inspector.model import Kind, natural_key
 
 
@@ -80,3 +80,32 @@ def collapsed_rows(tensors: list[Tensor], groups: tuple[LayerGroup, ...]) -> lis
                                files.pop() if len(files) == 1 else None))
     rows.sort(key=lambda r: natural_key(_RANGE.sub(r"\1", r.name)))
     return rows
+
+
+@dataclass(frozen=True, slots=True)
+class FileRow:
+    """One file of a folder or repo holding one model in several files (GGUF quantisations)."""
+
+    file: str
+    type: str | None  # the dtype or GGML type holding the most bytes of parameters
+    bytes: int
+    parameters: int
+    bits_per_weight: float | None
+
+
+def file_row(file: str, s: Summary) -> FileRow:
+    by_bytes = max((d for d in s.by_dtype if d.parameters), key=lambda d: d.bytes, default=None)
+    return FileRow(file, by_bytes.dtype if by_bytes else None, s.bytes, s.parameters,
+                   round(s.bytes * 8 / s.parameters, 3) if s.parameters else None)
+
+
+@dataclass(frozen=True, slots=True)
+class CachedModel:
+    """One model snapshot of a Hugging Face cache, with its counts (None where it could not be read)."""
+
+    repo_id: str
+    revision: str
+    parameters: int | None
+    bytes: int | None
+    files: int | None
+    status: str  # "ok", "config only", or why it could not be read

@@ -11,13 +11,14 @@ import contextlib
 import gc
 import os
 import sys
+from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
 import typer
 
 from inspector import __version__
 from inspector.cli.opening import ProgressBar, ReadAhead, open_model, open_models, say
-from inspector.errors import EXIT_INTERNAL, EXIT_USAGE, InspectorError
+from inspector.errors import EXIT_INTERNAL, EXIT_USAGE, InspectorError, SeveralFiles
 from inspector.render import streams
 
 EXIT_CODES_HELP = (
@@ -79,7 +80,6 @@ def show(
 
     if collapse and not tensors:
         raise UsageError("--collapse goes with --tensors", hint="inspect MODEL --tensors --collapse")
-    from pathlib import Path
 
     from inspector.sources.resolve import is_hf_cache_root
 
@@ -131,73 +131,44 @@ def show(
     emit(Group(*parts), wide=wide)
 
 
-def _file_listing(model: str, several: Any, revision: str | None, endpoint: str | None, token: str | None,
-                  offline: bool, as_json: bool, wide: bool) -> None:
+def _file_listing(model: str, several: SeveralFiles, revision: str | None, endpoint: str | None,
+                  token: str | None, offline: bool, as_json: bool, wide: bool) -> None:
     """A folder or repo holding one model in several GGUF files: one row a file (its header only)."""
-    from rich.table import Table
-
+    from inspector.analysis.listing import file_row
     from inspector.analysis.report import build_report
-    from inspector.render.output import emit, n
-    from inspector.render.text import sanitize
+    from inspector.render.output import emit, files_json, files_table
     from inspector.sources.resolve import split_revision
 
     name, rev = split_revision(model)
-    rows: list[dict[str, Any]] = []
-    for file in several.files:
-        s = build_report(open_model(f"{name}/{file}" + (f"@{rev}" if rev else ""), revision, endpoint, token,
-                               offline)).summary
-        by_bytes = max((d for d in s.by_dtype if d.parameters), key=lambda d: d.bytes, default=None)
-        rows.append({"file": file, "type": by_bytes.dtype if by_bytes else None, "bytes": s.bytes,
-                     "parameters": s.parameters,
-                     "bits_per_weight": round(s.bytes * 8 / s.parameters, 3) if s.parameters else None})
+    rows = [file_row(file, build_report(open_model(f"{name}/{file}" + (f"@{rev}" if rev else ""), revision,
+                                                   endpoint, token, offline)).summary)
+            for file in several.files]
     if as_json:
-        emit_json({"schema_version": 1, "where": several.where, "files": rows})
-        return
-    t = Table(title=sanitize(f"{several.where}: {len(rows)} GGUF files (inspect {name}/FILE for one)"),
-              title_justify="left",
-              show_edge=False, pad_edge=False)
-    for col, just in (("file", "left"), ("main type", "left"), ("bytes", "right"), ("parameters", "right"),
-                      ("bits/weight", "right")):
-        t.add_column(col, justify=just)  # type: ignore[arg-type]
-    for r in rows:
-        t.add_row(sanitize(r["file"]), sanitize(r["type"] or "—"), n(r["bytes"]), n(r["parameters"]),
-                  f"{r['bits_per_weight']:.3f}" if r["bits_per_weight"] else "—")
-    emit(t, wide=wide)
+        emit_json(files_json(several.where, rows))
+    else:
+        emit(files_table(several.where, name, rows), wide=wide)
 
 
-def _cache_listing(root: Any, as_json: bool, wide: bool) -> None:
+def _cache_listing(root: Path, as_json: bool, wide: bool) -> None:
     """``inspect $HF_HUB_CACHE``: every cached model with its counts, the way `hf cache ls` lists sizes."""
-    from rich.table import Table
-
+    from inspector.analysis.listing import CachedModel
     from inspector.analysis.report import build_report
-    from inspector.render.output import emit, n
-    from inspector.render.text import sanitize
+    from inspector.errors import ConfigOnly
+    from inspector.render.output import cache_json, cache_table, emit
     from inspector.sources.resolve import cached_models, open_folder
 
-    rows: list[dict[str, Any]] = []
+    rows: list[CachedModel] = []
     for repo_id, sha, folder in cached_models(root):
         try:
             s = build_report(open_folder(folder, origin="hf-cache", repo_id=repo_id, revision=sha)).summary
-            rows.append({"repo_id": repo_id, "revision": sha, "parameters": s.parameters, "bytes": s.bytes,
-                         "files": len(s.shards), "status": "ok"})
+            rows.append(CachedModel(repo_id, sha, s.parameters, s.bytes, len(s.shards), "ok"))
         except InspectorError as exc:
-            status = "config only" if "config-only" in exc.message else exc.message
-            rows.append({"repo_id": repo_id, "revision": sha, "parameters": None, "bytes": None, "files": None,
-                         "status": status})
+            status = "config only" if isinstance(exc, ConfigOnly) else exc.message
+            rows.append(CachedModel(repo_id, sha, None, None, None, status))
     if as_json:
-        emit_json({"schema_version": 1, "cache": str(root), "models": rows})
-        return
-    t = Table(title=sanitize(f"Hugging Face cache {root}"), title_justify="left", show_edge=False, pad_edge=False)
-    for col, just in (("repo", "left"), ("revision", "left"), ("parameters", "right"), ("bytes", "right"),
-                      ("files", "right"), ("", "left")):
-        t.add_column(col, justify=just)  # type: ignore[arg-type]
-    for r in rows:
-        t.add_row(sanitize(r["repo_id"]), sanitize(r["revision"][:12]), n(r["parameters"]), n(r["bytes"]),
-                  n(r["files"]), "" if r["status"] == "ok" else sanitize(r["status"]))
-    emit(t, wide=wide)
-
-
-FAIL_IF = ("params", "dtypes", "shapes", "any")
+        emit_json(cache_json(str(root), rows))
+    else:
+        emit(cache_table(str(root), rows), wide=wide)
 
 
 @app.command("diff", help="Compare two models and explain the parameter gap, cause by cause. "
@@ -217,21 +188,18 @@ def diff(
     offline: Offline = False,
     wide: Wide = False,
 ) -> None:
-    from inspector.analysis.diff import diff_reports
+    from inspector.analysis.diff import align_formats, diff_reports, gates_hit, parse_gates
     from inspector.analysis.report import build_report
     from inspector.errors import UsageError
     from inspector.render.diff import diff_json, diff_markdown, diff_table
     from inspector.render.output import emit
 
-    gates = [g.strip() for g in (fail_if or "").split(",") if g.strip()]
-    unknown = [g for g in gates if g not in FAIL_IF]
-    if unknown:
-        raise UsageError(f"--fail-if: unknown condition {unknown[0]!r}", hint="use " + ", ".join(FAIL_IF))
+    gates = parse_gates(fail_if)
     if fmt not in ("table", "json", "markdown"):
         raise UsageError(f"--format: unknown format {fmt!r}", hint="use table, json or markdown")
     if as_json and fmt not in ("table", "json"):
         raise UsageError(f"--json and --format {fmt} ask for two formats", hint="give one of them")
-    ca, cb = _same_names(*open_models([a, b], endpoint, token, offline))
+    ca, cb = align_formats(*open_models([a, b], endpoint, token, offline))
     ra, rb = build_report(ca), build_report(cb)
     from inspector.analysis.adapter import adapter_config
 
@@ -245,22 +213,14 @@ def diff(
         streams.out(diff_markdown(result))
     else:
         emit(diff_table(result, all_changes=all_changes), wide=wide)
-    triggered = {
-        "params": result.delta != 0,
-        "dtypes": any(c.kind == "retyped" or (c.dtype_a and c.dtype_b and c.dtype_a != c.dtype_b)
-                      for c in result.changes) or {dt for dt, x, _ in result.dtypes if x} != {
-                          dt for dt, _, y in result.dtypes if y},
-        "shapes": any(c.kind in ("added", "removed", "reshaped") for c in result.changes),
-        "any": not result.identical,
-    }
-    hit = [g for g in gates if triggered[g]]
+    hit = gates_hit(result, gates)
     if hit:
         say(f"--fail-if: {', '.join(hit)} changed")
         raise typer.Exit(1)
 
 
 def _adapter_diff(ra: Any, rb: Any, as_json: bool, fmt: str, gates: list[str], wide: bool) -> None:
-    from inspector.analysis.adapter import adapter_config, diff_adapter
+    from inspector.analysis.adapter import adapter_config, adapter_gates_hit, diff_adapter
     from inspector.render.diff import adapter_json, adapter_markdown, adapter_table
     from inspector.render.output import emit
 
@@ -272,32 +232,10 @@ def _adapter_diff(ra: Any, rb: Any, as_json: bool, fmt: str, gates: list[str], w
         streams.out(adapter_markdown(result))
     else:
         emit(adapter_table(result), wide=wide)
-    # an adapter changes the model's function, adds parameters and tensors; dtypes: ones the base has not
-    base_dtypes = {d.dtype for d in base.summary.by_dtype}
-    triggered = {"params": result.parameters > 0, "shapes": result.parameters > 0, "any": result.parameters > 0,
-                 "dtypes": any(d.dtype not in base_dtypes for d in adapter.summary.by_dtype)}
-    hit = [g for g in gates if triggered[g]]
+    hit = adapter_gates_hit(result, gates)
     if hit:
         say(f"--fail-if: {', '.join(hit)} changed")
         raise typer.Exit(1)
-
-
-def _same_names(a: Any, b: Any) -> tuple[Any, Any]:
-    """A GGUF against a safetensors (or pickle) checkpoint: name the latter's tensors as llama.cpp
-    does, so that the same model in two formats aligns tensor by tensor."""
-    def is_gguf(c: Any) -> bool:
-        return bool(c.headers) and all(h.file.endswith(".gguf") for h in c.headers)
-
-    if is_gguf(a) == is_gguf(b):
-        return a, b
-    from inspector.formats.gguf import with_gguf_names
-
-    g, other = (a, b) if is_gguf(a) else (b, a)
-    arch = (g.config or {}).get("model_type")
-    if not isinstance(arch, str):
-        return a, b
-    renamed = with_gguf_names(other, arch)
-    return (a, renamed) if is_gguf(a) else (renamed, b)
 
 
 @app.command("compare", help="Compare 2 to 10 models side by side: totals, config and parameters by role. "
@@ -312,7 +250,6 @@ def compare_cmd(
     wide: Wide = False,
 ) -> None:
     from inspector.analysis.compare import compare
-    from inspector.analysis.estimate import estimate
     from inspector.analysis.report import build_report
     from inspector.errors import UsageError
     from inspector.render.output import compare_json, compare_markdown, compare_table, emit
@@ -321,15 +258,7 @@ def compare_cmd(
         raise UsageError(f"compare takes 2 to 10 models, not {len(models)}")
     if fmt not in ("table", "json", "markdown") or (as_json and fmt == "markdown"):
         raise UsageError(f"--format: {fmt!r} with --json={as_json}", hint="use table, json or markdown, once")
-    reports = [build_report(c) for c in open_models(list(models), endpoint, token, offline)]
-    kv: list[int | None] = []
-    for r in reports:
-        try:
-            value = estimate(r, what_if=()).get("kv_bytes_per_token").value
-        except InspectorError:
-            value = None
-        kv.append(int(value) if value is not None else None)
-    result = compare(reports, kv)
+    result = compare([build_report(c) for c in open_models(list(models), endpoint, token, offline)])
     if as_json or fmt == "json":
         emit_json(compare_json(result))
     elif fmt == "markdown":
@@ -449,7 +378,6 @@ def save(
     offline: Offline = False,
     force: Annotated[bool, typer.Option("--force", help="replace a snapshot of another model in that folder")] = False,
 ) -> None:
-    from pathlib import Path
 
     from inspector.sources.snapshot import save_checkpoint
 
@@ -501,7 +429,6 @@ def _route(argv: list[str]) -> list[str]:
     commands = {c.name for c in app.registered_commands if c.name}
     if first in commands or first in ("-h", "--help", "--version", "--install-completion", "--show-completion"):
         return argv
-    from pathlib import Path
 
     from inspector.sources.resolve import did_you_mean
 

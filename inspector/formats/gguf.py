@@ -18,7 +18,7 @@ import struct
 from typing import Any, Final
 
 from inspector.errors import HeaderError
-from inspector.model import TensorInfo, WeightFile
+from inspector.model import Checkpoint, TensorInfo, WeightFile
 
 MAGIC: Final = b"GGUF"
 VERSIONS: Final = (2, 3)
@@ -218,7 +218,7 @@ def gguf_config(metadata: dict[str, Any], tensor_names: set[str]) -> dict[str, A
     return {k: v for k, v in config.items() if v is not None}
 
 
-def with_gguf_names(checkpoint: Any, arch_name: str) -> Any:
+def with_gguf_names(checkpoint: Checkpoint, arch_name: str) -> Checkpoint:
     """``checkpoint`` (a safetensors or pickle one) with its tensors renamed as llama.cpp names them
     (gguf-py's ``TensorNameMap``: ``model.layers.0.self_attn.q_proj.weight`` → ``blk.0.attn_q.weight``),
     so a diff against a GGUF of the same model aligns tensor by tensor. Names the map does not know

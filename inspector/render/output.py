@@ -16,7 +16,7 @@ from inspector.analysis.config import ModelConfig
 from inspector.analysis.estimate import Estimate
 from inspector.analysis.fit import Fit
 from inspector.analysis.formula import FormulaCheck
-from inspector.analysis.listing import ListingRow, collapsed_rows, tensor_rows
+from inspector.analysis.listing import CachedModel, FileRow, ListingRow, collapsed_rows, tensor_rows
 from inspector.analysis.report import Report
 from inspector.analysis.stats import Summary
 from inspector.formats.dtypes import DTYPE_BITS
@@ -652,3 +652,45 @@ def compare_markdown(cmp: Comparison) -> str:
                 lines.append(f"| {markdown(row.label)} | " + " | ".join(markdown(_cell(v)) for v in row.values) + " |")
         lines.append("")
     return "\n".join(lines)
+
+
+# --- several files of one model; a Hugging Face cache -----------------------------------------------
+
+
+def files_json(where: str, rows: list[FileRow]) -> dict[str, object]:
+    return {"schema_version": SCHEMA_VERSION, "where": where,
+            "files": [{"file": r.file, "type": r.type, "bytes": r.bytes, "parameters": r.parameters,
+                       "bits_per_weight": r.bits_per_weight} for r in rows]}
+
+
+def files_table(where: str, name: str, rows: list[FileRow]) -> RenderableType:
+    from rich.table import Table
+
+    t = Table(title=sanitize(f"{where}: {len(rows)} GGUF files (inspect {name}/FILE for one)"),
+              title_justify="left", show_edge=False, pad_edge=False)
+    for col, just in (("file", "left"), ("main type", "left"), ("bytes", "right"), ("parameters", "right"),
+                      ("bits/weight", "right")):
+        t.add_column(col, justify=just)  # type: ignore[arg-type]
+    for r in rows:
+        t.add_row(sanitize(r.file), sanitize(r.type or "—"), n(r.bytes), n(r.parameters),
+                  f"{r.bits_per_weight:.3f}" if r.bits_per_weight else "—")
+    return t
+
+
+def cache_json(root: str, rows: list[CachedModel]) -> dict[str, object]:
+    return {"schema_version": SCHEMA_VERSION, "cache": root,
+            "models": [{"repo_id": r.repo_id, "revision": r.revision, "parameters": r.parameters, "bytes": r.bytes,
+                        "files": r.files, "status": r.status} for r in rows]}
+
+
+def cache_table(root: str, rows: list[CachedModel]) -> RenderableType:
+    from rich.table import Table
+
+    t = Table(title=sanitize(f"Hugging Face cache {root}"), title_justify="left", show_edge=False, pad_edge=False)
+    for col, just in (("repo", "left"), ("revision", "left"), ("parameters", "right"), ("bytes", "right"),
+                      ("files", "right"), ("", "left")):
+        t.add_column(col, justify=just)  # type: ignore[arg-type]
+    for r in rows:
+        t.add_row(sanitize(r.repo_id), sanitize(r.revision[:12]), n(r.parameters), n(r.bytes),
+                  n(r.files), "" if r.status == "ok" else sanitize(r.status))
+    return t

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from inspector.errors import HeaderError, InvalidCheckpointError, NotFoundError, NotRegularFile, UsageError
+from inspector.errors import ConfigOnly, HeaderError, InvalidCheckpointError, NotFoundError, NotRegularFile, UsageError
 from inspector.formats.registry import SAFETENSORS, reader_for, weight_suffixes
 from inspector.formats.safetensors import without_gc
 from inspector.model import SIDE_FILES, Checkpoint, FileEntry, Origin, WeightFile, natural_key
@@ -172,7 +172,7 @@ def open_folder(folder: Path, *, origin: Origin, repo_id: str | None = None, rev
                 hint="the inspector reads safetensors; convert the checkpoint or use its safetensors revision",
             )
         if "config.json" in names and repo_id:
-            raise NotFoundError(
+            raise ConfigOnly(
                 f"{folder}: only config files are cached for {repo_id} (a config-only download)",
                 hint=f"`inspect {repo_id}` reads the weight headers from the Hub")
         raise NotFoundError(f"{folder}: no safetensors files in this folder")

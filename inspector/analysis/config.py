@@ -17,6 +17,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Final, Protocol
 
+from inspector.analysis.families import ENCODER_ONLY_HEADS, ENCODER_ONLY_TYPES
 from inspector.formats.dtypes import TORCH_TO_SAFETENSORS
 
 _ALIASES: dict[str, tuple[str, ...]] = {
@@ -42,23 +43,6 @@ _ALIASES: dict[str, tuple[str, ...]] = {
     "v_head_dim": ("v_head_dim",),
     "mtp_layers": ("num_nextn_predict_layers",),
 }
-
-
-#: model types whose checkpoints use Llama's layer layout (q/k/v/o projections, a gated MLP of
-#: gate/up/down, RMSNorm): the one family set, for the diff's alignment and the formula
-LLAMA_LIKE: Final = frozenset({
-    "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "gemma", "gemma2",
-    "gemma3_text", "phi3", "deepseek_v2", "deepseek_v3", "olmo", "olmo2", "granite", "cohere", "starcoder2",
-})
-
-#: model types that are encoders only (transformers' model_type values: BERT, RoBERTa and their kin;
-#: sentence-transformers checkpoints such as all-MiniLM-L6-v2 are "bert")
-ENCODER_ONLY_TYPES: Final = frozenset({
-    "bert", "roberta", "distilbert", "xlm-roberta", "electra", "deberta", "deberta-v2", "albert", "mpnet",
-    "camembert", "nomic_bert", "modernbert", "xlm", "flaubert", "ernie", "nezha", "megatron-bert"})
-#: architecture suffixes that mean an encoder head (transformers class names); classification heads
-#: are left out, since decoders have them too (LlamaForSequenceClassification)
-ENCODER_ONLY_HEADS: Final = ("ForMaskedLM",)
 
 
 @dataclass(frozen=True, slots=True)

@@ -37,9 +37,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
 
-from inspector.analysis.config import LLAMA_LIKE, ModelConfig
+from inspector.analysis.config import ModelConfig
+from inspector.analysis.families import CONV1D_TYPES, LLAMA_LIKE
 from inspector.analysis.report import Report
-from inspector.analysis.roles import is_packed, role_group
+from inspector.analysis.roles import PACKING_DTYPES, is_packed, role_group
 from inspector.analysis.stats import Tensor, layer_suffix
 from inspector.model import Checkpoint, natural_key
 
@@ -163,8 +164,6 @@ def _mlp_width(c: ModelConfig) -> int | None:
     return c.intermediate_size
 
 
-#: model types whose attention and MLP weights are transformers' Conv1D, stored [in, out]
-CONV1D_TYPES: Final = frozenset({"gpt2"})
 
 # nn.Linear weights are [out, in]: what each position of a role's weight stands for. Used only to
 # choose between quantities that both fit (a q_proj whose q width equals the hidden size).
@@ -479,7 +478,7 @@ def _layers(r: Report) -> dict[str, dict[int, dict[str, Tensor]]]:
 
 def _packed(r: Report) -> bool:
     return any(is_packed(t.info.name) for t in r.tensors
-               if t.place.kind == "parameter" and t.info.dtype in ("I32", "U32", "U8"))
+               if t.place.kind == "parameter" and t.info.dtype in PACKING_DTYPES)
 
 
 def _gated(r: Report) -> bool:

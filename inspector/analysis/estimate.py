@@ -14,7 +14,7 @@ from typing import Final
 from inspector.analysis.config import ModelConfig, config_int
 from inspector.analysis.fit import Budget, Fit
 from inspector.analysis.report import Report
-from inspector.analysis.roles import PACKED_LEAVES
+from inspector.analysis.roles import PACKING_DTYPES, values_per_element
 from inspector.analysis.stats import Tensor
 from inspector.formats.dtypes import DTYPE_BITS, USER_DTYPE_BITS, USER_DTYPE_BYTES
 from inspector.model import Role
@@ -227,7 +227,7 @@ def _moe(report: Report, bits: int | None) -> tuple[int, list[Figure]]:
     packed = _has_packed(report)
 
     def numel(t: Tensor) -> int:
-        return _logical(t, t.info.name.rsplit(".", 1)[-1], bits) if packed else t.info.numel
+        return _logical(t, bits) if packed else t.info.numel
 
     params = [t for t in report.tensors if t.place.kind == "parameter"]
     experts = [t for t in params if t.place.role.startswith("moe.expert")]
@@ -391,7 +391,7 @@ def quantization(report: Report) -> Quant:
             row[3] += info.end - info.begin
             overhead_total += info.numel
             continue
-        logical = _logical(Tensor(info, place), info.name.rsplit(".", 1)[-1], bits)
+        logical = _logical(Tensor(info, place), bits)
         row[0] += logical
         row[1] += info.numel
         row[2] += info.end - info.begin
@@ -405,20 +405,15 @@ def quantization(report: Report) -> Quant:
     )
 
 
-def _logical(t: Tensor, leaf: str, bits: object) -> int:
-    dtype_bits = DTYPE_BITS.get(t.info.dtype, 0)
-    if leaf in PACKED_LEAVES and isinstance(bits, int) and bits and dtype_bits >= bits:
-        return t.info.numel * (dtype_bits // bits)  # GPTQ/AWQ int32 words of 32/bits values
-    if leaf.endswith("_blocks") and t.info.dtype == "U8":
-        return t.info.numel * 2  # MXFP4: two 4-bit values per byte (gpt-oss)
-    if leaf == "weight" and t.info.dtype == "U8" and isinstance(bits, int) and bits == 4:
-        return t.info.numel * 2  # bitsandbytes 4-bit: two values per byte
-    return t.info.numel
+def _logical(t: Tensor, bits: object) -> int:
+    """The weights a parameter stands for (``roles.values_per_element``)."""
+    return t.info.numel * values_per_element(t.info.name, t.info.dtype, bits if type(bits) is int else None)
 
 
 def _has_packed(report: Report) -> bool:
-    """Whether any tensor packs several weights per element (GPTQ/AWQ words, 4-bit bytes, MXFP4)."""
-    return any(d.dtype in ("I32", "U8", "I8", "U32") for d in report.summary.by_dtype if d.parameters)
+    """Whether any parameter is stored in a dtype that may pack several weights an element
+    (``roles.PACKING_DTYPES``): its logical count is then taken tensor by tensor."""
+    return any(d.dtype in PACKING_DTYPES for d in report.summary.by_dtype if d.parameters)
 
 
 def _looks_like(report: Report) -> str | None:

@@ -23,12 +23,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from inspector.analysis.config import LLAMA_LIKE, ModelConfig, config_int
+from inspector.analysis.config import ModelConfig, config_int
+from inspector.analysis.families import FORMULA_LLAMA
 from inspector.analysis.report import Report
 from inspector.model import Role
-
-#: the Llama-like types whose every tensor the formula knows (others of the family add pieces it lacks)
-LLAMA_FAMILY = LLAMA_LIKE & frozenset({"llama", "mistral", "mixtral", "qwen2", "gemma"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,7 +59,7 @@ def formula_check(report: Report) -> FormulaCheck:
     actual = {r.role: r.parameters for r in report.summary.by_role}
     norms_outside = sum(t.info.numel for t in report.tensors
                         if t.place.role == "norm" and t.place.layer is None and t.place.kind == "parameter")
-    if c.model_type in LLAMA_FAMILY:
+    if c.model_type in FORMULA_LLAMA:
         return _llama(c, actual, norms_outside)
     if c.model_type == "gpt2":
         return _gpt2(c, actual)

@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 from itertools import accumulate
 from typing import Final, Literal, NamedTuple
 
+from inspector.formats.dtypes import DTYPE_BITS
 from inspector.model import Kind, Role
 
 # (kind, pattern, where seen). Checked first, in order.
@@ -334,10 +335,30 @@ def _kind_and_role(name: str) -> tuple[Kind, Role]:
 
 #: leaves of tensors that pack several weights per element: GPTQ/AWQ int32 words (``qweight``),
 #: compressed-tensors (``weight_packed``); MXFP4 stores ``*_blocks`` beside ``*_scales``
-PACKED_LEAVES: Final = ("qweight", "weight_packed")
+#: THE table of packed weights: (leaf name, how it packs), each with the quantisation it comes from.
+#: A packed weight holds several weights in one stored element; its logical size is the stored
+#: elements times ``values_per_element``.
+PACKED_LEAVES: Final = ("qweight", "weight_packed")  # GPTQ/AWQ int32 words; compressed-tensors pack-quantized
+PACKED_SUFFIXES: Final = ("_blocks",)  # MXFP4 blocks of two 4-bit values a byte (gpt-oss)
+#: dtypes that hold packed integers (a parameter stored so may be packed; float dtypes never are)
+PACKING_DTYPES: Final = frozenset({"I32", "U32", "U8", "I8"})
 
 
 def is_packed(name: str) -> bool:
-    """The one definition of a packed (quantised) weight tensor, by its name."""
+    """Whether a tensor's name marks a packed weight (``PACKED_LEAVES``, ``PACKED_SUFFIXES``)."""
     leaf = name.rsplit(".", 1)[-1]
-    return leaf in PACKED_LEAVES or leaf.endswith("_blocks")
+    return leaf in PACKED_LEAVES or leaf.endswith(PACKED_SUFFIXES)
+
+
+def values_per_element(name: str, dtype: str, bits: int | None) -> int:
+    """How many weights one stored element of a parameter holds (1: not packed). ``bits``: the
+    quantisation's bits per weight from its config, when it gives them."""
+    leaf = name.rsplit(".", 1)[-1]
+    dtype_bits = DTYPE_BITS.get(dtype, 0)
+    if leaf in PACKED_LEAVES and bits and dtype_bits >= bits:
+        return dtype_bits // bits  # GPTQ/AWQ int32 words of 32/bits values
+    if leaf.endswith(PACKED_SUFFIXES) and dtype == "U8":
+        return 2  # MXFP4: two 4-bit values per byte
+    if leaf == "weight" and dtype == "U8" and bits == 4:
+        return 2  # bitsandbytes 4-bit: two values per byte
+    return 1

@@ -136,7 +136,7 @@ def test_missing_path_and_empty_folder(cli, tmp_path: Path) -> None:
     assert r.code == EXIT_NOT_FOUND and r.err.startswith("Error: ") and "Traceback" not in r.err
     (tmp_path / "empty").mkdir()
     r = cli(str(tmp_path / "empty"))
-    assert r.code == EXIT_NOT_FOUND and "no safetensors files" in r.err
+    assert r.code == EXIT_NOT_FOUND and "no weight files" in r.err
 
 
 def test_usage_errors(cli) -> None:

@@ -115,7 +115,7 @@ def test_full_size_sparse_files(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(("setup", "error", "text"), [
     (lambda p: None, errors.NotFoundError, "no such file or folder"),
-    (lambda p: p.mkdir(), errors.NotFoundError, "no safetensors files"),
+    (lambda p: p.mkdir(), errors.NotFoundError, "no weight files"),
     (lambda p: (p.mkdir(), (p / "pytorch_model.bin").write_bytes(b"PK")), errors.InvalidCheckpointError,
      "pytorch_model.bin"),
 ])

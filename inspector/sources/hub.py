@@ -23,16 +23,15 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
-from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
-from inspector.errors import HeaderError, HubUnreachable, InvalidCheckpointError, NetworkError, NotFoundError
-from inspector.formats.registry import SAFETENSORS, reader_for, reader_named, weight_suffixes
-from inspector.model import SIDE_FILES, Checkpoint, FileEntry, WeightFile, natural_key
+from inspector.errors import HubUnreachable, InvalidCheckpointError, NetworkError, NotFoundError
+from inspector.formats.registry import SAFETENSORS, reader_for, reader_named
+from inspector.model import Checkpoint, FileEntry, WeightFile, natural_key
 from inspector.safeio import COMMIT, commit_id, relative_name
-from inspector.sources.assemble import index_shards, json_object, pick_index, weight_files
+from inspector.sources.assemble import assemble
 from inspector.sources.header_cache import HeaderCache
 from inspector.sources.snapshot import load_snapshot
 from inspector.sources.transport import FetchStats, Hub, HubOptions
@@ -40,11 +39,13 @@ from inspector.sources.transport import FetchStats, Hub, HubOptions
 __all__ = ["FetchStats", "HeaderCache", "Hub", "HubOptions", "fetch_checkpoint", "open_hub", "read_header",
            "repo_sizes"]
 
-STORED: Final[tuple[str, ...]] = ("config.json", "generation_config.json", "quantize_config.json", *SIDE_FILES)
+#: small files kept beside config.json and the side files (a header snapshot holds them)
+STORED_EXTRA: Final[tuple[str, ...]] = ("generation_config.json", "quantize_config.json")
 #: header bytes one repo may hold in all (DeepSeek-V3's 163 headers are 11.5 MB)
 REPO_HEADER_BUDGET: Final = 256 * 1024 * 1024
 
 Progress = Callable[[int, int], None]
+T = TypeVar("T")
 
 
 # --- the fetch plan -----------------------------------------------------------------------------
@@ -235,128 +236,71 @@ class _Budget:
             self.left -= n
 
 
-def fetch_checkpoint(hub: Hub, repo_id: str, sha: str, info: Mapping[str, Any],  # noqa: C901
+def fetch_checkpoint(hub: Hub, repo_id: str, sha: str, info: Mapping[str, Any],
                      progress: Progress | None = None, *, lenient: bool = False,
                      only: str | None = None, early: _Early | None = None) -> tuple[Checkpoint, dict[str, Any]]:
-    """The cold path: config and index, then every header, concurrently, each parsed on arrival.
-    ``lenient`` (the audit): header errors, a broken index and missing shards are collected.
-    ``early``: reads already sent at the branch, used where they are at ``sha``."""
+    """The cold path, through the one assembly (``assemble.assemble``) over this repo at ``sha``:
+    small files and every header concurrently, each header parsed on arrival. ``lenient`` (the
+    audit): header errors, a broken index and missing shards are collected. ``early``: reads already
+    sent at the branch, used where they are at ``sha``."""
     sizes = repo_sizes(hub, info, repo_id)
-    top = {p for p in sizes if "/" not in p}
-    index_name = pick_index(top)
-    budget = _Budget(REPO_HEADER_BUDGET)
-
-    def ready(name: str) -> bytes | None:
-        return early.get(name, sha, sizes) if early is not None else None
-
     with ThreadPoolExecutor(max_workers=max(1, min(hub.options.workers, len(sizes) or 1))) as pool:
-        config_f = None
-        config_raw: bytes | None = None
-        if "config.json" in sizes:
-            config_raw = ready("config.json")
-            if config_raw is None:
-                config_f = pool.submit(hub.read_json, repo_id, sha, "config.json")
-        extra_f = {p: pool.submit(hub.read_json, repo_id, sha, p) for p in STORED[1:] if p in sizes}
-        index_raw = (ready(index_name) or hub.read_json(repo_id, sha, index_name)) if index_name else None
-        index: dict[str, Any] | None = None
-        index_error: str | None = None
-        try:
-            index = json_object(index_raw, index_name or "index") if index_raw is not None else None
-            if only is not None:
-                if only not in sizes:
-                    raise NotFoundError(f"{repo_id}: no file {only!r} at this revision")
-                shards = [only]
-            else:
-                shards = _shards(repo_id, sizes, top, index, index_name, lenient)
-        except InvalidCheckpointError as exc:
-            if not lenient or index_raw is None:
-                raise
-            index, index_error = None, exc.message
-            shards = _shards(repo_id, sizes, top, None, None, lenient)
-        if lenient:  # the audit reports shards the index does not name, and does not read missing ones
-            shards = sorted({*(s for s in shards if s in sizes), *(p for p in top if p.endswith(".safetensors"))},
-                            key=natural_key)
-        first_reads = _first_reads(index)
-        if progress:
-            progress(0, len(shards))
-        done = 0
-        lock = threading.Lock()
-
-        def fetch(name: str) -> WeightFile | HeaderError:
-            nonlocal done
-            first = first_reads.get(name)  # None: the reader's own first read
-            try:
-                header: WeightFile | HeaderError = read_header(hub, repo_id, sha, name, sizes.get(name), first, budget,
-                                                           lenient=lenient, prefix=ready(name))
-            except HeaderError as exc:
-                if not lenient:
-                    raise
-                header = exc
-            with lock:
-                done += 1
-                if progress:
-                    progress(done, len(shards))
-            return header
-
-        results = list(pool.map(fetch, shards))
-        headers = tuple(h for h in results if isinstance(h, WeightFile))
-        errors = tuple(h for h in results if isinstance(h, HeaderError))
-        if config_f is not None:
-            config_raw = config_f.result()
-        stored = {p: f.result() for p, f in extra_f.items()}
-    config = json_object(config_raw, "config.json") if config_raw is not None else None
-    stored_all: dict[str, bytes] = dict(stored)
-    if config_raw is not None:
-        stored_all["config.json"] = config_raw
-    if index_raw is not None and index_name:
-        stored_all[index_name] = index_raw
+        repo = HubRepo(hub, repo_id, sha, sizes, pool, early)
+        parts = assemble(repo, sizes, lenient=lenient, only=only, extra=STORED_EXTRA, progress=progress)
     notes = [f"read {hub.stats.requests} request(s), {hub.stats.bytes:,} bytes from {hub.public} "
              f"at commit {sha}"]
     if hub.stats.range_ignored:
         notes.append("the server ignored Range requests; only the header bytes were read")
-    side = {n: json_object(stored[n], n) for n in SIDE_FILES if n in stored}
     checkpoint = Checkpoint(
-        label=repo_id, origin="hub", location=f"{hub.public}/{repo_id}", headers=headers,
-        config=config, index=index, repo_id=repo_id, revision=sha,
+        label=repo_id, origin="hub", location=f"{hub.public}/{repo_id}", headers=parts.headers,
+        config=parts.config, index=parts.index, repo_id=repo_id, revision=sha,
         files=tuple(FileEntry(p, s) for p, s in sorted(sizes.items(), key=lambda kv: natural_key(kv[0]))),
-        notes=tuple(notes), header_errors=errors, index_name=index_name, index_error=index_error, side_json=side,
+        notes=tuple(notes), header_errors=parts.errors, index_name=parts.index_name, index_error=parts.index_error,
+        side_json=parts.side,
     )
     snapshot = {
         "repo_id": repo_id, "revision": sha,
         "files": sorted(sizes.items()),
-        "headers": {h.file: h.head for h in headers}, "formats": {h.file: h.format for h in headers},
-        "stored": stored_all,
+        "headers": {h.file: h.head for h in parts.headers}, "formats": {h.file: h.format for h in parts.headers},
+        "stored": parts.stored,
         "provenance": f"read from {hub.public} by inspector (headers only)",
     }
     return checkpoint, snapshot
 
 
-def _shards(repo_id: str, sizes: Mapping[str, int | None], top: set[str], index: Mapping[str, Any] | None,
-            index_name: str | None, lenient: bool = False) -> list[str]:
-    if index is not None:
-        return index_shards(index, sizes, repo_id, index_name, lenient=lenient)
-    names = weight_files(top, repo_id)
-    if names or lenient:
-        return names
-    weights = sorted(p for p in sizes if p.endswith(weight_suffixes()))
-    if weights:
-        kinds = sorted({Path(p).suffix for p in weights})
-        raise InvalidCheckpointError(
-            f"{repo_id}: no safetensors weights; the repo holds {', '.join(kinds)} files "
-            f"({', '.join(weights[:3])}{' …' if len(weights) > 3 else ''})",
-            hint="from the Hub the inspector reads safetensors and GGUF headers (PyTorch pickles: download, then "
-                 "inspect the file); look for a safetensors revision or conversion",
-        )
-    raise NotFoundError(f"{repo_id}: the repo has no weight files at this revision")
+class HubRepo:
+    """A Hub repo at one commit as the assembly's source: small files read at once on a pool (or
+    taken from the reads sent early at the branch), headers concurrently, all header bytes of the
+    repo within one budget."""
 
+    def __init__(self, hub: Hub, repo_id: str, sha: str, sizes: Mapping[str, int | None], pool: ThreadPoolExecutor,
+                 early: _Early | None) -> None:
+        self.hub, self.repo_id, self.sha, self.sizes, self.pool, self.early = hub, repo_id, sha, sizes, pool, early
+        self.where = repo_id
+        self.budget = _Budget(REPO_HEADER_BUDGET)
+        self.pending: dict[str, Future[bytes]] = {}
 
-def _first_reads(index: Mapping[str, Any] | None) -> dict[str, int]:
-    """Bytes to ask for first, per shard: the header's likely size from the tensor names the index
-    places there (the reader's default for a shard no index describes)."""
-    names: dict[str, list[str]] = {}
-    for tensor, shard in ((index or {}).get("weight_map") or {}).items():
-        names.setdefault(shard, []).append(tensor)
-    return {shard: SAFETENSORS.estimate(tensors) for shard, tensors in names.items() if reader_for(shard)}
+    def _ready(self, name: str) -> bytes | None:
+        return self.early.get(name, self.sha, self.sizes) if self.early is not None else None
+
+    def prefetch(self, names: list[str]) -> None:
+        for name in names:
+            if name not in self.pending and self._ready(name) is None:
+                self.pending[name] = self.pool.submit(self.hub.read_json, self.repo_id, self.sha, name)
+
+    def small(self, name: str) -> bytes:
+        ready = self._ready(name)
+        if ready is not None:
+            return ready
+        future = self.pending.get(name)
+        return future.result() if future is not None else self.hub.read_json(self.repo_id, self.sha, name)
+
+    def read_file(self, name: str, *, first: int | None, lenient: bool) -> WeightFile:
+        return read_header(self.hub, self.repo_id, self.sha, name, self.sizes.get(name), first, self.budget,
+                           lenient=lenient, prefix=self._ready(name))
+
+    def each(self, read: Callable[[str], T], names: list[str]) -> list[T]:
+        return list(self.pool.map(read, names))
 
 
 def read_header(hub: Hub, repo_id: str, sha: str, name: str, size: int | None, first: int | None,

@@ -14,17 +14,18 @@ import os
 import re
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from inspector.errors import ConfigOnly, HeaderError, InvalidCheckpointError, NotFoundError, NotRegularFile, UsageError
+from inspector.errors import ConfigOnly, InvalidCheckpointError, NotFoundError, NotRegularFile, UsageError
 from inspector.formats.registry import SAFETENSORS, reader_for, weight_suffixes
 from inspector.formats.safetensors import without_gc
-from inspector.model import SIDE_FILES, Checkpoint, FileEntry, Origin, WeightFile, natural_key
+from inspector.model import Checkpoint, FileEntry, Origin, WeightFile, natural_key
 from inspector.safeio import is_repo_id, open_regular, pread_all, read_regular, regular_size
-from inspector.sources.assemble import index_shards, json_object, pick_index, weight_files
+from inspector.sources.assemble import assemble, index_shards, json_object, pick_index
 from inspector.sources.bundled import ALIASES, bundled_path
 from inspector.sources.snapshot import JSON_BUDGET, is_snapshot, load_snapshot
 
+T = TypeVar("T")
 _SKIP_DIRS = {".git", ".cache", "__pycache__", ".huggingface"}
 
 #: A hook the Hub layer installs: (repo_id, revision, lenient) -> Checkpoint. Kept as a seam so this
@@ -131,83 +132,63 @@ def _open_file(path: Path, lenient: bool) -> Checkpoint:
             f"{path}: a {path.suffix} file; the inspector reads safetensors, GGUF and torch files",
             hint="convert it to safetensors, or inspect the repo's .safetensors files",
         )
-    headers, errors = _read_headers(path.parent, [path.name], lenient)
-    config = _load_json(path.parent / "config.json")
-    reader = reader_for(path.name)
-    if config is None and headers and reader is not None:
-        config = reader.config(headers[0])  # a GGUF carries its own
-    size = headers[0].file_size if headers else regular_size(path)
+    size = regular_size(path)
+    listing: dict[str, int | None] = {path.name: size}
+    if (path.parent / "config.json").exists():
+        listing["config.json"] = None
+    parts = assemble(LocalFolder(path.parent), listing, lenient=lenient, only=path.name)
     return Checkpoint(
-        label=path.name, origin="file", location=str(path), headers=headers, config=config,
-        files=(FileEntry(path.name, size),), header_errors=errors, root=str(path.parent),
+        label=path.name, origin="file", location=str(path), headers=parts.headers, config=parts.config,
+        files=(FileEntry(path.name, size),), header_errors=parts.errors, root=str(path.parent),
     )
 
 
 def open_folder(folder: Path, *, origin: Origin, repo_id: str | None = None, revision: str | None = None,
                 lenient: bool = False) -> Checkpoint:
+    """A local folder (or an HF cache snapshot) through the one assembly (``assemble.assemble``)."""
     files = _list_files(folder)
-    names = {f.path for f in files}
-    index_name = pick_index(names)
-    index: dict[str, Any] | None = None
-    index_error: str | None = None
-    if index_name:
-        try:
-            index = _load_json(folder / index_name)
-            shard_names = index_shards(index or {}, names, str(folder), index_name, lenient=lenient)
-        except InvalidCheckpointError as exc:
-            if not lenient:
-                raise
-            index, index_error = None, exc.message
-    if index is None:
-        shard_names = weight_files(names, str(folder))
-    elif lenient:  # files the index does not name are read too: the audit reports them
-        shard_names = sorted({*shard_names, *(n for n in names if n.endswith(".safetensors") and "/" not in n)},
-                             key=natural_key)
-    if not shard_names and not index_name:
-        weights = sorted(n for n in names if n.endswith(weight_suffixes()))
-        if weights:
-            raise InvalidCheckpointError(
-                f"{folder}: no safetensors files; it holds {', '.join(weights[:3])}"
-                + (" …" if len(weights) > 3 else ""),
-                hint="the inspector reads safetensors; convert the checkpoint or use its safetensors revision",
-            )
-        if "config.json" in names and repo_id:
+    listing = {f.path: f.size for f in files}
+    try:
+        parts = assemble(LocalFolder(folder), listing, lenient=lenient)
+    except ConfigOnly:
+        raise
+    except NotFoundError:
+        if "config.json" in listing and repo_id:
             raise ConfigOnly(
                 f"{folder}: only config files are cached for {repo_id} (a config-only download)",
-                hint=f"`inspect {repo_id}` reads the weight headers from the Hub")
-        raise NotFoundError(f"{folder}: no safetensors files in this folder")
-    headers, errors = _read_headers(folder, [n for n in shard_names if n in names], lenient)
-    side = {n: _load_json(folder / n) or {} for n in SIDE_FILES if n in names}
+                hint=f"`inspect {repo_id}` reads the weight headers from the Hub") from None
+        raise
     return Checkpoint(
-        label=repo_id or folder.name,
-        origin=origin,
-        location=str(folder),
-        headers=headers,
-        config=_load_json(folder / "config.json") if "config.json" in names else None,
-        index=index,
-        repo_id=repo_id,
-        revision=revision,
-        files=tuple(files),
-        header_errors=errors,
-        index_name=index_name,
-        index_error=index_error,
-        side_json=side,
-        root=str(folder),
+        label=repo_id or folder.name, origin=origin, location=str(folder), headers=parts.headers,
+        config=parts.config, index=parts.index, repo_id=repo_id, revision=revision, files=tuple(files),
+        header_errors=parts.errors, index_name=parts.index_name, index_error=parts.index_error,
+        side_json=parts.side, root=str(folder),
     )
 
 
-def _read_headers(folder: Path, names: list[str], lenient: bool) -> tuple[tuple[WeightFile, ...],
-                                                                         tuple[HeaderError, ...]]:
-    headers: list[WeightFile] = []
-    errors: list[HeaderError] = []
-    for name in names:
-        try:
-            headers.append(read_local_header(folder / name, name, lenient=lenient))
-        except HeaderError as exc:
-            if not lenient:
-                raise
-            errors.append(exc)
-    return tuple(headers), tuple(errors)
+class LocalFolder:
+    """A local folder as the assembly's source: small files read whole within the JSON budget,
+    weight files through ``read_local_header``, one after another (a local read costs no round trip)."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.where = str(folder)
+
+    def small(self, name: str) -> bytes:
+        path = self.folder / name
+        raw = read_regular(path, JSON_BUDGET + 1)
+        if len(raw) > JSON_BUDGET:
+            raise InvalidCheckpointError(f"{path}: over {JSON_BUDGET:,} bytes; not a config or index this tool reads")
+        return raw
+
+    def prefetch(self, names: list[str]) -> None:
+        return None
+
+    def read_file(self, name: str, *, first: int | None, lenient: bool) -> WeightFile:
+        return read_local_header(self.folder / name, name, lenient=lenient)
+
+    def each(self, read: Callable[[str], T], names: list[str]) -> list[T]:
+        return [read(n) for n in names]
 
 
 def read_local_header(path: Path, name: str, *, lenient: bool = False) -> WeightFile:

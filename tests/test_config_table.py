@@ -71,3 +71,30 @@ def test_the_common_types_never_import_transformers(tmp_path: Path) -> None:
                           env={"HF_HOME": str(tmp_path), "PATH": "/usr/bin:/bin"}, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "False"
+
+
+def test_transformers_readings_are_kept_on_disk_and_used_again(tmp_path: Path) -> None:
+    """A model type outside the table goes through AutoConfig once; the CLI keeps the reading in
+    $HF_HOME/inspector/configs and the next run uses it without importing transformers."""
+    import subprocess
+    import sys
+
+    from safetensors.numpy import save_file
+
+    np = pytest.importorskip("numpy")
+    model = tmp_path / "m"
+    model.mkdir()
+    (model / "config.json").write_text(json.dumps({"model_type": "falcon", "hidden_size": 64,
+                                                   "num_attention_heads": 4, "num_hidden_layers": 2,
+                                                   "vocab_size": 100}))
+    save_file({"transformer.word_embeddings.weight": np.zeros((100, 64), dtype=np.float16)},
+              str(model / "model.safetensors"))
+    code = ("import sys; from inspector.cli.commands import run; code = run([sys.argv[1], '--json']); "
+            "print('transformers' in sys.modules, file=sys.stderr); sys.exit(code)")
+    env = {"HF_HOME": str(tmp_path / "home"), "PATH": "/usr/bin:/bin"}
+    runs = [subprocess.run([sys.executable, "-c", code, str(model)], capture_output=True, text=True, env=env,
+                           timeout=300) for _ in range(2)]
+    assert [r.returncode for r in runs] == [0, 0], runs[0].stderr
+    assert [json.loads(r.stdout)["config"]["source"] for r in runs] == ["transformers", "transformers"]
+    assert [r.stderr.strip().splitlines()[-1] for r in runs] == ["True", "False"]
+    assert len(list((tmp_path / "home" / "inspector" / "configs").glob("*.json"))) == 1

@@ -17,9 +17,11 @@ from typing import Annotated, Any, NoReturn
 import typer
 
 from inspector import __version__
+from inspector.analysis.config import use_figure_store
 from inspector.cli.opening import ProgressBar, ReadAhead, open_model, open_models, say
 from inspector.errors import EXIT_INTERNAL, EXIT_USAGE, InspectorError, SeveralFiles
 from inspector.render import streams
+from inspector.sources.config_cache import DiskFigureStore
 
 EXIT_CODES_HELP = (
     "Exit codes: 0 ok · 1 a result to gate on (differences, audit errors) · 2 usage · "
@@ -459,6 +461,7 @@ def run(argv: list[str] | None) -> int:
     gc.disable()
     try:
         ReadAhead.start(args)  # already begun when the console script started this process
+        use_figure_store(DiskFigureStore())  # transformers' readings of configs, kept between runs
         command = typer.main.get_command(app)
         code = command.main(args=_route(args), prog_name="inspect", standalone_mode=False)
         return code if isinstance(code, int) else 0

@@ -20,7 +20,6 @@ registry (``reader_for``, ``weight_suffixes``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
 from inspector.errors import ShortRead
@@ -140,19 +139,18 @@ class PrefixReader:
         return self.parse(blob, file=file, file_size=None if lenient else size)
 
 
-@dataclass(frozen=True, slots=True)
 class Safetensors(PrefixReader):
     """8-byte little-endian length n, n bytes of JSON, then the data (``safetensors.py`` validates)."""
 
-    name: str = "safetensors"
-    suffixes: tuple[str, ...] = (".safetensors",)
-    max_header: int = PREFIX_BYTES + MAX_HEADER_BYTES
-    keeps_head: bool = True
-    alternatives: bool = False
-    unindexed_first_read: int = 64 * 1024
+    name = "safetensors"
+    suffixes = (".safetensors",)
+    max_header = PREFIX_BYTES + MAX_HEADER_BYTES
+    keeps_head = True
+    alternatives = False
+    unindexed_first_read = 64 * 1024
     #: bytes of header JSON per tensor beyond its name (``{"dtype":"BF16","shape":[14336,4096],
     #: "data_offsets":[…,…]},`` is 60–90 bytes): a little over keeps the first read whole
-    entry_overhead: int = 96
+    entry_overhead = 96
 
     def first_read(self, hint: int | None) -> int:
         return max(PREFIX_BYTES, min(hint or self.unindexed_first_read, self.max_header))
@@ -168,18 +166,17 @@ class Safetensors(PrefixReader):
         return parse_header(blob, file=file, file_size=file_size)
 
 
-@dataclass(frozen=True, slots=True)
 class Gguf(PrefixReader):
     """llama.cpp's GGUF: magic, version, counts, metadata, tensor infos, padding, data
     (``gguf.py`` parses). The header's length is not stored up front, so reads grow (doubling)
     until the tensor infos are whole."""
 
-    name: str = "gguf"
-    suffixes: tuple[str, ...] = (".gguf",)
-    max_header: int = 128 * 1024 * 1024  # a 262k-token vocabulary with merges is about 20 MB
-    keeps_head: bool = True
-    alternatives: bool = True
-    default_first_read: int = 64 * 1024
+    name = "gguf"
+    suffixes = (".gguf",)
+    max_header = 128 * 1024 * 1024  # a 262k-token vocabulary with merges is about 20 MB
+    keeps_head = True
+    alternatives = True
+    default_first_read = 64 * 1024
 
     def first_read(self, hint: int | None) -> int:
         return max(64, min(hint or self.default_first_read, self.max_header))
@@ -216,17 +213,16 @@ class Gguf(PrefixReader):
         return gguf_config(metadata, {t.name for t in header.tensors})
 
 
-@dataclass(frozen=True, slots=True)
 class TorchPickle:
     """PyTorch's ``torch.save`` files, zip or legacy (``torch_pickle.py``): read as a seekable file
     over the source (a zip's directory is at its end), never unpickled with code. The records
     cannot be rebuilt from a prefix: a header snapshot refuses them by name."""
 
-    name: str = "torch"
-    suffixes: tuple[str, ...] = (".bin", ".pth", ".pt", ".ckpt")
-    max_header: int = 256 * 1024 * 1024  # the largest data.pkl read
-    keeps_head: bool = False
-    alternatives: bool = False
+    name = "torch"
+    suffixes = (".bin", ".pth", ".pt", ".ckpt")
+    max_header = 256 * 1024 * 1024  # the largest data.pkl read
+    keeps_head = False
+    alternatives = False
 
     def read(self, source: ByteSource, *, file: str, first: int | None = None, lenient: bool = False,
              prefix: bytes | None = None) -> WeightFile:

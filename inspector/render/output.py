@@ -10,12 +10,7 @@ import json
 import sys
 from typing import TYPE_CHECKING
 
-from inspector.analysis.audit import AuditResult
-from inspector.analysis.compare import Comparison
 from inspector.analysis.config import ModelConfig
-from inspector.analysis.estimate import Estimate
-from inspector.analysis.fit import Fit
-from inspector.analysis.formula import FormulaCheck
 from inspector.analysis.listing import CachedModel, FileRow, ListingRow, collapsed_rows, tensor_rows
 from inspector.analysis.report import Report
 from inspector.analysis.stats import Summary
@@ -23,8 +18,15 @@ from inspector.formats.dtypes import DTYPE_BITS
 from inspector.model import Checkpoint
 from inspector.render.text import sanitize
 
-if TYPE_CHECKING:  # rich is imported where a table is drawn: `inspect --json` never needs it
+if TYPE_CHECKING:  # rich is imported where a table is drawn: `inspect --json` never needs it; the result
+    # types of the other commands are not imported by a plain `inspect MODEL` either
     from rich.console import Console, ConsoleOptions, RenderableType
+
+    from inspector.analysis.audit import AuditResult
+    from inspector.analysis.compare import Comparison
+    from inspector.analysis.estimate import Estimate
+    from inspector.analysis.fit import Fit
+    from inspector.analysis.formula import FormulaCheck
 
 SCHEMA_VERSION = 1
 #: the width when stdout is not a terminal (a file, a pipe) or with --wide: tables at full width

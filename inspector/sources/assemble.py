@@ -89,6 +89,11 @@ class Source(Protocol):
         """The folder or repo id, for messages."""
         ...
 
+    @property
+    def remote(self) -> bool:
+        """Whether every read is a round trip (the index's hints then size the first reads)."""
+        ...
+
     def small(self, name: str) -> bytes:
         """A small file (config, index, side file) whole, within the JSON budget."""
         ...
@@ -147,7 +152,7 @@ def assemble(source: Source, files: Mapping[str, int | None], *, lenient: bool =
     if lenient:  # the audit reports shards the index does not name, and does not read missing ones
         shards = sorted({*(s for s in shards if s in files), *(p for p in top if p.endswith(".safetensors"))},
                         key=natural_key)
-    first_reads = first_read_hints(index)
+    first_reads = first_read_hints(index) if source.remote else {}
     done = 0
     if progress:
         progress(0, len(shards))

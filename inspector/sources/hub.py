@@ -277,6 +277,7 @@ class HubRepo:
                  early: _Early | None) -> None:
         self.hub, self.repo_id, self.sha, self.sizes, self.pool, self.early = hub, repo_id, sha, sizes, pool, early
         self.where = repo_id
+        self.remote = True
         self.budget = _Budget(REPO_HEADER_BUDGET)
         self.pending: dict[str, Future[bytes]] = {}
 

@@ -170,6 +170,8 @@ class LocalFolder:
     """A local folder as the assembly's source: small files read whole within the JSON budget,
     weight files through ``read_local_header``, one after another (a local read costs no round trip)."""
 
+    remote = False
+
     def __init__(self, folder: Path) -> None:
         self.folder = folder
         self.where = str(folder)

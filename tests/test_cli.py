@@ -65,7 +65,7 @@ def test_json_schema_is_fixed(cli) -> None:
     plain = cli("gpt2", "--json").json()
     listed = cli("gpt2", "--json", "--tensors").json()
     assert set(plain) == set(listed) == JSON_KEYS
-    assert plain["schema_version"] == 1
+    assert plain["schema_version"] == 2
     assert plain["tensors"] is None
     assert len(listed["tensors"]) == 160
     assert listed["tensors"][0].keys() == {"name", "dtype", "shape", "count", "role", "kind", "file", "shape_in_file"}

@@ -109,7 +109,7 @@ def test_hybrid_layers_keep_constant_state(tmp_path: Path) -> None:
 def test_cli_estimate_json_and_summary_line(cli) -> None:
     r = cli("estimate", "llama3-8b", "--context", "8192", "--json")
     doc = r.json()
-    assert r.code == 0 and doc["schema_version"] == 1
+    assert r.code == 0 and doc["schema_version"] == 2
     figures = {f["name"]: f for f in doc["figures"]}
     assert figures["kv_bytes"]["value"] == 1_073_741_824
     assert all(f["source"] and f["formula"] for f in doc["figures"])

@@ -250,7 +250,7 @@ def test_diff_two_revisions_of_one_repo(hub: HubServer, cli, monkeypatch) -> Non
     r = cli("diff", "acme/tiny@v1", "acme/tiny@v2", "--json")
     assert r.code == 0, r.err
     doc = r.json()
-    assert doc["a"]["revision"] == shas[0] and doc["b"]["revision"] == shas[1]
+    assert doc["a"]["model"]["revision"] == shas[0] and doc["b"]["model"]["revision"] == shas[1]
     assert [c["cause"] for c in doc["causes"]] == ["MLP width"] and doc["residual"] == 0
     assert doc["causes"][0]["delta"] == 2 * 3 * 8 * (24 - 16)
     r = cli("diff", "acme/tiny@v1", "acme/tiny@v404")

@@ -78,6 +78,7 @@ class AuditInput:
     index_error: str | None
     bin_index: Mapping[str, object] | None
     root: Path | None = None  # local folder, for --deep
+    checkpoint: Checkpoint | None = None  # what was opened (its name, revision, source, formats)
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,7 +111,7 @@ def audit_input(checkpoint: Checkpoint) -> AuditInput:
         config=checkpoint.config, index=checkpoint.index, index_name=checkpoint.index_name,
         index_error=checkpoint.index_error,
         bin_index=bin_index if bin_index and isinstance(bin_index.get("weight_map"), dict) else None,
-        root=Path(checkpoint.root) if checkpoint.root else None,
+        root=Path(checkpoint.root) if checkpoint.root else None, checkpoint=checkpoint,
     )
 
 

@@ -62,7 +62,7 @@ Offline = Annotated[bool, typer.Option("--offline", help="no network: the header
 @app.command("show", help="Show what is inside MODEL (the default command: `inspect MODEL`).")
 def show(
     model: Annotated[str, typer.Argument(help="path, alias, or Hub repo id (org/name[@revision])")],
-    as_json: Annotated[bool, typer.Option("--json", help="one JSON document on stdout (schema_version 1)")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="one JSON document on stdout (schema_version 2)")] = False,
     tensors: Annotated[bool, typer.Option("--tensors", help="list every tensor: name [shape] DTYPE")] = False,
     collapse: Annotated[
         bool, typer.Option("--collapse", help="with --tensors: one row per repeated layer/expert tensor")
@@ -179,7 +179,7 @@ def _cache_listing(root: Path, as_json: bool, wide: bool) -> None:
 def diff(
     a: Annotated[str, typer.Argument(help="the model to compare from")],
     b: Annotated[str, typer.Argument(help="the model to compare to")],
-    as_json: Annotated[bool, typer.Option("--json", help="one JSON document (schema_version 1)")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="one JSON document (schema_version 2)")] = False,
     fmt: Annotated[str, typer.Option("--format", help="table, json or markdown")] = "table",
     fail_if: Annotated[str | None, typer.Option(
         "--fail-if", help="comma-separated: params (count changed), dtypes (a dtype changed), "
@@ -244,7 +244,7 @@ def _adapter_diff(ra: Any, rb: Any, as_json: bool, fmt: str, gates: list[str], w
                              "Each model: a path, an alias or a Hub repo.")
 def compare_cmd(
     models: Annotated[list[str], typer.Argument(help="2 to 10 models")],
-    as_json: Annotated[bool, typer.Option("--json", help="one JSON document (schema_version 1)")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="one JSON document (schema_version 2)")] = False,
     fmt: Annotated[str, typer.Option("--format", help="table, json or markdown")] = "table",
     endpoint: Endpoint = None,
     token: Token = None,
@@ -286,7 +286,7 @@ def estimate_cmd(
     overhead: Annotated[str | None, typer.Option(
         "--overhead", help="runtime overhead per device, replacing the default (1 GiB + one prefill chunk's "
                            "activations): 2GiB, 500MB")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="one JSON document (schema_version 1)")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="one JSON document (schema_version 2)")] = False,
     revision: Revision = None,
     endpoint: Endpoint = None,
     token: Token = None,
@@ -329,7 +329,7 @@ def estimate_cmd(
                            "Never modifies the audited files.")
 def audit_cmd(
     target: Annotated[str, typer.Argument(help="path, alias, or Hub repo id (org/name[@revision])")],
-    as_json: Annotated[bool, typer.Option("--json", help="one JSON document (schema_version 1)")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="one JSON document (schema_version 2)")] = False,
     deep: Annotated[
         bool, typer.Option("--deep", help="local only: stream tensor data, flag NaN, Inf, all-zero")
     ] = False,
@@ -390,12 +390,13 @@ def save(
 
 @app.command("aliases", help="List the short names of bundled models (served offline).")
 def aliases(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
+    from inspector.render.output import SCHEMA_VERSION
     from inspector.sources.bundled import all_aliases, bundled_path
 
     table = [{"alias": a.name, "repo_id": a.repo_id, "description": a.description,
               "bundled": bundled_path(a).is_dir()} for a in all_aliases()]
     if as_json:
-        emit_json({"schema_version": 1, "aliases": table})
+        emit_json({"schema_version": SCHEMA_VERSION, "aliases": table})
         return
     from rich.table import Table
 

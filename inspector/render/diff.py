@@ -10,7 +10,7 @@ from inspector.analysis.adapter import AdapterDiff, adapter_config
 from inspector.analysis.diff import Diff
 from inspector.analysis.peft import describe
 from inspector.analysis.report import Report
-from inspector.render.output import SCHEMA_VERSION, n, shape_text, short
+from inspector.render.output import SCHEMA_VERSION, model_json, n, shape_text, short
 from inspector.render.text import markdown, sanitize
 
 
@@ -25,11 +25,11 @@ def signed(value: int) -> str:
 
 
 def diff_json(d: Diff) -> dict[str, object]:
-    """The ``inspect diff --json`` document (schema_version 1; every key always present)."""
+    """The ``inspect diff --json`` document (schema_version 2; every key always present)."""
 
     def side(r: Report, active: int | None) -> dict[str, object]:
         c = r.checkpoint
-        return {"label": c.label, "origin": c.origin, "repo_id": c.repo_id, "revision": c.revision,
+        return {"model": model_json(c),
                 "parameters": r.summary.parameters, "buffer_elements": r.summary.buffer_elements,
                 "bytes": r.summary.bytes, "active_parameters": active, "model_type": r.config.model_type}
 
@@ -204,11 +204,11 @@ def _share(a: AdapterDiff) -> str:
 
 
 def adapter_json(a: AdapterDiff) -> dict[str, object]:
-    """``inspect diff BASE ADAPTER --json`` (schema_version 1): ``kind`` is ``adapter``."""
+    """``inspect diff BASE ADAPTER --json`` (schema_version 2): ``kind`` is ``adapter``."""
 
     def side(r: Report) -> dict[str, object]:
         c = r.checkpoint
-        return {"label": c.label, "origin": c.origin, "repo_id": c.repo_id, "revision": c.revision,
+        return {"model": model_json(c),
                 "parameters": r.summary.parameters, "bytes": r.summary.bytes, "model_type": r.config.model_type}
 
     return {

@@ -28,7 +28,8 @@ if TYPE_CHECKING:  # rich is imported where a table is drawn: `inspect --json` n
     from inspector.analysis.fit import Fit
     from inspector.analysis.formula import FormulaCheck
 
-SCHEMA_VERSION = 1
+#: 2: every document names its model in one shape (``model_json``)
+SCHEMA_VERSION = 2
 #: the width when stdout is not a terminal (a file, a pipe) or with --wide: tables at full width
 UNLIMITED = 1_000_000
 
@@ -134,19 +135,32 @@ def shape_text(shape: tuple[int, ...]) -> str:
     return "[" + ", ".join(str(d) for d in shape) + "]"
 
 
+# --- the model, named the same way in every document --------------------------------------------
+
+
+def model_json(c: Checkpoint) -> dict[str, object]:
+    """A checkpoint as every JSON document names it: its label, Hub repo id and revision where known,
+    its local path (None for the Hub and for a snapshot bundled with the package), where it came
+    from (``origin``: file, folder, hf-cache, snapshot, bundled, hub) and the formats of its weight
+    files (``safetensors``, ``gguf``, ``torch``; joined with ``+`` when mixed, None when none)."""
+    formats = sorted({h.format for h in c.headers})
+    return {"label": c.label, "repo_id": c.repo_id, "revision": c.revision,
+            "path": None if c.origin in ("hub", "bundled") else c.location, "origin": c.origin,
+            "format": "+".join(formats) if formats else None}
+
+
 # --- inspect: JSON ----------------------------------------------------------------------------
 
 
 def report_json(report: Report, *, rows: list[ListingRow] | None, formula: FormulaCheck | None = None
                 ) -> dict[str, object]:
-    """The ``inspect --json`` document (schema_version 1; every key always present)."""
+    """The ``inspect --json`` document (schema_version 2; every key always present)."""
     c = report.checkpoint
     s = report.summary
     metadata = {h.file: h.metadata for h in c.headers}
     return {
         "schema_version": SCHEMA_VERSION,
-        "model": {"label": c.label, "origin": c.origin, "location": c.location, "repo_id": c.repo_id,
-                  "revision": c.revision},
+        "model": model_json(c),
         "config": report.config.as_dict(),
         "totals": totals_json(s),
         "by_role": [
@@ -459,7 +473,7 @@ def estimate_json(report: Report, est: Estimate, fitted: Fit | None = None) -> d
     c = report.checkpoint
     return {
         "schema_version": SCHEMA_VERSION,
-        "model": {"label": c.label, "origin": c.origin, "repo_id": c.repo_id, "revision": c.revision},
+        "model": model_json(c),
         "context": est.context, "batch": est.batch, "kv_dtype": est.kv_dtype,
         "figures": [{"name": f.name, "value": f.value, "unit": f.unit, "formula": f.formula, "source": f.source,
                      "assumptions": list(f.assumptions)} for f in est.figures],
@@ -552,7 +566,9 @@ def audit_json(result: AuditResult) -> dict[str, object]:
     inp = result.input
     return {
         "schema_version": SCHEMA_VERSION,
-        "target": {"label": inp.label, "location": inp.location, "remote": inp.remote},
+        "model": model_json(inp.checkpoint) if inp.checkpoint is not None else {
+            "label": inp.label, "repo_id": None, "revision": None, "path": None if inp.remote else inp.location,
+            "origin": "hub" if inp.remote else "folder", "format": None},
         "ok": result.errors == 0,
         "counts": {"error": result.errors, "warning": result.warnings,
                    "info": sum(f.severity == "info" for f in result.findings)},
@@ -613,8 +629,7 @@ def compare_json(cmp: Comparison) -> dict[str, object]:
     return {
         "schema_version": SCHEMA_VERSION,
         "models": [
-            {"label": r.checkpoint.label, "origin": r.checkpoint.origin, "repo_id": r.checkpoint.repo_id,
-             "revision": r.checkpoint.revision, "totals": totals_json(r.summary), "config": r.config.as_dict(),
+            {"model": model_json(r.checkpoint), "totals": totals_json(r.summary), "config": r.config.as_dict(),
              "kv_bytes_per_token": kv,
              "roles": {x.role: x.parameters or x.buffer_elements or x.quant_elements for x in r.summary.by_role}}
             for r, kv in zip(cmp.reports, cmp.kv_bytes_per_token, strict=True)

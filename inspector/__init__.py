@@ -1,3 +1,73 @@
-"""inspector: what is inside a Hugging Face checkpoint, from its headers alone."""
+"""inspector: what is inside a Hugging Face checkpoint, from its headers alone.
+
+The library (``inspector.api``), one function per command, each returning a typed result whose
+``to_dict()`` is the command's ``--json`` document::
+
+    import inspector
+
+    inspector.inspect("meta-llama/Meta-Llama-3-8B").parameters        # 8030261248
+    inspector.diff("llama2-7b", "llama3-8b").to_dict()["delta"]       # the gap, cause by cause
+    inspector.compare("llama3-8b", "mistral-7b").to_dict()
+    inspector.estimate("llama3-8b", context="8k", gpu="24GiB").fit    # fits, largest context
+    inspector.audit("./my-checkpoint").ok
+
+Errors are the classes of ``inspector.errors`` (``InspectorError`` and its kin, each with the CLI's
+exit code). The names are imported on first use, so ``import inspector`` costs nothing.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 __version__ = "0.1.0"
+
+__all__ = [
+    "Audit",
+    "Checkpoint",
+    "ComparisonResult",
+    "Difference",
+    "EstimateResult",
+    "Inspection",
+    "InspectorError",
+    "__version__",
+    "audit",
+    "compare",
+    "diff",
+    "estimate",
+    "inspect",
+    "open_model",
+]
+
+if TYPE_CHECKING:
+    from inspector.api import (
+        Audit,
+        ComparisonResult,
+        Difference,
+        EstimateResult,
+        Inspection,
+        audit,
+        compare,
+        diff,
+        estimate,
+        inspect,
+        open_model,
+    )
+    from inspector.errors import InspectorError
+    from inspector.model import Checkpoint
+
+
+def __getattr__(name: str) -> object:
+    """The public names, imported when first used (the console script imports this package first)."""
+    if name == "InspectorError":
+        from inspector.errors import InspectorError
+
+        return InspectorError
+    if name == "Checkpoint":
+        from inspector.model import Checkpoint
+
+        return Checkpoint
+    if name in __all__:
+        from inspector import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module 'inspector' has no attribute {name!r}")

@@ -16,7 +16,7 @@ from typing import Annotated, Any, NoReturn
 
 import typer
 
-from inspector import __version__
+from inspector import __version__, api
 from inspector.analysis.config import use_figure_store
 from inspector.cli.opening import ProgressBar, ReadAhead, open_model, open_models, say
 from inspector.errors import EXIT_INTERNAL, EXIT_USAGE, InspectorError, SeveralFiles
@@ -76,9 +76,8 @@ def show(
     offline: Offline = False,
     wide: Wide = False,
 ) -> None:
-    from inspector.analysis.report import build_report
     from inspector.errors import UsageError
-    from inspector.render.output import emit, formula_table, listing, report_json, report_table, tensor_lines
+    from inspector.render.output import emit, formula_table, report_table, tensor_lines
 
     if collapse and not tensors:
         raise UsageError("--collapse goes with --tensors", hint="inspect MODEL --tensors --collapse")
@@ -91,21 +90,17 @@ def show(
     from inspector.errors import SeveralFiles
 
     try:
-        report = build_report(open_model(model, revision, endpoint, token, offline))
+        checkpoint = open_model(model, revision, endpoint, token, offline)
     except SeveralFiles as several:
         _file_listing(model, several, revision, endpoint, token, offline, as_json, wide)
         return
-    rows = listing(report, collapse) if tensors else None
-    check = None
-    if formula:
-        from inspector.analysis.formula import formula_check
-
-        check = formula_check(report)
+    shown = api.inspect(checkpoint, tensors=tensors, collapse=collapse, formula=formula)
+    report, rows, check = shown.report, shown.rows, shown.formula
     if as_json:
-        emit_json(report_json(report, rows=rows, formula=check))
+        emit_json(shown.to_dict())
         return
     if rows is not None:  # the list only, one tensor a line, ready for grep
-        streams.out("\n".join(tensor_lines(rows)) + "\n")
+        streams.out("\n".join(tensor_lines(list(rows))) + "\n")
         return
     from rich.console import Group
     from rich.text import Text
@@ -190,10 +185,9 @@ def diff(
     offline: Offline = False,
     wide: Wide = False,
 ) -> None:
-    from inspector.analysis.diff import align_formats, diff_reports, gates_hit, parse_gates
-    from inspector.analysis.report import build_report
+    from inspector.analysis.diff import parse_gates
     from inspector.errors import UsageError
-    from inspector.render.diff import diff_json, diff_markdown, diff_table
+    from inspector.render.diff import adapter_markdown, adapter_table, diff_markdown, diff_table
     from inspector.render.output import emit
 
     gates = parse_gates(fail_if)
@@ -201,40 +195,18 @@ def diff(
         raise UsageError(f"--format: unknown format {fmt!r}", hint="use table, json or markdown")
     if as_json and fmt not in ("table", "json"):
         raise UsageError(f"--json and --format {fmt} ask for two formats", hint="give one of them")
-    ca, cb = align_formats(*open_models([a, b], endpoint, token, offline))
-    ra, rb = build_report(ca), build_report(cb)
-    from inspector.analysis.adapter import adapter_config
-
-    if (adapter_config(ra) is None) != (adapter_config(rb) is None):  # a PEFT adapter against its base
-        _adapter_diff(ra, rb, as_json or fmt == "json", fmt, gates, wide)
-        return
-    result = diff_reports(ra, rb)
+    difference = api.diff(*open_models([a, b], endpoint, token, offline))
     if as_json or fmt == "json":
-        emit_json(diff_json(result))
-    elif fmt == "markdown":
-        streams.out(diff_markdown(result))
-    else:
-        emit(diff_table(result, all_changes=all_changes), wide=wide)
-    hit = gates_hit(result, gates)
-    if hit:
-        say(f"--fail-if: {', '.join(hit)} changed")
-        raise typer.Exit(1)
-
-
-def _adapter_diff(ra: Any, rb: Any, as_json: bool, fmt: str, gates: list[str], wide: bool) -> None:
-    from inspector.analysis.adapter import adapter_config, adapter_gates_hit, diff_adapter
-    from inspector.render.diff import adapter_json, adapter_markdown, adapter_table
-    from inspector.render.output import emit
-
-    base, adapter = (ra, rb) if adapter_config(rb) is not None else (rb, ra)
-    result = diff_adapter(base, adapter)
-    if as_json:
-        emit_json(adapter_json(result))
-    elif fmt == "markdown":
-        streams.out(adapter_markdown(result))
-    else:
-        emit(adapter_table(result), wide=wide)
-    hit = adapter_gates_hit(result, gates)
+        emit_json(difference.to_dict())
+    elif difference.adapter is not None and fmt == "markdown":  # a PEFT adapter against its base
+        streams.out(adapter_markdown(difference.adapter))
+    elif difference.adapter is not None:
+        emit(adapter_table(difference.adapter), wide=wide)
+    elif difference.result is not None and fmt == "markdown":
+        streams.out(diff_markdown(difference.result))
+    elif difference.result is not None:
+        emit(diff_table(difference.result, all_changes=all_changes), wide=wide)
+    hit = difference.gates_hit(gates)
     if hit:
         say(f"--fail-if: {', '.join(hit)} changed")
         raise typer.Exit(1)
@@ -251,18 +223,17 @@ def compare_cmd(
     offline: Offline = False,
     wide: Wide = False,
 ) -> None:
-    from inspector.analysis.compare import compare
-    from inspector.analysis.report import build_report
     from inspector.errors import UsageError
-    from inspector.render.output import compare_json, compare_markdown, compare_table, emit
+    from inspector.render.output import compare_markdown, compare_table, emit
 
     if not 2 <= len(models) <= 10:
         raise UsageError(f"compare takes 2 to 10 models, not {len(models)}")
     if fmt not in ("table", "json", "markdown") or (as_json and fmt == "markdown"):
         raise UsageError(f"--format: {fmt!r} with --json={as_json}", hint="use table, json or markdown, once")
-    result = compare([build_report(c) for c in open_models(list(models), endpoint, token, offline)])
+    compared = api.compare(*open_models(list(models), endpoint, token, offline))
+    result = compared.comparison
     if as_json or fmt == "json":
-        emit_json(compare_json(result))
+        emit_json(compared.to_dict())
     elif fmt == "markdown":
         streams.out(compare_markdown(result))
     else:
@@ -293,33 +264,17 @@ def estimate_cmd(
     offline: Offline = False,
     wide: Wide = False,
 ) -> None:
-    from inspector.analysis.estimate import estimate, fit_estimate
-    from inspector.analysis.fit import parse_budget, parse_count
-    from inspector.analysis.report import build_report
-    from inspector.errors import UsageError
-    from inspector.render.output import emit, estimate_json, estimate_table
+    from inspector.render.output import emit, estimate_table
 
-    ctx = parse_count(context, "--context") if context is not None else None
-    sequences = parse_count(batch, "--batch")
-    budget = parse_budget(gpu) if gpu else None
-    extra = parse_budget(overhead).per_device if overhead else None
-    what_if = tuple(d.strip() for d in (dtype or "bf16,fp8,int4").split(",") if d.strip())
-    if budget is None and extra is not None:
-        raise UsageError("--overhead goes with --gpu", hint="inspect estimate MODEL --gpu 24GiB --overhead 2GiB")
-    weights_dtype = None
-    if budget is not None and dtype is not None:
-        if len(what_if) != 1:
-            raise UsageError("with --gpu, --dtype takes one dtype: the weights' width in the fit",
-                             hint="for example --dtype fp8")
-        weights_dtype = what_if[0]
-    report = build_report(open_model(model, revision, endpoint, token, offline))
-    est = estimate(report, context=ctx, batch=sequences, kv_dtype=kv_dtype, what_if=what_if)
-    fitted = fit_estimate(report, est, budget, weights_dtype=weights_dtype, overhead=extra) if budget else None
+    options = api.estimate_options(context=context, batch=batch, kv_dtype=kv_dtype, gpu=gpu, overhead=overhead,
+                                   dtypes=[d.strip() for d in dtype.split(",") if d.strip()] if dtype else None)
+    done = api.estimate_with(open_model(model, revision, endpoint, token, offline), options)
+    report, est, fitted = done.report, done.estimate, done.fit
     if fitted is not None:
         for warning in fitted.warnings:
             say(f"warning: {warning}")
     if as_json:
-        emit_json(estimate_json(report, est, fitted))
+        emit_json(done.to_dict())
     else:
         emit(estimate_table(report, est, fitted), wide=wide)
 
@@ -345,14 +300,9 @@ def audit_cmd(
     from inspector.analysis import audit as audit_mod
     from inspector.render.output import audit_json, audit_table, emit
 
-    checkpoint = open_model(target, revision, endpoint, token, offline, lenient=True)
-    inp = audit_mod.audit_input(checkpoint)
-    result = audit_mod.audit(inp)
-    if modeling:
-        from inspector.analysis.modeling import modeling_check
-
-        result = audit_mod.AuditResult(result.input, audit_mod.sort_findings(
-            (*result.findings, *modeling_check(inp))), result.checked)
+    result = api.audit(open_model(target, revision, endpoint, token, offline, lenient=True),
+                       modeling=modeling).result
+    inp = result.input
     if deep:
         if inp.root is None:
             from inspector.errors import UsageError

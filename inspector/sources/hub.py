@@ -33,6 +33,7 @@ from inspector.model import Checkpoint, FileEntry, WeightFile, natural_key
 from inspector.safeio import COMMIT, commit_id, relative_name
 from inspector.sources.assemble import assemble
 from inspector.sources.header_cache import HeaderCache
+from inspector.sources.resolve import HubOpener
 from inspector.sources.snapshot import load_snapshot
 from inspector.sources.transport import FetchStats, Hub, HubOptions
 
@@ -104,6 +105,19 @@ def open_hub(repo_id: str, revision: str | None = None, *, options: HubOptions |
         cache.put(snapshot)
         cache.set_ref(repo_id, rev, sha)
     return checkpoint
+
+
+def hub_opener(options: HubOptions, progress: Progress | None = None) -> HubOpener:
+    """The resolver's Hub hook (``resolve.open_checkpoint(hub=…)``) with these options: quiet
+    huggingface_hub logging, ``progress`` told (done, total) as headers arrive."""
+
+    def open_repo(repo_id: str, revision: str | None, lenient: bool, only: str | None) -> Checkpoint:
+        from huggingface_hub.utils import logging as hf_logging
+
+        hf_logging.set_verbosity_error()  # type: ignore[no-untyped-call]
+        return open_hub(repo_id, revision, options=options, progress=progress, lenient=lenient, only=only)
+
+    return open_repo
 
 
 def _local(cache: HeaderCache, repo_id: str, sha: str, hub: Hub, lenient: bool,

@@ -1,0 +1,304 @@
+"""The library: what the CLI does, as functions that return typed results.
+
+Each function opens its model(s) the way the CLI does (a path, an HF cache folder, a header snapshot,
+an alias, or a Hub repo ``org/name[@revision]`` with the same defaults: ``HF_ENDPOINT``, ``HF_TOKEN``
+or the saved login, ``HF_HUB_OFFLINE``, the header cache) and returns a frozen result whose
+``to_dict()`` is the CLI's ``--json`` document of the same command. Errors are the typed exceptions
+of ``inspector.errors`` that the CLI maps to exit codes. Nothing here prints.
+
+    >>> import inspector
+    >>> inspector.inspect("llama3-8b").parameters
+    8030261248
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from inspector.model import Checkpoint
+
+if TYPE_CHECKING:
+    from inspector.analysis.adapter import AdapterDiff
+    from inspector.analysis.audit import AuditResult
+    from inspector.analysis.compare import Comparison
+    from inspector.analysis.diff import Diff
+    from inspector.analysis.estimate import Estimate
+    from inspector.analysis.fit import Budget, Fit
+    from inspector.analysis.formula import FormulaCheck
+    from inspector.analysis.listing import ListingRow
+    from inspector.analysis.report import Report
+
+def open_model(model: str | Checkpoint, *, revision: str | None = None, endpoint: str | None = None,
+               token: str | None = None, offline: bool = False, lenient: bool = False) -> Checkpoint:
+    """Open ``model`` from wherever it is (``sources.resolve.open_checkpoint``; the Hub through
+    huggingface_hub with ``endpoint``/``token``/``offline``, or their environment defaults).
+    ``lenient``: problems are collected on the checkpoint instead of raised (what ``audit`` reads)."""
+    if isinstance(model, Checkpoint):
+        return model
+    from inspector.analysis.config import use_figure_store
+    from inspector.sources.config_cache import DiskFigureStore
+    from inspector.sources.hub import HubOptions, hub_opener
+    from inspector.sources.resolve import open_checkpoint
+
+    use_figure_store(DiskFigureStore())
+    options = HubOptions(endpoint=endpoint, token=token, offline=True if offline else None)
+    return open_checkpoint(model, hub=hub_opener(options), revision=revision, lenient=lenient)
+
+
+# --- show ----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Inspection:
+    """``inspect MODEL``: the report (counts by role, dtype, layer block, file) and, when asked, the
+    tensor listing and the config-only formula."""
+
+    report: Report
+    rows: tuple[ListingRow, ...] | None = None
+    formula: FormulaCheck | None = None
+
+    @property
+    def checkpoint(self) -> Checkpoint:
+        return self.report.checkpoint
+
+    @property
+    def parameters(self) -> int:
+        """Elements of tensors that are parameters (the headline figure)."""
+        return self.report.summary.parameters
+
+    @property
+    def bytes(self) -> int:
+        """Tensor data bytes, from the headers' offsets."""
+        return self.report.summary.bytes
+
+    def to_dict(self) -> dict[str, object]:
+        """The ``inspect MODEL --json`` document (schema ``inspector/schemas/show.schema.json``)."""
+        from inspector.render.output import report_json
+
+        return report_json(self.report, rows=list(self.rows) if self.rows is not None else None,
+                           formula=self.formula)
+
+
+def inspect(model: str | Checkpoint, *, tensors: bool = False, collapse: bool = False, formula: bool = False,
+            revision: str | None = None, endpoint: str | None = None, token: str | None = None,
+            offline: bool = False) -> Inspection:
+    """What is inside ``model``: ``inspect MODEL`` (``--tensors``, ``--collapse``, ``--formula``)."""
+    from inspector.analysis.formula import formula_check
+    from inspector.analysis.report import build_report
+    from inspector.errors import UsageError
+    from inspector.render.output import listing
+
+    if collapse and not tensors:
+        raise UsageError("collapse goes with tensors")
+    report = build_report(open_model(model, revision=revision, endpoint=endpoint, token=token, offline=offline))
+    rows = tuple(listing(report, collapse)) if tensors else None
+    return Inspection(report, rows, formula_check(report) if formula else None)
+
+
+# --- diff ----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Difference:
+    """``inspect diff A B``: the gap explained cause by cause, or an adapter set against its base."""
+
+    result: Diff | None = None
+    adapter: AdapterDiff | None = None
+
+    @property
+    def delta(self) -> int:
+        """B's parameters minus A's (an adapter: the parameters it adds)."""
+        if self.result is not None:
+            return self.result.delta
+        assert self.adapter is not None
+        return self.adapter.parameters
+
+    def gates_hit(self, gates: Sequence[str]) -> list[str]:
+        """The ``--fail-if`` conditions (params, dtypes, shapes, any) this difference trips."""
+        from inspector.analysis.adapter import adapter_gates_hit
+        from inspector.analysis.diff import gates_hit
+
+        if self.result is not None:
+            return gates_hit(self.result, list(gates))
+        assert self.adapter is not None
+        return adapter_gates_hit(self.adapter, list(gates))
+
+    def to_dict(self) -> dict[str, object]:
+        """The ``inspect diff A B --json`` document (``diff.schema.json``, or ``adapter-diff`` for an adapter)."""
+        from inspector.render.diff import adapter_json, diff_json
+
+        if self.result is not None:
+            return diff_json(self.result)
+        assert self.adapter is not None
+        return adapter_json(self.adapter)
+
+
+def diff(a: str | Checkpoint, b: str | Checkpoint, *, endpoint: str | None = None, token: str | None = None,
+         offline: bool = False) -> Difference:
+    """Why B differs from A (``inspect diff A B``). A PEFT adapter and its base (in either order) give
+    the adapter's check against the base instead."""
+    from inspector.analysis.adapter import adapter_config, diff_adapter
+    from inspector.analysis.diff import align_formats, diff_reports
+    from inspector.analysis.report import build_report
+
+    ca, cb = (open_model(m, endpoint=endpoint, token=token, offline=offline) for m in (a, b))
+    ra, rb = (build_report(c) for c in align_formats(ca, cb))
+    if (adapter_config(ra) is None) != (adapter_config(rb) is None):
+        base, adapter = (ra, rb) if adapter_config(rb) is not None else (rb, ra)
+        return Difference(adapter=diff_adapter(base, adapter))
+    return Difference(result=diff_reports(ra, rb))
+
+
+# --- compare -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ComparisonResult:
+    """``inspect compare M1 … Mn``: totals, config and parameters by role, one column a model."""
+
+    comparison: Comparison
+
+    def to_dict(self) -> dict[str, object]:
+        """The ``inspect compare --json`` document (``compare.schema.json``)."""
+        from inspector.render.output import compare_json
+
+        return compare_json(self.comparison)
+
+
+def compare(*models: str | Checkpoint, endpoint: str | None = None, token: str | None = None,
+            offline: bool = False) -> ComparisonResult:
+    """2 to 10 models side by side (``inspect compare``)."""
+    from inspector.analysis.compare import compare as compare_reports
+    from inspector.analysis.report import build_report
+    from inspector.errors import UsageError
+
+    if not 2 <= len(models) <= 10:
+        raise UsageError(f"compare takes 2 to 10 models, not {len(models)}")
+    return ComparisonResult(compare_reports([
+        build_report(open_model(m, endpoint=endpoint, token=token, offline=offline)) for m in models]))
+
+
+# --- estimate ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class EstimateResult:
+    """``inspect estimate MODEL``: memory, KV cache, FLOPs, MoE active parameters, quantisation-aware
+    counts, each with its formula; with a GPU budget, the fit."""
+
+    report: Report
+    estimate: Estimate
+    fit: Fit | None = None
+
+    def to_dict(self) -> dict[str, object]:
+        """The ``inspect estimate --json`` document (``estimate.schema.json``)."""
+        from inspector.render.output import estimate_json
+
+        return estimate_json(self.report, self.estimate, self.fit)
+
+
+@dataclass(frozen=True, slots=True)
+class EstimateOptions:
+    """``estimate``'s options, checked before any model is opened (a usage error costs no read)."""
+
+    context: int | None
+    batch: int
+    kv_dtype: str | None
+    what_if: tuple[str, ...]
+    budget: Budget | None
+    weights_dtype: str | None
+    overhead: int | None
+
+
+def estimate_options(*, context: int | str | None = None, batch: int | str = 1, kv_dtype: str | None = None,
+                     dtypes: Sequence[str] | None = None, gpu: str | None = None,
+                     overhead: str | None = None) -> EstimateOptions:
+    """``context`` and ``batch`` as numbers or the CLI's words (``8k``); ``dtypes``: what-if weight
+    dtypes (with ``gpu``, one: the weights' width in the fit); ``gpu``: a budget per device, ``24GiB``
+    or ``80GiBx2``; ``overhead``: a per-device overhead replacing the default."""
+    from inspector.analysis.fit import parse_budget, parse_count
+    from inspector.errors import UsageError
+
+    budget = parse_budget(gpu) if gpu else None
+    extra = parse_budget(overhead).per_device if overhead else None
+    what_if = tuple(dtypes) if dtypes is not None else ("bf16", "fp8", "int4")
+    if budget is None and extra is not None:
+        raise UsageError("--overhead goes with --gpu", hint="inspect estimate MODEL --gpu 24GiB --overhead 2GiB")
+    weights_dtype = None
+    if budget is not None and dtypes is not None:
+        if len(what_if) != 1:
+            raise UsageError("with --gpu, --dtype takes one dtype: the weights' width in the fit",
+                             hint="for example --dtype fp8")
+        weights_dtype = what_if[0]
+    return EstimateOptions(parse_count(str(context), "--context") if context is not None else None,
+                           parse_count(str(batch), "--batch"), kv_dtype, what_if, budget, weights_dtype, extra)
+
+
+def estimate(model: str | Checkpoint, *, context: int | str | None = None, batch: int | str = 1,
+             kv_dtype: str | None = None, dtypes: Sequence[str] | None = None, gpu: str | None = None,
+             overhead: str | None = None, revision: str | None = None, endpoint: str | None = None,
+             token: str | None = None, offline: bool = False) -> EstimateResult:
+    """``inspect estimate`` (options as ``estimate_options`` takes them)."""
+    options = estimate_options(context=context, batch=batch, kv_dtype=kv_dtype, dtypes=dtypes, gpu=gpu,
+                               overhead=overhead)
+    return estimate_with(open_model(model, revision=revision, endpoint=endpoint, token=token, offline=offline),
+                         options)
+
+
+def estimate_with(checkpoint: Checkpoint, options: EstimateOptions) -> EstimateResult:
+    """The estimate of an open checkpoint with checked options."""
+    from inspector.analysis.estimate import estimate as estimate_report
+    from inspector.analysis.estimate import fit_estimate
+    from inspector.analysis.report import build_report
+
+    report = build_report(checkpoint)
+    est = estimate_report(report, context=options.context, batch=options.batch, kv_dtype=options.kv_dtype,
+                          what_if=options.what_if)
+    fitted = fit_estimate(report, est, options.budget, weights_dtype=options.weights_dtype,
+                          overhead=options.overhead) if options.budget else None
+    return EstimateResult(report, est, fitted)
+
+
+# --- audit ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Audit:
+    """``inspect audit``: the findings over a checkpoint opened leniently."""
+
+    result: AuditResult
+
+    @property
+    def errors(self) -> int:
+        """Error findings: the CLI exits 1 on any."""
+        return self.result.errors
+
+    @property
+    def ok(self) -> bool:
+        return self.result.errors == 0
+
+    def to_dict(self) -> dict[str, object]:
+        """The ``inspect audit --json`` document (``audit.schema.json``)."""
+        from inspector.render.output import audit_json
+
+        return audit_json(self.result)
+
+
+def audit(model: str | Checkpoint, *, modeling: bool = False, revision: str | None = None,
+          endpoint: str | None = None, token: str | None = None, offline: bool = False) -> Audit:
+    """``inspect audit``: is the checkpoint whole and consistent? ``modeling`` also checks against
+    the model class on PyTorch's meta device (the torch extra). ``--deep`` (a scan of the tensor
+    data) stays a CLI option: it reads the weights."""
+    from inspector.analysis import audit as audit_mod
+
+    checkpoint = open_model(model, revision=revision, endpoint=endpoint, token=token, offline=offline, lenient=True)
+    inp = audit_mod.audit_input(checkpoint)
+    result = audit_mod.audit(inp)
+    if modeling:
+        from inspector.analysis.modeling import modeling_check
+
+        result = audit_mod.AuditResult(result.input, audit_mod.sort_findings(
+            (*result.findings, *modeling_check(inp))), result.checked)
+    return Audit(result)

@@ -1,0 +1,160 @@
+"""Write the JSON Schemas of every ``--json`` document to inspector/schemas/ (JSON Schema 2020-12).
+
+    python scripts/make_schemas.py [--out inspector/schemas]
+
+Each schema says what a document promises: every key always present (``required``), no other key
+(``additionalProperties: false``), raw integers, ``null`` only where a figure can be unknown.
+tests/test_schemas.py validates real output of every command against them, checks that a document
+with a required field removed is rejected, and that re-running this script reproduces the files.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+BASE = "https://github.com/hf-inspector/inspector/schemas/"
+
+INT = {"type": "integer"}
+NINT = {"type": ["integer", "null"]}
+NUM = {"type": "number"}
+NNUM = {"type": ["number", "null"]}
+STR = {"type": "string"}
+NSTR = {"type": ["string", "null"]}
+BOOL = {"type": "boolean"}
+NBOOL = {"type": ["boolean", "null"]}
+STRS = {"type": "array", "items": STR}
+INTS = {"type": "array", "items": INT}
+NINTS = {"anyOf": [INTS, {"type": "null"}]}
+
+
+def obj(props: dict[str, Any], *, nullable: bool = False) -> dict[str, Any]:
+    schema: dict[str, Any] = {"type": "object", "properties": props, "required": list(props),
+                              "additionalProperties": False}
+    return {"anyOf": [schema, {"type": "null"}]} if nullable else schema
+
+
+def arr(items: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "array", "items": items}
+
+
+def document(name: str, title: str, props: dict[str, Any]) -> dict[str, Any]:
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": BASE + f"{name}.schema.json",
+            "title": title, **obj({"schema_version": {"const": 2}, **props})}
+
+
+MODEL = obj({
+    "label": STR, "repo_id": NSTR, "revision": NSTR, "path": NSTR,
+    "origin": {"enum": ["file", "folder", "hf-cache", "snapshot", "bundled", "hub"]},
+    "format": NSTR,
+})
+CONFIG = obj({
+    "model_type": NSTR, "architectures": STRS, "hidden_size": NINT, "intermediate_size": NINT, "num_layers": NINT,
+    "num_heads": NINT, "num_kv_heads": NINT, "head_dim": NINT, "vocab_size": NINT, "max_position": NINT,
+    "tie_word_embeddings": NBOOL, "dtype": NSTR, "num_experts": NINT, "experts_per_token": NINT,
+    "moe_intermediate_size": NINT, "shared_experts": NINT, "first_k_dense": NINT, "sliding_window": NINT,
+    "layer_types": STRS, "q_lora_rank": NINT, "kv_lora_rank": NINT, "qk_rope_head_dim": NINT,
+    "qk_nope_head_dim": NINT, "v_head_dim": NINT, "mtp_layers": NINT,
+    "quantization": {"type": ["object", "null"]}, "source": {"enum": ["table", "transformers", "raw", "none"]},
+})
+TOTALS = obj({"tensors": INT, "parameters": INT, "buffer_elements": INT, "quant_elements": INT, "hub_total": INT,
+              "bytes": INT, "shards": INT})
+KIND = {"enum": ["parameter", "buffer", "quant"]}
+
+SHOW = document("show", "inspect MODEL --json", {
+    "model": MODEL, "config": CONFIG, "totals": TOTALS,
+    "by_role": arr(obj({"role": STR, "tensors": INT, "parameters": INT, "quant_elements": INT,
+                        "buffer_elements": INT, "bytes": INT})),
+    "by_dtype": arr(obj({"dtype": STR, "tensors": INT, "parameters": INT, "elements": INT, "bytes": INT})),
+    "layer_groups": arr(obj({"stack": STR, "first": INT, "last": INT, "count": INT, "tensors_each": INT,
+                             "parameters_each": INT, "bytes_each": INT})),
+    "shards": arr(obj({"file": STR, "size": NINT, "tensors": INT, "header_bytes": INT, "data_bytes": INT,
+                       "metadata": {"type": "object", "additionalProperties": STR}})),
+    "other_weight_files": arr(obj({"path": STR, "size": NINT})),
+    "notes": STRS,
+    "formula": obj({"family": STR, "predicted": INT, "actual": INT, "context_enters": BOOL, "notes": STRS,
+                    "rows": arr(obj({"role": STR, "formula": STR, "predicted": INT, "actual": INT, "note": STR}))},
+                   nullable=True),
+    "tensors": {"anyOf": [arr(obj({"name": STR, "dtype": STR, "shape": INTS, "count": INT, "role": STR,
+                                   "kind": KIND, "file": NSTR, "shape_in_file": NINTS})), {"type": "null"}]},
+})
+
+SIDE = obj({"model": MODEL, "parameters": INT, "buffer_elements": INT, "bytes": INT, "active_parameters": NINT,
+            "model_type": NSTR})
+DIFF = document("diff", "inspect diff A B --json", {
+    "a": SIDE, "b": SIDE, "identical": BOOL, "same_layout": BOOL,
+    "delta": obj({"parameters": INT, "buffer_elements": INT, "bytes": INT}),
+    "causes": arr(obj({"cause": STR, "label": STR, "delta": INT,
+                       "items": arr(obj({"tensor": STR, "count": INT, "formula": STR, "delta": INT}))})),
+    "residual": INT,
+    "residual_items": arr(obj({"tensor": STR, "count": INT, "formula": STR, "delta": INT})),
+    "roles": arr(obj({"role": STR, "a": INT, "b": INT, "delta": INT})),
+    "dtypes": arr(obj({"dtype": STR, "a": INT, "b": INT})),
+    "bytes_by_dtype": arr(obj({"dtype": STR, "elements": INT, "bytes": INT})),
+    "changes": arr(obj({"kind": {"enum": ["added", "removed", "reshaped", "retyped"]}, "role": STR, "name": STR,
+                        "count": INT, "shape_a": NINTS, "shape_b": NINTS, "dtype_a": NSTR, "dtype_b": NSTR})),
+    "notes": STRS,
+})
+
+COMPARE = document("compare", "inspect compare M1 … Mn --json", {
+    "models": arr(obj({"model": MODEL, "totals": TOTALS, "config": CONFIG, "kv_bytes_per_token": NINT,
+                       "roles": {"type": "object", "additionalProperties": INT}})),
+    "rows": arr(obj({"section": {"enum": ["totals", "config", "roles"]}, "label": STR,
+                     "values": arr({"type": ["integer", "number", "string", "boolean", "null"]})})),
+})
+
+FIT = obj({
+    "budget_bytes": INT, "devices": INT, "batch": INT, "context": INT, "weights_bytes": INT,
+    "weights_bytes_all_devices": INT, "replicated_bytes": INT, "replicated": STRS, "kv_bytes_per_token": INT,
+    "kv_bytes": INT, "kv_share": STR, "overhead_bytes": INT, "overhead_formula": STR, "total_bytes": INT,
+    "fits": BOOL, "max_context": INT, "max_context_capped": BOOL, "max_batch": INT, "model_limit": NINT,
+}, nullable=True)
+ESTIMATE = document("estimate", "inspect estimate MODEL --json", {
+    "model": MODEL, "context": INT, "batch": INT, "kv_dtype": STR,
+    "figures": arr(obj({"name": STR, "value": NNUM, "unit": STR, "formula": STR, "source": STR,
+                        "assumptions": STRS})),
+    "quantization": obj({"method": NSTR, "bits": NINT, "source": STR, "logical_parameters": INT,
+                         "stored_elements": INT, "overhead_elements": INT, "notes": STRS,
+                         "by_role": arr(obj({"role": STR, "logical": INT, "stored": INT, "weight_bytes": INT,
+                                             "overhead_bytes": INT, "bits_per_weight": NNUM}))}),
+    "what_if": arr(obj({"dtype": STR, "bytes": INT})),
+    "fit": FIT,
+    "warnings": STRS,
+})
+
+AUDIT = document("audit", "inspect audit TARGET --json", {
+    "model": MODEL, "ok": BOOL,
+    "counts": obj({"error": INT, "warning": INT, "info": INT}),
+    "checked": obj({"files": INT, "headers": INT, "tensors": INT}),
+    "findings": arr(obj({"code": STR, "severity": {"enum": ["error", "warning", "info"]}, "file": NSTR,
+                         "tensor": NSTR, "message": STR})),
+})
+
+ADAPTER_SIDE = obj({"model": MODEL, "parameters": INT, "bytes": INT, "model_type": NSTR})
+ADAPTER_DIFF = document("adapter-diff", "inspect diff BASE ADAPTER --json (a PEFT adapter against its base)", {
+    "kind": {"const": "adapter"}, "base": ADAPTER_SIDE, "adapter": ADAPTER_SIDE, "peft_type": NSTR, "rank": NINT,
+    "alpha": NNUM, "target_modules": STRS, "base_model_name_or_path": NSTR, "parameters": INT, "share_of_base": NNUM,
+    "modules": arr(obj({"module": STR, "layers": INT, "rank": INT, "lora_a": INTS, "lora_b": INTS, "formula": STR,
+                        "parameters": INT, "base_shape": NINTS})),
+    "other": arr(obj({"tensor": STR, "parameters": INT})),
+    "problems": STRS,
+})
+
+SCHEMAS = {"show": SHOW, "diff": DIFF, "adapter-diff": ADAPTER_DIFF, "compare": COMPARE, "estimate": ESTIMATE,
+           "audit": AUDIT}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--out", type=Path, default=ROOT / "inspector" / "schemas")
+    args = parser.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    for name, schema in SCHEMAS.items():
+        (args.out / f"{name}.schema.json").write_text(json.dumps(schema, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()

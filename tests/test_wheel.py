@@ -29,6 +29,7 @@ def test_wheel_carries_every_snapshot_and_inspects_from_site_packages(tmp_path: 
     doc = json.loads(done.stdout)
     assert doc["totals"]["tensors"] == 91_991
     assert doc["model"]["origin"] == "bundled"
-    where = subprocess.run([sys.executable, "-c", "from inspector.sources import bundled; print(bundled.SNAPSHOT_ROOT)"],
-                           capture_output=True, text=True, env=env, cwd=tmp_path, check=True)
+    code = "from inspector.sources import bundled; print(bundled.SNAPSHOT_ROOT)"
+    where = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path,
+                           check=True)
     assert where.stdout.strip().startswith(str(target))  # the snapshots read are the wheel's

@@ -28,6 +28,28 @@ EXIT_CODES_HELP = (
     "3 not found or no access · 4 invalid checkpoint · 5 network · 70 internal error."
 )
 
+def _examples(*lines: str) -> str:
+    """An --help epilog of examples (``\\b``: click prints the block as it is)."""
+    return "Examples:\n\n\b\n" + "\n".join(f"  {line}" for line in lines)
+
+
+#: the examples every --help shows
+EXAMPLES: dict[str, str] = {
+    "show": _examples("inspect llama3-8b", "inspect meta-llama/Meta-Llama-3-8B --tensors --collapse",
+                      "inspect ./my-checkpoint --json | jq .totals", "inspect Qwen/Qwen3-0.6B --format markdown"),
+    "diff": _examples("inspect diff llama2-7b llama3-8b",
+                      "inspect diff org/name@v1 org/name@v2 --fail-if params,shapes",
+                      "inspect diff BASE ./adapter --format markdown"),
+    "compare": _examples("inspect compare llama3-8b mistral-7b qwen2.5-7b", "inspect compare A B --format markdown"),
+    "estimate": _examples("inspect estimate llama3-8b", "inspect estimate mixtral-8x7b --gpu 80GiBx2 --context 32k",
+                          "inspect estimate llama3-8b --gpu 24GiB --dtype fp8 --kv-dtype fp8 --json"),
+    "audit": _examples("inspect audit ./my-checkpoint", "inspect audit org/name --json",
+                       "inspect audit ./folder --deep"),
+    "save": _examples("inspect save meta-llama/Meta-Llama-3-8B -o ./llama3-headers", "inspect ./llama3-headers"),
+    "aliases": _examples("inspect aliases", "inspect aliases --json"),
+}
+
+
 app = typer.Typer(
     name="inspect",
     help="What is inside a Hugging Face checkpoint, and why is it that big? Reads config, index and "
@@ -40,6 +62,9 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
     context_settings={"help_option_names": ["-h", "--help"]},
+    epilog="Examples:\n\n\b\n  inspect llama3-8b\n  inspect meta-llama/Meta-Llama-3-8B --json\n"
+           "  inspect diff llama2-7b llama3-8b\n  inspect estimate llama3-8b --gpu 24GiB\n"
+           "  inspect audit ./my-checkpoint",
 )
 
 
@@ -51,6 +76,20 @@ def emit_json(doc: Any) -> None:
 
 
 Wide = Annotated[bool, typer.Option("--wide", help="on a terminal: draw tables at full width (as when piped)")]
+Format = Annotated[str, typer.Option("--format", help="table (default), json or markdown")]
+AsJson = Annotated[bool, typer.Option("--json", help="short for --format json: one JSON document (schema_version 2)")]
+FORMATS = ("table", "json", "markdown")
+
+
+def output_format(fmt: str, as_json: bool) -> str:
+    """The one output format of a command: ``--format`` (table, json, markdown), ``--json`` its short form."""
+    from inspector.errors import UsageError
+
+    if fmt not in FORMATS:
+        raise UsageError(f"--format: unknown format {fmt!r}", hint="use table, json or markdown")
+    if as_json and fmt not in ("table", "json"):
+        raise UsageError(f"--json and --format {fmt} ask for two formats", hint="give one of them")
+    return "json" if as_json else fmt
 
 
 Revision = Annotated[str | None, typer.Option("--revision", help="Hub branch, tag or commit (or write repo@rev)")]
@@ -59,10 +98,12 @@ Token = Annotated[str | None, typer.Option("--token", help="Hub token (default: 
 Offline = Annotated[bool, typer.Option("--offline", help="no network: the header cache and bundled snapshots only")]
 
 
-@app.command("show", help="Show what is inside MODEL (the default command: `inspect MODEL`).")
+@app.command("show", epilog=EXAMPLES["show"],
+             help="Show what is inside MODEL (the default command: `inspect MODEL`).")
 def show(
     model: Annotated[str, typer.Argument(help="path, alias, or Hub repo id (org/name[@revision])")],
-    as_json: Annotated[bool, typer.Option("--json", help="one JSON document on stdout (schema_version 2)")] = False,
+    as_json: AsJson = False,
+    fmt: Format = "table",
     tensors: Annotated[bool, typer.Option("--tensors", help="list every tensor: name [shape] DTYPE")] = False,
     collapse: Annotated[
         bool, typer.Option("--collapse", help="with --tensors: one row per repeated layer/expert tensor")
@@ -81,6 +122,8 @@ def show(
 
     if collapse and not tensors:
         raise UsageError("--collapse goes with --tensors", hint="inspect MODEL --tensors --collapse")
+    fmt = output_format(fmt, as_json)
+    as_json = fmt == "json"
 
     from inspector.sources.resolve import is_hf_cache_root
 
@@ -98,6 +141,11 @@ def show(
     report, rows, check = shown.report, shown.rows, shown.formula
     if as_json:
         emit_json(shown.to_dict())
+        return
+    if fmt == "markdown":
+        from inspector.render.output import report_markdown
+
+        streams.out(report_markdown(report))
         return
     if rows is not None:  # the list only, one tensor a line, ready for grep
         streams.out("\n".join(tensor_lines(list(rows))) + "\n")
@@ -168,14 +216,15 @@ def _cache_listing(root: Path, as_json: bool, wide: bool) -> None:
         emit(cache_table(str(root), rows), wide=wide)
 
 
-@app.command("diff", help="Compare two models and explain the parameter gap, cause by cause. "
+@app.command("diff", epilog=EXAMPLES["diff"],
+             help="Compare two models and explain the parameter gap, cause by cause. "
                           "A and B: paths, aliases, Hub repos, or one repo at two revisions (repo@rev1 repo@rev2). "
                           "Exit 0; with --fail-if, exit 1 when the named difference is found.")
 def diff(
     a: Annotated[str, typer.Argument(help="the model to compare from")],
     b: Annotated[str, typer.Argument(help="the model to compare to")],
-    as_json: Annotated[bool, typer.Option("--json", help="one JSON document (schema_version 2)")] = False,
-    fmt: Annotated[str, typer.Option("--format", help="table, json or markdown")] = "table",
+    as_json: AsJson = False,
+    fmt: Format = "table",
     fail_if: Annotated[str | None, typer.Option(
         "--fail-if", help="comma-separated: params (count changed), dtypes (a dtype changed), "
                           "shapes (tensors added, removed or reshaped), any")] = None,
@@ -186,15 +235,11 @@ def diff(
     wide: Wide = False,
 ) -> None:
     from inspector.analysis.diff import parse_gates
-    from inspector.errors import UsageError
     from inspector.render.diff import adapter_markdown, adapter_table, diff_markdown, diff_table
     from inspector.render.output import emit
 
     gates = parse_gates(fail_if)
-    if fmt not in ("table", "json", "markdown"):
-        raise UsageError(f"--format: unknown format {fmt!r}", hint="use table, json or markdown")
-    if as_json and fmt not in ("table", "json"):
-        raise UsageError(f"--json and --format {fmt} ask for two formats", hint="give one of them")
+    fmt = output_format(fmt, as_json)
     difference = api.diff(*open_models([a, b], endpoint, token, offline))
     if as_json or fmt == "json":
         emit_json(difference.to_dict())
@@ -212,12 +257,13 @@ def diff(
         raise typer.Exit(1)
 
 
-@app.command("compare", help="Compare 2 to 10 models side by side: totals, config and parameters by role. "
+@app.command("compare", epilog=EXAMPLES["compare"],
+             help="Compare 2 to 10 models side by side: totals, config and parameters by role. "
                              "Each model: a path, an alias or a Hub repo.")
 def compare_cmd(
     models: Annotated[list[str], typer.Argument(help="2 to 10 models")],
-    as_json: Annotated[bool, typer.Option("--json", help="one JSON document (schema_version 2)")] = False,
-    fmt: Annotated[str, typer.Option("--format", help="table, json or markdown")] = "table",
+    as_json: AsJson = False,
+    fmt: Format = "table",
     endpoint: Endpoint = None,
     token: Token = None,
     offline: Offline = False,
@@ -228,8 +274,7 @@ def compare_cmd(
 
     if not 2 <= len(models) <= 10:
         raise UsageError(f"compare takes 2 to 10 models, not {len(models)}")
-    if fmt not in ("table", "json", "markdown") or (as_json and fmt == "markdown"):
-        raise UsageError(f"--format: {fmt!r} with --json={as_json}", hint="use table, json or markdown, once")
+    fmt = output_format(fmt, as_json)
     compared = api.compare(*open_models(list(models), endpoint, token, offline))
     result = compared.comparison
     if as_json or fmt == "json":
@@ -240,7 +285,8 @@ def compare_cmd(
         emit(compare_table(result), wide=wide)
 
 
-@app.command("estimate", help="Memory, KV cache, FLOPs, MoE active parameters and quantisation-aware counts, "
+@app.command("estimate", epilog=EXAMPLES["estimate"],
+             help="Memory, KV cache, FLOPs, MoE active parameters and quantisation-aware counts, "
                               "each with its formula, source and assumptions; with --gpu, whether it fits.")
 def estimate_cmd(
     model: Annotated[str, typer.Argument(help="path, alias, or Hub repo id (org/name[@revision])")],
@@ -257,14 +303,17 @@ def estimate_cmd(
     overhead: Annotated[str | None, typer.Option(
         "--overhead", help="runtime overhead per device, replacing the default (1 GiB + one prefill chunk's "
                            "activations): 2GiB, 500MB")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="one JSON document (schema_version 2)")] = False,
+    as_json: AsJson = False,
+    fmt: Format = "table",
     revision: Revision = None,
     endpoint: Endpoint = None,
     token: Token = None,
     offline: Offline = False,
     wide: Wide = False,
 ) -> None:
-    from inspector.render.output import emit, estimate_table
+    from inspector.render.output import emit, estimate_markdown, estimate_table
+
+    fmt = output_format(fmt, as_json)
 
     options = api.estimate_options(context=context, batch=batch, kv_dtype=kv_dtype, gpu=gpu, overhead=overhead,
                                    dtypes=[d.strip() for d in dtype.split(",") if d.strip()] if dtype else None)
@@ -273,18 +322,22 @@ def estimate_cmd(
     if fitted is not None:
         for warning in fitted.warnings:
             say(f"warning: {warning}")
-    if as_json:
+    if fmt == "json":
         emit_json(done.to_dict())
+    elif fmt == "markdown":
+        streams.out(estimate_markdown(report, est, fitted))
     else:
         emit(estimate_table(report, est, fitted), wide=wide)
 
 
-@app.command("audit", help="Check that a checkpoint is whole and consistent, from headers, index, config and "
+@app.command("audit", epilog=EXAMPLES["audit"],
+             help="Check that a checkpoint is whole and consistent, from headers, index, config and "
                            "file sizes (Hub repos: the listed sizes). Exit 0 with no error finding, 1 with any. "
                            "Never modifies the audited files.")
 def audit_cmd(
     target: Annotated[str, typer.Argument(help="path, alias, or Hub repo id (org/name[@revision])")],
-    as_json: Annotated[bool, typer.Option("--json", help="one JSON document (schema_version 2)")] = False,
+    as_json: AsJson = False,
+    fmt: Format = "table",
     deep: Annotated[
         bool, typer.Option("--deep", help="local only: stream tensor data, flag NaN, Inf, all-zero")
     ] = False,
@@ -298,7 +351,9 @@ def audit_cmd(
     wide: Wide = False,
 ) -> None:
     from inspector.analysis import audit as audit_mod
-    from inspector.render.output import audit_json, audit_table, emit
+    from inspector.render.output import audit_json, audit_markdown, audit_table, emit
+
+    fmt = output_format(fmt, as_json)
 
     result = api.audit(open_model(target, revision, endpoint, token, offline, lenient=True),
                        modeling=modeling).result
@@ -312,15 +367,18 @@ def audit_cmd(
             extra = audit_mod.deep_scan(inp, progress)
         result = audit_mod.AuditResult(result.input, audit_mod.sort_findings((*result.findings, *extra)),
                                        result.checked)
-    if as_json:
+    if fmt == "json":
         emit_json(audit_json(result))
+    elif fmt == "markdown":
+        streams.out(audit_markdown(result))
     else:
         emit(audit_table(result), wide=wide)
     if result.errors:
         raise typer.Exit(1)
 
 
-@app.command("save", help="Write MODEL's header snapshot to a folder: inspect, diff or audit it later offline.")
+@app.command("save", epilog=EXAMPLES["save"],
+             help="Write MODEL's header snapshot to a folder: inspect, diff or audit it later offline.")
 def save(
     model: Annotated[str, typer.Argument(help="path, alias, or Hub repo id (org/name[@revision])")],
     out: Annotated[str, typer.Option("-o", "--output", help="folder to write (new, empty, or a snapshot)")],
@@ -338,7 +396,8 @@ def save(
     say(f"saved {checkpoint.tensor_count:,} tensor headers of {checkpoint.label} to {folder}")
 
 
-@app.command("aliases", help="List the short names of bundled models (served offline).")
+@app.command("aliases", epilog=EXAMPLES["aliases"],
+             help="List the short names of bundled models (served offline).")
 def aliases(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
     from inspector.render.output import SCHEMA_VERSION
     from inspector.sources.bundled import all_aliases, bundled_path
@@ -397,6 +456,13 @@ def _route(argv: list[str]) -> list[str]:
     return ["show", *argv]
 
 
+def prog_name() -> str:
+    """The name the CLI was started under (``hf-inspect`` or ``inspect``), for usage lines and shell
+    completion; ``inspect`` when run as ``python -m inspector`` or in-process."""
+    name = os.path.basename(sys.argv[0]) if sys.argv else ""
+    return name if name in ("inspect", "hf-inspect") else "inspect"
+
+
 def main(argv: list[str] | None = None) -> NoReturn:
     """In-process entry point (the console script is ``launch.entry``)."""
     sys.exit(run(argv))
@@ -414,7 +480,7 @@ def run(argv: list[str] | None) -> int:
         ReadAhead.start(args)  # already begun when the console script started this process
         use_figure_store(DiskFigureStore())  # transformers' readings of configs, kept between runs
         command = typer.main.get_command(app)
-        code = command.main(args=_route(args), prog_name="inspect", standalone_mode=False)
+        code = command.main(args=_route(args), prog_name=prog_name(), standalone_mode=False)
         return code if isinstance(code, int) else 0
     except InspectorError as exc:
         if debug:

@@ -711,3 +711,79 @@ def cache_table(root: str, rows: list[CachedModel]) -> RenderableType:
         t.add_row(sanitize(r.repo_id), sanitize(r.revision[:12]), n(r.parameters), n(r.bytes),
                   n(r.files), "" if r.status == "ok" else sanitize(r.status))
     return t
+
+
+# --- markdown for show, estimate and audit (pull-request comments) -----------------------------------
+
+
+def _md_table(title: str | None, head: list[str], rows: list[list[str]], right: set[int]) -> list[str]:
+    rule = "|" + "|".join("--:" if i in right else "---" for i in range(len(head))) + "|"
+    lead = [f"**{title}**", ""] if title else []
+    return [*lead, "| " + " | ".join(head) + " |", rule, *("| " + " | ".join(r) + " |" for r in rows), ""]
+
+
+def report_markdown(report: Report) -> str:
+    """``inspect MODEL --format markdown``: headline figures, by role, by dtype, files. Every string
+    from the checkpoint is escaped for markdown."""
+    from inspector.render.text import markdown
+
+    s = report.summary
+    c = report.checkpoint
+    lines = [f"### {markdown(c.label)}", ""]
+    lines += _md_table(None, ["figure", "value", "what it counts"], [
+        ["Parameters", n(s.parameters), "elements of tensors that are parameters"],
+        ["Buffers", n(s.buffer_elements), "elements of saved non-parameter state"],
+        ["Quant data", n(s.quant_elements), "scales, zero points and other quantisation side data"],
+        ["Hub total", n(s.hub_total), "every element, as the Hub's model page counts"],
+        ["Bytes", n(s.bytes), "tensor data bytes from the headers"],
+        ["Tensors", n(s.tensors), f"in {len(s.shards)} files"],
+    ], {1})
+    lines += _md_table("By role",
+        ["role", "tensors", "parameters", "bytes"],
+        [[markdown(r.role), n(r.tensors), n(r.parameters or r.quant_elements or r.buffer_elements), n(r.bytes)]
+         for r in s.by_role], {1, 2, 3})
+    lines += _md_table("By dtype",
+        ["dtype", "tensors", "elements", "bytes"],
+        [[markdown(d.dtype), n(d.tensors), n(d.elements), n(d.bytes)] for d in s.by_dtype], {1, 2, 3})
+    lines += _md_table("Files",
+        ["file", "size", "tensors"], [[markdown(h.file), n(h.size), n(h.tensors)] for h in s.shards], {1, 2})
+    lines += [f"_{markdown(note)}_" for note in report.notes]
+    return "\n".join(lines) + "\n"
+
+
+def estimate_markdown(report: Report, est: Estimate, fitted: Fit | None = None) -> str:
+    """``inspect estimate --format markdown``: every figure with its formula and source; the fit."""
+    from inspector.render.text import markdown
+
+    lines = [f"### {markdown(report.checkpoint.label)}: estimates at context {est.context:,}, batch {est.batch}, "
+             f"KV cache in {markdown(est.kv_dtype)}", ""]
+    lines += _md_table(None, ["figure", "value", "formula", "source"], [
+        [markdown(f.name), "unknown" if f.value is None else n(f.value) + (f" {markdown(f.unit)}" if f.unit else ""),
+         markdown(f.formula), markdown(f.source)] for f in est.figures], {1})
+    if est.what_if:
+        lines += _md_table("Weights in other dtypes",
+            ["dtype", "bytes"], [[markdown(d), n(b)] for d, b in est.what_if], {1})
+    if fitted is not None:
+        lines += _md_table("Fit", ["term", "bytes per device"], [
+            ["weights", n(fitted.weights_bytes)], ["KV cache", n(fitted.kv_bytes)],
+            ["overhead", n(fitted.overhead_bytes)], ["total", n(fitted.total_bytes)],
+            ["budget", n(fitted.budget_bytes)]], {1})
+        lines.append(("fits" if fitted.fits else "does not fit") +
+                     f"; largest context {n(fitted.max_context)}, largest batch {n(fitted.max_batch)}")
+        lines += [f"_warning: {markdown(w)}_" for w in fitted.warnings]
+    return "\n".join(lines) + "\n"
+
+
+def audit_markdown(result: AuditResult) -> str:
+    """``inspect audit --format markdown``: the verdict and every finding."""
+    from inspector.render.text import markdown
+
+    inp = result.input
+    verdict = "clean: no findings" if not result.findings else (
+        f"{result.errors} error(s), {result.warnings} warning(s)")
+    lines = [f"### audit of {markdown(inp.label)}: {verdict}", ""]
+    if result.findings:
+        lines += _md_table(None, ["severity", "code", "file", "tensor", "finding"], [
+            [f.severity, markdown(f.code), markdown(f.file or ""), markdown(f.tensor or ""), markdown(f.message)]
+            for f in result.findings], set())
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,83 @@
+"""One --format for every command: table, json (``--json`` its short form) and markdown."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from helpers import ref, save_real
+
+from inspector.errors import EXIT_USAGE
+
+COMMANDS = [
+    ["llama3-8b"],
+    ["diff", "llama2-7b", "llama3-8b"],
+    ["compare", "llama3-8b", "gpt2"],
+    ["estimate", "llama3-8b", "--gpu", "24GiB"],
+    ["audit", "llama3-8b"],
+]
+
+
+@pytest.mark.parametrize("args", COMMANDS, ids=[a[0] for a in COMMANDS])
+def test_every_command_takes_every_format(cli, args: list[str]) -> None:
+    short = cli(*args, "--json")
+    long = cli(*args, "--format", "json")
+    assert short.code == long.code == 0, short.err + long.err
+    assert short.out == long.out and short.json()["schema_version"] == 2
+    md = cli(*args, "--format", "markdown")
+    assert md.code == 0, md.err
+    assert (md.out.lstrip().startswith(("###", "**")) and "|---" in md.out) or "no findings" in md.out
+    table = cli(*args, "--format", "table")
+    assert table.code == 0 and table.out and not table.out.lstrip().startswith("{")
+    assert cli(*args, "--format", "yaml").code == EXIT_USAGE
+    assert cli(*args, "--json", "--format", "markdown").code == EXIT_USAGE
+
+
+def test_show_markdown_gives_the_published_count(cli) -> None:
+    md = cli("llama3-8b", "--format", "markdown").out
+    assert f"| Parameters | {ref('llama3-8b.parameters'):,} |" in md  # the Hub's count, 8,030,261,248
+
+
+def test_markdown_escapes_untrusted_names(cli, tmp_path: Path) -> None:
+    """A file name and a tensor name from the checkpoint, carrying a link, an image with a handler, a
+    table cell and a code span: inert in the markdown of show and audit."""
+    hostile = "[click](javascript:alert(1))<img src=x onerror=alert(1)>|`x`"
+    folder = tmp_path / "m"
+    for shard in (f"a{hostile}.safetensors", "b.safetensors"):  # the same tensor in two shards: a finding
+        save_real(folder / shard, {f"model.{hostile}.weight": ("F16", (4, 4))})
+    for args in ([str(folder)], ["audit", str(folder)]):
+        md = cli(*args, "--format", "markdown").out
+        assert "javascript" in md, md  # the names are there …
+        # … and inert: every metacharacter backslash-escaped (CommonMark renders "\\<" as a plain "<")
+        for live in (r"(?<!\\)<img", r"(?<!\\)\]\(javascript", r"(?<!\\)`x(?<!\\)`"):
+            assert re.search(live, md) is None, (live, md)
+
+
+def test_every_help_shows_examples() -> None:
+    """``inspect --help`` and every subcommand's: an Examples block with at least one command line."""
+    import subprocess
+    import sys
+
+    from inspector.cli.commands import app
+
+    names = [c.name for c in app.registered_commands]
+    assert {"show", "diff", "compare", "estimate", "audit", "save", "aliases"} <= set(names)
+    for args in ([], *([n] for n in names)):
+        done = subprocess.run([sys.executable, "-m", "inspector", *args, "--help"], capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        examples = done.stdout.split("Examples:", 1)
+        assert len(examples) == 2 and "inspect " in examples[1], args
+
+
+def test_completion_names_the_program_it_was_installed_under() -> None:
+    """The console script hf-inspect registers completion for hf-inspect, not for inspect."""
+    import shutil
+    import subprocess
+
+    script = shutil.which("hf-inspect")
+    assert script is not None, "the package's console scripts are installed by the README's test command"
+    done = subprocess.run([script, "--show-completion", "bash"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "_hf_inspect_completion" in done.stdout and "hf-inspect" in done.stdout
+    assert "\n_inspect_completion()" not in "\n" + done.stdout and "complete -o default -F _inspect_" not in done.stdout

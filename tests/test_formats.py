@@ -81,3 +81,75 @@ def test_completion_names_the_program_it_was_installed_under() -> None:
     assert done.returncode == 0, done.stderr
     assert "_hf_inspect_completion" in done.stdout and "hf-inspect" in done.stdout
     assert "\n_inspect_completion()" not in "\n" + done.stdout and "complete -o default -F _inspect_" not in done.stdout
+
+
+def _on_a_terminal(args: list[str], columns: int) -> str:
+    """``inspect ARGS`` on a pseudo-terminal of ``columns`` columns: what the person sees."""
+    import fcntl
+    import os
+    import pty
+    import select
+    import struct
+    import subprocess
+    import sys
+    import termios
+
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 500, columns, 0, 0))
+    env = {**os.environ, "COLUMNS": str(columns), "TERM": "xterm", "NO_COLOR": "1"}
+    proc = subprocess.Popen([sys.executable, "-m", "inspector", *args], stdin=slave, stdout=slave, stderr=slave,
+                            env=env, close_fds=True)
+    os.close(slave)
+    out = b""
+    while select.select([master], [], [], 60)[0]:
+        try:
+            chunk = os.read(master, 1 << 16)
+        except OSError:  # the child closed the terminal
+            break
+        if not chunk:
+            break
+        out += chunk
+    proc.wait(timeout=60)
+    os.close(master)
+    return out.decode().replace("\r\n", "\n")
+
+
+@pytest.mark.parametrize("columns", [60, 80, 120, 160])
+def test_compare_of_four_models_keeps_every_label_and_number_on_a_terminal(columns: int) -> None:
+    import inspector
+
+    models = ["llama3-8b", "mistral-7b", "gpt2", "deepseek-v3"]
+    screen = _on_a_terminal(["compare", *models], columns)
+    cmp = inspector.compare(*models).comparison
+    for row in cmp.rows:
+        assert row.label in screen, (columns, row.label)
+        for value in row.values:
+            if isinstance(value, int) and not isinstance(value, bool):
+                assert f"{value:,}" in screen, (columns, row.label, value)
+    for r in cmp.reports:
+        assert r.checkpoint.label in screen, (columns, r.checkpoint.label)
+
+
+@pytest.mark.parametrize("columns", [60, 80, 120, 160])
+def test_show_of_deepseek_v3_keeps_every_row_and_column_on_a_terminal(columns: int) -> None:
+    import inspector
+
+    screen = _on_a_terminal(["deepseek-v3"], columns)
+    s = inspector.inspect("deepseek-v3").report.summary
+    for header in ("role", "tensors", "parameters", "share", "bytes", "block", "tensors each", "parameters each",
+                   "dtype", "elements", "of which parameters"):
+        assert header in screen, (columns, header)
+    for r in s.by_role:
+        assert r.role in screen and f"{r.bytes:,}" in screen, (columns, r.role)
+    for d in s.by_dtype:
+        assert d.dtype in screen and f"{d.elements:,}" in screen and f"{d.bytes:,}" in screen, (columns, d.dtype)
+    for g in s.layer_groups:
+        assert f"{g.parameters_each:,}" in screen and f"{g.bytes_each:,}" in screen, (columns, g)
+
+
+def test_piped_output_has_no_trailing_spaces(cli) -> None:
+    for args in (["deepseek-v3"], ["compare", "llama3-8b", "gpt2"], ["diff", "llama2-7b", "llama3-8b"],
+                 ["estimate", "llama3-8b", "--gpu", "24GiB"], ["audit", "llama3-8b"], ["aliases"],
+                 ["llama3-8b", "--format", "markdown"]):
+        out = cli(*args).out
+        assert out and [line for line in out.splitlines() if line != line.rstrip()] == [], args

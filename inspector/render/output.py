@@ -55,16 +55,37 @@ def console(*, stderr: bool = False, wide: bool = False) -> Console:
 
 
 def emit(renderable: RenderableType, *, stderr: bool = False, wide: bool = False) -> None:
-    """Print a renderable so that no number is cut: right-aligned (numeric) columns never wrap and
-    keep the width of their widest cell, text columns fold rather than cut, and what cannot fit the
-    terminal is printed at the width it needs (the terminal then wraps whole lines)."""
+    """Print a renderable so that no number or label is cut: right-aligned (numeric) columns never
+    wrap and keep the width of their widest cell, text columns fold (never below their longest word,
+    up to ``LABEL_MIN_CAP``), and what cannot fit the terminal is printed at its natural width (the
+    terminal then wraps whole lines). Piped (no width limit), lines carry no trailing spaces."""
     from rich.measure import Measurement
 
     out = console(stderr=stderr, wide=wide)
     unlimited = out.options.update(max_width=UNLIMITED)
     _harden(renderable, out, unlimited)
-    need = Measurement.get(out, unlimited, renderable).minimum
-    out.print(renderable, width=max(out.width, need))
+    need = Measurement.get(out, unlimited, renderable)
+    # a table that cannot fit even folded is printed whole, at its natural width (the terminal wraps its
+    # lines): squeezed below that, rich shares the shortfall out over every column, labels included
+    if need.minimum <= out.width:
+        _print(out, renderable)
+        return
+    terminal = out.size  # rich caps a print's width at the console's: widen the console for this print
+    out.size = (max(terminal.width, need.maximum), terminal.height)
+    try:
+        _print(out, renderable)
+    finally:
+        out.size = terminal
+
+
+def _print(out: Console, renderable: RenderableType) -> None:
+    """Print; not on a terminal (a pipe, a file), without the spaces rich pads lines with."""
+    if out.is_terminal:
+        out.print(renderable)
+        return
+    with out.capture() as captured:
+        out.print(renderable)
+    out.file.write("\n".join(line.rstrip() for line in captured.get().split("\n")))
 
 
 def _harden(renderable: RenderableType, out: Console, options: ConsoleOptions) -> None:
@@ -81,8 +102,21 @@ def _harden(renderable: RenderableType, out: Console, options: ConsoleOptions) -
                 column.no_wrap = True
                 cells = [column.header, *column.cells]
                 column.min_width = max(Measurement.get(out, options, cell).maximum for cell in cells)
-            else:
+            else:  # a label folds rather than being cut, but never below its longest word (capped)
                 column.overflow = "fold"
+                cells = [column.header, *column.cells]
+                words = max((len(w) for cell in cells for w in _plain(cell).split()), default=1)
+                column.min_width = max(column.min_width or 0, min(words, LABEL_MIN_CAP))
+
+
+#: the narrowest a label column may be made: its longest word, up to this many characters
+LABEL_MIN_CAP = 32
+
+
+def _plain(cell: object) -> str:
+    from rich.text import Text
+
+    return cell.plain if isinstance(cell, Text) else str(cell)
 
 
 # --- JSON text ----------------------------------------------------------------------------------

@@ -28,7 +28,7 @@ import time
 import zlib
 from collections.abc import Callable, Mapping
 from pathlib import Path, PurePosixPath
-from typing import Final
+from typing import Any, Final
 
 from inspector.errors import InvalidCheckpointError, NotFoundError, NotRegularFile
 
@@ -277,6 +277,49 @@ def regular_size(path: Path) -> int:
         return os.fstat(fd).st_size
     finally:
         os.close(fd)
+
+
+#: how deep a JSON document from outside may nest (configs nest 3–5 levels; 100,000 levels once
+#: exhausted the parser's recursion)
+MAX_JSON_DEPTH: Final = 64
+
+
+def parse_json_object(raw: bytes | bytearray | str, field: str, *, max_depth: int = MAX_JSON_DEPTH) -> dict[str, Any]:
+    """THE loader of every small JSON document from outside (config, index, adapter config, listing,
+    snapshot manifest): valid UTF-8 JSON, an object, nested at most ``max_depth`` deep, finite numbers
+    only (``1e400``, ``NaN`` and ``Infinity`` are refused, as the Rust safetensors reader refuses
+    them). Anything else is an ``InvalidCheckpointError`` naming ``field``; the size budget is the
+    reader's (``read_regular``'s limit)."""
+    import json
+    import math
+
+    def finite(text: str) -> float:
+        value = float(text)
+        if not math.isfinite(value):
+            raise ValueError(f"number {text[:20]} is out of range")
+        return value
+
+    def constant(text: str) -> float:
+        raise ValueError(f"{text} is not JSON")
+
+    try:
+        value = json.loads(raw, parse_float=finite, parse_constant=constant)
+    except RecursionError:
+        raise InvalidCheckpointError(f"{field}: JSON nested too deep to read; refusing it") from None
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise InvalidCheckpointError(f"{field}: not valid JSON ({str(exc)[:120]})") from None
+    if not isinstance(value, dict):
+        raise InvalidCheckpointError(f"{field}: not a JSON object")
+    stack: list[tuple[object, int]] = [(value, 1)]
+    while stack:  # iterative: no recursion for a hostile depth to exhaust later
+        node, depth = stack.pop()
+        if depth > max_depth:
+            raise InvalidCheckpointError(f"{field}: JSON nested deeper than {max_depth} levels; refusing it")
+        if isinstance(node, dict):
+            stack.extend((v, depth + 1) for v in node.values() if isinstance(v, dict | list))
+        elif isinstance(node, list):
+            stack.extend((v, depth + 1) for v in node if isinstance(v, dict | list))
+    return value
 
 
 def gunzip_bounded(data: bytes, limit: int, what: str) -> bytes:

@@ -128,7 +128,7 @@ def _decode_entries(raw: memoryview, file: str) -> tuple[list[TensorInfo], dict[
     if canonical is not None:
         return canonical
     try:
-        obj = json.loads(text, parse_constant=_no_constant)
+        obj = json.loads(text, parse_constant=_no_constant, parse_int=_integer, parse_float=_finite)
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise HeaderNotJSON(f"header is not valid UTF-8 JSON ({_short(exc)})", file) from None
     if not isinstance(obj, dict):
@@ -205,7 +205,8 @@ def _decode_canonical(text: str, file: str) -> tuple[list[TensorInfo], dict[str,
     metadata: dict[str, str] = {}
     if text.startswith('"__metadata__":', pos):
         try:
-            value, after = json.JSONDecoder(parse_constant=_no_constant).raw_decode(text, pos + 15)
+            value, after = json.JSONDecoder(parse_constant=_no_constant, parse_int=_integer,
+                                             parse_float=_finite).raw_decode(text, pos + 15)
         except (ValueError, RecursionError):
             return None
         if ("\\" in text[pos:after] or not isinstance(value, dict) or text[after:after + 1] not in (",", "}")
@@ -274,9 +275,13 @@ def _dtype_and_shape(piece: str) -> tuple[str, tuple[int, ...], int, int] | None
     if m is None or m[1] not in DTYPE_BITS:
         return None
     shape = tuple(map(int, m[2].split(","))) if m[2] else ()
-    numel = math.prod(shape)
+    numel = 1
+    for dim in shape:  # checked as it grows: the product of 40,000 huge dimensions is never formed
+        numel *= dim
+        if numel > _U64_MAX:
+            return None
     bits = numel * DTYPE_BITS[m[1]]
-    if numel > _U64_MAX or (numel == 0 and len(shape) > 1) or bits % 8:
+    if (numel == 0 and len(shape) > 1) or bits % 8:
         return None
     return _DTYPE_NAMES[m[1]], shape, numel, bits // 8
 
@@ -297,6 +302,24 @@ def _no_constant(token: str) -> Any:
     raise ValueError(f"{token} is not JSON")
 
 
+class _NegativeZero(int):
+    """``-0`` as the header wrote it: not an ``int`` to the entry checks, so never an offset or a
+    dimension (the Rust reference refuses it there; elsewhere it is ignored, as there)."""
+
+
+def _integer(text: str) -> int:
+    return _NegativeZero(0) if text == "-0" else int(text)
+
+
+def _finite(text: str) -> float:
+    """A JSON number with a fraction or exponent: refused when it does not fit a double (``1e400``),
+    as serde_json refuses it anywhere in the header."""
+    value = float(text)
+    if value in (float("inf"), float("-inf")):
+        raise ValueError(f"number {text[:20]} is out of range")
+    return value
+
+
 def _find_duplicates(text: str, file: str) -> None:
     """Parse keeping every pair: a key twice in a tensor entry, ``__metadata__`` twice, or a lone
     surrogate in any string is an error, as in the reference. (Two tensors of one name are too,
@@ -314,7 +337,8 @@ def _find_duplicates(text: str, file: str) -> None:
                 _no_surrogate(value, file)
 
     try:
-        top = json.loads(text, object_pairs_hook=lambda items: items, parse_constant=_no_constant)
+        top = json.loads(text, object_pairs_hook=lambda items: items, parse_constant=_no_constant,
+                         parse_int=_integer, parse_float=_finite)
     except (ValueError, RecursionError) as exc:
         raise HeaderNotJSON(f"header is not valid UTF-8 JSON ({_short(exc)})", file) from None
     if not isinstance(top, list):

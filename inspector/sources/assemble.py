@@ -6,7 +6,6 @@ The local folder, the HF cache and the Hub list their files and call these; none
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
@@ -14,18 +13,13 @@ from typing import Any, Protocol, TypeVar
 from inspector.errors import HeaderError, InvalidCheckpointError, NotFoundError, SeveralFiles
 from inspector.formats.registry import NOT_WEIGHTS, SAFETENSORS, reader_named, readers, weight_suffixes
 from inspector.model import SIDE_FILES, WeightFile, natural_key
-from inspector.safeio import relative_name
+from inspector.safeio import parse_json_object, relative_name
 
 
 def json_object(raw: bytes | str, name: str) -> dict[str, Any]:
-    """Parse a small JSON file of a checkpoint (config, index) that must be an object."""
-    try:
-        value = json.loads(raw)
-    except ValueError as exc:
-        raise InvalidCheckpointError(f"{name}: not valid JSON ({exc})") from None
-    if not isinstance(value, dict):
-        raise InvalidCheckpointError(f"{name}: not a JSON object")
-    return value
+    """A small JSON file of a checkpoint (config, index, side file) that must be an object: the one
+    bounded loader (``safeio.parse_json_object``)."""
+    return parse_json_object(raw, name)
 
 
 def pick_index(names: Iterable[str]) -> str | None:

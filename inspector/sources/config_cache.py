@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Final
 
 from inspector.errors import InspectorError
-from inspector.safeio import inside, read_regular, write_atomic
+from inspector.safeio import inside, parse_json_object, read_regular, write_atomic
 
 #: an entry is a few hundred bytes; anything much larger is not ours
 ENTRY_BUDGET: Final = 64 * 1024
@@ -33,11 +33,10 @@ class DiskFigureStore:
 
     def get(self, key: str) -> Mapping[str, object] | None:
         try:
-            raw = read_regular(inside(self._root(), f"{key}.json", "config cache"), ENTRY_BUDGET)
-            value = json.loads(raw)
-        except (OSError, ValueError, InspectorError, RecursionError):
+            return parse_json_object(read_regular(inside(self._root(), f"{key}.json", "config cache"), ENTRY_BUDGET),
+                                     "config cache")
+        except (OSError, InspectorError):
             return None
-        return value if isinstance(value, dict) else None
 
     def put(self, key: str, value: Mapping[str, object]) -> None:
         with contextlib.suppress(OSError, InspectorError, TypeError, ValueError):

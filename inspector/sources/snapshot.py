@@ -35,7 +35,15 @@ from typing import Any, Final
 from inspector.errors import HeaderError, InvalidCheckpointError, NotFoundError, UsageError
 from inspector.formats.registry import max_header, reader_for, reader_named
 from inspector.model import SIDE_FILES, Checkpoint, FileEntry, Origin, WeightFile
-from inspector.safeio import commit_id, gunzip_bounded, inside, read_regular, relative_name, write_folder
+from inspector.safeio import (
+    commit_id,
+    gunzip_bounded,
+    inside,
+    parse_json_object,
+    read_regular,
+    relative_name,
+    write_folder,
+)
 from inspector.sources.assemble import pick_index
 
 MANIFEST: Final = "inspector-snapshot.json"
@@ -63,11 +71,8 @@ def is_snapshot(folder: Path) -> bool:
 def read_manifest(folder: Path) -> dict[str, Any]:
     if not (folder / MANIFEST).exists():
         raise NotFoundError(f"{folder}: not a header snapshot (no {MANIFEST})")
-    try:
-        manifest = json.loads(read_regular(folder / MANIFEST, JSON_BUDGET).decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-        raise InvalidCheckpointError(f"{folder / MANIFEST}: unreadable snapshot manifest ({exc})") from None
-    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+    manifest = parse_json_object(read_regular(folder / MANIFEST, JSON_BUDGET), f"{folder / MANIFEST}")
+    if manifest.get("format") != FORMAT:
         raise InvalidCheckpointError(f"{folder / MANIFEST}: not an {FORMAT} manifest")
     if manifest.get("version") not in READABLE:
         raise InvalidCheckpointError(
@@ -195,12 +200,10 @@ def _read_json(folder: Path, name: str | None, files: list[SnapshotFile]) -> dic
         return None
     path = inside(folder, name, f"{folder / MANIFEST}: stored file")
     try:
-        value = json.loads(read_regular(path, JSON_BUDGET).decode("utf-8"))
+        raw = read_regular(path, JSON_BUDGET)
     except NotFoundError as exc:
         raise InvalidCheckpointError(f"{exc.message} (a file the snapshot lists)") from None
-    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-        raise InvalidCheckpointError(f"{path}: unreadable JSON in snapshot ({exc})") from None
-    return value if isinstance(value, dict) else None
+    return parse_json_object(raw, f"{path}")
 
 
 # --- writing ------------------------------------------------------------------------------

@@ -28,7 +28,15 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 from urllib.parse import quote, urlsplit, urlunsplit
 
-from inspector.errors import AccessError, HubUnreachable, InspectorError, NetworkError, NotFoundError
+from inspector.errors import (
+    AccessError,
+    HubUnreachable,
+    InspectorError,
+    InvalidCheckpointError,
+    NetworkError,
+    NotFoundError,
+)
+from inspector.safeio import parse_json_object
 
 RETRY_STATUS: Final = frozenset({408, 429, 500, 502, 503, 504})
 LISTING_BUDGET: Final = 32 * 1024 * 1024  # a listing of 100,000 files is about 20 MB
@@ -160,17 +168,16 @@ class Hub:
     def repo_info(self, repo_id: str, revision: str, *, quick: bool = False) -> dict[str, Any]:
         """``GET /api/models/{repo}/revision/{rev}?blobs=true``: commit SHA and files with sizes.
         ``quick``: a cached snapshot can stand in, so give up after a few seconds."""
-        import json
 
         url = f"{self.endpoint}/api/models/{repo_id}/revision/{quote(revision, safe='')}"
         body = bytearray()
         self._get(url, repo_id, revision, None, params={"blobs": "true"}, limit=LISTING_BUDGET, into=body,
                   whole=True, unreachable_after=CACHED_CONNECT_WAIT if quick else None)
         try:
-            info = json.loads(body)
-        except (ValueError, RecursionError):
-            raise NetworkError(f"{self.public}: the repo listing for {repo_id} is not JSON") from None
-        if not isinstance(info, dict) or not isinstance(info.get("sha"), str):
+            info = parse_json_object(body, f"{self.public}: the repo listing for {repo_id}")
+        except InvalidCheckpointError as exc:
+            raise NetworkError(exc.message) from None
+        if not isinstance(info.get("sha"), str):
             raise NetworkError(f"{self.public}: the repo listing for {repo_id} has no commit SHA")
         return info
 

@@ -1,0 +1,125 @@
+"""Bounded work on hostile inputs (issue 26): dimensions that overflow, JSON nested without end, and
+the numbers the Rust safetensors reader refuses. Each case: the documented exit code, one line."""
+
+from __future__ import annotations
+
+import json
+import struct
+import time
+from pathlib import Path
+
+import pytest
+from hubserver import HubServer, VFile
+from safetensors import SafetensorError, deserialize
+
+from inspector.errors import EXIT_INVALID
+from inspector.formats.safetensors import encode_header
+
+
+def _raw(path: Path, header: bytes, data: int = 0) -> Path:
+    header += b" " * (-len(header) % 8)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(struct.pack("<Q", len(header)) + header + b"\0" * data)
+    return path
+
+
+@pytest.mark.parametrize("count", [40_000, 1_000_000])
+def test_overflowing_dimensions_are_refused_without_multiplying_them_all(cli, tmp_path: Path, count: int) -> None:
+    """2^64−1 repeated, then 0: the product overflows at the second dimension. Multiplying all of
+    them first took 5.46 s for 40,000; the check now stops where it overflows."""
+    shape = ",".join(["18446744073709551615"] * count + ["0"])
+    path = _raw(tmp_path / "m.safetensors",
+                f'{{"t":{{"dtype":"F32","shape":[{shape}],"data_offsets":[0,0]}}}}'.encode())
+    start = time.perf_counter()
+    result = cli(str(path))
+    elapsed = time.perf_counter() - start
+    assert result.code == EXIT_INVALID and result.err.count("Error:") == 1 and "overflows 64 bits" in result.err
+    assert elapsed < 5, elapsed  # a guard against the quadratic product (benchmarks time it; see README)
+
+
+def _reference_refuses(blob: bytes) -> bool:
+    try:
+        deserialize(blob)
+    except SafetensorError:
+        return True
+    return False
+
+
+@pytest.mark.parametrize(("header", "what"), [
+    (b'{"t":{"dtype":"F32","shape":[1],"data_offsets":[-0,4]}}', "data_offsets"),
+    (b'{"t":{"dtype":"F32","shape":[-0],"data_offsets":[0,0]}}', "shape"),
+    (b'{"t":{"dtype":"F32","shape":[1],"data_offsets":[0,4],"x":1e400}}', "out of range"),
+    (b'{"__metadata__":{"a":"b"},"t":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"y":{"z":-1e999}}',
+     "out of range"),
+])
+def test_numbers_the_rust_reference_refuses_are_refused(cli, tmp_path: Path, header: bytes, what: str) -> None:
+    path = _raw(tmp_path / "m.safetensors", header, 4)
+    assert _reference_refuses(path.read_bytes())  # the safetensors library's Rust reader, nobody here wrote it
+    result = cli(str(path))
+    assert result.code == EXIT_INVALID and what in result.err, result.err
+
+
+def test_a_negative_number_in_an_unknown_field_is_read_as_the_reference_reads_it(cli, tmp_path: Path) -> None:
+    path = _raw(tmp_path / "m.safetensors", b'{"t":{"dtype":"F32","shape":[1],"data_offsets":[0,4],"x":-5}}', 4)
+    assert not _reference_refuses(path.read_bytes())
+    assert cli(str(path)).code == 0
+
+
+DEEP = ("[" * 100_000 + "]" * 100_000).encode()
+
+
+def _nested(doc: str) -> bytes:
+    return ('{"model_type":"llama","deep":' + doc + "}").encode() if doc else DEEP
+
+
+def _tiny_model(folder: Path) -> None:
+    blob, data = encode_header([("model.embed_tokens.weight", "F16", (8, 4))], {"format": "pt"})
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "model.safetensors").write_bytes(blob + b"\0" * data)
+
+
+@pytest.mark.parametrize("name", ["config.json", "model.safetensors.index.json", "adapter_config.json"])
+def test_json_nested_100000_levels_is_one_clear_refusal(cli, tmp_path: Path, name: str) -> None:
+    folder = tmp_path / "m"
+    _tiny_model(folder)
+    (folder / name).write_bytes(b'{"weight_map":' + DEEP + b"}" if name.endswith("index.json") else
+                                b'{"peft_type":"LORA","x":' + DEEP + b"}")
+    for args in ([str(folder)], ["audit", str(folder)], ["estimate", str(folder)], [str(folder), "--json"]):
+        result = cli(*args)
+        if args[0] == "audit" and name.endswith("index.json"):  # the audit reports a broken index as a finding
+            assert result.code == 1 and "index.invalid" in result.out and "nested" in result.out, result.out
+            continue
+        assert result.code == EXIT_INVALID, (args, result.code, result.err)
+        assert result.err.count("Error:") == 1 and "nested" in result.err and "Traceback" not in result.err
+
+
+def test_a_nested_config_in_the_hf_cache_and_from_the_hub(cli, tmp_path: Path, online, monkeypatch) -> None:
+    config = b'{"model_type":"llama","x":' + DEEP + b"}"
+    blob, data = encode_header([("model.embed_tokens.weight", "F16", (8, 4))], {"format": "pt"})
+    # the Hugging Face cache layout
+    sha = "0123456789abcdef0123456789abcdef01234567"
+    snap = tmp_path / "hub" / "models--acme--deep" / "snapshots" / sha
+    snap.mkdir(parents=True)
+    (snap / "config.json").write_bytes(config)
+    (snap / "model.safetensors").write_bytes(blob + b"\0" * data)
+    result = cli(str(snap))
+    assert result.code == EXIT_INVALID and "nested" in result.err
+    with HubServer() as server:
+        server.add_files("acme/deep", {"config.json": config, "model.safetensors": VFile(len(blob) + data, blob, True)})
+        monkeypatch.setenv("HF_ENDPOINT", server.url)
+        monkeypatch.setenv("HF_HOME", str(tmp_path / "home"))
+        result = cli("acme/deep")
+        assert result.code == EXIT_INVALID and "nested" in result.err and result.err.count("Error:") == 1
+        reads = [r for r in server.requests("GET") if r.path.endswith("config.json")]
+        assert len(reads) == 1  # read once
+
+
+def test_a_listing_nested_without_end_is_refused_by_the_one_loader() -> None:
+    from inspector.errors import InvalidCheckpointError
+    from inspector.safeio import parse_json_object
+
+    with pytest.raises(InvalidCheckpointError, match="nested"):
+        parse_json_object(b'{"siblings":' + DEEP + b"}", "listing")
+    with pytest.raises(InvalidCheckpointError, match="deeper than 64"):
+        parse_json_object(json.dumps({"a": [[[[{"b": [1]}]]]] * 1} | {"c": json.loads("[" * 70 + "]" * 70)}),
+                          "listing")

@@ -61,6 +61,23 @@ def repo_id(value: str, field: str = "repo id") -> str:
     return value
 
 
+#: a ref file holds a 40-hex commit and perhaps a newline: anything longer is not one
+REF_BUDGET: Final = 64
+
+
+def read_ref(path: Path, field: str) -> str:
+    """The commit a branch ref file names (an HF cache's ``refs/main``, the header cache's refs): at
+    most ``REF_BUDGET`` bytes of a regular file, a 40-hex commit, never a path to follow."""
+    raw = read_regular(path, REF_BUDGET + 1)
+    if len(raw) > REF_BUDGET:
+        raise InvalidCheckpointError(f"{field}: {path} is over {REF_BUDGET} bytes, not a commit id; refusing it")
+    try:
+        text = raw.decode("ascii").strip()
+    except UnicodeDecodeError:
+        raise InvalidCheckpointError(f"{field}: {path} is not a commit id; refusing it") from None
+    return commit_id(text, f"{field}: {path}")
+
+
 def relative_name(value: object, field: str) -> str:
     """A file name from outside, to be used below a root: relative, normalised, POSIX."""
     if not isinstance(value, str) or not value or len(value) > 4096:

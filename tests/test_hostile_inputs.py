@@ -123,3 +123,32 @@ def test_a_listing_nested_without_end_is_refused_by_the_one_loader() -> None:
     with pytest.raises(InvalidCheckpointError, match="deeper than 64"):
         parse_json_object(json.dumps({"a": [[[[{"b": [1]}]]]] * 1} | {"c": json.loads("[" * 70 + "]" * 70)}),
                           "listing")
+
+
+@pytest.mark.parametrize("ref", ["sparse-1GiB", "../../../../etc", "../snapshots/../../../../etc"])
+def test_a_hostile_hf_cache_ref_is_refused_from_a_few_bytes(tmp_path: Path, ref: str) -> None:
+    """refs/main is read as a 40-hex commit from at most 64 bytes, never followed as a path: a 1 GiB
+    sparse ref once cost 3.17 GB, and '../../../../etc' opened /etc as the checkpoint."""
+    import os
+    import subprocess
+    import sys
+
+    repo = tmp_path / "hub" / "models--acme--tiny"
+    (repo / "refs").mkdir(parents=True)
+    snap = repo / "snapshots" / ("0" * 40)
+    _tiny_model(snap)
+    main = repo / "refs" / "main"
+    if ref == "sparse-1GiB":
+        with main.open("wb") as fh:
+            fh.truncate(1 << 30)
+    else:
+        main.write_text(ref)
+    code = ("import resource, sys; from inspector.cli.commands import run; code = run([sys.argv[1]]); "
+            "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr); sys.exit(code)")
+    done = subprocess.run([sys.executable, "-c", code, str(repo)], capture_output=True, text=True,
+                          env={**os.environ, "HF_HOME": str(tmp_path / "home")}, timeout=120)
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == EXIT_INVALID, done.stderr
+    assert lines[0].startswith("Error:") and "not a commit id" in lines[0] and "".join(lines).count("Error:") == 1
+    assert int(lines[-1]) < 100 * 1024, lines[-1]  # peak resident memory, kB
+    assert "/etc" not in done.stdout

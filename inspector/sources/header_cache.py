@@ -21,7 +21,7 @@ from typing import Any
 from urllib.parse import quote, urlsplit
 
 from inspector.errors import InspectorError
-from inspector.safeio import COMMIT, commit_id, inside, repo_id, write_atomic
+from inspector.safeio import COMMIT, commit_id, inside, read_ref, repo_id, write_atomic
 from inspector.sources.snapshot import is_snapshot, write_snapshot
 from inspector.sources.transport import public_endpoint
 
@@ -62,7 +62,7 @@ class HeaderCache:
 
     def ref(self, repo: str, ref: str) -> str | None:
         try:
-            sha = inside(self._repo(repo) / "refs", quote(ref, safe=""), "branch name").read_text().strip()
+            sha = read_ref(inside(self._repo(repo) / "refs", quote(ref, safe=""), "branch name"), "header cache ref")
         except (OSError, InspectorError):
             return None
         return sha if COMMIT.match(sha) and self.get(repo, sha) else None

@@ -16,11 +16,18 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from inspector.errors import ConfigOnly, InvalidCheckpointError, NotFoundError, NotRegularFile, UsageError
+from inspector.errors import (
+    ConfigOnly,
+    InspectorError,
+    InvalidCheckpointError,
+    NotFoundError,
+    NotRegularFile,
+    UsageError,
+)
 from inspector.formats.registry import SAFETENSORS, reader_for, weight_suffixes
 from inspector.formats.safetensors import without_gc
 from inspector.model import Checkpoint, FileEntry, Origin, WeightFile, natural_key
-from inspector.safeio import is_repo_id, open_regular, pread_all, read_regular, regular_size
+from inspector.safeio import is_repo_id, open_regular, pread_all, read_ref, read_regular, regular_size
 from inspector.sources.assemble import assemble, index_shards, json_object, pick_index
 from inspector.sources.bundled import ALIASES, bundled_path
 from inspector.sources.snapshot import JSON_BUDGET, is_snapshot, load_snapshot
@@ -266,8 +273,8 @@ def _hf_cache_snapshot(path: Path) -> tuple[Path, str, str | None] | None:
 
 def _newest_snapshot(repo_dir: Path, repo_id: str) -> tuple[Path, str, str | None] | None:
     ref = repo_dir / "refs" / "main"
-    if ref.is_file():
-        sha = ref.read_text().strip()
+    if ref.exists():  # a commit id read from a few bytes, never a path to follow (exit 4 otherwise)
+        sha = read_ref(ref, "the Hugging Face cache's main branch")
         if (repo_dir / "snapshots" / sha).is_dir():
             return repo_dir / "snapshots" / sha, repo_id, sha
     snaps = sorted((p for p in (repo_dir / "snapshots").glob("*") if p.is_dir()),
@@ -302,8 +309,8 @@ def hf_cache_folder(repo_id: str, revision: str | None) -> tuple[Path, str] | No
         sha: str | None = rev
     else:
         try:
-            sha = inside(repo_dir / "refs", rev, "branch name").read_text().strip()
-        except (OSError, InvalidCheckpointError):
+            sha = read_ref(inside(repo_dir / "refs", rev, "branch name"), "the Hugging Face cache's branch")
+        except (OSError, InspectorError):
             return None
     if not sha or not COMMIT.match(sha):
         return None

@@ -143,8 +143,10 @@ def test_a_hostile_hf_cache_ref_is_refused_from_a_few_bytes(tmp_path: Path, ref:
             fh.truncate(1 << 30)
     else:
         main.write_text(ref)
-    code = ("import resource, sys; from inspector.cli.commands import run; code = run([sys.argv[1]]); "
-            "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr); sys.exit(code)")
+    # VmHWM: this process image's own peak (ru_maxrss would count the forked copy of pytest before exec)
+    code = ("import re, sys; from inspector.cli.commands import run; code = run([sys.argv[1]]); "
+            "print(re.search(r'VmHWM:\\s+(\\d+)', open('/proc/self/status').read())[1], file=sys.stderr); "
+            "sys.exit(code)")
     done = subprocess.run([sys.executable, "-c", code, str(repo)], capture_output=True, text=True,
                           env={**os.environ, "HF_HOME": str(tmp_path / "home")}, timeout=120)
     lines = done.stderr.strip().splitlines()

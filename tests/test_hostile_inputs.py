@@ -154,3 +154,35 @@ def test_a_hostile_hf_cache_ref_is_refused_from_a_few_bytes(tmp_path: Path, ref:
     assert lines[0].startswith("Error:") and "not a commit id" in lines[0] and "".join(lines).count("Error:") == 1
     assert int(lines[-1]) < 100 * 1024, lines[-1]  # peak resident memory, kB
     assert "/etc" not in done.stdout
+
+
+def _strict(text: str) -> object:
+    """Parse as a strict RFC 8259 parser would: every string valid Unicode (no lone surrogate)."""
+    doc = json.loads(text)
+    json.dumps(doc, ensure_ascii=False).encode("utf-8")  # UnicodeEncodeError on a lone surrogate
+    return doc
+
+
+def test_lone_surrogates_from_a_config_and_an_adapter_give_strict_json(cli, tmp_path: Path) -> None:
+    base = tmp_path / "base"
+    _tiny_model(base)
+    (base / "config.json").write_text('{"model_type": "llama", "architectures": ["Llama\\ud83dForCausalLM"],'
+                                      ' "hidden_size": 4, "num_hidden_layers": 1, "num_attention_heads": 1}')
+    result = cli(str(base), "--json")
+    assert result.code == 0, result.err
+    doc = _strict(result.out)
+    assert doc["config"]["architectures"] == ["Llama\ufffdForCausalLM"]
+    assert "not valid Unicode" in result.err and "1 string" in result.err
+    for args in (["estimate", str(base), "--json"], ["audit", str(base), "--json"],
+                 ["compare", str(base), "gpt2", "--json"]):
+        out = cli(*args)
+        assert out.code in (0, 1), out.err
+        _strict(out.out)
+    adapter = tmp_path / "adapter"
+    adapter.mkdir()
+    blob, data = encode_header([("base_model.model.model.embed_tokens.lora_A.weight", "F16", (2, 4))], None)
+    (adapter / "adapter_model.safetensors").write_bytes(blob + b"\0" * data)
+    (adapter / "adapter_config.json").write_text('{"peft_type": "LORA", "r": 2, "target_modules": ["q\\udc00"]}')
+    out = cli("diff", str(base), str(adapter), "--json")
+    assert out.code in (0, 1), out.err
+    assert _strict(out.out)["target_modules"] == ["q\ufffd"]

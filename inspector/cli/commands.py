@@ -70,9 +70,13 @@ app = typer.Typer(
 
 def emit_json(doc: Any) -> None:
     """JSON on stdout (``render.json_text``: ASCII only, a record a line)."""
-    from inspector.render.output import json_text
+    from inspector.render.output import json_document
 
-    streams.out(json_text(doc))
+    text, replaced = json_document(doc)
+    streams.out(text)
+    if replaced:
+        say(f"warning: {replaced} string(s) from the checkpoint were not valid Unicode (lone surrogates); "
+            "each such character is U+FFFD in the JSON")
 
 
 Wide = Annotated[bool, typer.Option("--wide", help="on a terminal: draw tables at full width (as when piped)")]

@@ -7,8 +7,9 @@ through ``sanitize`` first, since those strings come from untrusted headers.
 from __future__ import annotations
 
 import json
+import re
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from inspector.analysis.config import ModelConfig
 from inspector.analysis.listing import CachedModel, FileRow, ListingRow, collapsed_rows, tensor_rows
@@ -120,6 +121,35 @@ def _plain(cell: object) -> str:
 
 
 # --- JSON text ----------------------------------------------------------------------------------
+
+
+#: a \\uD800–\\uDFFF escape in ASCII JSON text: a lone surrogate (a valid pair never reaches the
+#: encoder as two code units from our strings), which strict JSON parsers reject
+_SURROGATE_ESCAPE: Final = re.compile(r"\\ud[89a-f][0-9a-f]{2}")
+_SURROGATE: Final = re.compile("[\ud800-\udfff]")
+
+
+def json_document(doc: object) -> tuple[str, int]:
+    """``json_text`` that is always strict JSON (RFC 8259): strings from outside that are not valid
+    Unicode (lone surrogates, from pickle keys, configs, snapshots) have each such code unit replaced
+    by U+FFFD. Returns the text and how many strings were changed (the caller says so)."""
+    text = json_text(doc)
+    if _SURROGATE_ESCAPE.search(text) is None:
+        return text, 0
+    changed = [0]
+
+    def clean(value: object) -> object:
+        if isinstance(value, str):
+            fixed, n = _SURROGATE.subn("\ufffd", value)
+            changed[0] += bool(n)
+            return fixed
+        if isinstance(value, dict):
+            return {clean(k): clean(v) for k, v in value.items()}
+        if isinstance(value, list | tuple):
+            return [clean(v) for v in value]
+        return value
+
+    return json_text(clean(doc)), changed[0]
 
 
 def json_text(doc: object) -> str:

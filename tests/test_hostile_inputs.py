@@ -186,3 +186,42 @@ def test_lone_surrogates_from_a_config_and_an_adapter_give_strict_json(cli, tmp_
     out = cli("diff", str(base), str(adapter), "--json")
     assert out.code in (0, 1), out.err
     assert _strict(out.out)["target_modules"] == ["q\ufffd"]
+
+
+def test_a_silent_server_is_a_network_error_within_the_documented_deadline(tmp_path: Path) -> None:
+    """A Hub that accepts every connection and never answers: exit 5 with the default limits (the idle
+    wait, HF_HUB_DOWNLOAD_TIMEOUT's 10 s, inside the whole read's 25 s deadline), the message naming both."""
+    import os
+    import socket
+    import subprocess
+    import sys
+    import threading
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(64)
+    held: list[socket.socket] = []
+
+    def accept() -> None:
+        while True:
+            try:
+                held.append(server.accept()[0])
+            except OSError:
+                return
+
+    threading.Thread(target=accept, daemon=True).start()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "INSPECTOR_"))}
+    env.update(HF_ENDPOINT=f"http://127.0.0.1:{server.getsockname()[1]}", HF_HOME=str(tmp_path))
+    try:
+        start = time.monotonic()
+        done = subprocess.run([sys.executable, "-m", "inspector", "acme/silent"], capture_output=True, text=True,
+                              env=env, timeout=60)
+        took = time.monotonic() - start
+    finally:
+        server.close()
+        for conn in held:
+            conn.close()
+    assert done.returncode == 5, done.stderr
+    assert "no answer within 10 s" in done.stderr and "25 s deadline" in done.stderr
+    assert done.stderr.count("Error:") == 1
+    assert took < 25, took

@@ -42,7 +42,7 @@ RETRY_STATUS: Final = frozenset({408, 429, 500, 502, 503, 504})
 LISTING_BUDGET: Final = 32 * 1024 * 1024  # a listing of 100,000 files is about 20 MB
 JSON_BUDGET: Final = 64 * 1024 * 1024  # config, index (DeepSeek-V3's index is 8 MB)
 ERROR_BODY_BUDGET: Final = 64 * 1024
-DEFAULT_DEADLINE: Final = 60.0  # seconds for the whole Hub phase of one command
+DEFAULT_DEADLINE: Final = 25.0  # seconds for the whole Hub phase of one command (INSPECTOR_HUB_DEADLINE)
 DEFAULT_REQUEST_DEADLINE: Final = 20.0  # seconds for one request, however its bytes trickle
 DEFAULT_MAX_RETRY_AFTER: Final = 20.0
 CACHED_CONNECT_WAIT: Final = 3.0  # the listing's limit when a cached snapshot can stand in
@@ -60,7 +60,7 @@ class HubOptions:
     max_retries: int = 4
     workers: int = 96  # all shards of most repos at once; httpx's pool allows 100 connections
     use_cache: bool = True
-    deadline: float | None = None  # the whole Hub phase; None: INSPECTOR_HUB_DEADLINE or 60 s
+    deadline: float | None = None  # the whole Hub phase; None: INSPECTOR_HUB_DEADLINE or 25 s
     request_deadline: float = DEFAULT_REQUEST_DEADLINE
     max_retry_after: float = DEFAULT_MAX_RETRY_AFTER
     on_wait: Waiting | None = None  # told, in words, when a read waits (Retry-After)
@@ -425,8 +425,11 @@ class _Translate:
                 raise NotFoundError(f"{where}: not found (HTTP 404)") from None
             raise NetworkError(f"{repo}: the Hub answered HTTP {status} after retries") from None
         if isinstance(exc, httpx2.TimeoutException):
-            raise HubUnreachable(f"{hub.public}: timed out", hint="check the network; HF_HUB_DOWNLOAD_TIMEOUT "
-                                 "sets the idle limit, INSPECTOR_HUB_DEADLINE the total") from None
+            raise HubUnreachable(
+                f"{hub.public}: timed out (no answer within {hub.timeout:g} s; the whole Hub read has a "
+                f"{hub.deadline_seconds:g} s deadline)",
+                hint="check the network; HF_HUB_DOWNLOAD_TIMEOUT sets the wait for an answer, INSPECTOR_HUB_DEADLINE "
+                     "the whole read") from None
         if isinstance(exc, httpx2.ConnectError):
             text = str(exc).lower()
             reason = "DNS lookup failed" if "name" in text or "resolution" in text \

@@ -1,0 +1,411 @@
+"""The standing fuzz stage: structured mutations of every input kind through every command.
+
+    python scripts/fuzz.py [--cases 200] [--seed 0] [--kinds safetensors,config,…] [--time-cap 10]
+                           [--memory-cap 2048] [--commands show,json,tensors,estimate,audit,diff]
+
+For each input kind a generator makes a valid input and mutates it (values swapped for hostile ones,
+keys dropped, bytes flipped, lengths lied about); each case runs in-process through the real CLI
+entry (``cli.commands.run``) for every command. The outcome must be 0, 1 or a documented error code
+(2–5) with one ``Error:`` line, never 70 (an internal error) and never over the caps (a time cap per
+command by ``setitimer``, a memory cap for the whole run by ``RLIMIT_AS``). Prints a table per kind
+and every failing case (kind, seed, command, outcome); exit status 1 when any case failed.
+
+Kinds: safetensors (header JSON and bytes), gguf (a file gguf-py writes, bytes mutated), torch-legacy
+(the real lpips alex.pth, bytes mutated), torch-zip (a torch.save-shaped archive, entries mutated),
+config (config.json beside a valid model), index (model.safetensors.index.json), adapter (adapter_config.json
+beside a LoRA adapter), ref (an HF cache's refs/main), snapshot (a header snapshot's manifest), listing
+(a Hub listing, through the one JSON loader and the listing reader).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import random
+import resource
+import shutil
+import signal
+import struct
+import sys
+import tempfile
+import time
+import zipfile
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+HOSTILE_VALUES: list[object] = [
+    0, -1, 1, 2**64, 2**64 - 1, -(2**63), 10**30, 0.5, -0.0, 1e308, True, False, None, "", "x", "-0", "\u202e",
+    "\x1b[31m", "../../etc", "/etc/passwd", "a" * 5000, [], [1, 2], [-1], [2**70], {}, {"a": {"b": {}}},
+    [[[[[[[[[[]]]]]]]]]], "\\u0000", "NaN",
+]
+COMMANDS: dict[str, list[str]] = {
+    "show": [], "json": ["--json"], "tensors": ["--tensors", "--collapse"], "estimate": ["estimate"],
+    "audit": ["audit"], "diff": ["diff", "gpt2"], "markdown": ["--format", "markdown"],
+}
+
+
+class OverTime(BaseException):
+    """Raised by the timer inside a command that runs over the time cap (a BaseException, so no
+    ``except Exception`` of ours catches it)."""
+
+
+def _alarm(signum: int, frame: object) -> None:
+    raise OverTime
+
+
+# --- generators: each writes one case under ``where`` and returns the path to give the CLI -------------
+
+
+def _header(entries: dict[str, object]) -> bytes:
+    raw = json.dumps(entries, separators=(",", ":")).encode()
+    raw += b" " * (-len(raw) % 8)
+    return struct.pack("<Q", len(raw)) + raw
+
+
+def _valid_entries(rng: random.Random) -> tuple[dict[str, object], int]:
+    entries: dict[str, object] = {"__metadata__": {"format": "pt"}}
+    offset = 0
+    for i in range(rng.randint(1, 6)):
+        shape = [rng.randint(1, 4) for _ in range(rng.randint(1, 3))]
+        n = 1
+        for d in shape:
+            n *= d
+        name = rng.choice(["model.layers.{}.mlp.up_proj.weight", "model.embed_tokens.weight",
+                           "model.layers.{}.self_attn.q_proj.weight", "lm_head.weight", "model.norm.weight"])
+        entries[name.format(i)] = {"dtype": "F16", "shape": shape, "data_offsets": [offset, offset + 2 * n]}
+        offset += 2 * n
+    return entries, offset
+
+
+def _mutate_value(rng: random.Random, value: object) -> object:
+    if isinstance(value, dict) and value and rng.random() < 0.6:
+        key = rng.choice(list(value))
+        copy = dict(value)
+        if rng.random() < 0.2:
+            del copy[key]
+        else:
+            copy[key] = _mutate_value(rng, copy[key])
+        return copy
+    if isinstance(value, list) and value and rng.random() < 0.6:
+        copy = list(value)
+        i = rng.randrange(len(copy))
+        copy[i] = _mutate_value(rng, copy[i])
+        return copy
+    return rng.choice(HOSTILE_VALUES)
+
+
+def _flip(rng: random.Random, blob: bytes, count: int = 4) -> bytes:
+    data = bytearray(blob)
+    for _ in range(count):
+        if not data:
+            break
+        op = rng.random()
+        i = rng.randrange(len(data))
+        if op < 0.5:
+            data[i] = rng.randrange(256)
+        elif op < 0.7:
+            del data[i:i + rng.randint(1, 64)]
+        elif op < 0.85:
+            data[i:i] = bytes(rng.randrange(256) for _ in range(rng.randint(1, 16)))
+        elif len(data) >= 8:  # a length that lies
+            struct.pack_into("<Q", data, min(i, len(data) - 8), rng.choice([0, 2**63, 2**64 - 1, len(data)]))
+    return bytes(data)
+
+
+def gen_safetensors(rng: random.Random, where: Path) -> Path:
+    entries, data = _valid_entries(rng)
+    mutated = _mutate_value(rng, entries)
+    blob = _header(mutated) if rng.random() < 0.6 and isinstance(mutated, dict) else _flip(rng, _header(entries))
+    (where / "model.safetensors").write_bytes(blob + b"\0" * data)
+    return where
+
+
+LLAMA_CONFIG = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 16,
+                "intermediate_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2, "num_key_value_heads": 1,
+                "vocab_size": 64, "max_position_embeddings": 128, "torch_dtype": "float16",
+                "rope_scaling": {"type": "linear", "factor": 2.0}, "tie_word_embeddings": False}
+
+
+def _tiny_model(where: Path) -> None:
+    entries, data = _valid_entries(random.Random(1))
+    (where / "model.safetensors").write_bytes(_header(entries) + b"\0" * data)
+
+
+def gen_config(rng: random.Random, where: Path) -> Path:
+    _tiny_model(where)
+    config: object = dict(LLAMA_CONFIG)
+    for _ in range(rng.randint(1, 4)):
+        config = _mutate_value(rng, config)
+    text = json.dumps(config) if rng.random() < 0.9 else _flip(rng, json.dumps(LLAMA_CONFIG).encode()).decode(
+        "latin-1")
+    (where / "config.json").write_text(text, encoding="latin-1" if isinstance(text, str) else None)
+    return where
+
+
+def gen_index(rng: random.Random, where: Path) -> Path:
+    entries, data = _valid_entries(rng)
+    (where / "model-00001-of-00001.safetensors").write_bytes(_header(entries) + b"\0" * data)
+    index: object = {"metadata": {"total_size": data},
+                     "weight_map": {k: "model-00001-of-00001.safetensors" for k in entries if k != "__metadata__"}}
+    for _ in range(rng.randint(1, 3)):
+        index = _mutate_value(rng, index)
+    (where / "model.safetensors.index.json").write_text(json.dumps(index))
+    return where
+
+
+def gen_adapter(rng: random.Random, where: Path) -> Path:
+    entries = {"base_model.model.model.layers.0.self_attn.q_proj.lora_A.weight":
+               {"dtype": "F16", "shape": [2, 16], "data_offsets": [0, 64]},
+               "base_model.model.model.layers.0.self_attn.q_proj.lora_B.weight":
+               {"dtype": "F16", "shape": [16, 2], "data_offsets": [64, 128]}}
+    (where / "adapter_model.safetensors").write_bytes(_header(entries) + b"\0" * 128)
+    config: object = {"peft_type": "LORA", "r": 2, "lora_alpha": 4, "target_modules": ["q_proj"],
+                      "base_model_name_or_path": "acme/base", "fan_in_fan_out": False}
+    for _ in range(rng.randint(1, 3)):
+        config = _mutate_value(rng, config)
+    (where / "adapter_config.json").write_text(json.dumps(config))
+    return where
+
+
+def gen_ref(rng: random.Random, where: Path) -> Path:
+    repo = where / "models--acme--tiny"
+    sha = "0" * 40
+    snap = repo / "snapshots" / sha
+    snap.mkdir(parents=True)
+    _tiny_model(snap)
+    (repo / "refs").mkdir()
+    ref = repo / "refs" / "main"
+    choice = rng.random()
+    if choice < 0.3:
+        ref.write_bytes(bytes(rng.randrange(256) for _ in range(rng.randint(0, 80))))
+    elif choice < 0.6:
+        ref.write_text(rng.choice(["../../../../etc", "/etc", sha + "\n", sha.upper(), sha[:39], "", " " + sha,
+                                   "../snapshots/" + sha, sha + sha]))
+    elif choice < 0.8:
+        with ref.open("wb") as fh:
+            fh.truncate(rng.choice([1 << 20, 1 << 30]))
+    else:
+        ref.mkdir()
+    return repo
+
+
+def gen_snapshot(rng: random.Random, where: Path) -> Path:
+    from inspector.sources.resolve import open_local
+    from inspector.sources.snapshot import MANIFEST, save_checkpoint
+
+    model = where / "model"
+    model.mkdir()
+    _tiny_model(model)
+    (model / "config.json").write_text(json.dumps(LLAMA_CONFIG))
+    snap = where / "snap"
+    save_checkpoint(open_local(model), snap)
+    manifest: object = json.loads((snap / MANIFEST).read_text())
+    for _ in range(rng.randint(1, 3)):
+        manifest = _mutate_value(rng, manifest)
+    (snap / MANIFEST).write_text(json.dumps(manifest))
+    shutil.rmtree(model)
+    return snap
+
+
+def _gguf_bytes() -> bytes:
+    import gguf
+
+    path = Path(tempfile.mkdtemp()) / "m.gguf"
+    writer = gguf.GGUFWriter(str(path), "llama")
+    writer.add_block_count(2)
+    writer.add_embedding_length(16)
+    writer.add_head_count(2)
+    writer.add_head_count_kv(1)
+    writer.add_feed_forward_length(32)
+    writer.add_context_length(128)
+    writer.add_token_list([f"t{i}" for i in range(8)])
+    import numpy as np
+
+    writer.add_tensor("token_embd.weight", np.zeros((8, 16), dtype=np.float16))
+    writer.add_tensor("blk.0.attn_q.weight", np.zeros((16, 16), dtype=np.float16))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    data = path.read_bytes()
+    shutil.rmtree(path.parent)
+    return data
+
+
+_GGUF: list[bytes] = []
+
+
+def gen_gguf(rng: random.Random, where: Path) -> Path:
+    if not _GGUF:
+        _GGUF.append(_gguf_bytes())
+    blob = _GGUF[0]
+    head = min(len(blob), 2048)  # the header: mutations there, not in the zeros of the data
+    (where / "m.gguf").write_bytes(_flip(rng, blob[:head], rng.randint(1, 6)) + blob[head:])
+    return where / "m.gguf"
+
+
+LPIPS = ROOT / "fixtures" / "checkpoints" / "lpips-0.1.4" / "v0.1" / "alex.pth"
+
+
+def gen_torch_legacy(rng: random.Random, where: Path) -> Path:
+    blob = LPIPS.read_bytes()
+    (where / "alex.pth").write_bytes(_flip(rng, blob[:4096], rng.randint(1, 6)) + blob[4096:])
+    return where / "alex.pth"
+
+
+def _torch_zip(rng: random.Random) -> bytes:
+    """A torch.save-shaped archive (archive/data.pkl, data/0, byteorder, version) with the GLOBAL
+    opcodes torch writes, built without torch; the pickle's bytes mutated."""
+    import pickletools  # noqa: F401  (the opcodes below are protocol 2, as torch.save writes)
+
+    def string(s: str) -> bytes:
+        raw = s.encode()
+        return b"X" + struct.pack("<I", len(raw)) + raw
+
+    pkl = (b"\x80\x02" + b"ccollections\nOrderedDict\n)R" + string("w") +
+           b"ctorch._utils\n_rebuild_tensor_v2\n(" +
+           b"(" + string("storage") + b"ctorch\nFloatStorage\n" + string("0") + string("cpu") + b"K\x10tQ" +
+           b"K\x00K\x04K\x04\x86K\x04K\x01\x86\x89ccollections\nOrderedDict\n)Rtqs.")
+    pkl = pkl.replace(b"tqs.", b"tRs.")
+    if rng.random() < 0.7:
+        pkl = _flip(rng, pkl, rng.randint(1, 4))
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as z:
+        z.writestr("archive/data.pkl", pkl)
+        z.writestr("archive/data/0", b"\0" * 64)
+        z.writestr("archive/byteorder", "little")
+        z.writestr("archive/version", "3\n")
+        if rng.random() < 0.1:
+            z.writestr("archive/data.pkl", b"\x80\x02cos\nsystem\n.")  # a second, hostile entry of the same name
+        if rng.random() < 0.1:
+            z.writestr("archive/constants.pkl", b"\x80\x02N.")
+    blob = out.getvalue()
+    return _flip(rng, blob, 1) if rng.random() < 0.2 else blob
+
+
+def gen_torch_zip(rng: random.Random, where: Path) -> Path:
+    (where / "model.pt").write_bytes(_torch_zip(rng))
+    return where / "model.pt"
+
+
+GENERATORS: dict[str, Callable[[random.Random, Path], Path]] = {
+    "safetensors": gen_safetensors, "gguf": gen_gguf, "torch-legacy": gen_torch_legacy, "torch-zip": gen_torch_zip,
+    "config": gen_config, "index": gen_index, "adapter": gen_adapter, "ref": gen_ref, "snapshot": gen_snapshot,
+}
+
+
+def listing_case(rng: random.Random) -> str:
+    """A Hub listing through the one JSON loader and the listing reader: 'ok' or the error class."""
+    from inspector.errors import InspectorError
+    from inspector.safeio import parse_json_object
+    from inspector.sources.hub import repo_sizes
+    from inspector.sources.transport import Hub, HubOptions
+
+    listing: object = {"sha": "0" * 40, "siblings": [{"rfilename": "config.json", "size": 10},
+                                                     {"rfilename": "model.safetensors", "size": 100,
+                                                      "lfs": {"size": 100}}]}
+    for _ in range(rng.randint(1, 4)):
+        listing = _mutate_value(rng, listing)
+    raw = json.dumps(listing).encode()
+    if rng.random() < 0.3:
+        raw = _flip(rng, raw, 2)
+    try:
+        info = parse_json_object(raw, "listing")
+        repo_sizes(Hub(HubOptions(endpoint="http://127.0.0.1:9")), info, "acme/x")
+    except InspectorError as exc:
+        return type(exc).__name__
+    return "ok"
+
+
+# --- the runner ------------------------------------------------------------------------------------
+
+
+def run_cli(args: list[str], time_cap: float) -> tuple[int, str, float]:
+    from inspector.cli.commands import run
+    from inspector.render import output
+
+    output._CONSOLES.clear()  # a console made for the real stdout would bypass the capture
+    out, err = io.StringIO(), io.StringIO()
+    start = time.perf_counter()
+    signal.setitimer(signal.ITIMER_REAL, time_cap)
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = run(args)
+    except OverTime:
+        code = -1
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+    return code, err.getvalue(), time.perf_counter() - start
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--cases", type=int, default=200, help="cases per input kind")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--kinds", default=",".join([*GENERATORS, "listing"]))
+    parser.add_argument("--commands", default=",".join(COMMANDS))
+    parser.add_argument("--time-cap", type=float, default=10.0, help="seconds per command")
+    parser.add_argument("--memory-cap", type=int, default=2048, help="MB of address space for the whole run")
+    args = parser.parse_args()
+    limit = args.memory_cap * 1024 * 1024
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    signal.signal(signal.SIGALRM, _alarm)
+    import os
+
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")  # a hostile name never reaches out
+    os.environ["HF_HOME"] = tempfile.mkdtemp(prefix="fuzz-home-")
+    failures: list[str] = []
+    print(f"seed {args.seed}, {args.cases} cases a kind, commands {args.commands}, caps {args.time_cap:g} s a "
+          f"command and {args.memory_cap} MB")
+    print(f"{'kind':14} {'cases':>6} {'runs':>6} {'exit codes':40} {'slowest s':>9} {'failures':>8}")
+    for kind in args.kinds.split(","):
+        codes: Counter[str] = Counter()
+        slowest = 0.0
+        runs = 0
+        bad = 0
+        for case in range(args.cases):
+            rng = random.Random(f"{args.seed}:{kind}:{case}")
+            if kind == "listing":
+                codes[listing_case(rng)] += 1
+                runs += 1
+                continue
+            where = Path(tempfile.mkdtemp(prefix="fuzz-"))
+            try:
+                try:
+                    target = GENERATORS[kind](rng, where)
+                except Exception as exc:  # a generator that could not build its input: not a finding
+                    codes[f"gen:{type(exc).__name__}"] += 1
+                    continue
+                for name in args.commands.split(","):
+                    extra = COMMANDS[name]
+                    argv = [*extra, str(target)] if extra[:1] in (["estimate"], ["audit"]) else (
+                        ["diff", str(target), "gpt2"] if name == "diff" else [str(target), *extra])
+                    code, err, took = run_cli(argv, args.time_cap)
+                    runs += 1
+                    slowest = max(slowest, took)
+                    codes[str(code)] += 1
+                    lines = [line for line in err.splitlines() if line.startswith("Error:")]
+                    ok = code in (0, 1) or (code in (2, 3, 4, 5) and len(lines) == 1)
+                    if not ok:
+                        bad += 1
+                        shown_args = " ".join(argv)
+                        failures.append(f"{kind} case {case} (seed {args.seed}) {shown_args}: exit {code} "
+                                        f"{err.strip()[:200]!r}")
+            finally:
+                shutil.rmtree(where, ignore_errors=True)
+        shown = ", ".join(f"{c}×{n}" for c, n in sorted(codes.items()))
+        print(f"{kind:14} {args.cases:6d} {runs:6d} {shown:40} {slowest:9.2f} {bad:8d}")
+    for line in failures[:50]:
+        print("FAIL", line)
+    print(f"{len(failures)} failed")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

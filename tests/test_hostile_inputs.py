@@ -225,3 +225,32 @@ def test_a_silent_server_is_a_network_error_within_the_documented_deadline(tmp_p
     assert "no answer within 10 s" in done.stderr and "25 s deadline" in done.stderr
     assert done.stderr.count("Error:") == 1
     assert took < 25, took
+
+
+@pytest.mark.parametrize("patch", ["method", "version", "truncated"])
+def test_a_zip_python_cannot_read_is_a_named_pickle_error_not_exit_70(cli, tmp_path: Path, patch: str) -> None:
+    """Found by the fuzz stage (scripts/fuzz.py, torch-zip seed 1): compression method 99, a 'zip file
+    version' zipfile does not implement and a cut archive raised NotImplementedError or EOFError (exit 70,
+    or 130 through click's Abort)."""
+    import io
+    import zipfile
+
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as z:
+        z.writestr("archive/data.pkl", b"\x80\x02}q\x00.")
+        z.writestr("archive/byteorder", "little")
+    blob = bytearray(out.getvalue())
+    central = blob.rfind(b"PK\x01\x02", 0, blob.rfind(b"PK\x01\x02"))  # the data.pkl entry's directory record
+    if patch == "method":
+        struct.pack_into("<H", blob, 8, 99)  # local header
+        struct.pack_into("<H", blob, central + 10, 99)
+    elif patch == "version":
+        struct.pack_into("<H", blob, central + 6, 110)  # version needed to extract: 11.0
+    else:
+        del blob[40:60]
+    path = tmp_path / "model.pt"
+    path.write_bytes(bytes(blob))
+    for args in ([str(path)], ["audit", str(path)]):
+        result = cli(*args)
+        assert result.code in (EXIT_INVALID, 1), (args, result.code, result.err)
+        assert "internal error" not in result.err and "Aborted" not in result.err

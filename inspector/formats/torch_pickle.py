@@ -20,7 +20,9 @@ from __future__ import annotations
 
 import io
 import pickle
+import struct
 import zipfile
+import zlib
 from collections import OrderedDict
 from collections.abc import Iterator
 from pathlib import Path
@@ -162,8 +164,10 @@ def _read_zip(fh: Any, name: str, size: int) -> WeightFile:
         if info.file_size > MAX_PICKLE:
             raise PickleError("pickle-too-large", f"data.pkl is {info.file_size:,} bytes", name)
         data = archive.read(pkl)
-    except zipfile.BadZipFile as exc:
-        raise PickleError("zip-invalid", f"not a readable zip ({exc})", name) from None
+    except (zipfile.BadZipFile, zlib.error, NotImplementedError, RuntimeError, EOFError, OSError, ValueError,
+            struct.error) as exc:  # unknown versions and compression methods, encryption, truncation
+        raise PickleError("zip-invalid", f"not a readable zip ({type(exc).__name__}: {str(exc)[:80]})",
+                          name) from None
     prefix = pkl[: -len("data.pkl")]
     sizes = {n[len(prefix) + len("data/"):]: i.file_size for n, i in entries.items() if n.startswith(prefix + "data/")}
     offsets = {n[len(prefix) + len("data/"):]: i.header_offset for n, i in entries.items()

@@ -158,7 +158,7 @@ def write_atomic(root: Path, relative: str, data: bytes, field: str = "path") ->
     try:
         os.replace(written, inside(root, relative, field))
     except OSError:
-        with _quiet():
+        with contextlib.suppress(OSError):
             os.unlink(written)
         raise
     return inside(root, relative, field)
@@ -233,10 +233,6 @@ def _alive(pid: int) -> bool:
     except OSError:
         return True
     return True
-
-
-def _quiet() -> contextlib.AbstractContextManager[None]:
-    return contextlib.suppress(OSError)
 
 
 def open_regular(path: Path) -> int:

@@ -262,8 +262,6 @@ def gen_torch_legacy(rng: random.Random, where: Path) -> Path:
 def _torch_zip(rng: random.Random) -> bytes:
     """A torch.save-shaped archive (archive/data.pkl, data/0, byteorder, version) with the GLOBAL
     opcodes torch writes, built without torch; the pickle's bytes mutated."""
-    import pickletools  # noqa: F401  (the opcodes below are protocol 2, as torch.save writes)
-
     def string(s: str) -> bytes:
         raw = s.encode()
         return b"X" + struct.pack("<I", len(raw)) + raw
@@ -271,8 +269,7 @@ def _torch_zip(rng: random.Random) -> bytes:
     pkl = (b"\x80\x02" + b"ccollections\nOrderedDict\n)R" + string("w") +
            b"ctorch._utils\n_rebuild_tensor_v2\n(" +
            b"(" + string("storage") + b"ctorch\nFloatStorage\n" + string("0") + string("cpu") + b"K\x10tQ" +
-           b"K\x00K\x04K\x04\x86K\x04K\x01\x86\x89ccollections\nOrderedDict\n)Rtqs.")
-    pkl = pkl.replace(b"tqs.", b"tRs.")
+           b"K\x00K\x04K\x04\x86K\x04K\x01\x86\x89ccollections\nOrderedDict\n)RtRs.")
     if rng.random() < 0.7:
         pkl = _flip(rng, pkl, rng.randint(1, 4))
     out = io.BytesIO()

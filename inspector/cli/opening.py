@@ -35,17 +35,16 @@ def load(model: str, revision: str | None, endpoint: str | None, token: str | No
          *, lenient: bool = False, relay: Any = None) -> Any:
     """``open_checkpoint`` with the CLI's Hub options; ``relay`` takes the progress (done, total)
     instead of a bar of its own."""
-    from inspector.sources.hub import open_hub
+    from inspector.sources.hub import hub_opener
     from inspector.sources.resolve import open_checkpoint
 
     options = hub_options(endpoint, token, offline)
 
     def hub(repo_id: str, rev: str | None, lenient: bool, only: str | None) -> Any:
-        _quiet_hub_logging()
         if relay is not None:
-            return open_hub(repo_id, rev, options=options, progress=relay, lenient=lenient, only=only)
+            return hub_opener(options, relay)(repo_id, rev, lenient, only)
         with ProgressBar() as bar:
-            return open_hub(repo_id, rev, options=options, progress=bar, lenient=lenient, only=only)
+            return hub_opener(options, bar)(repo_id, rev, lenient, only)
 
     return open_checkpoint(model, hub=hub, revision=revision, lenient=lenient)
 
@@ -117,12 +116,6 @@ def hub_options(endpoint: str | None, token: str | None, offline: bool) -> Any:
     from inspector.sources.hub import HubOptions
 
     return HubOptions(endpoint=endpoint, token=token, offline=True if offline else None, on_wait=say)
-
-
-def _quiet_hub_logging() -> None:
-    from huggingface_hub.utils import logging as hf_logging
-
-    hf_logging.set_verbosity_error()  # type: ignore[no-untyped-call]
 
 
 def _progress_bars_disabled() -> bool:

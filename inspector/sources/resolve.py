@@ -157,8 +157,6 @@ def open_folder(folder: Path, *, origin: Origin, repo_id: str | None = None, rev
     listing = {f.path: f.size for f in files}
     try:
         parts = assemble(LocalFolder(folder), listing, lenient=lenient)
-    except ConfigOnly:
-        raise
     except NotFoundError:
         if "config.json" in listing and repo_id:
             raise ConfigOnly(

@@ -320,6 +320,92 @@ def listing_case(rng: random.Random) -> str:
     return "ok"
 
 
+# --- differential: the same file through the format's own reference reader --------------------------
+
+#: the reference reader of each kind that has one: what its own ecosystem would load
+REFERENCES = {"safetensors": "safetensors (Rust) deserialize", "gguf": "gguf-py GGUFReader",
+              "torch-legacy": "torch.load(weights_only=True)", "torch-zip": "torch.load(weights_only=True)"}
+
+
+def _torch_leaves(value: object, depth: int = 0) -> list[object]:
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if depth > 50:
+        return []
+    if isinstance(value, dict):
+        return [t for v in value.values() for t in _torch_leaves(v, depth + 1)]
+    if isinstance(value, list | tuple):
+        return [t for v in value for t in _torch_leaves(v, depth + 1)]
+    return []
+
+
+def reference_figures(kind: str, target: Path) -> tuple[str, int, int, str]:
+    """(outcome, tensors, elements, why) by the reference: 'accept' or 'refuse'."""
+    try:
+        if kind == "safetensors":
+            from safetensors import deserialize
+
+            target = next(target.glob("*.safetensors")) if target.is_dir() else target
+
+            items = deserialize(target.read_bytes())
+            elements = 0
+            for _, entry in items:
+                n = 1
+                for d in entry["shape"]:
+                    n *= d
+                elements += n
+            return "accept", len(items), elements, ""
+        if kind == "gguf":
+            import gguf
+
+            reader = gguf.GGUFReader(str(target))
+            return "accept", len(reader.tensors), sum(int(t.n_elements) for t in reader.tensors), ""
+        import torch
+
+        leaves = _torch_leaves(torch.load(str(target), weights_only=True, map_location="cpu"))
+        return "accept", len(leaves), sum(int(t.numel()) for t in leaves), ""  # type: ignore[attr-defined]
+    except OverTime:
+        raise
+    except BaseException as exc:  # whatever the reference raises is its refusal
+        if isinstance(exc, KeyboardInterrupt):
+            raise
+        return "refuse", 0, 0, f"{type(exc).__name__}: {str(exc)[:120]}"
+
+
+def our_figures(target: Path) -> tuple[str, int, int, str]:
+    import inspector
+    from inspector.errors import InspectorError
+
+    try:
+        checkpoint = inspector.open_model(str(target))
+    except InspectorError as exc:
+        return "refuse", 0, 0, f"{type(exc).__name__}: {str(exc)[:120]}"
+    tensors = [t for h in checkpoint.headers for t in h.tensors]
+    return "accept", len(tensors), sum(t.numel for t in tensors), ""
+
+
+def differential(kind: str, target: Path, time_cap: float) -> tuple[str, str]:
+    """('agree' or the kind of disagreement, a line saying both sides)."""
+    signal.setitimer(signal.ITIMER_REAL, time_cap)
+    try:
+        ref = reference_figures(kind, target)
+    except OverTime:
+        return "reference-over-time", ""
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+    ours = our_figures(target)
+    if ref[0] == ours[0] == "refuse" or ref[:3] == ours[:3]:
+        return "agree", ""
+    if ref[0] == "accept" and ours[0] == "accept":
+        what = "figures-differ"
+    else:
+        what = "we-accept-reference-refuses" if ours[0] == "accept" else "we-refuse-reference-accepts"
+    return what, f"ours {ours[0]} {ours[1]} tensors {ours[2]:,} elements {ours[3]} | reference {ref[0]} " \
+                 f"{ref[1]} tensors {ref[2]:,} elements {ref[3]}"
+
+
 # --- the runner ------------------------------------------------------------------------------------
 
 
@@ -349,6 +435,9 @@ def main() -> int:
     parser.add_argument("--commands", default=",".join(COMMANDS))
     parser.add_argument("--time-cap", type=float, default=10.0, help="seconds per command")
     parser.add_argument("--memory-cap", type=int, default=2048, help="MB of address space for the whole run")
+    parser.add_argument("--differential", action="store_true",
+                        help="also read each case with the format's reference reader (" +
+                             "; ".join(f"{k}: {v}" for k, v in REFERENCES.items()) + ") and tally disagreements")
     args = parser.parse_args()
     limit = args.memory_cap * 1024 * 1024
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
@@ -358,6 +447,8 @@ def main() -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")  # a hostile name never reaches out
     os.environ["HF_HOME"] = tempfile.mkdtemp(prefix="fuzz-home-")
     failures: list[str] = []
+    disagreements: Counter[tuple[str, str]] = Counter()
+    examples: dict[tuple[str, str], list[str]] = {}
     print(f"seed {args.seed}, {args.cases} cases a kind, commands {args.commands}, caps {args.time_cap:g} s a "
           f"command and {args.memory_cap} MB")
     print(f"{'kind':14} {'cases':>6} {'runs':>6} {'exit codes':40} {'slowest s':>9} {'failures':>8}")
@@ -379,6 +470,11 @@ def main() -> int:
                 except Exception as exc:  # a generator that could not build its input: not a finding
                     codes[f"gen:{type(exc).__name__}"] += 1
                     continue
+                if args.differential and kind in REFERENCES:
+                    verdict, line = differential(kind, target, args.time_cap)
+                    disagreements[kind, verdict] += 1
+                    if verdict != "agree":
+                        examples.setdefault((kind, verdict), []).append(f"case {case}: {line}")
                 for name in args.commands.split(","):
                     extra = COMMANDS[name]
                     argv = [*extra, str(target)] if extra[:1] in (["estimate"], ["audit"]) else (
@@ -398,6 +494,13 @@ def main() -> int:
                 shutil.rmtree(where, ignore_errors=True)
         shown = ", ".join(f"{c}×{n}" for c, n in sorted(codes.items()))
         print(f"{kind:14} {args.cases:6d} {runs:6d} {shown:40} {slowest:9.2f} {bad:8d}")
+    if args.differential:
+        print(f"\n{'kind':14} {'reference':34} {'verdict':30} {'cases':>6}")
+        for (kind, verdict), n in sorted(disagreements.items()):
+            print(f"{kind:14} {REFERENCES[kind]:34} {verdict:30} {n:6d}")
+        for (kind, verdict), lines in sorted(examples.items()):
+            for line in lines[:5]:
+                print(f"  {kind} {verdict} {line}")
     for line in failures[:50]:
         print("FAIL", line)
     print(f"{len(failures)} failed")

@@ -67,13 +67,35 @@ class _Tensor:
         self.ref, self.offset, self.shape, self.dtype = ref, offset, shape, dtype
 
 
+#: torch's own limit on a tensor's dimensions
+MAX_TENSOR_DIMS: Final = 64
+
+
+def _dims(value: Any, what: str) -> tuple[int, ...]:
+    """A size or stride as torch's ``Tensor.set_`` takes it: a tuple of non-negative ints (torch
+    refuses floats there, and a negative size)."""
+    if not isinstance(value, tuple | list) or len(value) > MAX_TENSOR_DIMS or not all(
+            type(d) is int and 0 <= d < 1 << 63 for d in value):
+        raise pickle.UnpicklingError(f"a tensor {what} that is not a tuple of non-negative ints: {str(value)[:40]}")
+    return tuple(value)
+
+
+def _tensor(storage: _Ref, storage_offset: Any, size: Any, stride: Any, dtype: str) -> _Tensor:
+    if type(storage_offset) is not int or storage_offset < 0:
+        raise pickle.UnpicklingError(f"a storage offset that is not a non-negative int: {str(storage_offset)[:40]}")
+    shape = _dims(size, "size")
+    if len(_dims(stride, "stride")) != len(shape):
+        raise pickle.UnpicklingError("a tensor whose stride and size differ in length")
+    return _Tensor(storage, storage_offset, shape, dtype)
+
+
 def _rebuild_tensor(storage: Any, storage_offset: int, size: Any, stride: Any, *rest: Any) -> _Tensor:
     """``torch._utils._rebuild_tensor_v2`` (and v1): the dtype is the typed storage's."""
     if not isinstance(storage, _Ref):
         raise pickle.UnpicklingError("a tensor whose storage is not a persistent storage")
     if storage.dtype == UNTYPED:
         raise pickle.UnpicklingError("an untyped storage without a dtype")
-    return _Tensor(storage, int(storage_offset), tuple(int(d) for d in size), storage.dtype)
+    return _tensor(storage, storage_offset, size, stride, storage.dtype)
 
 
 def _rebuild_tensor_v3(storage: Any, storage_offset: int, size: Any, stride: Any, requires_grad: Any = None,
@@ -83,7 +105,7 @@ def _rebuild_tensor_v3(storage: Any, storage_offset: int, size: Any, stride: Any
     float8 types): an untyped storage sized in bytes, and the dtype beside it."""
     if not isinstance(storage, _Ref) or not isinstance(dtype, _Storage):
         raise pickle.UnpicklingError("_rebuild_tensor_v3 without a persistent storage and a dtype")
-    return _Tensor(storage, int(storage_offset), tuple(int(d) for d in size), dtype.dtype)
+    return _tensor(storage, storage_offset, size, stride, dtype.dtype)
 
 
 def _rebuild_parameter(data: Any, *rest: Any) -> Any:
@@ -153,9 +175,25 @@ def read_torch(path: Path, name: str) -> WeightFile:
         return read_torch_stream(fh, name, size)
 
 
+#: entries that make a zip a TorchScript archive (with a ``code/`` folder): what torch.load dispatches
+#: to torch.jit.load
+TORCHSCRIPT_ENTRIES: Final = ("constants.pkl", "attributes.pkl", "model.json")
+
+
 def _read_zip(fh: Any, name: str, size: int) -> WeightFile:
     try:
         archive = zipfile.ZipFile(fh)
+        names = [i.filename for i in archive.infolist()]
+        if len(set(names)) != len(names):
+            twice = next(n for n in names if names.count(n) > 1)
+            raise PickleError("zip-duplicate-entry", f"two zip entries named {twice!r}: torch.load reads the first, "
+                                                     "Python's zipfile the last; refusing to guess", name)
+        script = next((n for n in names if n.rsplit("/", 1)[-1] in TORCHSCRIPT_ENTRIES or "/code/" in n
+                       or n.startswith("code/")), None)
+        if script is not None:
+            raise PickleError("torchscript", f"a TorchScript archive ({script}): torch.load hands it to "
+                                             "torch.jit.load, which runs its code; not read as a state dict", name,
+                              hint="load it only if you trust its author")
         entries = {i.filename: i for i in archive.infolist()}
         pkl = next((n for n in entries if n.endswith("/data.pkl") or n == "data.pkl"), None)
         if pkl is None:
@@ -217,7 +255,8 @@ def _parse_legacy(head: bytes, name: str, size: int) -> WeightFile:
     except PickleError:
         raise
     except Exception as exc:
-        raise PickleError("legacy-invalid", f"the pickles do not load ({type(exc).__name__})", name) from None
+        raise PickleError("legacy-invalid", f"the pickles do not load ({type(exc).__name__}: {str(exc)[:80]})",
+                          name) from None
     sizes: dict[str, int] = {}
     offsets: dict[str, int] = {}
     position = stream.tell()
@@ -226,6 +265,12 @@ def _parse_legacy(head: bytes, name: str, size: int) -> WeightFile:
         if ref is None or ref.numel is None:
             raise PickleError("storage-missing", f"storage {key} is not described by the pickle", name)
         nbytes = ref.numel * _element_bytes(ref.dtype, name)
+        if position + 8 <= len(head):  # torch checks each storage's own size record against the pickle's
+            (recorded,) = struct.unpack_from("<q", head, position)
+            if recorded * _element_bytes(ref.dtype, name) != nbytes:
+                raise PickleError("storage-size-record", f"storage {key}: the pickle says {ref.numel:,} elements, "
+                                                         f"its size record {recorded:,} (torch.load refuses this)",
+                                  name)
         offsets[str(key)] = position + 8
         sizes[str(key)] = nbytes
         position += 8 + nbytes

@@ -27,6 +27,7 @@ __all__ = [
     "ComparisonResult",
     "Difference",
     "EstimateResult",
+    "FileListing",
     "Inspection",
     "InspectorError",
     "__version__",
@@ -35,6 +36,7 @@ __all__ = [
     "diff",
     "estimate",
     "inspect",
+    "list_files",
     "open_model",
 ]
 
@@ -44,12 +46,14 @@ if TYPE_CHECKING:
         ComparisonResult,
         Difference,
         EstimateResult,
+        FileListing,
         Inspection,
         audit,
         compare,
         diff,
         estimate,
         inspect,
+        list_files,
         open_model,
     )
     from inspector.errors import InspectorError

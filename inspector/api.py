@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from inspector.analysis.estimate import Estimate
     from inspector.analysis.fit import Budget, Fit
     from inspector.analysis.formula import FormulaCheck
-    from inspector.analysis.listing import ListingRow
+    from inspector.analysis.listing import FileRow, ListingRow
     from inspector.analysis.report import Report
 
 def open_model(model: str | Checkpoint, *, revision: str | None = None, endpoint: str | None = None,
@@ -259,6 +259,39 @@ def estimate_with(checkpoint: Checkpoint, options: EstimateOptions) -> EstimateR
     fitted = fit_estimate(report, est, options.budget, weights_dtype=options.weights_dtype,
                           overhead=options.overhead) if options.budget else None
     return EstimateResult(report, est, fitted)
+
+
+# --- several files of one model (GGUF quantisations) --------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class FileListing:
+    """A folder or repo holding one model in several files: a row a file (type, bytes, bits per
+    weight, parameters) and, with a budget, whether each fits and its largest context."""
+
+    where: str
+    rows: tuple[FileRow, ...]
+    budget: Budget | None
+    notes: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, object]:
+        """The ``inspect FOLDER|REPO --json`` document of such a folder (``files.schema.json``)."""
+        from inspector.render.output import files_json
+
+        return files_json(self.where, list(self.rows), self.budget, list(self.notes))
+
+
+def list_files(where: str, files: Sequence[tuple[str, Checkpoint]], *, gpu: str | None = None,
+               context: int | str | None = None, kv_dtype: str | None = None) -> FileListing:
+    """The rows of ``files`` (each file opened on its own, by name); with ``gpu`` (``24GiB``) the fit
+    of each model file at ``context``, projectors (``mmproj``) counted beside every model."""
+    from inspector.analysis.listing import file_rows
+    from inspector.analysis.report import build_report
+
+    options = estimate_options(context=context, gpu=gpu, kv_dtype=kv_dtype)
+    rows, notes = file_rows([(name, build_report(c)) for name, c in files], budget=options.budget,
+                            context=options.context, kv_dtype=options.kv_dtype)
+    return FileListing(where, tuple(rows), options.budget, tuple(notes))
 
 
 # --- audit ---------------------------------------------------------------------------------------

@@ -57,8 +57,8 @@ CONFIG = obj({
     "tie_word_embeddings": NBOOL, "dtype": NSTR, "num_experts": NINT, "experts_per_token": NINT,
     "moe_intermediate_size": NINT, "shared_experts": NINT, "first_k_dense": NINT, "sliding_window": NINT,
     "layer_types": STRS, "q_lora_rank": NINT, "kv_lora_rank": NINT, "qk_rope_head_dim": NINT,
-    "qk_nope_head_dim": NINT, "v_head_dim": NINT, "mtp_layers": NINT,
-    "quantization": {"type": ["object", "null"]}, "source": {"enum": ["table", "transformers", "raw", "none"]},
+    "qk_nope_head_dim": NINT, "v_head_dim": NINT, "mtp_layers": NINT, "kv_heads_per_layer": INTS,
+    "quantization": {"type": ["object", "null"]}, "source": {"enum": ["table", "transformers", "gguf", "raw", "none"]},
 })
 TOTALS = obj({"tensors": INT, "parameters": INT, "buffer_elements": INT, "quant_elements": INT, "hub_total": INT,
               "bytes": INT, "shards": INT})
@@ -110,7 +110,8 @@ FIT = obj({
     "budget_bytes": INT, "devices": INT, "batch": INT, "context": INT, "weights_bytes": INT,
     "weights_bytes_all_devices": INT, "replicated_bytes": INT, "replicated": STRS, "kv_bytes_per_token": INT,
     "kv_bytes": INT, "kv_share": STR, "overhead_bytes": INT, "overhead_formula": STR, "total_bytes": INT,
-    "fits": BOOL, "max_context": INT, "max_context_capped": BOOL, "max_batch": INT, "model_limit": NINT,
+    "fits": NBOOL, "max_context": NINT, "max_context_capped": BOOL, "max_batch": NINT, "model_limit": NINT,
+    "unknown": NSTR,
 }, nullable=True)
 ESTIMATE = document("estimate", "inspect estimate MODEL --json", {
     "model": MODEL, "context": INT, "batch": INT, "kv_dtype": STR,
@@ -143,8 +144,16 @@ ADAPTER_DIFF = document("adapter-diff", "inspect diff BASE ADAPTER --json (a PEF
     "problems": STRS,
 })
 
-SCHEMAS = {"show": SHOW, "diff": DIFF, "adapter-diff": ADAPTER_DIFF, "compare": COMPARE, "estimate": ESTIMATE,
-           "audit": AUDIT}
+FILES = document("files", "inspect FOLDER|REPO --json, for one model in several GGUF files [--gpu B --context N]", {
+    "where": STR, "budget_bytes": NINT, "devices": NINT,
+    "files": arr(obj({"file": STR, "kind": {"enum": ["model", "projector"]}, "type": NSTR, "bytes": INT,
+                      "parameters": INT, "bits_per_weight": NNUM, "fits": NBOOL, "max_context": NINT,
+                      "kv_bytes_per_token": NINT, "note": NSTR})),
+    "notes": STRS,
+})
+
+SCHEMAS = {"show": SHOW, "files": FILES, "diff": DIFF, "adapter-diff": ADAPTER_DIFF, "compare": COMPARE,
+           "estimate": ESTIMATE, "audit": AUDIT}
 
 
 def main() -> None:

@@ -19,6 +19,7 @@ from typing import Final, Protocol
 
 from inspector.analysis.families import ENCODER_ONLY_HEADS, ENCODER_ONLY_TYPES
 from inspector.formats.dtypes import TORCH_TO_SAFETENSORS
+from inspector.formats.gguf import GGUF_CONFIG
 
 _ALIASES: dict[str, tuple[str, ...]] = {
     # our name: raw config keys, in order of preference (used when transformers cannot help)
@@ -74,8 +75,12 @@ class ModelConfig:
     qk_nope_head_dim: int | None = None
     v_head_dim: int | None = None
     mtp_layers: int | None = None
+    #: KV heads layer by layer, where they differ (a GGUF's per-layer ``head_count_kv``)
+    kv_heads_per_layer: tuple[int, ...] = ()
     quantization: Mapping[str, object] | None = None
-    source: str = "none"  # "table" (our own, checked against transformers), "transformers", "raw" or "none"
+    #: "table" (our own, checked against transformers), "transformers", "gguf" (the file's own
+    #: metadata), "raw" or "none"
+    source: str = "none"
     raw: Mapping[str, object] = field(default_factory=dict)
     #: figures the config gives that are not counts in range (name, the value as given): left unknown
     unread: tuple[tuple[str, str], ...] = ()
@@ -106,6 +111,11 @@ def load_config(raw: Mapping[str, object] | None, *, cache: bool = True) -> Mode
     """
     if not raw:
         return ModelConfig()
+    if raw.get(GGUF_CONFIG) is True:  # a GGUF's own metadata: its figures as they are, nothing filled in
+        own: dict[str, object] = {name: _first(raw, keys) for name, keys in _ALIASES.items()}
+        own["tie_word_embeddings"] = raw.get("tie_word_embeddings")
+        own["layer_types"] = raw.get("layer_types")
+        return _build(raw, own, "gguf")
     direct = _from_table(raw)
     if direct is not None:  # no transformers import: the common case costs nothing
         return _build(raw, direct, "table")
@@ -232,6 +242,8 @@ def _build(raw: Mapping[str, object], figures: Mapping[str, object], source: str
         qk_nope_head_dim=_int(figures.get("qk_nope_head_dim")),
         v_head_dim=_int(figures.get("v_head_dim")),
         mtp_layers=_int(figures.get("mtp_layers")),
+        kv_heads_per_layer=tuple(v for v in per_layer if _int(v) is not None)
+        if isinstance(per_layer := raw.get("num_key_value_heads_per_layer"), list) else (),
         quantization=quant if isinstance(quant, Mapping) else None,
         source=source,
         raw=raw,

@@ -109,8 +109,7 @@ def _default_kv_dtype(c: ModelConfig, report: Report | None = None) -> str:
     names = {"BF16": "bf16", "F16": "fp16", "F32": "fp32"}
     if c.dtype in names:
         return names[c.dtype]
-    if report is not None and report.checkpoint.headers and all(
-            h.file.endswith(".gguf") for h in report.checkpoint.headers):
+    if report is not None and _is_gguf(report):
         return "fp16"  # llama.cpp's default cache type (--cache-type-k/-v f16)
     if report is not None:
         floats = [d for d in report.summary.by_dtype if d.dtype in names and d.parameters]
@@ -147,42 +146,76 @@ def _kv(report: Report, ctx: int, batch: int, kvd: str) -> list[Figure]:
                    "latent and the decoupled rope key)"),
         ]
     heads, kv, hd = c.num_heads or 0, c.num_kv_heads or 0, c.head_dim or 0
+    missing = [name for name, value in (("num_key_value_heads", kv), ("head_dim", hd)) if not value]
+    if missing:
+        why = "unknown: the config gives no " + " and no ".join(missing)
+        return [Figure("kv_bytes_per_token", None, "B", why, "config.json", (why,)),
+                Figure("kv_bytes", None, "B", why, "config.json", (why,))]
+    vd = c.v_head_dim if c.v_head_dim else hd  # V rows of their own width (a GGUF's value_length)
     kinds = _layer_kinds(c, layers)
-    attention_layers = [i for i, k in enumerate(kinds) if not any(w in k for w in LINEAR_STATE)]
+    kv_of = list(c.kv_heads_per_layer) if len(c.kv_heads_per_layer) == layers else [kv] * layers
+    attention_layers = [i for i, k in enumerate(kinds) if not any(w in k for w in LINEAR_STATE) and kv_of[i]]
     state_layers = layers - len(attention_layers)
     shared = config_int(c.raw.get("num_kv_shared_layers"), 0)
     storing = attention_layers[: max(0, len(attention_layers) - shared)] if shared else attention_layers
-    per_layer = 2 * kv * hd
-    per_token = per_layer * len(storing) * nbytes
+    per_token = sum(kv_of[i] * (hd + vd) for i in storing) * nbytes
     window = c.sliding_window
+    cells, rule = _window_cells(report, window, ctx)
     total = 0.0
     sliding = 0
     for i in storing:
         if window and "sliding" in kinds[i]:
-            total += per_layer * min(ctx, window) * nbytes
+            total += kv_of[i] * (hd + vd) * cells * nbytes
             sliding += 1
         else:
-            total += per_layer * ctx * nbytes
+            total += kv_of[i] * (hd + vd) * ctx * nbytes
     assumptions = [f"grouped-query attention: {kv} KV heads for {heads} query heads" if kv < heads
                    else "multi-head attention: one KV head per query head",
                    _kv_check(report, kv * hd)]
     if sliding:
-        assumptions.append(f"{sliding} sliding-window layers keep at most {window:,} tokens")
+        assumptions.append(f"{sliding} sliding-window layers keep at most {window:,} tokens" + rule)
     if state_layers:
         assumptions.append(f"{state_layers} linear-attention or state-space layers keep a constant state "
                            "(not per token; not counted here)")
     if shared:
         assumptions.append(f"{shared} layers reuse another layer's KV (num_kv_shared_layers)")
+    if len(set(kv_of)) > 1:
+        assumptions.append("KV heads per layer as the file gives them: " + ", ".join(f"{k}" for k in kv_of))
+    width = f"(key {hd} + value {vd})" if vd != hd else f"2 (K and V) × head_dim {hd}"
+    heads_text = f"{kv} KV heads" if len(set(kv_of)) <= 1 else "the layer's KV heads"
+    per_token_formula = (f"{width} × {len(storing)} layers × {heads_text} × {nbytes:g} B" if vd != hd else
+                         f"2 (K and V) × {len(storing)} layers × {heads_text} × head_dim {hd} × {nbytes:g} B")
+    source = ("llama.cpp's KV cache (llama-kv-cache.cpp): K and V rows of n_embd_k_gqa and n_embd_v_gqa per "
+              "layer and cell" if _is_gguf(report) else
+              "standard decoder KV cache: K and V of every KV head, per layer and token")
     return [
-        Figure("kv_bytes_per_token", int(per_token), "B",
-               f"2 (K and V) × {len(storing)} layers × {kv} KV heads × head_dim {hd} × {nbytes:g} B",
-               "standard decoder KV cache: K and V of every KV head, per layer and token",
-               tuple(assumptions)),
+        Figure("kv_bytes_per_token", int(per_token), "B", per_token_formula, source, tuple(assumptions)),
         Figure("kv_bytes", int(total * batch), "B",
-               f"Σ over layers of per-layer bytes × min(context {ctx:,}, window) × batch {batch}",
-               "standard decoder KV cache: K and V of every KV head, per layer and token",
-               tuple(assumptions)),
+               f"Σ over layers of per-layer bytes × (context {ctx:,}, or a sliding layer's {cells:,} cells) × "
+               f"batch {batch}" if sliding else
+               f"Σ over layers of per-layer bytes × context {ctx:,} × batch {batch}", source, tuple(assumptions)),
     ]
+
+
+#: llama.cpp's defaults for its sliding-window cache (``--swa-full`` off): a sliding layer keeps the
+#: window for each sequence plus one micro-batch (``-ub``, 512) of cells, padded (llama-kv-cache-iswa.cpp)
+LLAMA_CPP_UBATCH: Final = 512
+LLAMA_CPP_PAD: Final = 256
+
+
+def _is_gguf(report: Report) -> bool:
+    return bool(report.checkpoint.headers) and all(h.format == "gguf" for h in report.checkpoint.headers)
+
+
+def _window_cells(report: Report, window: int | None, ctx: int) -> tuple[int, str]:
+    """Cells a sliding-window layer keeps at context ``ctx``, and the rule said beside it."""
+    if not window:
+        return ctx, ""
+    if _is_gguf(report):
+        padded = -(-(window + LLAMA_CPP_UBATCH) // LLAMA_CPP_PAD) * LLAMA_CPP_PAD
+        return min(ctx, padded), (f"; as llama.cpp allocates them, window + one {LLAMA_CPP_UBATCH}-token micro-batch, "
+                                  f"padded to {LLAMA_CPP_PAD}: {min(ctx, padded):,} cells (--swa-full off)")
+    return min(ctx, window), ""
 
 
 def _layer_kinds(c: ModelConfig, layers: int) -> list[str]:
@@ -452,8 +485,9 @@ def model_limit(c: ModelConfig) -> int | None:
 
 
 def fit_estimate(report: Report, est: Estimate, budget: Budget, *, weights_dtype: str | None = None,
-                 overhead: int | None = None, kv_one: tuple[int, int] | None = None) -> Fit:
-    """Weights + KV cache at the estimate's context and batch + overhead, against ``budget``."""
+                 overhead: int | None = None, kv_one: tuple[int, int] | None = None, extra_weights: int = 0) -> Fit:
+    """Weights (and ``extra_weights``: a projector loaded beside them) + KV cache at the estimate's
+    context and batch + overhead, against ``budget``."""
     from inspector.analysis.fit import REPLICATED_ROLES, fit
 
     c = report.config
@@ -464,6 +498,7 @@ def fit_estimate(report: Report, est: Estimate, budget: Budget, *, weights_dtype
         bits = USER_DTYPE_BITS[weights_dtype.lower()]
         weights_all = int(est.quant.logical_parameters * bits // 8)
         scale = weights_all / s.bytes if s.bytes else 1.0
+    weights_all += extra_weights
     replicated: dict[Role, int] = {r.role: int(r.bytes * scale) for r in s.by_role if r.role in REPLICATED_ROLES}
     kvd = est.kv_dtype
 
@@ -471,6 +506,18 @@ def fit_estimate(report: Report, est: Estimate, budget: Budget, *, weights_dtype
         figures = {f.name: f.value for f in _kv(report, ctx, 1, kvd)}
         return int(figures.get("kv_bytes_per_token") or 0), int(figures.get("kv_bytes") or 0)
 
+    if not c.encoder_only:
+        kv_figure = next(f for f in _kv(report, 1, 1, kvd) if f.name == "kv_bytes_per_token")
+        if kv_figure.value is None:  # no answer from a guess: the fit is unknown, and says why
+            from dataclasses import replace
+
+            zero = fit(budget=budget, batch=est.batch, context=est.context, weights_all=weights_all,
+                       replicated=replicated, kv_at=lambda ctx: (0, 0), kv_heads=c.num_kv_heads, mla=False,
+                       hidden=c.hidden_size or 0, inter=c.intermediate_size or 0, dtype_bytes=2, overhead=overhead,
+                       model_limit=model_limit(c))
+            why = f"the KV cache per token is unknown ({kv_figure.formula.removeprefix('unknown: ')})"
+            return replace(zero, fits=None, max_context=None, max_batch=None, unknown=why,
+                           warnings=(*zero.warnings, f"no fit and no largest context: {why}"))
     one = kv_one or figures_at(1)
     # without sliding windows the cache is linear in the context: no need to re-derive it (and
     # re-check it against the headers) for every context the search tries
@@ -496,6 +543,8 @@ def common_fit(report: Report, est: Estimate) -> str | None:
     ctx = min(SUMMARY_CONTEXT, limit) if limit else SUMMARY_CONTEXT
     at = estimate(report, context=ctx, what_if=())
     kv = {f.name: f.value for f in at.figures}
+    if kv.get("kv_bytes_per_token") is None:  # unknown: no answer rather than one without a KV cache
+        return None
     one = (int(kv.get("kv_bytes_per_token") or 0), int(kv.get("kv_bytes_per_token") or 0))
     for devices in (1, 2, 4, 8):
         for gib in COMMON_BUDGETS_GIB:

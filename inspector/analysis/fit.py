@@ -89,12 +89,14 @@ class Fit:
     overhead_bytes: int  # per device
     overhead_formula: str
     total_bytes: int  # per device: weights + KV + overhead
-    fits: bool
-    max_context: int  # the largest context that fits at this batch (0: not even one token)
+    fits: bool | None  # None: unknown (``unknown`` says which figure is missing)
+    max_context: int | None  # the largest context that fits at this batch (0: not even one token)
     max_context_capped: bool  # the model's own limit is the cap
-    max_batch: int  # the largest batch that fits at this context
+    max_batch: int | None  # the largest batch that fits at this context
     model_limit: int | None
     warnings: tuple[str, ...]
+    #: why there is no answer (a figure the fit needs is unknown); None when there is one
+    unknown: str | None = None
 
 
 #: roles replicated on every device under tensor parallelism (everything else is split)

@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from inspector.analysis.stats import LayerGroup, Summary, Tensor, layer_suffix
 from inspector.model import Kind, natural_key
+
+if TYPE_CHECKING:
+    from inspector.analysis.fit import Budget
+    from inspector.analysis.report import Report
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,19 +89,62 @@ def collapsed_rows(tensors: list[Tensor], groups: tuple[LayerGroup, ...]) -> lis
 
 @dataclass(frozen=True, slots=True)
 class FileRow:
-    """One file of a folder or repo holding one model in several files (GGUF quantisations)."""
+    """One file of a folder or repo holding one model in several files (GGUF quantisations), with
+    its fit when a budget is given."""
 
     file: str
     type: str | None  # the dtype or GGML type holding the most bytes of parameters
     bytes: int
     parameters: int
     bits_per_weight: float | None
+    kind: str = "model"  # "model", or "projector" (a clip.* mmproj file, loaded beside a model)
+    fits: bool | None = None  # None: no budget given, a projector, or unknown (``note`` says why)
+    max_context: int | None = None
+    kv_bytes_per_token: int | None = None
+    note: str | None = None
 
 
-def file_row(file: str, s: Summary) -> FileRow:
+def file_row(file: str, s: Summary, kind: str = "model") -> FileRow:
     by_bytes = max((d for d in s.by_dtype if d.parameters), key=lambda d: d.bytes, default=None)
     return FileRow(file, by_bytes.dtype if by_bytes else None, s.bytes, s.parameters,
-                   round(s.bytes * 8 / s.parameters, 3) if s.parameters else None)
+                   round(s.bytes * 8 / s.parameters, 3) if s.parameters else None, kind)
+
+
+def is_projector(report: Report) -> bool:
+    """A multimodal projector (llama.cpp's ``mmproj-*.gguf``): its architecture is ``clip``."""
+    return report.config.model_type == "clip" or any(
+        k.startswith("clip.") for h in report.checkpoint.headers for k in h.metadata)
+
+
+def file_rows(files: list[tuple[str, Report]], *, budget: Budget | None = None, context: int | None = None,
+              kv_dtype: str | None = None) -> tuple[list[FileRow], list[str]]:
+    """One row a file; with ``budget``, whether each model file fits at ``context`` (its own limit by
+    default) and its largest context, the projectors' bytes added to each model's weights. Returns
+    the rows and the assumptions said under them."""
+    from inspector.analysis.estimate import estimate, fit_estimate
+
+    projectors = [(f, r) for f, r in files if is_projector(r)]
+    extra = sum(r.summary.bytes for _, r in projectors)
+    rows: list[FileRow] = []
+    for file, report in files:
+        if is_projector(report):
+            rows.append(file_row(file, report.summary, "projector"))
+            continue
+        row = file_row(file, report.summary)
+        if budget is not None:
+            est = estimate(report, context=context, kv_dtype=kv_dtype, what_if=())
+            fitted = fit_estimate(report, est, budget, extra_weights=extra)
+            kv = next((f.value for f in est.figures if f.name == "kv_bytes_per_token"), None)
+            row = replace(row, fits=fitted.fits, max_context=fitted.max_context,
+                          kv_bytes_per_token=int(kv) if kv is not None else None,
+                          note=fitted.unknown or f"at {est.context:,} tokens")
+        rows.append(row)
+    notes = []
+    if projectors and budget is not None:
+        names = ", ".join(f for f, _ in projectors)
+        notes.append(f"each model file's fit counts the projector {names} ({extra:,} B) beside it, as llama.cpp "
+                     "loads an mmproj file with its model for images")
+    return rows, notes
 
 
 @dataclass(frozen=True, slots=True)

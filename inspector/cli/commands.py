@@ -115,6 +115,11 @@ def show(
     shards: Annotated[bool, typer.Option("--shards", help="list every file, however many")] = False,
     formula: Annotated[bool, typer.Option("--formula", help="parameters predicted from config.json, per role, "
                                                             "beside the headers' counts")] = False,
+    gpu: Annotated[str | None, typer.Option(
+        "--gpu", help="with a folder or repo of GGUF files: whether each fits this budget (24GiB, 80GiBx2); "
+                      "for one model, see `inspect estimate --gpu`")] = None,
+    context: Annotated[str | None, typer.Option(
+        "--context", help="with --gpu: the context each file's fit is checked at (default: the model's own)")] = None,
     revision: Revision = None,
     endpoint: Endpoint = None,
     token: Token = None,
@@ -123,6 +128,10 @@ def show(
 ) -> None:
     from inspector.errors import UsageError
     from inspector.render.output import emit, formula_table, report_table, tensor_lines
+
+    if context is not None and gpu is None:
+        raise UsageError("--context goes with --gpu", hint="inspect REPO --gpu 8GiB --context 8k")
+    listing_options = api.estimate_options(context=context, gpu=gpu) if gpu else None  # checked before any read
 
     if collapse and not tensors:
         raise UsageError("--collapse goes with --tensors", hint="inspect MODEL --tensors --collapse")
@@ -139,8 +148,11 @@ def show(
     try:
         checkpoint = open_model(model, revision, endpoint, token, offline)
     except SeveralFiles as several:
-        _file_listing(model, several, revision, endpoint, token, offline, as_json, wide)
+        _file_listing(model, several, revision, endpoint, token, offline, as_json, wide, gpu, context)
         return
+    if listing_options is not None:
+        raise UsageError("--gpu with `inspect` answers for a folder or repo of several GGUF files",
+                         hint=f"for one model: inspect estimate {model} --gpu {gpu}")
     shown = api.inspect(checkpoint, tensors=tensors, collapse=collapse, formula=formula)
     report, rows, check = shown.report, shown.rows, shown.formula
     if as_json:
@@ -181,21 +193,20 @@ def show(
 
 
 def _file_listing(model: str, several: SeveralFiles, revision: str | None, endpoint: str | None,
-                  token: str | None, offline: bool, as_json: bool, wide: bool) -> None:
+                  token: str | None, offline: bool, as_json: bool, wide: bool, gpu: str | None,
+                  context: str | None) -> None:
     """A folder or repo holding one model in several GGUF files: one row a file (its header only)."""
-    from inspector.analysis.listing import file_row
-    from inspector.analysis.report import build_report
-    from inspector.render.output import emit, files_json, files_table
+    from inspector.render.output import emit, files_table
     from inspector.sources.resolve import split_revision
 
     name, rev = split_revision(model)
-    rows = [file_row(file, build_report(open_model(f"{name}/{file}" + (f"@{rev}" if rev else ""), revision,
-                                                   endpoint, token, offline)).summary)
-            for file in several.files]
+    opened = [(file, open_model(f"{name}/{file}" + (f"@{rev}" if rev else ""), revision, endpoint, token, offline))
+              for file in several.files]
+    listing = api.list_files(several.where, opened, gpu=gpu, context=context)
     if as_json:
-        emit_json(files_json(several.where, rows))
+        emit_json(listing.to_dict())
     else:
-        emit(files_table(several.where, name, rows), wide=wide)
+        emit(files_table(several.where, name, list(listing.rows), listing.budget, list(listing.notes)), wide=wide)
 
 
 def _cache_listing(root: Path, as_json: bool, wide: bool) -> None:
@@ -298,7 +309,8 @@ def estimate_cmd(
         "--context", help="tokens: 8192, 8k, 128k, 1M (k and M binary; default: the config's context)")] = None,
     batch: Annotated[str, typer.Option("--batch", help="sequences")] = "1",
     kv_dtype: Annotated[str | None, typer.Option(
-        "--kv-dtype", help="bf16, fp16, fp32, fp8, int8, int4 (default: the model's dtype)")] = None,
+        "--kv-dtype", help="bf16, fp16, fp32, fp8, int8, int4, or llama.cpp's q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl "
+                           "(default: the model's dtype; f16 for a GGUF, as llama.cpp)")] = None,
     dtype: Annotated[str | None, typer.Option(
         "--dtype", help="what-if weight dtypes, comma-separated (default bf16,fp8,int4); with --gpu, one dtype "
                         "sizes the weights in the fit")] = None,

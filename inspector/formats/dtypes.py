@@ -63,6 +63,9 @@ TORCH_STORAGES: Final[dict[str, str]] = {d.storage: d.name for d in TABLE if d.s
 USER_DTYPE_BITS: Final[dict[str, float]] = {
     "fp32": 32, "f32": 32, "fp16": 16, "f16": 16, "bf16": 16,
     "fp8": 8, "f8": 8, "int8": 8, "i8": 8, "int4": 4, "i4": 4, "fp4": 4, "nf4": 4,
+    # llama.cpp's KV cache types (--cache-type-k/-v), bits per value with the block scales: bytes per
+    # block × 8 / values per block, as gguf-py's GGML_QUANT_SIZES gives them (a test checks each)
+    "q8_0": 8.5, "q5_1": 6, "q5_0": 5.5, "q4_1": 5, "q4_0": 4.5, "iq4_nl": 4.5,
 }
 #: the same names, as bytes per element (a KV cache entry)
 USER_DTYPE_BYTES: Final[dict[str, float]] = {name: bits / 8 for name, bits in USER_DTYPE_BITS.items()}

@@ -14,6 +14,7 @@ a remote reader can grow its range requests until the metadata and tensor infos 
 from __future__ import annotations
 
 import itertools
+import math
 import struct
 from typing import Any, Final
 
@@ -53,136 +54,249 @@ class Incomplete(Exception):
         self.need = need
 
 
-class _Cursor:
-    def __init__(self, data: bytes | bytearray | memoryview, file: str) -> None:
-        self.data = memoryview(data)
-        self.at = 0
+_U32: Final = struct.Struct("<I")
+_U64: Final = struct.Struct("<Q")
+#: the fewest bytes a metadata entry takes (key length, a one-byte key, value type, a one-byte value)
+#: and a tensor info (name length, a one-byte name, dimension count, type, offset): a count that
+#: cannot fit in the bytes the file has is refused before any entry is read
+MIN_ENTRY: Final = 8 + 1 + 4 + 1
+MIN_TENSOR_INFO: Final = 8 + 1 + 4 + 4 + 8
+#: numeric metadata arrays up to this long are kept whole (per-layer figures: head counts, feed-forward
+#: lengths, sliding-window patterns); longer ones (token scores) keep their first SHOWN_ARRAY values
+KEPT_ARRAY: Final = 4096
+
+
+class GgufScan:
+    """One resumable parse of a GGUF header. ``feed`` is given the file's first bytes, each time more
+    of them (the same prefix, longer); it parses on from the last whole entry, so the work grows with
+    the header, not with the number of reads. Counts, string lengths and array lengths are checked
+    against the bytes the file has (and ``MAX_HEADER``) before anything is read or allocated."""
+
+    def __init__(self, file: str, file_size: int | None) -> None:
         self.file = file
+        self.file_size = file_size
+        self.at = 0
+        self.version = 0
+        self.n_tensors = -1
+        self.n_kv = 0
+        self.metadata: dict[str, Any] = {}
+        self.infos: list[tuple[str, tuple[int, ...], int, int]] = []
+        self.names: set[str] = set()
+        self.replaced = 0  # strings that were not UTF-8, shown with U+FFFD
 
-    def take(self, n: int) -> memoryview:
-        end = self.at + n
-        if end > len(self.data):
+    # --- bounds -----------------------------------------------------------------------------------
+
+    def _reach(self, view: memoryview, end: int) -> None:
+        """``end`` must lie inside the file and the header budget; Incomplete when not yet read."""
+        if self.file_size is not None and end > self.file_size:
+            raise GgufError("gguf-truncated", f"the header reaches byte {end:,} but the file has {self.file_size:,}",
+                            self.file)
+        if end > MAX_HEADER:
+            raise GgufError("gguf-header-too-large", f"the header needs more than {MAX_HEADER:,} bytes", self.file)
+        if end > len(view):
             raise Incomplete(end)
-        out = self.data[self.at:end]
-        self.at = end
-        return out
 
-    def scalar(self, fmt: str) -> Any:
-        size = struct.calcsize(fmt)
-        return struct.unpack(fmt, self.take(size))[0]
+    def _u32(self, view: memoryview, at: int) -> int:
+        self._reach(view, at + 4)
+        return int(_U32.unpack_from(view, at)[0])
 
-    def string(self) -> str:
-        n = self.scalar("<Q")
+    def _u64(self, view: memoryview, at: int) -> int:
+        self._reach(view, at + 8)
+        return int(_U64.unpack_from(view, at)[0])
+
+    def _string(self, view: memoryview, at: int, keep: bool = True) -> tuple[str, int]:
+        n = self._u64(view, at)
         if n > MAX_STRING:
             raise GgufError("gguf-string-too-long", f"a string claims {n:,} bytes", self.file)
+        end = at + 8 + n
+        self._reach(view, end)
+        if not keep:
+            return "", end
+        raw = view[at + 8:end]
         try:
-            return str(self.take(n), "utf-8")
-        except UnicodeDecodeError:
-            raise GgufError("gguf-not-utf8", "a string is not valid UTF-8", self.file) from None
+            return str(raw, "utf-8"), end
+        except UnicodeDecodeError:  # llama.cpp and gguf-py take the bytes as they are; we show U+FFFD
+            self.replaced += 1
+            return str(raw, "utf-8", "replace"), end
 
+    # --- the parse ----------------------------------------------------------------------------------
 
-def _value(cur: _Cursor, vtype: int, key: str) -> Any:
-    if vtype in _SCALARS:
-        return cur.scalar(_SCALARS[vtype])
-    if vtype == 8:
-        return cur.string()
-    if vtype == 9:
-        etype = cur.scalar("<I")
-        count = cur.scalar("<Q")
+    def feed(self, blob: bytes | bytearray | memoryview) -> int | None:
+        """Parse on; None when the tensor infos are whole, else how many bytes are needed."""
+        view = memoryview(blob)
+        try:
+            if self.n_tensors < 0:
+                self._fixed(view)
+            while len(self.metadata) < self.n_kv:
+                self.at = self._entry(view, self.at)
+            while len(self.infos) < self.n_tensors:
+                self.at = self._tensor_info(view, self.at)
+        except Incomplete as more:
+            return more.need
+        return None
+
+    def _fixed(self, view: memoryview) -> None:
+        if len(view) >= 4 and bytes(view[:4]) != MAGIC:
+            raise GgufError("gguf-bad-magic", "not a GGUF file (no GGUF magic)", self.file)
+        self._reach(view, 24)
+        version = self._u32(view, 4)
+        if version not in VERSIONS:
+            swapped = struct.unpack("<I", struct.pack(">I", version))[0]
+            if swapped in VERSIONS:
+                raise GgufError("gguf-big-endian", f"a big-endian GGUF (version {swapped}): only little-endian is "
+                                                   "read", self.file, hint="convert it with llama.cpp's gguf tools")
+            raise GgufError("gguf-version", f"GGUF version {version} is not supported (2 and 3 are)", self.file)
+        n_tensors, n_kv = self._u64(view, 8), self._u64(view, 16)
+        least = 24 + n_kv * MIN_ENTRY + n_tensors * MIN_TENSOR_INFO
+        room = MAX_HEADER if self.file_size is None else min(self.file_size, MAX_HEADER)
+        if least > room:
+            where = f"the file has {self.file_size:,}" if room == self.file_size else \
+                f"a header may take {MAX_HEADER:,}"
+            raise GgufError("gguf-counts", f"{n_tensors:,} tensors and {n_kv:,} metadata entries need at least "
+                                           f"{least:,} bytes; {where}", self.file)
+        self.version, self.n_tensors, self.n_kv, self.at = version, n_tensors, n_kv, 24
+
+    def _entry(self, view: memoryview, at: int) -> int:
+        key, at = self._string(view, at)
+        if key in self.metadata:  # llama.cpp refuses a file with a key twice
+            raise GgufError("gguf-duplicate-key", f"metadata key {key!r} appears twice", self.file)
+        vtype = self._u32(view, at)
+        value, at = self._value(view, at + 4, vtype, key)
+        self.metadata[key] = value
+        return at
+
+    def _value(self, view: memoryview, at: int, vtype: int, key: str) -> tuple[Any, int]:
+        if vtype in _SCALARS:
+            fmt = _SCALARS[vtype]
+            size = struct.calcsize(fmt)
+            self._reach(view, at + size)
+            return struct.unpack_from(fmt, view, at)[0], at + size
+        if vtype == 8:
+            return self._string(view, at)
+        if vtype != 9:
+            raise GgufError("gguf-value-type", f"{key}: unknown value type {vtype}", self.file)
+        etype = self._u32(view, at)
+        count = self._u64(view, at + 4)
+        at += 12
         if etype == 9:
-            raise GgufError("gguf-nested-array", f"{key}: arrays of arrays are not read", cur.file)
+            raise GgufError("gguf-nested-array", f"{key}: arrays of arrays are not read", self.file)
         if etype not in _SCALARS and etype != 8:
-            raise GgufError("gguf-value-type", f"{key}: unknown array element type {etype}", cur.file)
+            raise GgufError("gguf-value-type", f"{key}: unknown array element type {etype}", self.file)
         if etype in _SCALARS:
-            size = struct.calcsize(_SCALARS[etype])
-            raw = cur.take(size * count)
-            shown = [struct.unpack_from(_SCALARS[etype], raw, i * size)[0] for i in range(min(count, SHOWN_ARRAY))]
-        else:
-            shown = []
-            for i in range(count):
-                s = cur.string()
-                if i < SHOWN_ARRAY:
-                    shown.append(s)
-        return {"type": _TYPE_NAMES[etype], "count": count, "values": shown}
-    raise GgufError("gguf-value-type", f"{key}: unknown value type {vtype}", cur.file)
+            fmt = _SCALARS[etype]
+            size = struct.calcsize(fmt)
+            self._reach(view, at + size * count)
+            kept = count if count <= KEPT_ARRAY else SHOWN_ARRAY
+            values = list(struct.unpack_from(f"<{kept}{fmt[1:]}", view, at))
+            return {"type": _TYPE_NAMES[etype], "count": count, "values": values}, at + size * count
+        self._reach(view, at + 8 * count)  # each string takes 8 bytes of length at least
+        shown = []
+        for i in range(count):
+            text, at = self._string(view, at, keep=i < SHOWN_ARRAY)
+            if i < SHOWN_ARRAY:
+                shown.append(text)
+        return {"type": "string", "count": count, "values": shown}, at
 
-
-def parse_gguf(blob: bytes | bytearray, *, file: str = "<bytes>", file_size: int | None = None) -> tuple[  # noqa: C901
-        WeightFile, dict[str, Any], int]:
-    """(header, metadata, version). Raises ``Incomplete`` when ``blob`` ends before the tensor
-    infos do, and ``GgufError`` naming the rule a hostile or broken header breaks."""
-    import gguf
-
-    cur = _Cursor(blob, file)
-    if len(blob) >= 4 and bytes(blob[:4]) != MAGIC:
-        raise GgufError("gguf-bad-magic", "not a GGUF file (no GGUF magic)", file)
-    cur.take(4)
-    version = cur.scalar("<I")
-    if version not in VERSIONS:
-        swapped = struct.unpack("<I", struct.pack(">I", version))[0]
-        if swapped in VERSIONS:
-            raise GgufError("gguf-big-endian", f"a big-endian GGUF (version {swapped}): only little-endian is read",
-                            file, hint="convert it with llama.cpp's gguf tools")
-        raise GgufError("gguf-version", f"GGUF version {version} is not supported (2 and 3 are)", file)
-    n_tensors = cur.scalar("<Q")
-    n_kv = cur.scalar("<Q")
-    if n_tensors > 10_000_000 or n_kv > 10_000_000:
-        raise GgufError("gguf-counts", f"{n_tensors:,} tensors and {n_kv:,} metadata entries: not a real header",
-                        file)
-    metadata: dict[str, Any] = {}
-    for _ in range(n_kv):
-        key = cur.string()
-        vtype = cur.scalar("<I")
-        metadata[key] = _value(cur, vtype, key)
-    alignment = metadata.get("general.alignment", DEFAULT_ALIGNMENT)
-    if not isinstance(alignment, int) or alignment <= 0 or alignment & (alignment - 1):
-        raise GgufError("gguf-alignment", f"general.alignment {alignment!r} is not a power of two", file)
-    raw_infos: list[tuple[str, tuple[int, ...], int, int]] = []
-    for _ in range(n_tensors):
-        name = cur.string()
-        n_dims = cur.scalar("<I")
+    def _tensor_info(self, view: memoryview, at: int) -> int:
+        name, at = self._string(view, at)
+        n_dims = self._u32(view, at)
         if n_dims > MAX_DIMS:
-            raise GgufError("gguf-dims", f"tensor {name!r}: {n_dims} dimensions", file)
-        dims = tuple(cur.scalar("<Q") for _ in range(n_dims))
-        ggml_type = cur.scalar("<I")
-        offset = cur.scalar("<Q")
-        raw_infos.append((name, dims, ggml_type, offset))
-    infos_end = cur.at
-    data_start = -(-infos_end // alignment) * alignment
-    if cur.at > MAX_HEADER:
-        raise GgufError("gguf-header-too-large", f"the header takes {cur.at:,} bytes", file)
-    tensors: list[TensorInfo] = []
-    for name, dims, ggml_type, offset in raw_infos:
-        try:
-            qtype = gguf.GGMLQuantizationType(ggml_type)
-            block, type_size = gguf.GGML_QUANT_SIZES[qtype]
-        except (ValueError, KeyError):
-            raise GgufError("gguf-unknown-type", f"tensor {name!r}: unknown GGML type {ggml_type}", file) from None
-        numel = 1
-        for d in dims:
-            numel *= d
-        if dims and dims[0] % block:
-            raise GgufError("gguf-block", f"tensor {name!r}: {qtype.name} packs {block} values a block, but its "
-                                          f"rows have {dims[0]:,}", file)
-        if offset % alignment:
-            raise GgufError("gguf-offset-alignment", f"tensor {name!r}: offset {offset:,} is not a multiple of "
-                                                     f"{alignment}", file)
-        nbytes = numel // block * type_size
-        # the HF order: llama.cpp stores dimensions innermost first
-        tensors.append(TensorInfo(name, qtype.name, tuple(reversed(dims)), offset, offset + nbytes, file, numel))
+            raise GgufError("gguf-dims", f"tensor {name!r}: {n_dims} dimensions", self.file)
+        self._reach(view, at + 4 + 8 * n_dims + 12)
+        dims = struct.unpack_from(f"<{n_dims}Q", view, at + 4)
+        at += 4 + 8 * n_dims
+        ggml_type, offset = struct.unpack_from("<IQ", view, at)
+        if name in self.names:  # gguf-py and llama.cpp refuse a file with a tensor name twice
+            raise GgufError("gguf-duplicate-tensor", f"tensor name {name!r} appears twice", self.file)
+        self.names.add(name)
+        self.infos.append((name, dims, ggml_type, offset))
+        return at + 12
+
+    def finish(self, blob: bytes | bytearray, file_size: int | None) -> tuple[WeightFile, dict[str, Any], int]:
+        """The records, once ``feed`` returned None; ``file_size`` (None for the audit's lenient read)
+        is checked against the end of the tensor data."""
+        import gguf
+
+        file, metadata = self.file, self.metadata
+        alignment = metadata.get("general.alignment", DEFAULT_ALIGNMENT)
+        if type(alignment) is not int or alignment <= 0 or alignment & (alignment - 1):
+            raise GgufError("gguf-alignment", f"general.alignment {alignment!r} is not a power of two", file)
+        infos_end = self.at
+        data_start = -(-infos_end // alignment) * alignment
+        tensors: list[TensorInfo] = []
+        for name, dims, ggml_type, offset in self.infos:
+            try:
+                qtype = gguf.GGMLQuantizationType(ggml_type)
+                block, type_size = gguf.GGML_QUANT_SIZES[qtype]
+            except (ValueError, KeyError):
+                raise GgufError("gguf-unknown-type", f"tensor {name!r}: unknown GGML type {ggml_type}", file) from None
+            numel = 1
+            for d in dims:
+                numel *= d
+            if dims and dims[0] % block:
+                raise GgufError("gguf-block", f"tensor {name!r}: {qtype.name} packs {block} values a block, but its "
+                                              f"rows have {dims[0]:,}", file)
+            if offset % alignment:
+                raise GgufError("gguf-offset-alignment", f"tensor {name!r}: offset {offset:,} is not a multiple of "
+                                                         f"{alignment}", file)
+            nbytes = numel // block * type_size
+            # the HF order: llama.cpp stores dimensions innermost first
+            tensors.append(TensorInfo(name, qtype.name, tuple(reversed(dims)), offset, offset + nbytes, file, numel))
+        check_layout(tensors, data_start, file_size, file)
+        stop = data_start if tensors else infos_end
+        shown = {k: _show(v) for k, v in metadata.items()}
+        if self.replaced:
+            shown["strings not UTF-8"] = f"{self.replaced:,} (shown with U+FFFD)"
+        header = WeightFile(file=file, format="gguf", tensors=tuple(tensors), metadata=shown, file_size=file_size,
+                            data_start=stop, data_length=max((t.end for t in tensors), default=0),
+                            head=bytes(memoryview(blob)[:min(stop, len(blob))]))
+        _remember(header.head, metadata)
+        return header, metadata, self.version
+
+
+def check_layout(tensors: list[TensorInfo], data_start: int, file_size: int | None, file: str) -> None:
+    """No two tensors' data overlap; with ``file_size``, none ends past the end of the file. (The
+    audit reads leniently and applies the second rule itself, as a finding.)"""
     ordered = sorted(tensors, key=lambda t: t.begin)
     for a, b in itertools.pairwise(ordered):
         if b.begin < a.end:
             raise GgufError("gguf-overlap", f"tensors {a.name!r} and {b.name!r} overlap", file)
-    data_length = max((t.end for t in tensors), default=0)
-    if file_size is not None and tensors and data_start + data_length > file_size:
-        raise GgufError("gguf-data-beyond-file", f"tensor data ends at byte {data_start + data_length:,} but the "
-                                                 f"file has {file_size:,}", file)
-    stop = data_start if tensors else infos_end
-    header = WeightFile(file=file, format="gguf", tensors=tuple(tensors),
-                        metadata={k: _show(v) for k, v in metadata.items()}, file_size=file_size,
-                        data_start=stop, data_length=data_length, head=bytes(memoryview(blob)[:min(stop, len(blob))]))
-    return header, metadata, version
+    end = data_start + max((t.end for t in tensors), default=0)
+    if file_size is not None and tensors and end > file_size:
+        raise GgufError("gguf-data-beyond-file", f"tensor data ends at byte {end:,} but the file has {file_size:,}",
+                        file)
+
+
+def parse_gguf(blob: bytes | bytearray, *, file: str = "<bytes>", file_size: int | None = None) -> tuple[
+        WeightFile, dict[str, Any], int]:
+    """(header, metadata, version) of a whole header in one call. Raises ``Incomplete`` when ``blob``
+    ends before the tensor infos do, and ``GgufError`` naming the rule a hostile or broken header
+    breaks."""
+    scan = GgufScan(file, file_size)
+    need = scan.feed(blob)
+    if need is not None:
+        raise Incomplete(need)
+    return scan.finish(blob, file_size)
+
+
+#: the metadata of the last few headers parsed, by their kept bytes: ``config`` of a header just read
+#: needs no second parse
+_RECENT: list[tuple[bytes, dict[str, Any]]] = []
+
+
+def _remember(head: bytes, metadata: dict[str, Any]) -> None:
+    _RECENT.append((head, metadata))
+    del _RECENT[:-4]
+
+
+def metadata_of(header: WeightFile) -> dict[str, Any]:
+    """The parsed metadata of a GGUF header (from the parse that made it, else parsed again)."""
+    for kept, recent in reversed(_RECENT):
+        if kept is header.head:
+            found: dict[str, Any] = recent
+            return found
+    parsed: dict[str, Any] = parse_gguf(header.head, file=header.file)[1]
+    return parsed
 
 
 def _show(value: Any) -> str:
@@ -193,28 +307,112 @@ def _show(value: Any) -> str:
     return str(value)
 
 
+#: the key that marks a config made from GGUF metadata: its figures are the file's, read as they are
+#: (transformers is never asked to fill them)
+GGUF_CONFIG: Final = "gguf_metadata"
+
+#: llama.cpp's sliding-window layout where the file has no ``attention.sliding_window_pattern``: each
+#: architecture's hparams loader in llama.cpp (src/llama-model.cpp, ``hparams.set_swa_pattern(n)``)
+#: marks layer i sliding unless ``i % n == n - 1``; the window when the file gives none (Gemma 2's
+#: 4096, Llama 4's 8192-token chunks). Architectures that store the pattern per layer need no row.
+LLAMA_CPP_SWA: Final[dict[str, tuple[int, int | None]]] = {
+    "gemma2": (2, 4096), "gemma3": (6, None), "gemma3n": (5, None), "gemma-embedding": (6, None),
+    "cohere2": (4, None), "exaone4": (4, None), "gpt-oss": (2, None), "llama4": (4, 8192),
+}
+
+
+def _count(value: Any) -> int | None:
+    return value if type(value) is int and 0 <= value < 1 << 40 else None
+
+
+def _per_layer(value: Any, layers: int | None) -> tuple[int | None, tuple[int, ...]]:
+    """A figure llama.cpp reads with ``get_key_or_arr``: one count, or one per layer. (its largest,
+    the per-layer counts or () when it is one count)"""
+    if isinstance(value, dict) and value.get("type") != "string":
+        values = value.get("values", [])
+        if layers is None or value.get("count") != layers or len(values) != layers or \
+                not all(_count(v) is not None for v in values):
+            return None, ()
+        return max(values, default=None), tuple(values)
+    return _count(value), ()
+
+
+def _swa_layers(metadata: dict[str, Any], arch: str, layers: int | None, window: int | None) -> tuple[
+        list[str] | None, int | None]:
+    """Per-layer attention kinds and the window, as llama.cpp lays them out."""
+    import gguf
+
+    if layers is None:
+        return None, window
+    pattern = metadata.get(gguf.Keys.Attention.SLIDING_WINDOW_PATTERN.format(arch=arch))
+    default = LLAMA_CPP_SWA.get(arch)
+    if window is None and default is not None:
+        window = default[1]
+    if window is None or window == 0:
+        return None, None
+    if isinstance(pattern, dict):  # one flag per layer: true where the layer slides
+        flags = pattern.get("values", [])
+        if pattern.get("count") != layers or len(flags) != layers:
+            return None, window
+        return ["sliding_attention" if f else "full_attention" for f in flags], window
+    period = _count(pattern) if pattern is not None else (default[0] if default else None)
+    if period is None:
+        return ["sliding_attention"] * layers, window  # a window, no pattern: every layer slides
+    return ["sliding_attention" if period == 0 or i % period < period - 1 else "full_attention"
+            for i in range(layers)], window
+
+
 def gguf_config(metadata: dict[str, Any], tensor_names: set[str]) -> dict[str, Any]:
-    """config.json's figures from GGUF metadata (``llama.block_count`` → ``num_hidden_layers``, …),
-    with ``model_type`` the architecture llama.cpp names."""
-    arch = metadata.get("general.architecture")
+    """config.json's figures from a GGUF's own metadata, by gguf-py's key names (``{arch}.block_count``
+    → ``num_hidden_layers``, …), for any architecture: ``model_type`` is the one llama.cpp names, the
+    vocabulary the token list's length, per-layer figures (head counts, feed-forward lengths) read
+    per layer, a layer whose KV head count is 0 a recurrent one, and the sliding-window layout as
+    llama.cpp builds it."""
+    import gguf
+
+    arch = metadata.get(gguf.Keys.General.ARCHITECTURE)
     if not isinstance(arch, str):
         return {}
+    keys, attn = gguf.Keys.LLM, gguf.Keys.Attention
 
     def get(key: str) -> Any:
-        return metadata.get(f"{arch}.{key}")
+        return metadata.get(key.format(arch=arch))
 
-    tokens = metadata.get("tokenizer.ggml.tokens")
-    vocab = get("vocab_size") or (tokens["count"] if isinstance(tokens, dict) else None)
-    config = {
-        "model_type": arch, "architectures": [f"{arch} (GGUF)"],
-        "hidden_size": get("embedding_length"), "num_hidden_layers": get("block_count"),
-        "intermediate_size": get("feed_forward_length"), "num_attention_heads": get("attention.head_count"),
-        "num_key_value_heads": get("attention.head_count_kv"), "max_position_embeddings": get("context_length"),
-        "vocab_size": vocab, "num_local_experts": get("expert_count"), "num_experts_per_tok": get("expert_used_count"),
-        "head_dim": get("attention.key_length"), "sliding_window": get("attention.sliding_window"),
-        "rope_theta": get("rope.freq_base"),
+    def number(key: str) -> float | None:
+        value = get(key)
+        ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+        return value if ok else None
+
+    layers = _count(get(keys.BLOCK_COUNT))
+    heads, _ = _per_layer(get(attn.HEAD_COUNT), layers)
+    kv_heads, kv_per_layer = _per_layer(get(attn.HEAD_COUNT_KV), layers)
+    ffn, ffn_per_layer = _per_layer(get(keys.FEED_FORWARD_LENGTH), layers)
+    tokens = metadata.get(gguf.Keys.Tokenizer.LIST)
+    vocab = _count(get(keys.VOCAB_SIZE)) or (_count(tokens.get("count")) if isinstance(tokens, dict) else None)
+    layer_types, window = _swa_layers(metadata, arch, layers, _count(get(attn.SLIDING_WINDOW)))
+    if kv_per_layer and any(k == 0 for k in kv_per_layer):  # llama.cpp: a layer with no KV heads is recurrent
+        base = layer_types or ["full_attention"] * len(kv_per_layer)
+        layer_types = ["recurrent" if k == 0 else t for k, t in zip(kv_per_layer, base, strict=True)]
+    config: dict[str, Any] = {
+        GGUF_CONFIG: True, "model_type": arch, "architectures": [f"{arch} (GGUF)"],
+        "hidden_size": _count(get(keys.EMBEDDING_LENGTH)), "num_hidden_layers": layers,
+        "intermediate_size": ffn, "num_attention_heads": heads, "num_key_value_heads": kv_heads,
+        "max_position_embeddings": _count(get(keys.CONTEXT_LENGTH)), "vocab_size": vocab,
+        "num_local_experts": _count(get(keys.EXPERT_COUNT)), "num_experts_per_tok": _count(get(keys.EXPERT_USED_COUNT)),
+        "moe_intermediate_size": _count(get(keys.EXPERT_FEED_FORWARD_LENGTH)),
+        "n_shared_experts": _count(get(keys.EXPERT_SHARED_COUNT)),
+        "first_k_dense_replace": _count(get(keys.LEADING_DENSE_BLOCK_COUNT)),
+        "head_dim": _count(get(attn.KEY_LENGTH)), "v_head_dim": _count(get(attn.VALUE_LENGTH)),
+        "q_lora_rank": _count(get(attn.Q_LORA_RANK)), "kv_lora_rank": _count(get(attn.KV_LORA_RANK)),
+        "sliding_window": window, "layer_types": layer_types,
+        "rope_theta": number(gguf.Keys.Rope.FREQ_BASE),
         "tie_word_embeddings": "output.weight" not in tensor_names if tensor_names else None,
+        "num_key_value_heads_per_layer": list(kv_per_layer) or None,
+        "intermediate_size_per_layer": list(ffn_per_layer) or None,
     }
+    if config["kv_lora_rank"] is not None:  # MLA (DeepSeek-V2/V3 as llama.cpp writes them)
+        config["qk_rope_head_dim"] = _count(get(gguf.Keys.Rope.DIMENSION_COUNT))
+        config["head_dim"] = config["v_head_dim"] = None
     return {k: v for k, v in config.items() if v is not None}
 
 

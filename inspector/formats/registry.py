@@ -111,9 +111,15 @@ class PrefixReader:
     def config(self, header: WeightFile) -> dict[str, Any] | None:
         return None
 
+    def session(self, *, file: str, file_size: int | None) -> PrefixSession:
+        """The state of one read: by default none (``need`` and ``parse`` see the whole prefix each
+        time); a format whose header length is not stored up front parses on where it stopped."""
+        return _Stateless(self, file, file_size)
+
     def read(self, source: ByteSource, *, file: str, first: int | None = None, lenient: bool = False,
              prefix: bytes | None = None) -> WeightFile:
         size = source.size
+        session = self.session(file=file, file_size=size)
         if prefix is not None:
             blob: bytes | bytearray = prefix
             asked = len(prefix)
@@ -124,7 +130,7 @@ class PrefixReader:
                 asked = min(asked, size)
             blob = source.read(0, asked) if asked else b""
         while True:  # a reader whose header length is not stored up front asks again until it is whole
-            total = self.need(blob, file=file, file_size=size)
+            total = session.need(blob)
             if len(blob) >= total or (size is not None and len(blob) >= size):
                 break
             if len(blob) < asked:  # the source ended before the bytes it was asked for
@@ -136,7 +142,26 @@ class PrefixReader:
                 if not isinstance(blob, bytearray):
                     blob = bytearray(blob)
                 source.read_into(blob, len(blob), total - len(blob))
-        return self.parse(blob, file=file, file_size=None if lenient else size)
+        return session.parse(blob, file_size=None if lenient else size)
+
+
+class PrefixSession(Protocol):
+    def need(self, prefix: bytes | bytearray) -> int:
+        """The bytes the records need, given the first ``len(prefix)`` (the same prefix, longer, each call)."""
+        ...
+
+    def parse(self, blob: bytes | bytearray, *, file_size: int | None) -> WeightFile: ...
+
+
+class _Stateless:
+    def __init__(self, reader: PrefixReader, file: str, file_size: int | None) -> None:
+        self.reader, self.file, self.file_size = reader, file, file_size
+
+    def need(self, prefix: bytes | bytearray) -> int:
+        return self.reader.need(prefix, file=self.file, file_size=self.file_size)
+
+    def parse(self, blob: bytes | bytearray, *, file_size: int | None) -> WeightFile:
+        return self.reader.parse(blob, file=self.file, file_size=file_size)
 
 
 class Safetensors(PrefixReader):
@@ -181,22 +206,11 @@ class Gguf(PrefixReader):
     def first_read(self, hint: int | None) -> int:
         return max(64, min(hint or self.default_first_read, self.max_header))
 
-    def need(self, prefix: bytes | bytearray, *, file: str, file_size: int | None) -> int:
-        from inspector.formats.gguf import GgufError, Incomplete, parse_gguf
+    def session(self, *, file: str, file_size: int | None) -> PrefixSession:
+        return _GgufSession(self.max_header, file, file_size)
 
-        try:
-            header, _, _ = parse_gguf(prefix, file=file, file_size=None)
-        except Incomplete as more:
-            if file_size is not None and len(prefix) >= file_size:
-                raise GgufError("gguf-truncated", f"the file ends at byte {file_size:,}, inside its header",
-                                file) from None
-            want = max(more.need, 2 * len(prefix))
-            if more.need > self.max_header:
-                raise GgufError("gguf-header-too-large", f"the header needs more than {self.max_header:,} bytes",
-                                file) from None
-            return min(want, self.max_header, file_size) if file_size is not None else min(want, self.max_header)
-        start = header.data_start if header.data_start is not None else len(prefix)
-        return start if file_size is None else min(start, file_size)
+    def need(self, prefix: bytes | bytearray, *, file: str, file_size: int | None) -> int:
+        return _GgufSession(self.max_header, file, file_size).need(prefix)
 
     def parse(self, blob: bytes | bytearray, *, file: str, file_size: int | None) -> WeightFile:
         from inspector.formats.gguf import GgufError, Incomplete, parse_gguf
@@ -207,10 +221,48 @@ class Gguf(PrefixReader):
             raise GgufError("gguf-truncated", "the header ends early", file) from None
 
     def config(self, header: WeightFile) -> dict[str, Any] | None:
-        from inspector.formats.gguf import gguf_config, parse_gguf
+        from inspector.formats.gguf import gguf_config, metadata_of
 
-        _, metadata, _ = parse_gguf(header.head, file=header.file)
-        return gguf_config(metadata, {t.name for t in header.tensors})
+        return gguf_config(metadata_of(header), {t.name for t in header.tensors})
+
+
+class _GgufSession:
+    """One GGUF read: the parse resumes where the last prefix ended (``gguf.GgufScan``); each read
+    asks for what the parse needs, at least twice what it has (so a header of n bytes costs about
+    log₂ n requests and under 2n bytes)."""
+
+    def __init__(self, max_header: int, file: str, file_size: int | None) -> None:
+        from inspector.formats.gguf import GgufScan
+
+        self.scan = GgufScan(file, file_size)
+        self.max_header, self.file, self.file_size = max_header, file, file_size
+
+    def need(self, prefix: bytes | bytearray) -> int:
+        from inspector.formats.gguf import GgufError
+
+        more = self.scan.feed(prefix)
+        size = self.file_size
+        if more is None:
+            align = self.scan_alignment()
+            start = -(-self.scan.at // align) * align if self.scan.infos else self.scan.at
+            return start if size is None else min(start, size)
+        if size is not None and len(prefix) >= size:
+            raise GgufError("gguf-truncated", f"the file ends at byte {size:,}, inside its header", self.file)
+        want = min(max(more, 2 * len(prefix)), self.max_header)
+        return want if size is None else min(want, size)
+
+    def scan_alignment(self) -> int:
+        from inspector.formats.gguf import DEFAULT_ALIGNMENT
+
+        alignment = self.scan.metadata.get("general.alignment", DEFAULT_ALIGNMENT)
+        return alignment if type(alignment) is int and alignment > 0 else DEFAULT_ALIGNMENT
+
+    def parse(self, blob: bytes | bytearray, *, file_size: int | None) -> WeightFile:
+        from inspector.formats.gguf import GgufError
+
+        if self.scan.feed(blob) is not None:
+            raise GgufError("gguf-truncated", "the header ends early", self.file)
+        return self.scan.finish(blob, file_size)[0]
 
 
 class TorchPickle:

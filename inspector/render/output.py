@@ -26,7 +26,7 @@ if TYPE_CHECKING:  # rich is imported where a table is drawn: `inspect --json` n
     from inspector.analysis.audit import AuditResult
     from inspector.analysis.compare import Comparison
     from inspector.analysis.estimate import Estimate
-    from inspector.analysis.fit import Fit
+    from inspector.analysis.fit import Budget, Fit
     from inspector.analysis.formula import FormulaCheck
 
 #: 2: every document names its model in one shape (``model_json``)
@@ -488,7 +488,7 @@ def fit_json(f: Fit) -> dict[str, object]:
         "kv_bytes_per_token": f.kv_bytes_per_token, "kv_bytes": f.kv_bytes, "kv_share": f.kv_share,
         "overhead_bytes": f.overhead_bytes, "overhead_formula": f.overhead_formula, "total_bytes": f.total_bytes,
         "fits": f.fits, "max_context": f.max_context, "max_context_capped": f.max_context_capped,
-        "max_batch": f.max_batch, "model_limit": f.model_limit,
+        "max_batch": f.max_batch, "model_limit": f.model_limit, "unknown": f.unknown,
     }
 
 
@@ -511,24 +511,29 @@ def fit_table(f: Fit) -> RenderableType:
     t.add_column("how")
     rows = [("weights", f.weights_bytes, (f"1/{f.devices} of {f.weights_bytes_all:,} B, replicated pieces whole"
                                           if f.devices > 1 else "as the headers hold them")),
-            ("KV cache", f.kv_bytes, f"{f.kv_bytes_per_token:,} B/token × {f.context:,} × batch {f.batch}; "
-                                     f"{f.kv_share}"),
+            ("KV cache", f.kv_bytes, "unknown (not counted)" if f.fits is None else
+             f"{f.kv_bytes_per_token:,} B/token × {f.context:,} × batch {f.batch}; {f.kv_share}"),
             ("overhead", f.overhead_bytes, f.overhead_formula),
             ("total", f.total_bytes, "weights + KV cache + overhead"),
             ("budget", f.budget_bytes, "--gpu")]
     for label, value, how in rows:
         t.add_row(label, n(value), f"{value / 10**9:.2f}", f"{value / 2**30:.2f}", sanitize(how))
-    verdict = Text("fits" if f.fits else "does not fit", style="bold green" if f.fits else "bold red")
-    verdict.append(f": {f.total_bytes / 2**30:.2f} GiB of {f.budget_bytes / 2**30:.2f} GiB{per}", style="")
-    limit = (f"the model's own limit of {f.model_limit:,}" if f.max_context_capped else "the budget")
-    most = (f"largest context that fits at batch {f.batch}: {f.max_context:,} tokens (capped by {limit}); "
-            f"largest batch at {f.context:,} tokens: {f.max_batch:,}") if f.max_context else \
-        "not even one token of context fits beside the weights and overhead"
-    parts: list[RenderableType] = [t, verdict, Text(most)]
+    if f.fits is None:
+        parts: list[RenderableType] = [t, Text("fit unknown: " + sanitize(f.unknown or "a figure is missing"),
+                                               style="bold yellow")]
+    else:
+        verdict = Text("fits" if f.fits else "does not fit", style="bold green" if f.fits else "bold red")
+        verdict.append(f": {f.total_bytes / 2**30:.2f} GiB of {f.budget_bytes / 2**30:.2f} GiB{per}", style="")
+        limit = (f"the model's own limit of {f.model_limit:,}" if f.max_context_capped else "the budget")
+        most = (f"largest context that fits at batch {f.batch}: {f.max_context:,} tokens (capped by {limit}); "
+                f"largest batch at {f.context:,} tokens: {f.max_batch:,}") if f.max_context else \
+            "not even one token of context fits beside the weights and overhead"
+        parts = [t, verdict, Text(most)]
     if f.replicated and f.devices > 1:
         parts.append(Text("replicated on every device: " + ", ".join(f.replicated), style="dim"))
     for w in f.warnings:
-        parts.append(Text("warning: " + sanitize(w), style="yellow"))
+        if f.fits is not None or not w.startswith("no fit and no largest context"):
+            parts.append(Text("warning: " + sanitize(w), style="yellow"))
     return Group(*parts)
 
 
@@ -738,24 +743,43 @@ def compare_markdown(cmp: Comparison) -> str:
 # --- several files of one model; a Hugging Face cache -----------------------------------------------
 
 
-def files_json(where: str, rows: list[FileRow]) -> dict[str, object]:
+def files_json(where: str, rows: list[FileRow], budget: Budget | None = None,
+               notes: list[str] | None = None) -> dict[str, object]:
+    """Several files of one model; with a budget, the fit of each model file (``fits`` null for a
+    projector, or where a figure is unknown: ``note`` says why)."""
     return {"schema_version": SCHEMA_VERSION, "where": where,
-            "files": [{"file": r.file, "type": r.type, "bytes": r.bytes, "parameters": r.parameters,
-                       "bits_per_weight": r.bits_per_weight} for r in rows]}
+            "budget_bytes": budget.per_device if budget else None, "devices": budget.devices if budget else None,
+            "files": [{"file": r.file, "kind": r.kind, "type": r.type, "bytes": r.bytes, "parameters": r.parameters,
+                       "bits_per_weight": r.bits_per_weight, "fits": r.fits, "max_context": r.max_context,
+                       "kv_bytes_per_token": r.kv_bytes_per_token, "note": r.note} for r in rows],
+            "notes": list(notes or [])}
 
 
-def files_table(where: str, name: str, rows: list[FileRow]) -> RenderableType:
+def files_table(where: str, name: str, rows: list[FileRow], budget: Budget | None = None,
+                notes: list[str] | None = None) -> RenderableType:
+    from rich.console import Group
     from rich.table import Table
+    from rich.text import Text
 
-    t = Table(title=sanitize(f"{where}: {len(rows)} GGUF files (inspect {name}/FILE for one)"),
-              title_justify="left", show_edge=False, pad_edge=False)
-    for col, just in (("file", "left"), ("main type", "left"), ("bytes", "right"), ("parameters", "right"),
-                      ("bits/weight", "right")):
+    title = f"{where}: {len(rows)} GGUF files (inspect {name}/FILE for one)"
+    if budget is not None:
+        title += f"; fit in {budget.devices} × {budget.per_device / 2**30:.2f} GiB"
+    t = Table(title=sanitize(title), title_justify="left", show_edge=False, pad_edge=False)
+    columns = [("file", "left"), ("kind", "left"), ("main type", "left"), ("bytes", "right"), ("parameters", "right"),
+               ("bits/weight", "right")]
+    if budget is not None:
+        columns += [("fits", "left"), ("largest context", "right"), ("", "left")]
+    for col, just in columns:
         t.add_column(col, justify=just)  # type: ignore[arg-type]
     for r in rows:
-        t.add_row(sanitize(r.file), sanitize(r.type or "—"), n(r.bytes), n(r.parameters),
-                  f"{r.bits_per_weight:.3f}" if r.bits_per_weight else "—")
-    return t
+        cells = [sanitize(r.file), r.kind, sanitize(r.type or "—"), n(r.bytes), n(r.parameters),
+                 f"{r.bits_per_weight:.3f}" if r.bits_per_weight else "—"]
+        if budget is not None:
+            verdict = "—" if r.kind != "model" else ("unknown" if r.fits is None else ("yes" if r.fits else "no"))
+            cells += [verdict, n(r.max_context) if r.max_context is not None else "—",
+                      sanitize(r.note or ("loaded beside a model" if r.kind == "projector" else ""))]
+        t.add_row(*cells)
+    return Group(t, *(Text(sanitize(note), style="dim") for note in notes or []))
 
 
 def cache_json(root: str, rows: list[CachedModel]) -> dict[str, object]:
@@ -832,8 +856,11 @@ def estimate_markdown(report: Report, est: Estimate, fitted: Fit | None = None) 
             ["weights", n(fitted.weights_bytes)], ["KV cache", n(fitted.kv_bytes)],
             ["overhead", n(fitted.overhead_bytes)], ["total", n(fitted.total_bytes)],
             ["budget", n(fitted.budget_bytes)]], {1})
-        lines.append(("fits" if fitted.fits else "does not fit") +
-                     f"; largest context {n(fitted.max_context)}, largest batch {n(fitted.max_batch)}")
+        if fitted.fits is None or fitted.max_context is None or fitted.max_batch is None:
+            lines.append("fit unknown: " + markdown(fitted.unknown or "a figure is missing"))
+        else:
+            lines.append(("fits" if fitted.fits else "does not fit") +
+                         f"; largest context {n(fitted.max_context)}, largest batch {n(fitted.max_batch)}")
         lines += [f"_warning: {markdown(w)}_" for w in fitted.warnings]
     return "\n".join(lines) + "\n"
 

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from inspector.errors import HeaderError, InvalidCheckpointError, NotFoundError, UsageError
+from inspector.formats.gguf import GGUF_CONFIG
 from inspector.formats.registry import max_header, reader_for, reader_named
 from inspector.model import SIDE_FILES, Checkpoint, FileEntry, Origin, WeightFile
 from inspector.safeio import (
@@ -146,6 +147,8 @@ def load_snapshot(folder: Path, *, origin: Origin = "snapshot", label: str | Non
                 raise
             errors.append(exc)
     config = _read_json(folder, "config.json", files)
+    if config is None and len(headers) == 1 and (reader := reader_named(headers[0].format)) is not None:
+        config = reader.config(headers[0])  # a file that carries its own (GGUF metadata), as assemble reads it
     index_name = pick_index(f.path for f in files if f.stored)
     # DeepSeek-V3's index is 8 MB of JSON that `inspect` never looks at: read it when first used
     index = LazyJSON(lambda: _read_json(folder, index_name, files) or {}) if index_name else None
@@ -286,7 +289,8 @@ def save_checkpoint(checkpoint: Checkpoint, folder: Path, *, force: bool = False
     headers = {h.file: h.head for h in checkpoint.headers}
     formats = {h.file: h.format for h in checkpoint.headers}
     stored: dict[str, bytes] = {}
-    if checkpoint.config is not None:
+    if checkpoint.config is not None and checkpoint.config.get(GGUF_CONFIG) is not True:
+        # (a config made from a GGUF's metadata is made again from its header: no config.json the repo lacks)
         stored["config.json"] = (json.dumps(checkpoint.config, indent=2) + "\n").encode()
     index_name = checkpoint.index_name or pick_index(f.path for f in checkpoint.files) \
         or "model.safetensors.index.json"

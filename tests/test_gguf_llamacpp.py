@@ -375,3 +375,31 @@ def test_a_gguf_repo_lists_each_quantisation_with_its_fit(tmp_path: Path, cli, o
     assert any(projector.name in note and f"{projector_bytes:,}" in note for note in doc["notes"])
     assert "largest context" in text.out and "projector" in text.out
     assert text.out.count("Error") == 0
+
+
+RECEIPTS = ROOT / "fixtures" / "llama.cpp" / "gemma3-270m-q4_k_m.kv-cache.log"
+
+
+def _receipts() -> list[tuple[int, str, float]]:
+    """(context, cache type, total MiB of K and V) of each run llama.cpp logged (fixtures/llama.cpp/SOURCE.txt)."""
+    import re
+
+    runs: list[tuple[int, str, float]] = []
+    for line in RECEIPTS.read_text().splitlines():
+        if line.startswith("=== n_ctx"):
+            runs.append((int(line.split()[2]), "", 0.0))
+        elif m := re.search(r"K \((\w+)\):\s+([\d.]+) MiB, V \(\w+\):\s+([\d.]+) MiB", line):
+            ctx, _, total = runs[-1]
+            runs[-1] = (ctx, m.group(1), total + float(m.group(2)) + float(m.group(3)))
+    return runs
+
+
+def test_the_kv_cache_equals_what_llama_cpp_allocated(gemma3: Path, cli) -> None:
+    """llama.cpp (llama-cpp-python 0.3.36) printed its K and V buffers for this file at four contexts
+    and two cache types; our KV cache at each is the same to the 0.01 MiB it prints."""
+    runs = _receipts()
+    assert len(runs) == 4
+    for ctx, cache_type, mib in runs:
+        doc = cli("estimate", str(gemma3), "--context", str(ctx), "--kv-dtype", cache_type, "--json").json()
+        ours = next(f for f in doc["figures"] if f["name"] == "kv_bytes")["value"]
+        assert abs(ours / 2**20 - mib) <= 0.02, (ctx, cache_type, ours / 2**20, mib)

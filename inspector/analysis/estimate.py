@@ -160,7 +160,7 @@ def _kv(report: Report, ctx: int, batch: int, kvd: str) -> list[Figure]:
     storing = attention_layers[: max(0, len(attention_layers) - shared)] if shared else attention_layers
     per_token = sum(kv_of[i] * (hd + vd) for i in storing) * nbytes
     window = c.sliding_window
-    cells, rule = _window_cells(report, window, ctx)
+    full, cells, rule = _cells(report, window, ctx)
     total = 0.0
     sliding = 0
     for i in storing:
@@ -168,7 +168,7 @@ def _kv(report: Report, ctx: int, batch: int, kvd: str) -> list[Figure]:
             total += kv_of[i] * (hd + vd) * cells * nbytes
             sliding += 1
         else:
-            total += kv_of[i] * (hd + vd) * ctx * nbytes
+            total += kv_of[i] * (hd + vd) * full * nbytes
     assumptions = [f"grouped-query attention: {kv} KV heads for {heads} query heads" if kv < heads
                    else "multi-head attention: one KV head per query head",
                    _kv_check(report, kv * hd)]
@@ -191,14 +191,15 @@ def _kv(report: Report, ctx: int, batch: int, kvd: str) -> list[Figure]:
     return [
         Figure("kv_bytes_per_token", int(per_token), "B", per_token_formula, source, tuple(assumptions)),
         Figure("kv_bytes", int(total * batch), "B",
-               f"Σ over layers of per-layer bytes × (context {ctx:,}, or a sliding layer's {cells:,} cells) × "
+               f"Σ over layers of per-layer bytes × ({full:,} cells, or a sliding layer's {cells:,}) × "
                f"batch {batch}" if sliding else
-               f"Σ over layers of per-layer bytes × context {ctx:,} × batch {batch}", source, tuple(assumptions)),
+               f"Σ over layers of per-layer bytes × {full:,} cells × batch {batch}", source, tuple(assumptions)),
     ]
 
 
-#: llama.cpp's defaults for its sliding-window cache (``--swa-full`` off): a sliding layer keeps the
-#: window for each sequence plus one micro-batch (``-ub``, 512) of cells, padded (llama-kv-cache-iswa.cpp)
+#: llama.cpp's defaults for its KV cache: the context padded to 256 cells; with ``--swa-full`` off, a
+#: sliding layer keeps the window for each sequence plus one micro-batch (``-ub``, 512) of cells,
+#: padded (llama-kv-cache-iswa.cpp; fixtures/llama.cpp/ holds the sizes llama.cpp printed)
 LLAMA_CPP_UBATCH: Final = 512
 LLAMA_CPP_PAD: Final = 256
 
@@ -207,15 +208,18 @@ def _is_gguf(report: Report) -> bool:
     return bool(report.checkpoint.headers) and all(h.format == "gguf" for h in report.checkpoint.headers)
 
 
-def _window_cells(report: Report, window: int | None, ctx: int) -> tuple[int, str]:
-    """Cells a sliding-window layer keeps at context ``ctx``, and the rule said beside it."""
+def _cells(report: Report, window: int | None, ctx: int) -> tuple[int, int, str]:
+    """Cells a full-attention layer and a sliding-window layer keep at context ``ctx``, and the
+    rule said beside them. llama.cpp pads the context to 256 cells and gives a sliding layer the
+    window plus one micro-batch, padded; a 1,000-token context holds 1,024 cells."""
+    if not _is_gguf(report):
+        return ctx, min(ctx, window) if window else ctx, ""
+    full = -(-ctx // LLAMA_CPP_PAD) * LLAMA_CPP_PAD
     if not window:
-        return ctx, ""
-    if _is_gguf(report):
-        padded = -(-(window + LLAMA_CPP_UBATCH) // LLAMA_CPP_PAD) * LLAMA_CPP_PAD
-        return min(ctx, padded), (f"; as llama.cpp allocates them, window + one {LLAMA_CPP_UBATCH}-token micro-batch, "
-                                  f"padded to {LLAMA_CPP_PAD}: {min(ctx, padded):,} cells (--swa-full off)")
-    return min(ctx, window), ""
+        return full, full, ""
+    cells = min(full, -(-(window + LLAMA_CPP_UBATCH) // LLAMA_CPP_PAD) * LLAMA_CPP_PAD)
+    return full, cells, (f"; as llama.cpp allocates them (--swa-full off, its default): window + one "
+                         f"{LLAMA_CPP_UBATCH}-token micro-batch, padded to {LLAMA_CPP_PAD}: {cells:,} cells")
 
 
 def _layer_kinds(c: ModelConfig, layers: int) -> list[str]:
@@ -521,7 +525,8 @@ def fit_estimate(report: Report, est: Estimate, budget: Budget, *, weights_dtype
     one = kv_one or figures_at(1)
     # without sliding windows the cache is linear in the context: no need to re-derive it (and
     # re-check it against the headers) for every context the search tries
-    linear = not c.sliding_window and not any(k in t for t in c.layer_types for k in LINEAR_STATE)
+    linear = not c.sliding_window and not any(k in t for t in c.layer_types for k in LINEAR_STATE) \
+        and not _is_gguf(report)  # llama.cpp pads the context: not linear cell by cell
 
     def kv_at(ctx: int) -> tuple[int, int]:
         return (one[0], one[1] * ctx) if linear else figures_at(ctx)

@@ -136,7 +136,8 @@ class PrefixReader:
             if len(blob) < asked:  # the source ended before the bytes it was asked for
                 raise ShortRead(f"{len(blob):,} of the {asked:,} bytes asked for arrived", file)
             asked = total
-            if source.rereads_cheaply:  # one read from the start: no joining of a few kB and 100 MB
+            if source.rereads_cheaply and not session.resumes:  # one read from the start: no joining of
+                # a few kB and 100 MB (a parse that resumes has used what it holds: only the rest is read)
                 blob = source.read(0, total)
             else:  # only the rest, appended: a remote source pays for every byte
                 if not isinstance(blob, bytearray):
@@ -146,6 +147,9 @@ class PrefixReader:
 
 
 class PrefixSession(Protocol):
+    #: whether ``need`` parses on from where the last call stopped (then a read appends the rest)
+    resumes: bool
+
     def need(self, prefix: bytes | bytearray) -> int:
         """The bytes the records need, given the first ``len(prefix)`` (the same prefix, longer, each call)."""
         ...
@@ -154,6 +158,8 @@ class PrefixSession(Protocol):
 
 
 class _Stateless:
+    resumes = False
+
     def __init__(self, reader: PrefixReader, file: str, file_size: int | None) -> None:
         self.reader, self.file, self.file_size = reader, file, file_size
 
@@ -230,6 +236,8 @@ class _GgufSession:
     """One GGUF read: the parse resumes where the last prefix ended (``gguf.GgufScan``); each read
     asks for what the parse needs, at least twice what it has (so a header of n bytes costs about
     log₂ n requests and under 2n bytes)."""
+
+    resumes = True
 
     def __init__(self, max_header: int, file: str, file_size: int | None) -> None:
         from inspector.formats.gguf import GgufScan

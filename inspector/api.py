@@ -222,7 +222,7 @@ def estimate_options(*, context: int | str | None = None, batch: int | str = 1, 
     from inspector.errors import UsageError
 
     budget = parse_budget(gpu) if gpu else None
-    extra = parse_budget(overhead).per_device if overhead else None
+    extra = parse_budget(overhead, "--overhead").per_device if overhead else None
     what_if = tuple(dtypes) if dtypes is not None else ("bf16", "fp8", "int4")
     if budget is None and extra is not None:
         raise UsageError("--overhead goes with --gpu", hint="inspect estimate MODEL --gpu 24GiB --overhead 2GiB")

@@ -207,8 +207,9 @@ def _build(raw: Mapping[str, object], figures: Mapping[str, object], source: str
     kv_heads = _int(figures.get("num_kv_heads"))
     if kv_heads is None and raw.get("multi_query") is True:
         kv_heads = 1  # Falcon-7B, StarCoder
-    if kv_heads is None:
-        kv_heads = heads
+    if kv_heads is None and source != "raw":
+        kv_heads = heads  # the documented default of transformers' config classes and of llama.cpp
+        # (a config only read raw says nothing of its KV heads: they stay unknown, not guessed)
     dtype = figures.get("dtype")
     quant = raw.get("quantization_config")
     layer_types = figures.get("layer_types")

@@ -67,6 +67,7 @@ class Estimate:
     figures: tuple[Figure, ...]
     quant: Quant
     what_if: tuple[tuple[str, int], ...]  # dtype → bytes for the logical parameters
+    warnings: tuple[str, ...] = ()
 
     def get(self, name: str) -> Figure:
         return next(f for f in self.figures if f.name == name)
@@ -100,7 +101,11 @@ def estimate(report: Report, *, context: int | None = None, batch: int = 1, kv_d
 
             raise UsageError(f"--dtype: unknown {name!r}", hint="use " + ", ".join(USER_DTYPE_BITS))
         rows.append((key, int(q.logical_parameters * bits[key] // 8)))
-    return Estimate(ctx, batch, kvd, tuple(figures), q, tuple(rows))
+    warnings = []
+    limit = model_limit(c)
+    if limit and ctx > limit:
+        warnings.append(f"context {ctx:,} is over the model's limit of {limit:,} tokens ({limit_source(report)})")
+    return Estimate(ctx, batch, kvd, tuple(figures), q, tuple(rows), tuple(warnings))
 
 
 def _default_kv_dtype(c: ModelConfig, report: Report | None = None) -> str:
@@ -346,8 +351,22 @@ def _flops(report: Report, active: int, ctx: int, moe: bool) -> list[Figure]:
         d_qk, d_v = c.qk_nope_head_dim + c.qk_rope_head_dim, c.v_head_dim or 0
     else:
         d_qk = d_v = c.head_dim or 0
-    attn_per_t = 2 * layers * heads * (d_qk + d_v)  # = 4·L·h·d when d_qk = d_v = d
-    attention = attn_per_t * ctx
+    per_layer = 2 * heads * (d_qk + d_v)  # score and value products per layer and attended token
+    window = c.sliding_window
+    kinds = _layer_kinds(c, layers) if layers <= 100_000 else []
+    sliding = sum(1 for k in kinds if window and "sliding" in k) if window else 0
+    full = layers - sliding
+
+    def attended(t: int) -> int:
+        """Σ over layers of the tokens a query at position t attends to."""
+        return full * t + sliding * min(t, window or t)
+
+    def attended_prefix(t: int) -> int:
+        """Σ over positions 1…t of ``attended``: causal attention, windows capping the sliding layers."""
+        w = min(t, window or t)
+        return full * t * (t + 1) // 2 + sliding * (w * (w + 1) // 2 + (t - w) * w)
+
+    attention = per_layer * attended(ctx)
     assumptions = ("each weight is one multiply and one add per token (2 FLOPs)",
                    "the input embedding (and learned position embedding) is a lookup and costs nothing"
                    + ("" if has_head else "; the tied output head multiplies by it, so it counts once"),
@@ -362,12 +381,18 @@ def _flops(report: Report, active: int, ctx: int, moe: bool) -> list[Figure]:
                + (f" − position lookups {lookups:,}" if lookups else "")
                + ("" if has_head else f" + tied head {input_embedding:,}") + ")", FLOPS_SOURCE, assumptions),
         Figure("flops_per_token_attention", attention, "FLOP",
-               f"2 × {layers} layers × {heads} heads × (d_qk {d_qk} + d_v {d_v}) × context {ctx:,}"
-               f" (= 4·L·h·d·t when d_qk = d_v)", FLOPS_SOURCE, ("score and value products at context t",)),
+               (f"2 × {heads} heads × (d_qk {d_qk} + d_v {d_v}) × ({full} layers × context {ctx:,} + {sliding} "
+                f"sliding layers × min(context, window {window:,}))" if sliding else
+                f"2 × {layers} layers × {heads} heads × (d_qk {d_qk} + d_v {d_v}) × context {ctx:,}"
+                f" (= 4·L·h·d·t when d_qk = d_v)"), FLOPS_SOURCE,
+               ("score and value products at context t",
+                *((f"{sliding} sliding-window layers attend to at most {window:,} tokens",) if sliding else ()))),
         Figure("flops_decode_step", gemm + attention, "FLOP", "weights + attention at context t", FLOPS_SOURCE),
-        Figure("flops_prefill", gemm * ctx + attn_per_t * ctx * (ctx + 1) // 2, "FLOP",
-               "t × weights + attention summed over positions 1…t = 2N′t + a·t(t+1)/2", FLOPS_SOURCE,
-               ("causal attention: token i attends to i tokens",)),
+        Figure("flops_prefill", gemm * ctx + per_layer * attended_prefix(ctx), "FLOP",
+               ("t × weights + attention summed over positions 1…t, a sliding layer's capped at its window"
+                if sliding else "t × weights + attention summed over positions 1…t = 2N′t + a·t(t+1)/2"),
+               FLOPS_SOURCE, ("causal attention: token i attends to i tokens"
+                              + (f" (at most {window:,} in a sliding-window layer)" if sliding else ""),)),
         Figure("attention_to_gemm_ratio", attention / gemm if gemm else None, "",
                "attention FLOPs / weight FLOPs at context t", FLOPS_SOURCE),
         Figure("attention_to_gemm_ratio_closed_form", closed_ratio, "",
@@ -488,6 +513,17 @@ def model_limit(c: ModelConfig) -> int | None:
     return limit
 
 
+def limit_source(report: Report) -> str:
+    """Where ``model_limit`` comes from, said beside a warning."""
+    c = report.config
+    if c.source == "gguf":
+        return "the GGUF's context_length"
+    scaling = c.raw.get("rope_scaling")
+    if isinstance(scaling, dict) and isinstance(scaling.get("original_max_position_embeddings"), int):
+        return "config.json rope_scaling: factor × original_max_position_embeddings, or max_position_embeddings"
+    return "config.json max_position_embeddings"
+
+
 def fit_estimate(report: Report, est: Estimate, budget: Budget, *, weights_dtype: str | None = None,
                  overhead: int | None = None, kv_one: tuple[int, int] | None = None, extra_weights: int = 0) -> Fit:
     """Weights (and ``extra_weights``: a projector loaded beside them) + KV cache at the estimate's
@@ -520,8 +556,7 @@ def fit_estimate(report: Report, est: Estimate, budget: Budget, *, weights_dtype
                        hidden=c.hidden_size or 0, inter=c.intermediate_size or 0, dtype_bytes=2, overhead=overhead,
                        model_limit=model_limit(c))
             why = f"the KV cache per token is unknown ({kv_figure.formula.removeprefix('unknown: ')})"
-            return replace(zero, fits=None, max_context=None, max_batch=None, unknown=why,
-                           warnings=(*zero.warnings, f"no fit and no largest context: {why}"))
+            return replace(zero, fits=None, max_context=None, max_batch=None, unknown=why)
     one = kv_one or figures_at(1)
     # without sliding windows the cache is linear in the context: no need to re-derive it (and
     # re-check it against the headers) for every context the search tries

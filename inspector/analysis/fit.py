@@ -48,16 +48,20 @@ class Budget:
     devices: int
 
 
-def parse_budget(text: str) -> Budget:
+def parse_budget(text: str, option: str = "--gpu") -> Budget:
     """``24GiB``, ``80GiBx2``, ``141GiBx8``, ``16GB`` (GB decimal, GiB binary; a bare ``G`` is GiB)."""
     m = _SIZE.match(text)
     unit = m.group(2).lower() if m else ""
     if m is None or unit not in _UNITS:
-        raise UsageError(f"--gpu: cannot read {text!r} as a memory size", hint="for example 24GiB, 80GiBx2, 16GB")
+        raise UsageError(f"{option}: cannot read {text!r} as a memory size", hint="for example 24GiB, 80GiBx2, 16GB")
+    if not unit:  # "24" is 24 GiB to one reader and 24 bytes to another: say which
+        raise UsageError(f"{option}: {text!r} has no unit",
+                         hint=f"write it with one: {m.group(1)}GiB (binary), {m.group(1)}GB (decimal) or "
+                              f"{m.group(1)}B (bytes)")
     devices = int(m.group(3) or 1)
     per_device = int(float(m.group(1)) * _UNITS[unit])
     if per_device <= 0 or not 1 <= devices <= 4096:
-        raise UsageError(f"--gpu: {text!r} is not a positive size on 1 to 4,096 devices")
+        raise UsageError(f"{option}: {text!r} is not a positive size on 1 to 4,096 devices")
     return Budget(per_device, devices)
 
 
@@ -133,10 +137,7 @@ def fit(*, budget: Budget, batch: int, context: int, weights_all: int, replicate
 
     per_token = math.ceil(kv_at(1)[0] / divisor)
     kv_bytes = kv(context, batch)
-    warnings = []
-    if model_limit and context > model_limit:
-        warnings.append(f"context {context:,} is over the model's limit of {model_limit:,} tokens "
-                        "(max_position_embeddings, with rope scaling where the config has it)")
+    warnings: list[str] = []  # (a context over the model's limit is the estimate's warning, said once)
     cap = model_limit or 10 * 1024**2
     max_context = _largest(lambda ctx: total(ctx, batch) <= budget.per_device, cap)
     max_batch = _largest(lambda b: total(context, b) <= budget.per_device, 1 << 20)

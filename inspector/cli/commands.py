@@ -335,9 +335,8 @@ def estimate_cmd(
                                    dtypes=[d.strip() for d in dtype.split(",") if d.strip()] if dtype else None)
     done = api.estimate_with(open_model(model, revision, endpoint, token, offline), options)
     report, est, fitted = done.report, done.estimate, done.fit
-    if fitted is not None:
-        for warning in fitted.warnings:
-            say(f"warning: {warning}")
+    for warning in (*est.warnings, *(fitted.warnings if fitted is not None else ())):
+        say(f"warning: {warning}")
     if fmt == "json":
         emit_json(done.to_dict())
     elif fmt == "markdown":

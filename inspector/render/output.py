@@ -531,10 +531,7 @@ def fit_table(f: Fit) -> RenderableType:
         parts = [t, verdict, Text(most)]
     if f.replicated and f.devices > 1:
         parts.append(Text("replicated on every device: " + ", ".join(f.replicated), style="dim"))
-    for w in f.warnings:
-        if f.fits is not None or not w.startswith("no fit and no largest context"):
-            parts.append(Text("warning: " + sanitize(w), style="yellow"))
-    return Group(*parts)
+    return Group(*parts)  # (its warnings are said once, on stderr)
 
 
 def estimate_json(report: Report, est: Estimate, fitted: Fit | None = None) -> dict[str, object]:
@@ -554,7 +551,7 @@ def estimate_json(report: Report, est: Estimate, fitted: Fit | None = None) -> d
         },
         "what_if": [{"dtype": d, "bytes": b} for d, b in est.what_if],
         "fit": None if fitted is None else fit_json(fitted),
-        "warnings": [] if fitted is None else list(fitted.warnings),
+        "warnings": list(est.warnings) + ([] if fitted is None else list(fitted.warnings)),
     }
 
 
@@ -861,7 +858,7 @@ def estimate_markdown(report: Report, est: Estimate, fitted: Fit | None = None) 
         else:
             lines.append(("fits" if fitted.fits else "does not fit") +
                          f"; largest context {n(fitted.max_context)}, largest batch {n(fitted.max_batch)}")
-        lines += [f"_warning: {markdown(w)}_" for w in fitted.warnings]
+    lines += [f"_warning: {markdown(w)}_" for w in (*est.warnings, *(fitted.warnings if fitted else ()))]
     return "\n".join(lines) + "\n"
 
 

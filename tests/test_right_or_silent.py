@@ -1,0 +1,105 @@
+"""Right or silent: a figure the config does not give is unknown, and nothing is derived from it; a
+budget without a unit is a usage error; the over-limit context warning is said once, naming its source."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from helpers import save_real
+
+EXIT_USAGE = 2  # README "Exit codes"
+
+
+def _no_kv_heads(folder: Path) -> Path:
+    """A config transformers does not know (so read raw) that gives heads but no KV heads."""
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps({
+        "model_type": "mystery-decoder", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+        "intermediate_size": 128, "vocab_size": 32, "max_position_embeddings": 2048}))
+    save_real(folder / "model.safetensors", {"model.embed_tokens.weight": ("F16", (32, 64)),
+                                             "model.layers.0.self_attn.q_proj.weight": ("F16", (64, 64)),
+                                             "model.layers.1.self_attn.q_proj.weight": ("F16", (64, 64))})
+    return folder
+
+
+def _check_unknown(text: str, doc: dict) -> None:
+    assert "num_key_value_heads" in text and "unknown" in text
+    assert "fits:" not in text and "largest context" not in text
+    fit = doc["fit"]
+    assert fit["fits"] is None and fit["max_context"] is None and "num_key_value_heads" in fit["unknown"]
+    figures = {f["name"]: f for f in doc["figures"]}
+    assert figures["kv_bytes_per_token"]["value"] is None and figures["kv_bytes"]["value"] is None
+
+
+def test_no_kv_heads_known_gives_no_fit_locally_and_from_the_hub(cli, tmp_path: Path, online, monkeypatch) -> None:
+    from hubserver import HubServer
+
+    folder = _no_kv_heads(tmp_path / "m")
+    text = cli("estimate", str(folder), "--gpu", "24GiB")
+    assert text.code == 0, text.err
+    _check_unknown(text.out + text.err, cli("estimate", str(folder), "--gpu", "24GiB", "--json").json())
+    assert "fits" not in cli(str(folder)).out  # show's one-line answer stays silent too
+    with HubServer() as server:
+        server.add_files("acme/mystery", {p.name: p.read_bytes() for p in folder.iterdir()})
+        monkeypatch.setenv("HF_ENDPOINT", server.url)
+        text = cli("estimate", "acme/mystery", "--gpu", "24GiB")
+        assert text.code == 0, text.err
+        _check_unknown(text.out + text.err, cli("estimate", "acme/mystery", "--gpu", "24GiB", "--json").json())
+
+
+def test_a_budget_without_a_unit_is_a_usage_error(cli) -> None:
+    for args in (["estimate", "llama3-8b", "--gpu", "24"], ["estimate", "llama3-8b", "--gpu", "24GiB",
+                                                              "--overhead", "2"]):
+        result = cli(*args)
+        assert result.code == EXIT_USAGE and "has no unit" in result.err and "GiB" in result.err, result.err
+        assert result.err.count("Error:") == 1 and result.out == ""
+
+
+def test_a_context_over_the_limit_is_warned_once_with_or_without_a_budget(cli) -> None:
+    # Meta-Llama-3-8B's config.json as published (fixtures/snapshot-configs/SOURCE.txt)
+    config = json.loads((Path(__file__).parent.parent / "fixtures" / "snapshot-configs" /
+                         "meta-llama__Meta-Llama-3-8B.json").read_text())
+    limit = config["max_position_embeddings"]
+    for extra in ([], ["--gpu", "80GiB"]):
+        result = cli("estimate", "llama3-8b", "--context", "128k", *extra)
+        assert result.code == 0, result.err
+        said = (result.out + result.err).count("over the model's limit")
+        assert said == 1, (extra, result.out, result.err)
+        assert f"limit of {limit:,} tokens (config.json max_position_embeddings)" in result.err
+        doc = cli("estimate", "llama3-8b", "--context", "128k", *extra, "--json").json()
+        assert sum("over the model's limit" in w for w in doc["warnings"]) == 1
+
+
+#: config.json values as published on the Hub (mistralai/Mistral-7B-v0.1, google/gemma-2-9b): the keys
+#: that shape attention
+MISTRAL_7B_V01 = {"architectures": ["MistralForCausalLM"], "model_type": "mistral", "hidden_size": 4096,
+                  "intermediate_size": 14336, "num_hidden_layers": 32, "num_attention_heads": 32,
+                  "num_key_value_heads": 8, "max_position_embeddings": 32768, "sliding_window": 4096,
+                  "vocab_size": 32000, "torch_dtype": "bfloat16", "tie_word_embeddings": False}
+GEMMA_2_9B = {"architectures": ["Gemma2ForCausalLM"], "model_type": "gemma2", "hidden_size": 3584,
+              "intermediate_size": 14336, "num_hidden_layers": 42, "num_attention_heads": 16,
+              "num_key_value_heads": 8, "head_dim": 256, "max_position_embeddings": 8192, "sliding_window": 4096,
+              "vocab_size": 256000, "torch_dtype": "float32"}
+
+
+def test_attention_and_prefill_flops_honour_sliding_windows(cli, tmp_path: Path) -> None:
+    """At 8k, the windowed figures of issue 29 (worked from the configs above: Mistral-7B-v0.1's 32
+    layers all slide at 4,096; Gemma 2's 42 alternate, 21 sliding)."""
+    def figures(name: str, config: dict) -> dict:
+        folder = tmp_path / name
+        folder.mkdir()
+        (folder / "config.json").write_text(json.dumps(config))
+        save_real(folder / "model.safetensors", {"model.embed_tokens.weight": ("F16", (8, 8))})
+        doc = cli("estimate", str(folder), "--context", "8192", "--json").json()
+        return {f["name"]: f["value"] for f in doc["figures"]}
+
+    mistral = figures("mistral", MISTRAL_7B_V01)
+    assert mistral["flops_per_token_attention"] == 2_147_483_648
+    unwindowed = figures("mistral-no-window", {**MISTRAL_7B_V01, "sliding_window": None})
+    assert unwindowed["flops_per_token_attention"] == 4_294_967_296
+    # the issue's prefill figures, 134,095,388,540,928 without the window and 129,696,268,288,000 with it,
+    # differ only in attention: the same difference here
+    assert unwindowed["flops_prefill"] - mistral["flops_prefill"] == 134_095_388_540_928 - 129_696_268_288_000
+    gemma = figures("gemma2", GEMMA_2_9B)
+    assert gemma["flops_per_token_attention"] == 4_227_858_432  # 5,637,144,576 if no layer slid

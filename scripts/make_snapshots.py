@@ -54,10 +54,12 @@ class Model:
 
 
 def llama_like(c: dict[str, object], *, qkv_bias: bool = False, inv_freq: bool = False, qk_norm: bool = False,
-               moe: str | None = None, dtype: str = "BF16", tied_default: bool = False) -> Iterator[Entry]:
+               moe: str | None = None, dtype: str = "BF16", tied_default: bool = False,
+               stores_lm_head: bool = False) -> Iterator[Entry]:
     """Llama 1/2/3, Mistral, Qwen2 (q/k/v bias), Qwen3 (q_norm/k_norm over head_dim), Mixtral
     (``moe="mixtral"``), Gemma (tied: its config omits ``tie_word_embeddings`` and transformers'
-    GemmaConfig defaults it to true)."""
+    GemmaConfig defaults it to true). ``stores_lm_head``: the repo's file holds ``lm_head.weight``
+    although the config ties it (Qwen3-0.6B)."""
     h = int(c["hidden_size"])  # type: ignore[arg-type]
     inter = int(c["intermediate_size"])  # type: ignore[arg-type]
     heads = int(c["num_attention_heads"])  # type: ignore[arg-type]
@@ -96,7 +98,7 @@ def llama_like(c: dict[str, object], *, qkv_bias: bool = False, inv_freq: bool =
         yield p + "input_layernorm.weight", dtype, (h,)
         yield p + "post_attention_layernorm.weight", dtype, (h,)
     yield "model.norm.weight", dtype, (h,)
-    if not c.get("tie_word_embeddings", tied_default):
+    if stores_lm_head or not c.get("tie_word_embeddings", tied_default):
         yield "lm_head.weight", dtype, (vocab, h)
 
 
@@ -314,8 +316,9 @@ MODELS: tuple[Model, ...] = (
           note="AutoGPTQ layout; no bias tensors (Llama linears have none)"),
     Model("microsoft/Phi-3-mini-4k-instruct", PHI3_MINI, phi3, 5 * GB),
     Model("TinyLlama/TinyLlama-1.1B-Chat-v1.0", TINYLLAMA, llama_like, None),
-    Model("Qwen/Qwen3-0.6B", QWEN3_06B, lambda c: llama_like(c, qk_norm=True), None,
-          note="tied embeddings: no lm_head tensor, as the config's tie_word_embeddings says"),
+    Model("Qwen/Qwen3-0.6B", QWEN3_06B, lambda c: llama_like(c, qk_norm=True, stores_lm_head=True), None,
+          note="the config ties the embeddings, but the repo's model.safetensors stores lm_head.weight too "
+               "(751,632,384 elements, as the Hub counts them)"),
     Model("deepseek-ai/DeepSeek-V3", DEEPSEEK_V3, deepseek_v3, int(4.25 * GB), shard_digits=(5, 6),
           note="shard size chosen to give the real repo's 163 shards; real names model-0000N-of-000163"),
 )

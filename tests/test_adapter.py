@@ -45,10 +45,11 @@ def test_a_lora_adapter_against_its_base(cli, tmp_path: Path) -> None:
     assert doc["parameters"] == 2 * 2 * (8 + 8) + 2 * 2 * (8 + 4)
     assert doc["share_of_base"] == doc["parameters"] / doc["base"]["parameters"]
     assert doc["problems"] == []
-    # either order; the table names rank and targets; --fail-if params trips
+    # either order; the table names rank and targets; an adapter that matches its base trips no gate
     table = cli("diff", str(tmp_path / "adapter"), str(tmp_path / "base"))
     assert table.code == 0 and "LoRA rank 2, alpha 4, on q_proj, v_proj" in table.out
-    assert cli("diff", str(tmp_path / "base"), str(tmp_path / "adapter"), "--fail-if", "params").code == 1
+    for gate in ("any", "params", "shapes", "dtypes"):
+        assert cli("diff", str(tmp_path / "base"), str(tmp_path / "adapter"), "--fail-if", gate).code == 0, gate
     md = cli("diff", str(tmp_path / "base"), str(tmp_path / "adapter"), "--format", "markdown").out
     assert r"| self\_attn.q\_proj | 2 | [2, 8] | [8, 2] | [8, 8] | 2 × (8 + 8) | 64 |" in md
 
@@ -65,6 +66,12 @@ def test_an_adapter_for_another_base_is_a_problem(cli, tmp_path: Path) -> None:
     doc = cli("diff", str(tmp_path / "base"), str(tmp_path / "adapter"), "--json").json()
     assert any("self_attn.q_proj: the adapter is [16 × 16], the base weight [8, 8]" in p for p in doc["problems"])
     assert any(p.startswith("mlp.w9: the base has no such weight") for p in doc["problems"])
+    # --fail-if gates on the mismatches, as for a model diff; without it the diff still exits 0
+    base, adapter = str(tmp_path / "base"), str(tmp_path / "adapter")
+    assert cli("diff", base, adapter).code == 0
+    for gate, code in (("any", 1), ("shapes", 1), ("params", 0), ("dtypes", 0)):
+        result = cli("diff", base, adapter, "--fail-if", gate)
+        assert result.code == code, (gate, result.err)
 
 
 def test_an_adapter_written_by_peft(cli, tmp_path: Path) -> None:

@@ -170,9 +170,12 @@ def diff_adapter(base: Report, adapter: Report) -> AdapterDiff:  # noqa: C901 (o
 
 
 def adapter_gates_hit(result: AdapterDiff, gates: list[str]) -> list[str]:
-    """The ``--fail-if`` gates an adapter trips against its base: it adds parameters and tensors
-    (params, shapes, any), and dtypes the base has not (dtypes)."""
-    base_dtypes = {d.dtype for d in result.base.summary.by_dtype}
-    triggered = {"params": result.parameters > 0, "shapes": result.parameters > 0, "any": result.parameters > 0,
-                 "dtypes": any(d.dtype not in base_dtypes for d in result.adapter.summary.by_dtype)}
+    """The ``--fail-if`` gates an adapter trips against its base. An adapter always adds its own
+    tensors; what a gate catches, as for a model diff, is where it does not match the base: a module
+    the base lacks or whose shape differs (shapes), a rank the tensors and config disagree on or an
+    incomplete pair (params), any of these (any). An adapter in another dtype than the base is normal
+    (LoRA weights in F32 on a BF16 base) and trips nothing."""
+    shapes = [p for p in result.problems if "the base has no such weight" in p or "the base weight" in p]
+    params = [p for p in result.problems if p not in shapes]
+    triggered = {"params": bool(params), "shapes": bool(shapes), "any": bool(result.problems), "dtypes": False}
     return [g for g in gates if triggered[g]]

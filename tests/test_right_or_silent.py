@@ -103,3 +103,19 @@ def test_attention_and_prefill_flops_honour_sliding_windows(cli, tmp_path: Path)
     assert unwindowed["flops_prefill"] - mistral["flops_prefill"] == 134_095_388_540_928 - 129_696_268_288_000
     gemma = figures("gemma2", GEMMA_2_9B)
     assert gemma["flops_per_token_attention"] == 4_227_858_432  # 5,637,144,576 if no layer slid
+
+
+def test_a_moe_header_names_the_expert_width(cli, tmp_path: Path) -> None:
+    """Qwen3-30B-A3B's config.json as published: intermediate_size 6,144 (a dense MLP no layer has),
+    moe_intermediate_size 768 for each of 128 experts, 8 active."""
+    folder = tmp_path / "qwen3-moe"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps({
+        "architectures": ["Qwen3MoeForCausalLM"], "model_type": "qwen3_moe", "hidden_size": 2048,
+        "intermediate_size": 6144, "moe_intermediate_size": 768, "num_experts": 128, "num_experts_per_tok": 8,
+        "num_hidden_layers": 48, "num_attention_heads": 32, "num_key_value_heads": 4, "head_dim": 128,
+        "vocab_size": 151936, "max_position_embeddings": 40960, "torch_dtype": "bfloat16",
+        "decoder_sparse_step": 1, "mlp_only_layers": [], "tie_word_embeddings": False}))
+    save_real(folder / "model.safetensors", {"model.embed_tokens.weight": ("F16", (8, 8))})
+    header = cli(str(folder)).out.splitlines()[1]
+    assert "experts 128 × MLP 768 (top-8)" in header and "6,144" not in header, header

@@ -275,6 +275,25 @@ def listing(report: Report, collapse: bool) -> list[ListingRow]:
 # --- inspect: tables --------------------------------------------------------------------------
 
 
+def _mlp_parts(cfg: ModelConfig) -> list[str]:
+    """The MLP width: a dense model's; a MoE's expert width (``moe_intermediate_size``, or the MLP
+    width where experts are whole MLPs, as Mixtral's), its shared experts, and a dense width only
+    where dense layers lead (DeepSeek's ``first_k_dense_replace``)."""
+    if not cfg.num_experts:
+        return [f"MLP {n(cfg.intermediate_size)}"] if cfg.intermediate_size else []
+    width = cfg.moe_intermediate_size or cfg.intermediate_size
+    parts = [f"experts {cfg.num_experts} × MLP {n(width)} (top-{cfg.experts_per_token})" if width else
+             f"experts {cfg.num_experts} (top-{cfg.experts_per_token})"]
+    shared_width = cfg.raw.get("shared_expert_intermediate_size")
+    if type(shared_width) is int and shared_width > 0:
+        parts.append(f"shared expert MLP {n(shared_width)}")
+    elif cfg.shared_experts and cfg.moe_intermediate_size:
+        parts.append(f"shared experts {cfg.shared_experts} × MLP {n(cfg.moe_intermediate_size)}")
+    if cfg.first_k_dense and cfg.intermediate_size and cfg.moe_intermediate_size:
+        parts.append(f"dense MLP {n(cfg.intermediate_size)} in the first {cfg.first_k_dense} layers")
+    return parts
+
+
 def config_line(cfg: ModelConfig) -> str:
     if cfg.source == "none":
         return "no config.json"
@@ -291,10 +310,7 @@ def config_line(cfg: ModelConfig) -> str:
         parts.append(f"heads {cfg.num_heads}{kv}{hd}")
     if cfg.kv_lora_rank:
         parts.append(f"MLA kv_lora_rank {cfg.kv_lora_rank} + rope {cfg.qk_rope_head_dim}")
-    if cfg.intermediate_size:
-        parts.append(f"MLP {n(cfg.intermediate_size)}")
-    if cfg.num_experts:
-        parts.append(f"experts {cfg.num_experts} (top-{cfg.experts_per_token})")
+    parts += _mlp_parts(cfg)
     if cfg.vocab_size:
         parts.append(f"vocab {n(cfg.vocab_size)}")
     if cfg.tie_word_embeddings is not None and not cfg.encoder_only:  # an encoder has no output layer to tie

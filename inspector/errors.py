@@ -170,6 +170,9 @@ class PickleError(HeaderError):
 
     rule = "pickle"
 
-    def __init__(self, rule: str, message: str, file: str | None = None, hint: str | None = None) -> None:
+    def __init__(self, rule: str, message: str, file: str | None = None, hint: str | None = None,
+                 imports: tuple[tuple[str, str, str, bool], ...] = ()) -> None:
         super().__init__(message, file, hint)
         self.rule = rule
+        #: the globals the file's pickles name, read before the refusal (``model.Import`` rows)
+        self.imports = imports

@@ -39,6 +39,17 @@ class TensorInfo(NamedTuple):
         return self.end - self.begin
 
 
+class Import(NamedTuple):
+    """A global a pickle names (``GLOBAL``/``STACK_GLOBAL``/``INST``/``OBJ``), found by reading its
+    opcodes, never by running it: where (``pickle``: ``data.pkl``, ``legacy pickle 4``), what, and
+    whether the reader allows it."""
+
+    pickle: str
+    module: str
+    name: str
+    allowed: bool
+
+
 @dataclass(frozen=True, slots=True)
 class WeightFile:
     """The records of one weight file, whatever its format.
@@ -58,6 +69,8 @@ class WeightFile:
     data_start: int | None = None
     data_length: int = 0  # bytes of tensor data the records account for
     head: bytes = field(default=b"", repr=False)
+    #: the code the file would import when loaded (a pickle's globals), each with its verdict
+    imports: tuple[Import, ...] = ()
 
     @property
     def expected_file_size(self) -> int | None:

@@ -24,13 +24,13 @@ import struct
 import zipfile
 import zlib
 from collections import OrderedDict
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Final
 
 from inspector.errors import PickleError
 from inspector.formats.dtypes import DTYPE_BITS, TORCH_STORAGES, TORCH_TO_SAFETENSORS
-from inspector.model import TensorInfo, WeightFile
+from inspector.formats.pickle_scan import scan_pickle
+from inspector.model import Import, TensorInfo, WeightFile
 from inspector.safeio import open_regular
 
 LEGACY_MAGIC: Final = 0x1950A86A20F9469CFC6C
@@ -50,19 +50,27 @@ def _element_bytes(dtype: str, file: str) -> int:
     return bits // 8
 
 
-class _Storage:
+class _StandIn:
+    """What our stand-ins share: a pickle may not set state on them (``BUILD``), as it could on an
+    object of its choosing."""
+
+    def __setstate__(self, state: object) -> None:
+        raise pickle.UnpicklingError("a pickle setting state on a tensor, storage or dtype")
+
+
+class _Storage(_StandIn):
     def __init__(self, dtype: str) -> None:
         self.dtype = dtype
 
 
-class _Ref:
+class _Ref(_StandIn):
     """A storage as a persistent id names it: its key, dtype and size in elements."""
 
     def __init__(self, key: str, dtype: str, numel: int | None) -> None:
         self.key, self.dtype, self.numel = key, dtype, numel
 
 
-class _Tensor:
+class _Tensor(_StandIn):
     def __init__(self, ref: _Ref, offset: int, shape: tuple[int, ...], dtype: str) -> None:
         self.ref, self.offset, self.shape, self.dtype = ref, offset, shape, dtype
 
@@ -123,6 +131,18 @@ _ALLOWED: Final[dict[tuple[str, str], Any]] = {
 }
 
 
+def allowed_global(module: str, name: str) -> bool:
+    """The one rule for the globals a state dict may name (the unpickler's ``find_class`` and the
+    opcode scan's inventory both ask it)."""
+    return (module, name) in _ALLOWED \
+        or (module == "torch" and (name in TORCH_STORAGES or name in TORCH_TO_SAFETENSORS)) \
+        or (module, name) in (("torch.storage", "UntypedStorage"), ("torch", "UntypedStorage"))
+
+
+def _no_global(module: str, name: str) -> bool:
+    return False
+
+
 class _Unpickler(pickle.Unpickler):
     def __init__(self, stream: Any, file: str) -> None:
         super().__init__(stream)
@@ -154,16 +174,38 @@ class _Unpickler(pickle.Unpickler):
         return ref
 
 
-def _state_dict(obj: Any, prefix: str = "") -> Iterator[tuple[str, _Tensor]]:
-    """The tensors of a (possibly nested) state dict, as ``a.b.c`` names."""
-    if isinstance(obj, _Tensor):
-        yield prefix.rstrip("."), obj
-    elif isinstance(obj, dict):
-        for k, v in obj.items():
-            yield from _state_dict(v, f"{prefix}{k}.")
-    elif isinstance(obj, (list, tuple)):
-        for i, v in enumerate(obj):
-            yield from _state_dict(v, f"{prefix}{i}.")
+#: the most tensors one pickle may name
+MAX_TENSORS: Final = 10_000_000
+
+
+def _key(key: object) -> str:
+    if isinstance(key, int) and key.bit_length() > 128:
+        raise pickle.UnpicklingError("a state-dict key that is an integer of more than 128 bits")
+    text = key if isinstance(key, str) else repr(key) if isinstance(key, int | float | bool | None) else \
+        type(key).__name__
+    return text[:1000]
+
+
+def _state_dict(obj: Any) -> list[tuple[str, _Tensor]]:
+    """The tensors of a (possibly nested) state dict, as ``a.b.c`` names, in order. Each container
+    is visited once, however many ways the pickle's memo lets it be reached (a pickle of 63 nested
+    pairs of one shared tuple has 2^63 paths and 63 objects)."""
+    out: list[tuple[str, _Tensor]] = []
+    seen: set[int] = set()
+    todo: list[tuple[str, Any]] = [("", obj)]
+    while todo:
+        prefix, value = todo.pop()
+        if isinstance(value, _Tensor):
+            out.append((prefix.rstrip("."), value))
+            if len(out) > MAX_TENSORS:
+                raise pickle.UnpicklingError(f"more than {MAX_TENSORS:,} tensors")
+            continue
+        if not isinstance(value, dict | list | tuple) or id(value) in seen:
+            continue
+        seen.add(id(value))
+        items = value.items() if isinstance(value, dict) else enumerate(value)
+        todo.extend(reversed([(f"{prefix}{_key(k)}.", v) for k, v in items]))
+    return out
 
 
 def read_torch(path: Path, name: str) -> WeightFile:
@@ -181,89 +223,137 @@ TORCHSCRIPT_ENTRIES: Final = ("constants.pkl", "attributes.pkl", "model.json")
 
 
 def _read_zip(fh: Any, name: str, size: int) -> WeightFile:
+    imports: list[Import] = []
     try:
         archive = zipfile.ZipFile(fh)
-        names = [i.filename for i in archive.infolist()]
+        infos = archive.infolist()
+        names = [i.filename for i in infos]
         if len(set(names)) != len(names):
             twice = next(n for n in names if names.count(n) > 1)
-            raise PickleError("zip-duplicate-entry", f"two zip entries named {twice!r}: torch.load reads the first, "
+            raise PickleError("zip.duplicate-entry", f"two zip entries named {twice!r}: torch.load reads the first, "
                                                      "Python's zipfile the last; refusing to guess", name)
+        if infos and min(i.header_offset for i in infos) != 0:
+            raise PickleError("polyglot", "the zip archive does not start at byte 0 (data before its first entry): "
+                                          "readers disagree on such a file", name)
+        if any(n.startswith("MAR-INF/") for n in names):
+            raise PickleError("torchserve", "a TorchServe model archive (MAR-INF/): it carries handler code to run; "
+                                            "not read as a state dict", name)
+        if not names:
+            raise PickleError("zip-no-data-pkl", "an empty zip: not a torch checkpoint", name)
+        # torch.load's reader takes the archive's folder from its first entry and reads <folder>/data.pkl
+        prefix = names[0].split("/", 1)[0] + "/" if "/" in names[0] else ""
+        pkl = prefix + "data.pkl"
+        entries = {i.filename: i for i in infos}
+        for other in sorted(n for n in names if n.endswith(".pkl") and n != pkl):  # every pickle, for the inventory
+            if entries[other].file_size <= MAX_PICKLE:
+                _scan_all(archive.read(other), other, name, allowed_global, imports)
         script = next((n for n in names if n.rsplit("/", 1)[-1] in TORCHSCRIPT_ENTRIES or "/code/" in n
                        or n.startswith("code/")), None)
         if script is not None:
             raise PickleError("torchscript", f"a TorchScript archive ({script}): torch.load hands it to "
                                              "torch.jit.load, which runs its code; not read as a state dict", name,
-                              hint="load it only if you trust its author")
-        entries = {i.filename: i for i in archive.infolist()}
-        pkl = next((n for n in entries if n.endswith("/data.pkl") or n == "data.pkl"), None)
-        if pkl is None:
-            raise PickleError("zip-no-data-pkl", "a zip without data.pkl: not a torch checkpoint", name)
-        info = entries[pkl]
-        if info.file_size > MAX_PICKLE:
-            raise PickleError("pickle-too-large", f"data.pkl is {info.file_size:,} bytes", name)
+                              hint="load it only if you trust its author", imports=tuple(imports))
+        if pkl not in entries:
+            raise PickleError("zip-no-data-pkl", f"no {pkl} (the folder of the archive's first entry): not a torch "
+                                                 "checkpoint", name, imports=tuple(imports))
+        if entries[pkl].file_size > MAX_PICKLE:
+            raise PickleError("pickle-too-large", f"data.pkl is {entries[pkl].file_size:,} bytes", name)
         data = archive.read(pkl)
     except (zipfile.BadZipFile, zlib.error, NotImplementedError, RuntimeError, EOFError, OSError, ValueError,
-            struct.error) as exc:  # unknown versions and compression methods, encryption, truncation
+            struct.error) as exc:  # unknown versions and compression methods, encryption, bad CRC, truncation
         raise PickleError("zip-invalid", f"not a readable zip ({type(exc).__name__}: {str(exc)[:80]})",
-                          name) from None
-    prefix = pkl[: -len("data.pkl")]
+                          name, imports=tuple(imports)) from None
+    _scan_all(data, pkl, name, allowed_global, imports)
     sizes = {n[len(prefix) + len("data/"):]: i.file_size for n, i in entries.items() if n.startswith(prefix + "data/")}
     offsets = {n[len(prefix) + len("data/"):]: i.header_offset for n, i in entries.items()
                if n.startswith(prefix + "data/")}
-    records = _unpickle(data, name)
-    return _header(records, name, size, sizes, offsets, "pytorch zip")
+    records = _unpickle(data, name, imports)
+    return _header(records, name, size, sizes, offsets, "pytorch zip", imports=imports)
+
+
+def _scan_all(data: bytes, where: str, file: str, allowed: Any, imports: list[Import]) -> None:
+    """Scan one pickle for the inventory; refuse the file if it names a global ``allowed`` refuses."""
+    try:
+        scan_pickle(io.BytesIO(data), where, file, allowed, imports)
+    except PickleError:
+        _refuse_unsafe(imports, file)  # a global met before the parse error is the reason given
+        raise
+    _refuse_unsafe(imports, file)
+
+
+def _refuse_unsafe(imports: list[Import], file: str) -> None:
+    bad = next((i for i in imports if not i.allowed), None)
+    if bad is not None:
+        raise PickleError("unsafe-global", f"{bad.pickle} calls {bad.module}.{bad.name}, which a state dict never "
+                                           "needs; refusing it (nothing was run)", file,
+                          hint="load it only if you trust its author; convert it to safetensors",
+                          imports=tuple(imports))
+
+
+#: legacy streams: the first read, then four times more each time the pickles run past it
+LEGACY_FIRST_READ: Final = 64 * 1024
 
 
 def _read_legacy(fh: Any, name: str, size: int) -> WeightFile:
-    """The pickles sit before the storages: read 16 MB, then more (to 256 MB) only if they end later;
-    but first the magic number, so that something else costs 64 bytes, not 16 MB."""
-    fh.seek(0)
-    try:
-        magic = _RestrictedData(io.BytesIO(fh.read(64)), name).load()
-    except Exception:
-        magic = None
-    if magic != LEGACY_MAGIC:
-        raise PickleError("not-torch", "neither a torch zip archive nor a legacy torch pickle", name)
-    want = 16 * 1024 * 1024
+    """The pickles sit before the storages: read 64 kB, then four times more (to 256 MB) only while
+    the pickles run past what was read; something else is refused from its first bytes."""
+    want = LEGACY_FIRST_READ
     while True:
         fh.seek(0)
         head = fh.read(min(size, want))
         try:
-            return _parse_legacy(head, name, size)
+            header = _parse_legacy(head, name, size)
         except PickleError as exc:
-            if exc.rule != "legacy-invalid" or len(head) >= min(size, MAX_PICKLE):
+            if exc.rule != "pickle-truncated" or len(head) >= min(size, MAX_PICKLE):
                 raise
             want *= 4
+            continue
+        if zipfile.is_zipfile(fh):  # torch.load decides on the first four bytes; a zip reader finds this
+            raise PickleError("polyglot", "a legacy pickle stream with a zip archive in it: torch.load runs the "
+                                          "legacy pickles (its first bytes decide), a zip reader sees the archive",
+                              name, imports=header.imports)
+        return header
 
 
 def _parse_legacy(head: bytes, name: str, size: int) -> WeightFile:
+    imports: list[Import] = []
+    where = ("legacy magic number", "legacy protocol", "legacy sys info", "legacy state dict", "legacy storage keys")
     stream = io.BytesIO(head)
     try:
-        magic = _RestrictedData(stream, name).load()
-    except PickleError:
+        for i, label in enumerate(where):
+            start = stream.tell()
+            scan_pickle(stream, label, name, allowed_global if i == 3 else _no_global, imports)
+            if i == 0:
+                stream.seek(start)
+                magic = _RestrictedData(stream, name).load()
+                if magic != LEGACY_MAGIC:
+                    raise PickleError("not-torch", "neither a torch zip archive nor a legacy torch pickle", name)
+    except PickleError as exc:
+        _refuse_unsafe(imports, name)  # a global met before the parse error is the reason given
+        if exc.rule == "pickle-invalid" and not imports:
+            raise PickleError("not-torch", "neither a torch zip archive nor a legacy torch pickle", name) from None
         raise
-    except Exception:
-        magic = None
-    if magic != LEGACY_MAGIC:
-        raise PickleError("not-torch", "neither a torch zip archive nor a legacy torch pickle", name)
+    _refuse_unsafe(imports, name)
+    stream.seek(0)
     try:
-        for _ in range(2):  # the protocol version and the sys info: plain data
+        for _ in range(3):  # the magic number, the protocol version and the sys info: plain data
             _RestrictedData(stream, name).load()
         unpickler = _Unpickler(stream, name)
         obj = unpickler.load()
         keys = _RestrictedData(stream, name).load()
+        records = _state_dict(obj)
     except PickleError:
         raise
     except Exception as exc:
         raise PickleError("legacy-invalid", f"the pickles do not load ({type(exc).__name__}: {str(exc)[:80]})",
-                          name) from None
+                          name, imports=tuple(imports)) from None
     sizes: dict[str, int] = {}
     offsets: dict[str, int] = {}
     position = stream.tell()
     for key in keys if isinstance(keys, list) else []:
         ref = unpickler.refs.get(str(key))
         if ref is None or ref.numel is None:
-            raise PickleError("storage-missing", f"storage {key} is not described by the pickle", name)
+            raise PickleError("storage-missing", f"storage {str(key)[:40]} is not described by the pickle", name)
         nbytes = ref.numel * _element_bytes(ref.dtype, name)
         if position + 8 <= len(head):  # torch checks each storage's own size record against the pickle's
             (recorded,) = struct.unpack_from("<q", head, position)
@@ -274,7 +364,11 @@ def _parse_legacy(head: bytes, name: str, size: int) -> WeightFile:
         offsets[str(key)] = position + 8
         sizes[str(key)] = nbytes
         position += 8 + nbytes
-    return _header(list(_state_dict(obj)), name, size, sizes, offsets, "pytorch legacy", expected_end=position)
+    if position < size:
+        raise PickleError("polyglot", f"{size - position:,} bytes after the last storage (byte {position:,}): data "
+                                      "appended to a legacy stream, which torch.load never reads", name,
+                          imports=tuple(imports))
+    return _header(records, name, size, sizes, offsets, "pytorch legacy", expected_end=position, imports=imports)
 
 
 class _RestrictedData(pickle.Unpickler):
@@ -289,51 +383,93 @@ class _RestrictedData(pickle.Unpickler):
                           self.file)
 
 
-def _unpickle(data: bytes, name: str) -> list[tuple[str, _Tensor]]:
+def _unpickle(data: bytes, name: str, imports: list[Import]) -> list[tuple[str, _Tensor]]:
     try:
-        obj = _Unpickler(io.BytesIO(data), name).load()
+        return _state_dict(_Unpickler(io.BytesIO(data), name).load())
     except PickleError:
         raise
-    except Exception as exc:
+    except Exception as exc:  # whatever a hostile pickle makes the unpickler or the walk raise
         raise PickleError("pickle-invalid", f"data.pkl does not load ({type(exc).__name__}: {str(exc)[:80]})",
-                          name) from None
-    return list(_state_dict(obj))
+                          name, imports=tuple(imports)) from None
+
+
+#: top-level keys of a training checkpoint that hold the model's state dict, and those that hold
+#: training state (optimizer moments, schedulers, EMA copies), reported apart, never counted
+MODEL_KEYS: Final = ("state_dict", "model_state_dict", "model_state", "model", "module", "net", "network")
+TRAINING_KEYS: Final = ("optimizer", "optimizer_state", "optimizer_state_dict", "optim", "opt", "scheduler",
+                        "lr_scheduler", "scheduler_state", "ema", "ema_state_dict", "model_ema", "scaler",
+                        "amp", "grad_scaler")
+
+
+def _split_training_state(records: list[tuple[str, _Tensor]]) -> tuple[list[tuple[str, _Tensor]], dict[str, str]]:
+    """A training checkpoint (``{model_state, optimizer_state, step}``): the model's tensors, with the
+    model key dropped from their names, and a line for each part left out with its element count."""
+    tops = {n.split(".", 1)[0] for n, _ in records}
+    model = [k for k in MODEL_KEYS if k in tops]
+    if not model or not tops - {model[0]} or not (tops - {model[0]}) <= set(TRAINING_KEYS):
+        return records, {}
+    kept = [(n.split(".", 1)[1] if "." in n else n, t) for n, t in records if n.split(".", 1)[0] == model[0]]
+    notes: dict[str, str] = {}
+    for top in sorted(tops - {model[0]}):
+        part = [t for n, t in records if n.split(".", 1)[0] == top]
+        elements = sum(_numel(t.shape) for t in part)
+        notes[f"not counted: {top}"] = (f"{elements:,} elements in {len(part):,} tensors of training state "
+                                        f"(the model is {model[0]!r})")
+    return kept, notes
+
+
+def _numel(shape: tuple[int, ...]) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
 
 
 def _header(records: list[tuple[str, _Tensor]], name: str, size: int, sizes: dict[str, int],
-            offsets: dict[str, int], kind: str, expected_end: int | None = None) -> WeightFile:
+            offsets: dict[str, int], kind: str, expected_end: int | None = None,
+            imports: list[Import] | None = None) -> WeightFile:
+    records, apart = _split_training_state(records)
     tensors: list[TensorInfo] = []
     seen: set[str] = set()
+    views: dict[tuple[str, int, tuple[int, ...], str], str] = {}
+    aliases: list[str] = []
     shared = 0
     for tensor_name, t in records:
         esize = _element_bytes(t.dtype, name)
-        numel = 1
-        for d in t.shape:
-            numel *= d
+        numel = _numel(t.shape)
         if t.ref.key not in sizes:
-            raise PickleError("storage-missing", f"tensor {tensor_name!r}: its storage {t.ref.key} is not in the "
-                                                 "file", name)
+            raise PickleError("storage-missing", f"tensor {tensor_name[:80]!r}: its storage {t.ref.key[:40]} is "
+                                                 "not in the file", name)
         if (t.offset + numel) * esize > sizes[t.ref.key]:
-            raise PickleError("storage-overrun", f"tensor {tensor_name!r} reaches past the end of its storage",
+            raise PickleError("storage-overrun", f"tensor {tensor_name[:80]!r} reaches past the end of its storage",
                               name)
+        view = (t.ref.key, t.offset, t.shape, t.dtype)
+        if view in views:  # another name for the very same tensor (sd["a"] = sd["b"]): counted once
+            aliases.append(f"{tensor_name} = {views[view]}")
+            continue
+        views[view] = tensor_name
         begin = offsets.get(t.ref.key, 0) + t.offset * esize
-        if t.ref.key in seen:  # shares a storage already counted: tied weights, bytes counted once
+        if t.ref.key in seen:  # another view of a storage already counted: bytes counted once
             shared += 1
             end = begin
         else:
             seen.add(t.ref.key)
             end = begin + sizes[t.ref.key]
         tensors.append(TensorInfo(tensor_name, t.dtype, t.shape, begin, end, name, numel))
-    metadata = {"format": kind}
+    metadata = {"format": kind, **apart}
     if shared:
         metadata["shared storages"] = f"{shared} tensor(s) share a storage with another: bytes counted once"
+    if aliases:
+        metadata["same tensor, several names"] = (f"{len(aliases)} name(s) of a tensor already counted, not counted "
+                                                  "again: " + "; ".join(aliases[:8])
+                                                  + (" …" if len(aliases) > 8 else ""))
     if expected_end is not None and expected_end > size:
         raise PickleError("storage-past-end", f"the storages end at byte {expected_end:,} but the file has "
                                               f"{size:,}", name)
     data_length = sum(sizes.values())
     # the storages are scattered through the archive: no one data block, nothing a prefix can rebuild
     return WeightFile(file=name, format="torch", tensors=tuple(tensors), metadata=metadata, file_size=size,
-                      data_start=None, data_length=data_length)
+                      data_start=None, data_length=data_length, imports=tuple(imports or ()))
 
 
 class RangeFile(io.RawIOBase):
@@ -386,9 +522,11 @@ class RangeFile(io.RawIOBase):
 
 
 def read_torch_stream(fh: Any, name: str, size: int) -> WeightFile:
-    """As ``read_torch``, over any seekable binary file object (a ``RangeFile`` for a remote file)."""
-    if zipfile.is_zipfile(fh):
-        fh.seek(0)
-        return _read_zip(fh, name, size)
+    """As ``read_torch``, over any seekable binary file object (a ``RangeFile`` for a remote file).
+    Zip or legacy is decided as torch.load decides it: by the first four bytes."""
     fh.seek(0)
+    lead = fh.read(4)
+    fh.seek(0)
+    if lead == b"PK\x03\x04":
+        return _read_zip(fh, name, size)
     return _read_legacy(fh, name, size)

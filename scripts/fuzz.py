@@ -493,7 +493,10 @@ def main() -> int:
             finally:
                 shutil.rmtree(where, ignore_errors=True)
         shown = ", ".join(f"{c}×{n}" for c, n in sorted(codes.items()))
-        print(f"{kind:14} {args.cases:6d} {runs:6d} {shown:40} {slowest:9.2f} {bad:8d}")
+        print(f"{kind:14} {args.cases:6d} {runs:6d} {shown:40} {slowest:9.2f} {bad:8d}", flush=True)
+        if args.differential and kind in REFERENCES:  # said as each kind ends: a cut run keeps what it found
+            tally = ", ".join(f"{v} {n}" for (k, v), n in sorted(disagreements.items()) if k == kind)
+            print(f"{'':14} against {REFERENCES[kind]}: {tally}", flush=True)
     if args.differential:
         print(f"\n{'kind':14} {'reference':34} {'verdict':30} {'cases':>6}")
         for (kind, verdict), n in sorted(disagreements.items()):

@@ -132,6 +132,8 @@ AUDIT = document("audit", "inspect audit TARGET --json", {
     "checked": obj({"files": INT, "headers": INT, "tensors": INT}),
     "findings": arr(obj({"code": STR, "severity": {"enum": ["error", "warning", "info"]}, "file": NSTR,
                          "tensor": NSTR, "message": STR})),
+    "pickle_globals": arr(obj({"file": STR, "pickle": STR, "module": STR, "name": STR,
+                               "verdict": {"enum": ["allowed", "refused"]}})),
 })
 
 ADAPTER_SIDE = obj({"model": MODEL, "parameters": INT, "bytes": INT, "model_type": NSTR})

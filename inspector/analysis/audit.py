@@ -47,7 +47,7 @@ from inspector.analysis.config import ModelConfig, load_config
 from inspector.analysis.stats import Tensor, placed
 from inspector.errors import HeaderError, InvalidCheckpointError, NotRegularFile, PickleError
 from inspector.formats.dtypes import SAFETENSORS_TO_TORCH
-from inspector.model import BIN_INDEX, Checkpoint, FileEntry, Severity, WeightFile, natural_key
+from inspector.model import BIN_INDEX, Checkpoint, FileEntry, Import, Severity, WeightFile, natural_key
 
 SEVERITIES = ("error", "warning", "info")
 
@@ -86,6 +86,15 @@ class AuditResult:
     input: AuditInput
     findings: tuple[Finding, ...]
     checked: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def imports(self) -> list[tuple[str, Import]]:
+        """(file, global) for every global the files' pickles name, read or refused: the inventory."""
+        inp = self.input
+        rows = [(name, Import(*i)) for name, exc in sorted(inp.header_errors.items())
+                if isinstance(exc, PickleError) for i in exc.imports]
+        rows += [(name, i) for name, h in sorted(inp.headers.items()) for i in h.imports]
+        return rows
 
     @property
     def errors(self) -> int:
@@ -127,7 +136,8 @@ def audit(inp: AuditInput) -> AuditResult:
             add(Finding("file.zero-length", "error", "the file is empty (0 bytes)", name))
         else:
             family = "pickle" if isinstance(exc, PickleError) else "header"
-            add(Finding(f"{family}.{exc.rule}", "error", exc.message.removeprefix(f"{name}: "), name))
+            code = exc.rule if "." in exc.rule else f"{family}.{exc.rule}"  # zip.duplicate-entry names its own
+            add(Finding(code, "error", exc.message.removeprefix(f"{name}: "), name))
     for name, h in inp.headers.items():
         size, expected = sizes.get(name), h.expected_file_size
         if size is None or expected is None:  # a pickle's storages are checked against the file by its reader

@@ -30,6 +30,8 @@ KIND_TABLE: Final[tuple[tuple[Kind, str, str], ...]] = (
     ("buffer", r"rotary_emb\.inv_freq$", "Llama-2 hf checkpoints, GPT-NeoX, Falcon"),
     ("buffer", r"(^|\.)attn\.(masked_)?bias$", "GPT-2 causal mask [1, 1, n_ctx, n_ctx]; GPT-J, GPT-Neo"),
     ("buffer", r"(^|\.)position_ids$", "BERT, RoBERTa, CLIP, sentence-transformers"),
+    ("buffer", r"(^|\.)(running_mean|running_var|num_batches_tracked)$",
+     "BatchNorm/InstanceNorm running statistics: buffers of torch's nn.Module (torchcrepe, ResNets, VAEs)"),
     ("buffer", r"(^|\.)rope_freqs\.weight$", "llama.cpp GGUF (Llama 3.1 rope scaling factors)"),
     ("buffer", r"\.e_score_correction_bias$",
      "DeepSeek-V3 router bias (a buffer in transformers' DeepseekV3TopkRouter)"),

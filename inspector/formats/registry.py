@@ -279,7 +279,7 @@ class TorchPickle:
     cannot be rebuilt from a prefix: a header snapshot refuses them by name."""
 
     name = "torch"
-    suffixes = (".bin", ".pth", ".pt", ".ckpt")
+    suffixes = (".bin", ".pth", ".pt", ".ckpt", ".jit")  # .jit: TorchScript, named as such by the reader
     max_header = 256 * 1024 * 1024  # the largest data.pkl read
     keeps_head = False
     alternatives = False

@@ -34,7 +34,7 @@ from inspector.model import Import, TensorInfo, WeightFile
 from inspector.safeio import open_regular
 
 LEGACY_MAGIC: Final = 0x1950A86A20F9469CFC6C
-MAX_PICKLE: Final = 256 * 1024 * 1024
+MAX_PICKLE: Final = 64 * 1024 * 1024  # the largest pickle read: a 100,000-tensor data.pkl is ~20 MB
 
 #: torch's untyped storage (torch ≥ 2.0 for dtypes without a typed storage class): sized in bytes
 UNTYPED: Final = "untyped"
@@ -304,15 +304,22 @@ def _read_legacy(fh: Any, name: str, size: int) -> WeightFile:
         try:
             header = _parse_legacy(head, name, size)
         except PickleError as exc:
-            if exc.rule != "pickle-truncated" or len(head) >= min(size, MAX_PICKLE):
-                raise
-            want *= 4
-            continue
-        if zipfile.is_zipfile(fh):  # torch.load decides on the first four bytes; a zip reader finds this
-            raise PickleError("polyglot", "a legacy pickle stream with a zip archive in it: torch.load runs the "
-                                          "legacy pickles (its first bytes decide), a zip reader sees the archive",
-                              name, imports=header.imports)
+            if exc.rule == "pickle-truncated" and len(head) < min(size, MAX_PICKLE):
+                want *= 4
+                continue
+            _refuse_polyglot(fh, name, exc.imports)  # the format confusion is the first thing to say
+            raise
+        _refuse_polyglot(fh, name, header.imports)
         return header
+
+
+def _refuse_polyglot(fh: Any, name: str, imports: tuple[tuple[str, str, str, bool], ...]) -> None:
+    """A legacy stream with a zip archive in it: torch.load decides on the first four bytes and runs
+    the legacy pickles; a zip reader (a scanner among them) finds the archive."""
+    if zipfile.is_zipfile(fh):
+        raise PickleError("polyglot", "a legacy pickle stream with a zip archive in it: torch.load runs the "
+                                      "legacy pickles (its first bytes decide), a zip reader sees the archive",
+                          name, imports=imports)
 
 
 def _parse_legacy(head: bytes, name: str, size: int) -> WeightFile:

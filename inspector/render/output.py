@@ -657,6 +657,8 @@ def audit_json(result: AuditResult) -> dict[str, object]:
         "checked": dict(result.checked),
         "findings": [{"code": f.code, "severity": f.severity, "file": f.file, "tensor": f.tensor,
                       "message": f.message} for f in result.findings],
+        "pickle_globals": [{"file": file, "pickle": i.pickle, "module": i.module, "name": i.name,
+                            "verdict": "allowed" if i.allowed else "refused"} for file, i in result.imports],
     }
 
 
@@ -673,6 +675,13 @@ def audit_table(result: AuditResult) -> RenderableType:
     checked = result.checked
     parts.append(Text(f"checked {checked.get('files', 0)} files, {checked.get('headers', 0)} headers, "
                       f"{checked.get('tensors', 0):,} tensors"))
+    imports = result.imports
+    if imports:  # the pickles' inventory: every global named, refused ones each on a line
+        refused = [(file, i) for file, i in imports if not i.allowed]
+        parts.append(Text(f"pickle globals: {len(imports) - len(refused)} allowed, {len(refused)} refused "
+                          "(read from the opcodes, nothing run)"))
+        for file, i in refused[:20]:
+            parts.append(Text(sanitize(f"  refused {i.module}.{i.name} in {file} ({i.pickle})"), style="red"))
     if not result.findings:
         parts.append(Text("clean: no findings", style="green"))
         return Group(*parts)

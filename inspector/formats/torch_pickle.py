@@ -186,25 +186,36 @@ def _key(key: object) -> str:
     return text[:1000]
 
 
+#: the deepest a tensor may sit in a state dict (a nested training checkpoint is a few levels)
+MAX_DEPTH: Final = 1000
+
+
 def _state_dict(obj: Any) -> list[tuple[str, _Tensor]]:
-    """The tensors of a (possibly nested) state dict, as ``a.b.c`` names, in order. Each container
-    is visited once, however many ways the pickle's memo lets it be reached (a pickle of 63 nested
-    pairs of one shared tuple has 2^63 paths and 63 objects)."""
+    """The tensors of a (possibly nested) state dict, as ``a.b.c`` names, in order. A container
+    reached a second time (the memo lets a pickle share one: 63 nested pairs of one tuple are 2^63
+    paths over 63 objects) is refused, as is nesting deeper than ``MAX_DEPTH``; each container is
+    visited once, so the walk is linear in what the pickle built."""
+    if not isinstance(obj, dict | list | tuple | _Tensor):
+        raise pickle.UnpicklingError(f"the pickle holds a {type(obj).__name__}, not a state dict")
     out: list[tuple[str, _Tensor]] = []
     seen: set[int] = set()
-    todo: list[tuple[str, Any]] = [("", obj)]
+    todo: list[tuple[str, int, Any]] = [("", 0, obj)]
     while todo:
-        prefix, value = todo.pop()
+        prefix, depth, value = todo.pop()
         if isinstance(value, _Tensor):
             out.append((prefix.rstrip("."), value))
             if len(out) > MAX_TENSORS:
                 raise pickle.UnpicklingError(f"more than {MAX_TENSORS:,} tensors")
             continue
-        if not isinstance(value, dict | list | tuple) or id(value) in seen:
+        if not isinstance(value, dict | list | tuple):
             continue
+        if id(value) in seen:
+            raise pickle.UnpicklingError("a container reached by two paths (a shared-reference bomb or a cycle)")
+        if depth > MAX_DEPTH:
+            raise pickle.UnpicklingError(f"containers nested more than {MAX_DEPTH:,} deep")
         seen.add(id(value))
         items = value.items() if isinstance(value, dict) else enumerate(value)
-        todo.extend(reversed([(f"{prefix}{_key(k)}.", v) for k, v in items]))
+        todo.extend(reversed([(f"{prefix}{_key(k)}.", depth + 1, v) for k, v in items]))
     return out
 
 

@@ -23,6 +23,8 @@ bypass write-ups name (picklescan, fickling, ModelScan advisories and CVE-2025-3
 - ``legacy-trailing``: a benign legacy stream with bytes after its last storage;
 - ``shared-tuple-bomb``: 63 levels of pairs of one shared tuple (2^63 paths, 63 objects);
 - ``self-reference``: a list that contains itself; ``deep-nesting``: 200,000 nested lists;
+- ``unhashable-key``: a list as a dict key; ``encrypted-member`` and ``compression-99``: data.pkl flagged
+  encrypted, or stored with compression method 99 (the issue's exit-70 cases);
 - ``long-int-key``: a 10,800-digit integer as a state-dict key;
 - ``build-on-tensor``: ``BUILD`` setting state on a rebuilt tensor;
 - ``negative-shape``: a tensor of shape (-15, 4).
@@ -107,6 +109,23 @@ def legacy(pkl: bytes, storages: dict[str, int]) -> bytes:
     return buf.getvalue()
 
 
+def _patch_entry(archive: bytes, name: str, *, flags: int | None = None, method: int | None = None) -> bytes:
+    """The zip with entry ``name``'s general-purpose flags or compression method rewritten in both its
+    local header and its central directory record (encryption: flag bit 0; method 99: AES)."""
+    data = bytearray(archive)
+    raw = name.encode()
+    for signature, flag_at, method_at, name_at in ((b"PK\x03\x04", 6, 8, 30), (b"PK\x01\x02", 8, 10, 46)):
+        at = data.find(signature)
+        while at >= 0:
+            if data[at + name_at:at + name_at + len(raw)] == raw:
+                if flags is not None:
+                    struct.pack_into("<H", data, at + flag_at, flags)
+                if method is not None:
+                    struct.pack_into("<H", data, at + method_at, method)
+            at = data.find(signature, at + 4)
+    return bytes(data)
+
+
 def benign() -> bytes:
     return PROTO + state_dict(("w", tensor("0", 16, (4, 4)))) + b"."
 
@@ -157,6 +176,10 @@ def build_all(out: Path, canary: Path) -> dict[str, tuple[Path, str]]:
     cases["build-on-tensor"] = ("model.pt", torch_zip(build, {"0": 16}), "pickle.pickle-invalid")
     negative = PROTO + state_dict(("w", tensor("0", 16, (-15, 4)))) + b"."
     cases["negative-shape"] = ("model.pt", torch_zip(negative, {"0": 16}), "pickle.pickle-invalid")
+    unhashable = PROTO + b"}" + b"]" + tensor("0", 16, (4, 4)) + b"s."  # a list as a dict key
+    cases["unhashable-key"] = ("model.pt", torch_zip(unhashable, {"0": 16}), "pickle.pickle-invalid")
+    cases["encrypted-member"] = ("model.pt", _patch_entry(good, "archive/data.pkl", flags=0x1), "pickle.zip-invalid")
+    cases["compression-99"] = ("model.pt", _patch_entry(good, "archive/data.pkl", method=99), "pickle.zip-invalid")
     written: dict[str, tuple[Path, str]] = {}
     for name, (file, data, rule) in cases.items():
         folder = out / name

@@ -29,7 +29,7 @@ def cases(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, tuple[Pat
 REFUSED = ["missing-blocklist", "memo-stack-global", "attribute-walk", "payload-before-error", "extension",
            "nested-pickle", "zip-duplicate", "zip-name-mismatch", "torchscript", "polyglot-legacy-zip",
            "legacy-trailing", "long-int-key", "build-on-tensor", "negative-shape", "shared-tuple-bomb",
-           "self-reference", "deep-nesting"]
+           "self-reference", "deep-nesting", "unhashable-key", "encrypted-member", "compression-99"]
 
 
 @pytest.mark.parametrize("name", REFUSED)

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from inspector.analysis.estimate import Estimate
     from inspector.analysis.fit import Budget, Fit
     from inspector.analysis.formula import FormulaCheck
-    from inspector.analysis.listing import FileRow, ListingRow
+    from inspector.analysis.listing import FileRow, ListingRow, RepoFiles
     from inspector.analysis.report import Report
 
 def open_model(model: str | Checkpoint, *, revision: str | None = None, endpoint: str | None = None,
@@ -292,6 +292,33 @@ def list_files(where: str, files: Sequence[tuple[str, Checkpoint]], *, gpu: str 
     rows, notes = file_rows([(name, build_report(c)) for name, c in files], budget=options.budget,
                             context=options.context, kv_dtype=options.kv_dtype)
     return FileListing(where, tuple(rows), options.budget, tuple(notes))
+
+
+# --- the files of a repo --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class FilesResult:
+    """``inspect MODEL --files``: every file of the folder or repo with its size and kind, and what a
+    download of all of them would fetch (from the listing: nothing is downloaded)."""
+
+    checkpoint: Checkpoint
+    files: RepoFiles
+
+    def to_dict(self) -> dict[str, object]:
+        """The ``inspect MODEL --files --json`` document (``repo-files.schema.json``)."""
+        from inspector.render.output import repo_files_json
+
+        return repo_files_json(self.checkpoint, self.files)
+
+
+def files(model: str | Checkpoint, *, revision: str | None = None, endpoint: str | None = None,
+          token: str | None = None, offline: bool = False) -> FilesResult:
+    """``inspect MODEL --files``."""
+    from inspector.analysis.listing import repo_files
+
+    checkpoint = open_model(model, revision=revision, endpoint=endpoint, token=token, offline=offline)
+    return FilesResult(checkpoint, repo_files(checkpoint))
 
 
 # --- audit ---------------------------------------------------------------------------------------

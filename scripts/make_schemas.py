@@ -154,8 +154,17 @@ FILES = document("files", "inspect FOLDER|REPO --json, for one model in several 
     "notes": STRS,
 })
 
-SCHEMAS = {"show": SHOW, "files": FILES, "diff": DIFF, "adapter-diff": ADAPTER_DIFF, "compare": COMPARE,
-           "estimate": ESTIMATE, "audit": AUDIT}
+REPO_FILES = document("repo-files", "inspect MODEL --files --json", {
+    "model": MODEL,
+    "files": arr(obj({"path": STR, "size": NINT, "kind": {"enum": ["weights", "index", "config", "tokenizer", "other"]},
+                      "counted": BOOL})),
+    "total_bytes": INT, "weights_bytes": INT, "weights_share": NNUM,
+    "bytes_by_kind": obj({"weights": INT, "index": INT, "config": INT, "tokenizer": INT, "other": INT}),
+    "unknown_sizes": INT,
+})
+
+SCHEMAS = {"show": SHOW, "files": FILES, "repo-files": REPO_FILES, "diff": DIFF, "adapter-diff": ADAPTER_DIFF,
+           "compare": COMPARE, "estimate": ESTIMATE, "audit": AUDIT}
 
 
 def main() -> None:

@@ -5,10 +5,10 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from inspector.analysis.stats import LayerGroup, Summary, Tensor, layer_suffix
-from inspector.model import Kind, natural_key
+from inspector.model import Checkpoint, Kind, natural_key
 
 if TYPE_CHECKING:
     from inspector.analysis.fit import Budget
@@ -157,3 +157,62 @@ class CachedModel:
     bytes: int | None
     files: int | None
     status: str  # "ok", "config only", or why it could not be read
+
+
+#: what a file of a repo is, by its name: tokenizer files (transformers, sentencepiece, tiktoken),
+#: configs (model, generation, processors, adapters, pipelines, sentence-transformers modules)
+TOKENIZER_NAMES: Final = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "added_tokens.json",
+                          "vocab.json", "vocab.txt", "merges.txt", "tokenizer.model", "spiece.model",
+                          "sentencepiece.bpe.model", "chat_template.jinja", "chat_template.json")
+TOKENIZER_SUFFIXES: Final = (".tiktoken",)
+CONFIG_NAMES: Final = ("config.json", "generation_config.json", "preprocessor_config.json", "processor_config.json",
+                       "adapter_config.json", "model_index.json", "modules.json", "quantize_config.json",
+                       "params.json", "config_sentence_transformers.json", "sentence_bert_config.json",
+                       "scheduler_config.json")
+
+
+@dataclass(frozen=True, slots=True)
+class RepoFile:
+    path: str
+    size: int | None
+    kind: str  # "weights", "index", "config", "tokenizer" or "other"
+    counted: bool  # a weight file the inspector reads (False: another format or a copy, never counted)
+
+
+@dataclass(frozen=True, slots=True)
+class RepoFiles:
+    """Every file of a folder or repo, as its listing gives them (nothing downloaded)."""
+
+    rows: tuple[RepoFile, ...]
+    total_bytes: int  # what a download of every file would fetch (files of unknown size left out)
+    weights_bytes: int  # of it, weight files of every format
+    unknown_sizes: int  # files the listing gives no size for
+
+    def bytes_of(self, kind: str) -> int:
+        return sum(r.size or 0 for r in self.rows if r.kind == kind)
+
+
+def file_kind(path: str, weight_suffixes: tuple[str, ...]) -> str:
+    name = path.rsplit("/", 1)[-1]
+    if name.endswith(".index.json") and ("safetensors" in name or "pytorch_model" in name or "model" in name):
+        return "index"
+    if path.endswith(weight_suffixes):
+        return "weights"
+    if name in TOKENIZER_NAMES or name.endswith(TOKENIZER_SUFFIXES):
+        return "tokenizer"
+    if name in CONFIG_NAMES or (name.endswith("_config.json") and "/" not in path):
+        return "config"
+    return "other"
+
+
+def repo_files(checkpoint: Checkpoint) -> RepoFiles:
+    """The checkpoint's folder or repo, file by file, with each file's kind."""
+    from inspector.formats.registry import weight_suffixes
+
+    suffixes = weight_suffixes()
+    counted = {h.file for h in checkpoint.headers}
+    rows = tuple(RepoFile(f.path, f.size, kind := file_kind(f.path, suffixes),
+                          kind == "weights" and f.path in counted)
+                 for f in sorted(checkpoint.files, key=lambda f: natural_key(f.path)))
+    return RepoFiles(rows, sum(r.size or 0 for r in rows), sum(r.size or 0 for r in rows if r.kind == "weights"),
+                     sum(r.size is None for r in rows))

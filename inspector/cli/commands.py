@@ -113,6 +113,9 @@ def show(
         bool, typer.Option("--collapse", help="with --tensors: one row per repeated layer/expert tensor")
     ] = False,
     shards: Annotated[bool, typer.Option("--shards", help="list every file, however many")] = False,
+    files: Annotated[bool, typer.Option(
+        "--files", help="every file of the folder or repo with its size and kind (weights, config, tokenizer, "
+                        "other) and what a download would fetch; from the listing, nothing downloaded")] = False,
     formula: Annotated[bool, typer.Option("--formula", help="parameters predicted from config.json, per role, "
                                                             "beside the headers' counts")] = False,
     gpu: Annotated[str | None, typer.Option(
@@ -135,6 +138,8 @@ def show(
 
     if collapse and not tensors:
         raise UsageError("--collapse goes with --tensors", hint="inspect MODEL --tensors --collapse")
+    if files and (tensors or formula):
+        raise UsageError("--files lists the files, not the tensors", hint="inspect MODEL --files")
     fmt = output_format(fmt, as_json)
     as_json = fmt == "json"
 
@@ -153,6 +158,15 @@ def show(
     if listing_options is not None:
         raise UsageError("--gpu with `inspect` answers for a folder or repo of several GGUF files",
                          hint=f"for one model: inspect estimate {model} --gpu {gpu}")
+    if files:
+        from inspector.render.output import repo_files_table
+
+        listed = api.files(checkpoint)
+        if as_json:
+            emit_json(listed.to_dict())
+        else:
+            emit(repo_files_table(listed.checkpoint, listed.files), wide=wide)
+        return
     shown = api.inspect(checkpoint, tensors=tensors, collapse=collapse, formula=formula)
     report, rows, check = shown.report, shown.rows, shown.formula
     if as_json:

@@ -12,7 +12,7 @@ import sys
 from typing import TYPE_CHECKING, Final
 
 from inspector.analysis.config import ModelConfig
-from inspector.analysis.listing import CachedModel, FileRow, ListingRow, collapsed_rows, tensor_rows
+from inspector.analysis.listing import CachedModel, FileRow, ListingRow, RepoFiles, collapsed_rows, tensor_rows
 from inspector.analysis.report import Report
 from inspector.analysis.stats import Summary
 from inspector.formats.dtypes import DTYPE_BITS
@@ -802,6 +802,40 @@ def files_table(where: str, name: str, rows: list[FileRow], budget: Budget | Non
                       sanitize(r.note or ("loaded beside a model" if r.kind == "projector" else ""))]
         t.add_row(*cells)
     return Group(t, *(Text(sanitize(note), style="dim") for note in notes or []))
+
+
+def repo_files_json(checkpoint: Checkpoint, files: RepoFiles) -> dict[str, object]:
+    """Every file with its size and kind; the bytes a download of all would fetch, the weights' share."""
+    return {
+        "schema_version": SCHEMA_VERSION, "model": model_json(checkpoint),
+        "files": [{"path": r.path, "size": r.size, "kind": r.kind, "counted": r.counted} for r in files.rows],
+        "total_bytes": files.total_bytes, "weights_bytes": files.weights_bytes,
+        "weights_share": files.weights_bytes / files.total_bytes if files.total_bytes else None,
+        "bytes_by_kind": {kind: files.bytes_of(kind) for kind in ("weights", "index", "config", "tokenizer", "other")},
+        "unknown_sizes": files.unknown_sizes,
+    }
+
+
+def repo_files_table(checkpoint: Checkpoint, files: RepoFiles) -> RenderableType:
+    from rich.console import Group
+    from rich.table import Table
+    from rich.text import Text
+
+    t = Table(title=sanitize(f"{checkpoint.label}: {len(files.rows):,} files"), title_justify="left",
+              show_edge=False, pad_edge=False)
+    for col, just in (("file", "left"), ("kind", "left"), ("bytes", "right"), ("", "left")):
+        t.add_column(col, justify=just)  # type: ignore[arg-type]
+    for r in files.rows:
+        mark = "counted" if r.counted else ("another format or a copy: not counted" if r.kind == "weights" else "")
+        t.add_row(sanitize(r.path), r.kind, n(r.size) if r.size is not None else "unknown", mark)
+    share = f" ({files.weights_bytes / files.total_bytes:.1%})" if files.total_bytes else ""
+    kinds = ", ".join(f"{kind} {size(files.bytes_of(kind))}" for kind in ("weights", "index", "config", "tokenizer",
+                                                                            "other") if files.bytes_of(kind))
+    lines = [Text(f"a download of every file fetches {files.total_bytes:,} B ({size(files.total_bytes)}); weights "
+                  f"{files.weights_bytes:,} B{share}"), Text(kinds, style="dim")]
+    if files.unknown_sizes:
+        lines.append(Text(f"{files.unknown_sizes} file(s) of unknown size (not in the total)", style="yellow"))
+    return Group(t, *lines)
 
 
 def cache_json(root: str, rows: list[CachedModel]) -> dict[str, object]:

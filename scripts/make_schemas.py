@@ -60,8 +60,8 @@ CONFIG = obj({
     "qk_nope_head_dim": NINT, "v_head_dim": NINT, "mtp_layers": NINT, "kv_heads_per_layer": INTS,
     "quantization": {"type": ["object", "null"]}, "source": {"enum": ["table", "transformers", "gguf", "raw", "none"]},
 })
-TOTALS = obj({"tensors": INT, "parameters": INT, "buffer_elements": INT, "quant_elements": INT, "hub_total": INT,
-              "bytes": INT, "shards": INT})
+TOTALS = obj({"tensors": INT, "parameters": INT, "stored_elements": INT, "buffer_elements": INT,
+              "quant_elements": INT, "hub_total": INT, "bytes": INT, "shards": INT})
 KIND = {"enum": ["parameter", "buffer", "quant"]}
 
 SHOW = document("show", "inspect MODEL --json", {

@@ -51,6 +51,7 @@ def test_llama2_buffers_are_not_parameters(cli) -> None:
     doc = cli("llama2-7b", "--json").json()
     assert doc["totals"] == {
         "tensors": ref("llama2-7b.tensors"), "parameters": ref("llama2-7b.parameters"),
+        "stored_elements": ref("llama2-7b.parameters"),  # nothing packed: as stored
         "buffer_elements": ref("llama2-7b.buffers"), "quant_elements": 0, "hub_total": ref("llama2-7b.hub_total"),
         "bytes": ref("llama2-7b.bytes"), "shards": 2}  # 2 shards: the Hub API listing (fixtures/realdata)
     roles = {r["role"]: r for r in doc["by_role"]}

@@ -119,3 +119,23 @@ def test_a_moe_header_names_the_expert_width(cli, tmp_path: Path) -> None:
     save_real(folder / "model.safetensors", {"model.embed_tokens.weight": ("F16", (8, 8))})
     header = cli(str(folder)).out.splitlines()[1]
     assert "experts 128 × MLP 768 (top-8)" in header and "6,144" not in header, header
+
+
+def test_parameters_are_logical_in_every_output(cli) -> None:
+    """A GPTQ checkpoint (4-bit weights packed eight to an int32 word): show, --json, compare and the
+    library give the same parameter count, the unquantised model's (fixtures/reference.json), with the
+    stored elements a separately named figure."""
+    from helpers import ref
+
+    import inspector
+
+    logical = ref("llama2-13b-gptq.logical")
+    doc = cli("llama2-13b-gptq", "--json").json()
+    assert doc["totals"]["parameters"] == logical and doc["totals"]["stored_elements"] < logical
+    assert sum(r["parameters"] for r in doc["by_role"]) == logical
+    assert f"{logical:,}" in cli("llama2-13b-gptq").out
+    compared = cli("compare", "llama2-13b-gptq", "llama3-8b", "--json").json()
+    assert compared["models"][0]["totals"]["parameters"] == logical
+    assert inspector.inspect("llama2-13b-gptq").to_dict()["totals"]["parameters"] == logical
+    estimate = cli("estimate", "llama2-13b-gptq", "--json").json()
+    assert estimate["quantization"]["logical_parameters"] == logical

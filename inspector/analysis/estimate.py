@@ -14,8 +14,8 @@ from typing import Final
 from inspector.analysis.config import ModelConfig, config_int
 from inspector.analysis.fit import Budget, Fit
 from inspector.analysis.report import Report
-from inspector.analysis.roles import PACKING_DTYPES, values_per_element
-from inspector.analysis.stats import Tensor
+from inspector.analysis.roles import PACKING_DTYPES, quant_bits
+from inspector.analysis.stats import Tensor, stored_elements
 from inspector.formats.dtypes import DTYPE_BITS, USER_DTYPE_BITS, USER_DTYPE_BYTES
 from inspector.model import Role
 
@@ -266,17 +266,16 @@ def _moe(report: Report, bits: int | None) -> tuple[int, list[Figure]]:
     """Active parameters per token: routed experts a token does not visit are left out. Counts are
     logical (a packed int4 word counts its eight weights)."""
     c = report.config
-    packed = _has_packed(report)
 
     def numel(t: Tensor) -> int:
-        return _logical(t, bits) if packed else t.info.numel
+        return t.info.numel  # logical already (``report.logical``)
 
     params = [t for t in report.tensors if t.place.kind == "parameter"]
     experts = [t for t in params if t.place.role.startswith("moe.expert")]
     k = c.experts_per_token
     if not experts or not k:
-        return (sum(numel(t) for t in params) if packed else report.summary.parameters), []
-    total = sum(numel(t) for t in params) if packed else report.summary.parameters
+        return report.summary.parameters, []
+    total = report.summary.parameters
     mtp = _mtp_layers(report)
     mtp_params = sum(numel(t) for t in params if (t.place.stack, t.place.layer) in mtp) if mtp else 0
     per_layer: dict[tuple[str | None, int | None], list[Tensor]] = defaultdict(list)
@@ -413,16 +412,7 @@ def quantization(report: Report) -> Quant:
     source = "quantization_config" if qc else "none"
     named = qc.get("quant_method")
     method = named if isinstance(named, str) else None
-    bits = qc.get("bits") or qc.get("w_bit")
-    if isinstance(groups := qc.get("config_groups"), dict):  # compressed-tensors
-        for group in groups.values():
-            w = group.get("weights") if isinstance(group, dict) else None
-            if isinstance(w, dict) and w.get("num_bits"):
-                bits = w["num_bits"]
-    if qc.get("load_in_4bit"):
-        bits = 4
-    elif qc.get("load_in_8bit"):
-        bits = 8
+    bits = quant_bits(qc)
     looks = _looks_like(report)
     notes: list[str] = []
     if method is None and looks:
@@ -453,23 +443,19 @@ def quantization(report: Report) -> Quant:
             row[3] += info.end - info.begin
             overhead_total += info.numel
             continue
-        logical = _logical(Tensor(info, place), bits)
+        logical = info.numel  # logical already (``report.logical``)
+        stored = stored_elements(info)
         row[0] += logical
-        row[1] += info.numel
+        row[1] += stored
         row[2] += info.end - info.begin
         logical_total += logical
-        stored_total += info.numel
+        stored_total += stored
     return Quant(
         method=method, bits=int(bits) if isinstance(bits, int) else None, source=source,
         logical_parameters=logical_total, stored_elements=stored_total, overhead_elements=overhead_total,
         rows=tuple(QuantRow(role, *v) for role, v in rows.items() if v[0] or v[3]),
         notes=tuple(notes),
     )
-
-
-def _logical(t: Tensor, bits: object) -> int:
-    """The weights a parameter stands for (``roles.values_per_element``)."""
-    return t.info.numel * values_per_element(t.info.name, t.info.dtype, bits if type(bits) is int else None)
 
 
 def _has_packed(report: Report) -> bool:

@@ -352,6 +352,26 @@ def is_packed(name: str) -> bool:
     return leaf in PACKED_LEAVES or leaf.endswith(PACKED_SUFFIXES)
 
 
+def quant_bits(quantization: object) -> int | None:
+    """The bits per weight a config's ``quantization_config`` gives (GPTQ/AWQ ``bits``/``w_bit``,
+    compressed-tensors' ``num_bits``, bitsandbytes' ``load_in_4bit``/``load_in_8bit``); None when it
+    gives none."""
+    if not isinstance(quantization, dict):
+        return None
+    bits = quantization.get("bits") or quantization.get("w_bit")
+    groups = quantization.get("config_groups")
+    if isinstance(groups, dict):
+        for group in groups.values():
+            w = group.get("weights") if isinstance(group, dict) else None
+            if isinstance(w, dict) and w.get("num_bits"):
+                bits = w["num_bits"]
+    if quantization.get("load_in_4bit"):
+        bits = 4
+    elif quantization.get("load_in_8bit"):
+        bits = 8
+    return bits if type(bits) is int and 0 < bits <= 64 else None
+
+
 def values_per_element(name: str, dtype: str, bits: int | None) -> int:
     """How many weights one stored element of a parameter holds (1: not packed). ``bits``: the
     quantisation's bits per weight from its config, when it gives them."""

@@ -19,7 +19,7 @@ from itertools import repeat
 from operator import itemgetter
 from typing import NamedTuple
 
-from inspector.analysis.roles import ROLE_ORDER, Placement, classify_all
+from inspector.analysis.roles import PACKING_DTYPES, ROLE_ORDER, Placement, classify_all
 from inspector.formats.dtypes import dtype_sort_key
 from inspector.formats.safetensors import without_gc
 from inspector.model import Checkpoint, Role, TensorInfo, WeightFile, natural_key
@@ -88,7 +88,8 @@ class ShardRow:
 @dataclass(frozen=True, slots=True)
 class Summary:
     tensors: int
-    parameters: int
+    parameters: int  # logical: a packed word counts the weights it holds
+    stored_elements: int  # the parameters' elements as stored (packed words once); = parameters unless packed
     buffer_elements: int
     quant_elements: int
     hub_total: int
@@ -110,6 +111,14 @@ def placed(tensors: Iterable[TensorInfo]) -> list[Tensor]:
     return list(map(tuple.__new__, repeat(Tensor), zip(infos, classify_all(list(map(_NAME, infos))), strict=True)))
 
 
+def stored_elements(info: TensorInfo) -> int:
+    """Elements as stored: the product of the shape (a GGUF's shape is its logical one)."""
+    n = 1
+    for d in info.shape:
+        n *= d
+    return n
+
+
 def summarize(checkpoint: Checkpoint) -> Summary:
     tensors = placed(checkpoint.tensors())
     return summarize_tensors(tensors, checkpoint)
@@ -120,7 +129,7 @@ def summarize_tensors(tensors: list[Tensor], checkpoint: Checkpoint | None = Non
     roles: dict[Role, list[int]] = defaultdict(lambda: [0, 0, 0, 0, 0, 0])
     # dtype → [tensors, parameters, elements, bytes]
     dtypes: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0, 0])
-    params = buffers = quant = nbytes = outside = 0
+    params = stored = buffers = quant = nbytes = outside = 0
     for info, place in tensors:
         n = info.numel
         b = info.end - info.begin
@@ -135,6 +144,7 @@ def summarize_tensors(tensors: list[Tensor], checkpoint: Checkpoint | None = Non
         kind = place.kind
         if kind == "parameter":
             params += n
+            stored += stored_elements(info) if info.dtype in PACKING_DTYPES else n
             row[1] += n
             d[1] += n
             if place.layer is None:
@@ -161,9 +171,10 @@ def summarize_tensors(tensors: list[Tensor], checkpoint: Checkpoint | None = Non
     return Summary(
         tensors=len(tensors),
         parameters=params,
+        stored_elements=stored,
         buffer_elements=buffers,
         quant_elements=quant,
-        hub_total=params + buffers + quant,
+        hub_total=stored + buffers + quant,
         bytes=nbytes,
         by_role=by_role,
         by_dtype=by_dtype,

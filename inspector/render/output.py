@@ -261,7 +261,8 @@ def report_json(report: Report, *, rows: list[ListingRow] | None, formula: Formu
 
 
 def totals_json(s: Summary) -> dict[str, int]:
-    return {"tensors": s.tensors, "parameters": s.parameters, "buffer_elements": s.buffer_elements,
+    return {"tensors": s.tensors, "parameters": s.parameters, "stored_elements": s.stored_elements,
+            "buffer_elements": s.buffer_elements,
             "quant_elements": s.quant_elements, "hub_total": s.hub_total, "bytes": s.bytes,
             "shards": len(s.shards)}
 
@@ -336,7 +337,8 @@ def origin_text(c: Checkpoint) -> str:
 
 
 def report_table(report: Report, *, all_shards: bool = False, logical: tuple[str, int] | None = None) -> RenderableType:
-    """``logical``: (method, logical parameters) of a packed quantised checkpoint, shown first."""
+    """``logical``: (method, logical parameters) of a packed quantised checkpoint: the method is named
+    beside the parameters (which are logical whatever is passed)."""
     from rich.console import Group
     from rich.table import Table
     from rich.text import Text
@@ -352,10 +354,11 @@ def report_table(report: Report, *, all_shards: bool = False, logical: tuple[str
     totals.add_column(style="bold")
     totals.add_column(justify="right")
     totals.add_column(style="dim")
-    if logical is not None and logical[1] != s.parameters:
-        method, count = logical
-        totals.add_row("Parameters", n(count), f"{short(count)}, logical (unpacked), {sanitize(method)}")
-        totals.add_row("Stored", n(s.parameters), "elements as stored: packed words count once")
+    if s.stored_elements != s.parameters:
+        how = f", {sanitize(logical[0])}" if logical is not None else ""
+        totals.add_row("Parameters", n(s.parameters), f"{short(s.parameters)}, logical (a packed word counts the "
+                                                      f"weights it holds){how}")
+        totals.add_row("Stored", n(s.stored_elements), "elements as stored: packed words count once")
     else:
         totals.add_row("Parameters", n(s.parameters), short(s.parameters))
     totals.add_row("Buffers", n(s.buffer_elements), "elements of saved non-parameter state")

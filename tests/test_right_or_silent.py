@@ -139,3 +139,19 @@ def test_parameters_are_logical_in_every_output(cli) -> None:
     assert inspector.inspect("llama2-13b-gptq").to_dict()["totals"]["parameters"] == logical
     estimate = cli("estimate", "llama2-13b-gptq", "--json").json()
     assert estimate["quantization"]["logical_parameters"] == logical
+
+
+def test_mlx_quantisation_is_counted_as_mlx_lm_wrote_it(cli) -> None:
+    """Checkpoints mlx-lm quantised (fixtures/mlx/SOURCE.txt): uint32 words of 32/bits weights beside
+    per-group scales and biases, bits from config.json's "quantization" block including per-module
+    overrides. The logical count is the source model's, and bits per weight are mlx-lm's own figure."""
+    fixtures = Path(__file__).parent.parent / "fixtures" / "mlx"
+    for name, bits_per_weight in (("tiny-llama-4bit", 4.520), ("tiny-llama-4bit-down8", 5.246)):
+        doc = cli(str(fixtures / name), "--json").json()
+        totals = doc["totals"]
+        assert totals["parameters"] == 361_088, name  # the source model's count
+        assert totals["stored_elements"] < totals["parameters"]
+        assert round(totals["bytes"] * 8 / totals["parameters"], 3) == bits_per_weight, name
+        estimate = cli("estimate", str(fixtures / name), "--json").json()["quantization"]
+        assert estimate["method"] == "mlx affine" and estimate["bits"] == 4
+        assert estimate["logical_parameters"] == 361_088

@@ -212,6 +212,8 @@ def _build(raw: Mapping[str, object], figures: Mapping[str, object], source: str
         # (a config only read raw says nothing of its KV heads: they stay unknown, not guessed)
     dtype = figures.get("dtype")
     quant = raw.get("quantization_config")
+    if not isinstance(quant, Mapping) and isinstance(mlx := raw.get("quantization"), Mapping) and "bits" in mlx:
+        quant = mlx  # mlx-lm's block: {"group_size": 64, "bits": 4, "<module>": {"bits": 8}}
     layer_types = figures.get("layer_types")
     architectures = raw.get("architectures")
     unread = tuple((name, repr(value)[:40]) for name in _ALIASES

@@ -8,6 +8,7 @@ check it. Exact where the inputs are exact (bytes, counts); where a figure model
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
@@ -412,6 +413,9 @@ def quantization(report: Report) -> Quant:
     source = "quantization_config" if qc else "none"
     named = qc.get("quant_method")
     method = named if isinstance(named, str) else None
+    if method is None and isinstance(c.raw.get("quantization"), Mapping):  # mlx-lm writes it (and a copy)
+        mode = qc.get("mode")
+        method, source = f"mlx {mode}" if isinstance(mode, str) else "mlx", "config.json quantization (mlx-lm)"
     bits = quant_bits(qc)
     looks = _looks_like(report)
     notes: list[str] = []

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from inspector.analysis.config import ModelConfig, load_config
 from inspector.analysis.peft import describe
-from inspector.analysis.roles import PACKING_DTYPES, quant_bits, values_per_element
+from inspector.analysis.roles import PACKING_DTYPES, module_bits, quant_bits, values_per_element
 from inspector.analysis.stats import Summary, Tensor, placed, stored_elements, summarize_tensors
 from inspector.formats.registry import weight_suffixes
 from inspector.formats.safetensors import without_gc
@@ -23,17 +23,18 @@ class Report:
     notes: tuple[str, ...]
 
 
-def logical(tensors: list[Tensor], bits: int | None) -> list[Tensor]:
+def logical(tensors: list[Tensor], quantization: object) -> list[Tensor]:
     """The tensors with each packed parameter counting the weights it holds (a GPTQ/AWQ ``qweight``
     of int32 words holds 32/bits each; ``roles.values_per_element``): "parameters" means logical
     weights everywhere, as a GGUF's elements do; what is stored stays the product of the shape."""
     if not any(t.info.dtype in PACKING_DTYPES and t.place.kind == "parameter" for t in tensors):
         return tensors
+    bits = quant_bits(quantization)
     out = []
     for t in tensors:
         info, place = t
         if place.kind == "parameter" and info.dtype in PACKING_DTYPES:
-            per = values_per_element(info.name, info.dtype, bits)
+            per = values_per_element(info.name, info.dtype, module_bits(quantization, info.name, bits))
             if per != 1:
                 t = Tensor(info._replace(numel=stored_elements(info) * per), place)
         out.append(t)
@@ -43,7 +44,7 @@ def logical(tensors: list[Tensor], bits: int | None) -> list[Tensor]:
 @without_gc()
 def build_report(checkpoint: Checkpoint) -> Report:
     config = load_config(checkpoint.config)
-    tensors = logical(placed(checkpoint.tensors()), quant_bits(config.quantization))
+    tensors = logical(placed(checkpoint.tensors()), config.quantization)
     summary = summarize_tensors(tensors, checkpoint)
     other = other_weight_files(checkpoint)
     return Report(checkpoint, config, summary, tensors, other, _notes(checkpoint, config, summary, tensors, other))

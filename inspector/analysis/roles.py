@@ -36,6 +36,7 @@ KIND_TABLE: Final[tuple[tuple[Kind, str, str], ...]] = (
     ("buffer", r"\.e_score_correction_bias$",
      "DeepSeek-V3 router bias (a buffer in transformers' DeepseekV3TopkRouter)"),
     ("quant", r"\.(qzeros|scales|g_idx)$", "GPTQ (AutoGPTQ, GPTQModel) and AWQ"),
+    ("quant", r"\.biases$", "MLX affine quantisation (mlx-lm): per-group offsets beside the scales"),
     ("quant", r"\.(weight_scale_inv|weight_scale|input_scale|output_scale|k_scale|v_scale)$",
      "FP8: DeepSeek-V3 block scales (weight_scale_inv), compressed-tensors and fbgemm (weight_scale)"),
     ("quant", r"\.(weight_zero_point|weight_g_idx|weight_shape|weight_global_scale)$",
@@ -372,6 +373,16 @@ def quant_bits(quantization: object) -> int | None:
     return bits if type(bits) is int and 0 < bits <= 64 else None
 
 
+def module_bits(quantization: object, tensor: str, default: int | None) -> int | None:
+    """The bits of one module where the quantisation block overrides them per module (mlx-lm writes
+    ``"model.layers.0.mlp.down_proj": {"bits": 8, "group_size": 64}`` beside the defaults)."""
+    if not isinstance(quantization, dict):
+        return default
+    override = quantization.get(tensor.rsplit(".", 1)[0])
+    bits = override.get("bits") if isinstance(override, dict) else None
+    return bits if type(bits) is int and 0 < bits <= 64 else default
+
+
 def values_per_element(name: str, dtype: str, bits: int | None) -> int:
     """How many weights one stored element of a parameter holds (1: not packed). ``bits``: the
     quantisation's bits per weight from its config, when it gives them."""
@@ -383,4 +394,6 @@ def values_per_element(name: str, dtype: str, bits: int | None) -> int:
         return 2  # MXFP4: two 4-bit values per byte
     if leaf == "weight" and dtype == "U8" and bits == 4:
         return 2  # bitsandbytes 4-bit: two values per byte
+    if leaf == "weight" and dtype == "U32" and bits and 32 % bits == 0:
+        return 32 // bits  # MLX (mlx-lm): uint32 words of 32/bits values
     return 1

@@ -276,6 +276,11 @@ def _explain(a: Report, b: Report) -> tuple[Cause, ...]:  # noqa: C901 (over the
         if ta.place.kind != "parameter" or tb.place.kind != "parameter":
             return
         sa, sb = ta.info.shape, tb.info.shape
+        if ta.info.numel != math.prod(sa) or tb.info.numel != math.prod(sb):  # packed words: logical counts,
+            # which a shape's dimensions do not give (the packed axis differs by format)
+            ledger.add("residual", pattern, f"{ta.info.numel:,} → {tb.info.numel:,} weights (packed)",
+                       tb.info.numel - ta.info.numel)
+            return
         if sa == sb:
             return
         if len(sa) != len(sb):

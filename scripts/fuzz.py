@@ -24,6 +24,7 @@ import contextlib
 import io
 import json
 import random
+import re
 import resource
 import shutil
 import signal
@@ -400,10 +401,19 @@ def differential(kind: str, target: Path, time_cap: float) -> tuple[str, str]:
         return "agree", ""
     if ref[0] == "accept" and ours[0] == "accept":
         what = "figures-differ"
-    else:
-        what = "we-accept-reference-refuses" if ours[0] == "accept" else "we-refuse-reference-accepts"
+    else:  # named by the refusing side's reason, its numbers and names left out, so that cases group
+        why = _reason(ref[3] if ours[0] == "accept" else ours[3])
+        what = ("we-accept-reference-refuses: " if ours[0] == "accept" else "we-refuse-reference-accepts: ") + why
     return what, f"ours {ours[0]} {ours[1]} tensors {ours[2]:,} elements {ours[3]} | reference {ref[0]} " \
                  f"{ref[1]} tensors {ref[2]:,} elements {ref[3]}"
+
+
+def _reason(text: str) -> str:
+    """An error's class of reason: its type and words, without numbers, quoted names or file names."""
+    kind, _, message = text.partition(": ")
+    message = message.split(": ", 1)[-1] if message.startswith(("m.", "model.", "alex.")) else message
+    message = re.sub(r"'[^']*'|\"[^\"]*\"|0x[0-9a-f]+|[0-9][0-9,._]*", "…", message)
+    return f"{kind}: {message[:60]}"
 
 
 # --- the runner ------------------------------------------------------------------------------------
@@ -498,9 +508,9 @@ def main() -> int:
             tally = ", ".join(f"{v} {n}" for (k, v), n in sorted(disagreements.items()) if k == kind)
             print(f"{'':14} against {REFERENCES[kind]}: {tally}", flush=True)
     if args.differential:
-        print(f"\n{'kind':14} {'reference':34} {'verdict':30} {'cases':>6}")
+        print(f"\n{'kind':14} {'reference':34} {'cases':>6}  verdict")
         for (kind, verdict), n in sorted(disagreements.items()):
-            print(f"{kind:14} {REFERENCES[kind]:34} {verdict:30} {n:6d}")
+            print(f"{kind:14} {REFERENCES[kind]:34} {n:6d}  {verdict}")
         for (kind, verdict), lines in sorted(examples.items()):
             for line in lines[:5]:
                 print(f"  {kind} {verdict} {line}")

@@ -458,7 +458,15 @@ def _header(records: list[tuple[str, _Tensor]], name: str, size: int, sizes: dic
         if t.ref.key not in sizes:
             raise PickleError("storage-missing", f"tensor {tensor_name[:80]!r}: its storage {t.ref.key[:40]} is "
                                                  "not in the file", name)
-        if (t.offset + numel) * esize > sizes[t.ref.key]:
+        limit = sizes[t.ref.key]
+        if t.ref.numel is not None:  # torch reads the storage the pickle declares from the record
+            declared = t.ref.numel * _element_bytes(t.ref.dtype, name)
+            if declared > limit:
+                raise PickleError("storage-size-record", f"storage {t.ref.key[:40]}: the pickle declares "
+                                                         f"{t.ref.numel:,} elements, the file holds {limit:,} bytes "
+                                                         "(torch.load refuses this)", name)
+            limit = declared
+        if (t.offset + numel) * esize > limit:
             raise PickleError("storage-overrun", f"tensor {tensor_name[:80]!r} reaches past the end of its storage",
                               name)
         view = (t.ref.key, t.offset, t.shape, t.dtype)

@@ -383,6 +383,8 @@ def our_figures(target: Path) -> tuple[str, int, int, str]:
         checkpoint = inspector.open_model(str(target))
     except InspectorError as exc:
         return "refuse", 0, 0, f"{type(exc).__name__}: {str(exc)[:120]}"
+    except Exception as exc:  # what the CLI would report as an internal error (exit 70): a finding
+        return "crash", 0, 0, f"{type(exc).__name__}: {str(exc)[:120]}"
     tensors = [t for h in checkpoint.headers for t in h.tensors]
     return "accept", len(tensors), sum(t.numel for t in tensors), ""
 
@@ -397,6 +399,8 @@ def differential(kind: str, target: Path, time_cap: float) -> tuple[str, str]:
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
     ours = our_figures(target)
+    if ours[0] == "crash":
+        return "crash (an internal error of ours)", f"ours {ours[3]}"
     if ref[0] == ours[0] == "refuse" or ref[:3] == ours[:3]:
         return "agree", ""
     if ref[0] == "accept" and ours[0] == "accept":
@@ -483,6 +487,8 @@ def main() -> int:
                 if args.differential and kind in REFERENCES:
                     verdict, line = differential(kind, target, args.time_cap)
                     disagreements[kind, verdict] += 1
+                    if verdict.startswith("crash"):
+                        failures.append(f"{kind} case {case} (seed {args.seed}) library read: {line}")
                     if verdict != "agree":
                         examples.setdefault((kind, verdict), []).append(f"case {case}: {line}")
                 for name in args.commands.split(","):

@@ -15,6 +15,7 @@ marks (nesting), the bytes of an integer. A pickle over any of them is refused b
 from __future__ import annotations
 
 import io
+import pickle
 import pickletools
 from collections.abc import Callable
 from typing import Final
@@ -139,6 +140,9 @@ def scan_pickle(stream: io.BytesIO, where: str, file: str, allowed: Callable[[st
                 raise scan.refuse("pickle-budget", f"more than {MAX_OPCODES:,} opcodes")
             if opcode.name == "STOP":
                 return
+            if opcode.name == "PROTO" and isinstance(arg, int) and arg > pickle.HIGHEST_PROTOCOL:
+                raise scan.refuse("pickle-invalid", f"pickle protocol {arg}: no such protocol (the highest is "
+                                                    f"{pickle.HIGHEST_PROTOCOL})")
             scan.step(opcode.name, opcode, arg)
     except PickleError:
         raise

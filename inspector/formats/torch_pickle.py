@@ -333,6 +333,18 @@ def _refuse_polyglot(fh: Any, name: str, imports: tuple[tuple[str, str, str, boo
                           name, imports=imports)
 
 
+def _legacy_magic(stream: io.BytesIO, name: str) -> None:
+    """The stream's first pickle must be torch's legacy magic number."""
+    try:
+        magic = _RestrictedData(stream, name).load()
+    except PickleError:
+        raise
+    except Exception:  # an unknown protocol, say: not torch's magic number
+        magic = None
+    if magic != LEGACY_MAGIC:
+        raise PickleError("not-torch", "neither a torch zip archive nor a legacy torch pickle", name)
+
+
 def _parse_legacy(head: bytes, name: str, size: int) -> WeightFile:
     imports: list[Import] = []
     where = ("legacy magic number", "legacy protocol", "legacy sys info", "legacy state dict", "legacy storage keys")
@@ -343,9 +355,7 @@ def _parse_legacy(head: bytes, name: str, size: int) -> WeightFile:
             scan_pickle(stream, label, name, allowed_global if i == 3 else _no_global, imports)
             if i == 0:
                 stream.seek(start)
-                magic = _RestrictedData(stream, name).load()
-                if magic != LEGACY_MAGIC:
-                    raise PickleError("not-torch", "neither a torch zip archive nor a legacy torch pickle", name)
+                _legacy_magic(stream, name)
     except PickleError as exc:
         _refuse_unsafe(imports, name)  # a global met before the parse error is the reason given
         if exc.rule == "pickle-invalid" and not imports:

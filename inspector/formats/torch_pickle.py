@@ -34,6 +34,7 @@ from inspector.model import Import, TensorInfo, WeightFile
 from inspector.safeio import open_regular
 
 LEGACY_MAGIC: Final = 0x1950A86A20F9469CFC6C
+LEGACY_PROTOCOL: Final = 1001  # torch.serialization.PROTOCOL_VERSION
 MAX_PICKLE: Final = 64 * 1024 * 1024  # the largest pickle read: a 100,000-tensor data.pkl is ~20 MB
 
 #: torch's untyped storage (torch ≥ 2.0 for dtypes without a typed storage class): sized in bytes
@@ -106,6 +107,13 @@ def _rebuild_tensor(storage: Any, storage_offset: int, size: Any, stride: Any, *
     return _tensor(storage, storage_offset, size, stride, storage.dtype)
 
 
+def _rebuild_tensor_v2(storage: Any, storage_offset: int, size: Any, stride: Any, requires_grad: Any,
+                       backward_hooks: Any, *rest: Any) -> _Tensor:
+    """``torch._utils._rebuild_tensor_v2(storage, offset, size, stride, requires_grad, backward_hooks[,
+    metadata])``: its six arguments, as torch requires them."""
+    return _rebuild_tensor(storage, storage_offset, size, stride)
+
+
 def _rebuild_tensor_v3(storage: Any, storage_offset: int, size: Any, stride: Any, requires_grad: Any = None,
                        hooks: Any = None, dtype: Any = None, *rest: Any) -> _Tensor:
     """``torch._utils._rebuild_tensor_v3(storage, offset, size, stride, requires_grad, hooks, dtype,
@@ -121,7 +129,7 @@ def _rebuild_parameter(data: Any, *rest: Any) -> Any:
 
 
 _ALLOWED: Final[dict[tuple[str, str], Any]] = {
-    ("torch._utils", "_rebuild_tensor_v2"): _rebuild_tensor,
+    ("torch._utils", "_rebuild_tensor_v2"): _rebuild_tensor_v2,
     ("torch._utils", "_rebuild_tensor"): _rebuild_tensor,
     ("torch._utils", "_rebuild_tensor_v3"): _rebuild_tensor_v3,
     ("torch._utils", "_rebuild_parameter"): _rebuild_parameter,
@@ -364,8 +372,11 @@ def _parse_legacy(head: bytes, name: str, size: int) -> WeightFile:
     _refuse_unsafe(imports, name)
     stream.seek(0)
     try:
-        for _ in range(3):  # the magic number, the protocol version and the sys info: plain data
-            _RestrictedData(stream, name).load()
+        _RestrictedData(stream, name).load()  # the magic number, checked above
+        if _RestrictedData(stream, name).load() != LEGACY_PROTOCOL:
+            raise PickleError("legacy-protocol", f"the legacy protocol version is not {LEGACY_PROTOCOL} "
+                                                 "(torch.load refuses any other)", name, imports=tuple(imports))
+        _RestrictedData(stream, name).load()  # the sys info: plain data
         unpickler = _Unpickler(stream, name)
         obj = unpickler.load()
         keys = _RestrictedData(stream, name).load()

@@ -129,7 +129,7 @@ def summarize_tensors(tensors: list[Tensor], checkpoint: Checkpoint | None = Non
     roles: dict[Role, list[int]] = defaultdict(lambda: [0, 0, 0, 0, 0, 0])
     # dtype → [tensors, parameters, elements, bytes]
     dtypes: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0, 0])
-    params = stored = buffers = quant = nbytes = outside = 0
+    params = buffers = quant = nbytes = outside = 0
     for info, place in tensors:
         n = info.numel
         b = info.end - info.begin
@@ -144,7 +144,6 @@ def summarize_tensors(tensors: list[Tensor], checkpoint: Checkpoint | None = Non
         kind = place.kind
         if kind == "parameter":
             params += n
-            stored += stored_elements(info) if info.dtype in PACKING_DTYPES else n
             row[1] += n
             d[1] += n
             if place.layer is None:
@@ -156,6 +155,10 @@ def summarize_tensors(tensors: list[Tensor], checkpoint: Checkpoint | None = Non
         else:
             buffers += n
             row[3] += n
+    stored = params  # packed words once: only a packing dtype can hold several weights an element
+    if not PACKING_DTYPES.isdisjoint(dtypes):
+        stored -= sum(info.numel - stored_elements(info) for info, place in tensors
+                      if place.kind == "parameter" and info.dtype in PACKING_DTYPES)
     order = {r: i for i, r in enumerate(ROLE_ORDER)}
     by_role = tuple(
         RoleRow(role, *values)

@@ -403,3 +403,29 @@ def test_the_kv_cache_equals_what_llama_cpp_allocated(gemma3: Path, cli) -> None
         doc = cli("estimate", str(gemma3), "--context", str(ctx), "--kv-dtype", cache_type, "--json").json()
         ours = next(f for f in doc["figures"] if f["name"] == "kv_bytes")["value"]
         assert abs(ours / 2**20 - mib) <= 0.02, (ctx, cache_type, ours / 2**20, mib)
+
+
+def test_a_window_llama_cpp_does_not_apply_is_not_applied(tmp_path: Path, cli) -> None:
+    """Phi-3 GGUFs carry phi3.attention.sliding_window (2,047 for Phi-3-mini-4k), and llama.cpp's
+    loader switches it off ("Phi SWA is currently disabled", llama.cpp#13676): every layer keeps the
+    context, and the estimate says why."""
+    path = tmp_path / "phi3.gguf"
+    w = gguf.GGUFWriter(str(path), "phi3")
+    w.add_block_count(2)
+    w.add_embedding_length(64)
+    w.add_head_count(4)
+    w.add_head_count_kv(4)
+    w.add_context_length(4096)
+    w.add_sliding_window(2047)
+    w.add_tensor("blk.0.attn_qkv.weight", np.zeros((192, 64), dtype=np.float16))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    assert cli(str(path), "--json").json()["config"]["sliding_window"] is None
+    doc = cli("estimate", str(path), "--context", "4096", "--json").json()
+    figures = {f["name"]: f for f in doc["figures"]}
+    per_token = 2 * 2 * 4 * 16 * 2  # K and V × 2 layers × 4 KV heads × head_dim 16 × f16
+    assert figures["kv_bytes_per_token"]["value"] == per_token
+    assert figures["kv_bytes"]["value"] == per_token * 4096  # the whole context in every layer
+    assert any("does not apply" in a for a in figures["kv_bytes"]["assumptions"])

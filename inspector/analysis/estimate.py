@@ -180,6 +180,10 @@ def _kv(report: Report, ctx: int, batch: int, kvd: str) -> list[Figure]:
                    _kv_check(report, kv * hd)]
     if sliding:
         assumptions.append(f"{sliding} sliding-window layers keep at most {window:,} tokens" + rule)
+    unused = config_int(c.raw.get("sliding_window_unused"), 0)
+    if unused:
+        assumptions.append(f"the GGUF gives a sliding window of {unused:,} tokens that llama.cpp's loader for "
+                           f"{c.model_type} does not apply: every layer keeps the whole context")
     if state_layers:
         assumptions.append(f"{state_layers} linear-attention or state-space layers keep a constant state "
                            "(not per token; not counted here)")

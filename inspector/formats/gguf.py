@@ -350,14 +350,16 @@ def _swa_layers(metadata: dict[str, Any], arch: str, layers: int | None, window:
         window = default[1]
     if window is None or window == 0:
         return None, None
+    if pattern is None and default is None:  # llama.cpp applies a window only where the file gives its
+        return None, None  # pattern or the architecture's loader sets one (Phi-3's is switched off)
     if isinstance(pattern, dict):  # one flag per layer: true where the layer slides
         flags = pattern.get("values", [])
         if pattern.get("count") != layers or len(flags) != layers:
-            return None, window
+            return None, None
         return ["sliding_attention" if f else "full_attention" for f in flags], window
     period = _count(pattern) if pattern is not None else (default[0] if default else None)
     if period is None:
-        return ["sliding_attention"] * layers, window  # a window, no pattern: every layer slides
+        return None, None
     return ["sliding_attention" if period == 0 or i % period < period - 1 else "full_attention"
             for i in range(layers)], window
 
@@ -405,6 +407,8 @@ def gguf_config(metadata: dict[str, Any], tensor_names: set[str]) -> dict[str, A
         "head_dim": _count(get(attn.KEY_LENGTH)), "v_head_dim": _count(get(attn.VALUE_LENGTH)),
         "q_lora_rank": _count(get(attn.Q_LORA_RANK)), "kv_lora_rank": _count(get(attn.KV_LORA_RANK)),
         "sliding_window": window, "layer_types": layer_types,
+        # a window the file gives that llama.cpp's loader does not apply: said beside the KV cache
+        "sliding_window_unused": _count(get(attn.SLIDING_WINDOW)) if window is None else None,
         "rope_theta": number(gguf.Keys.Rope.FREQ_BASE),
         "tie_word_embeddings": "output.weight" not in tensor_names if tensor_names else None,
         "num_key_value_heads_per_layer": list(kv_per_layer) or None,

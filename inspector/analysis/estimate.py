@@ -90,7 +90,7 @@ def estimate(report: Report, *, context: int | None = None, batch: int = 1, kv_d
         "weights_bytes", s.bytes, "B", "Σ tensor bytes from the headers' data_offsets",
         "safetensors headers", ("as stored: every tensor, scales and buffers included",)))
     figures += _kv(report, ctx, batch, kvd)
-    active, moe_figs = _moe(report, q.bits)
+    active, moe_figs = _moe(report)
     figures += moe_figs
     figures += _flops(report, active, ctx, moe=bool(moe_figs))
     bits = USER_DTYPE_BITS
@@ -267,14 +267,10 @@ def _kv_check_mla(report: Report, width: int) -> str:
 # --- mixture of experts --------------------------------------------------------------------------
 
 
-def _moe(report: Report, bits: int | None) -> tuple[int, list[Figure]]:
+def _moe(report: Report) -> tuple[int, list[Figure]]:
     """Active parameters per token: routed experts a token does not visit are left out. Counts are
-    logical (a packed int4 word counts its eight weights)."""
+    logical (a packed int4 word counts its eight weights: ``report.logical``)."""
     c = report.config
-
-    def numel(t: Tensor) -> int:
-        return t.info.numel  # logical already (``report.logical``)
-
     params = [t for t in report.tensors if t.place.kind == "parameter"]
     experts = [t for t in params if t.place.role.startswith("moe.expert")]
     k = c.experts_per_token
@@ -282,7 +278,7 @@ def _moe(report: Report, bits: int | None) -> tuple[int, list[Figure]]:
         return report.summary.parameters, []
     total = report.summary.parameters
     mtp = _mtp_layers(report)
-    mtp_params = sum(numel(t) for t in params if (t.place.stack, t.place.layer) in mtp) if mtp else 0
+    mtp_params = sum(t.info.numel for t in params if (t.place.stack, t.place.layer) in mtp) if mtp else 0
     per_layer: dict[tuple[str | None, int | None], list[Tensor]] = defaultdict(list)
     for t in experts:
         per_layer[(t.place.stack, t.place.layer)].append(t)
@@ -293,14 +289,14 @@ def _moe(report: Report, bits: int | None) -> tuple[int, list[Figure]]:
             continue
         ids = {t.place.expert for t in ts if t.place.expert is not None}
         n = len(ids) or (c.num_experts or 0)
-        elems = sum(numel(t) for t in ts)
+        elems = sum(t.info.numel for t in ts)
         if n > k:
             inactive += elems * (n - k) // n
             moe_layers += 1
     main = total - mtp_params
     active = main - inactive
-    shared = sum(numel(t) for t in params if t.place.role.startswith("moe.shared"))
-    router = sum(numel(t) for t in params if t.place.role == "moe.router")
+    shared = sum(t.info.numel for t in params if t.place.role.startswith("moe.shared"))
+    router = sum(t.info.numel for t in params if t.place.role == "moe.router")
     dense_first = c.first_k_dense or 0
     assumptions = [f"{k} of {c.num_experts} routed experts per token, in {moe_layers} MoE layers"]
     if shared:
@@ -323,7 +319,7 @@ def _moe(report: Report, bits: int | None) -> tuple[int, list[Figure]]:
 
 def active_parameters(report: Report) -> int | None:
     """Parameters a token uses in a mixture of experts (see ``_moe``); None for a dense model."""
-    active, figures = _moe(report, quantization(report).bits)
+    active, figures = _moe(report)
     return active if figures else None
 
 

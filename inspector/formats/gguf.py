@@ -212,15 +212,26 @@ class GgufScan:
         self.infos.append((name, dims, ggml_type, offset))
         return at + 12
 
+    def alignment(self) -> int:
+        """``general.alignment`` once the metadata is read (32 by default); GgufError if not a power of two."""
+        alignment = self.metadata.get("general.alignment", DEFAULT_ALIGNMENT)
+        if type(alignment) is not int or alignment <= 0 or alignment & (alignment - 1):
+            raise GgufError("gguf-alignment", f"general.alignment {alignment!r} is not a power of two", self.file)
+        return alignment
+
+    def header_end(self) -> int:
+        """Where the tensor data starts (the tensor infos' end, padded to the alignment), or where the
+        header ends when there are no tensors."""
+        alignment = self.alignment()
+        return -(-self.at // alignment) * alignment if self.infos else self.at
+
     def finish(self, blob: bytes | bytearray, file_size: int | None) -> tuple[WeightFile, dict[str, Any], int]:
         """The records, once ``feed`` returned None; ``file_size`` (None for the audit's lenient read)
         is checked against the end of the tensor data."""
         import gguf
 
         file, metadata = self.file, self.metadata
-        alignment = metadata.get("general.alignment", DEFAULT_ALIGNMENT)
-        if type(alignment) is not int or alignment <= 0 or alignment & (alignment - 1):
-            raise GgufError("gguf-alignment", f"general.alignment {alignment!r} is not a power of two", file)
+        alignment = self.alignment()
         infos_end = self.at
         data_start = -(-infos_end // alignment) * alignment
         tensors: list[TensorInfo] = []

@@ -215,9 +215,6 @@ class Gguf(PrefixReader):
     def session(self, *, file: str, file_size: int | None) -> PrefixSession:
         return _GgufSession(self.max_header, file, file_size)
 
-    def need(self, prefix: bytes | bytearray, *, file: str, file_size: int | None) -> int:
-        return _GgufSession(self.max_header, file, file_size).need(prefix)
-
     def parse(self, blob: bytes | bytearray, *, file: str, file_size: int | None) -> WeightFile:
         from inspector.formats.gguf import GgufError, Incomplete, parse_gguf
 
@@ -251,19 +248,12 @@ class _GgufSession:
         more = self.scan.feed(prefix)
         size = self.file_size
         if more is None:
-            align = self.scan_alignment()
-            start = -(-self.scan.at // align) * align if self.scan.infos else self.scan.at
+            start = self.scan.header_end()
             return start if size is None else min(start, size)
         if size is not None and len(prefix) >= size:
             raise GgufError("gguf-truncated", f"the file ends at byte {size:,}, inside its header", self.file)
         want = min(max(more, 2 * len(prefix)), self.max_header)
         return want if size is None else min(want, size)
-
-    def scan_alignment(self) -> int:
-        from inspector.formats.gguf import DEFAULT_ALIGNMENT
-
-        alignment = self.scan.metadata.get("general.alignment", DEFAULT_ALIGNMENT)
-        return alignment if type(alignment) is int and alignment > 0 else DEFAULT_ALIGNMENT
 
     def parse(self, blob: bytes | bytearray, *, file_size: int | None) -> WeightFile:
         from inspector.formats.gguf import GgufError

@@ -314,7 +314,7 @@ LEGACY_FIRST_READ: Final = 64 * 1024
 
 
 def _read_legacy(fh: Any, name: str, size: int) -> WeightFile:
-    """The pickles sit before the storages: read 64 kB, then four times more (to 256 MB) only while
+    """The pickles sit before the storages: read 64 kB, then four times more (to MAX_PICKLE) only while
     the pickles run past what was read; something else is refused from its first bytes."""
     want = LEGACY_FIRST_READ
     while True:

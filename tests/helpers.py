@@ -95,3 +95,52 @@ def tiny_llama(layers: int = 2, hidden: int = 8, inter: int = 16, vocab: int = 3
     if not tied:
         e.append(("lm_head.weight", dtype, (vocab, hidden)))
     return config, e
+
+
+def finish_gguf(writer: Any, *, data: bool = True) -> None:
+    """Write a gguf-py GGUFWriter's header, metadata and tensors (or, with ``data=False``, the tensor
+    infos only: the data is left a hole) and close it."""
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    if data:
+        writer.write_tensors_to_file()
+    else:
+        writer.write_ti_data_to_file()
+    writer.close()
+
+
+def llama3_8b_gguf(path: Path, main: str = "Q4_K", sensitive: str = "Q6_K") -> Path:
+    """Llama-3-8B's tensor infos (shapes as meta-llama/Meta-Llama-3-8B's index) written by gguf-py,
+    ``main`` for most matrices and ``sensitive`` for attn_v, ffn_down and output, as llama.cpp's
+    K-quant mixes do (the defaults: Q4_K_M), F32 norms; the data a hole (a sparse file)."""
+    import gguf
+
+    hidden, inter, vocab, layers, kv = 4096, 14336, 128256, 32, 1024
+    w = gguf.GGUFWriter(str(path), "llama")
+    w.add_block_count(layers)
+    w.add_embedding_length(hidden)
+    w.add_feed_forward_length(inter)
+    w.add_head_count(32)
+    w.add_head_count_kv(8)
+    w.add_context_length(8192)
+    w.add_vocab_size(vocab)
+
+    def info(name: str, shape: tuple[int, ...], kind: str) -> None:
+        qtype = gguf.GGMLQuantizationType[kind]
+        block, size = gguf.GGML_QUANT_SIZES[qtype]
+        w.add_tensor_info(name, shape, np.dtype(np.float32), int(np.prod(shape)) // block * size, raw_dtype=qtype)
+
+    info("token_embd.weight", (vocab, hidden), main)
+    for i in range(layers):
+        p = f"blk.{i}."
+        info(p + "attn_norm.weight", (hidden,), "F32")
+        for part, shape, kind in (("attn_q", (hidden, hidden), main), ("attn_k", (kv, hidden), main),
+                                  ("attn_v", (kv, hidden), sensitive), ("attn_output", (hidden, hidden), main),
+                                  ("ffn_gate", (inter, hidden), main), ("ffn_up", (inter, hidden), main),
+                                  ("ffn_down", (hidden, inter), sensitive)):
+            info(p + part + ".weight", shape, kind)
+        info(p + "ffn_norm.weight", (hidden,), "F32")
+    info("output_norm.weight", (hidden,), "F32")
+    info("output.weight", (vocab, hidden), sensitive)
+    finish_gguf(w, data=False)
+    return path

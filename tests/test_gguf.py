@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import finish_gguf, llama3_8b_gguf
 
 from inspector import errors
 
@@ -49,10 +50,7 @@ def write_tiny(path: Path, *, types: dict[str, str] | None = None, layers: int =
         w.add_tensor(f"blk.{i}.ffn_norm.weight", np.zeros(hidden, dtype=np.float32))
     w.add_tensor("output_norm.weight", np.zeros(hidden, dtype=np.float32))
     tensor("output.weight", vocab, hidden)
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
+    finish_gguf(w)
     return path
 
 
@@ -97,10 +95,7 @@ def test_a_vocab_only_gguf_is_read(cli, tmp_path: Path) -> None:
     w = gguf.GGUFWriter(str(tmp_path / "vocab.gguf"), "llama")
     w.add_tokenizer_model("gpt2")
     w.add_token_list([f"t{i}" for i in range(1000)])
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
+    finish_gguf(w)
     doc = cli(str(tmp_path / "vocab.gguf"), "--json").json()
     assert doc["totals"]["tensors"] == 0 and doc["config"]["vocab_size"] == 1000
 
@@ -132,41 +127,7 @@ def test_a_truncated_gguf_header_is_an_error_not_a_hang(cli, tmp_path: Path) -> 
 def llama3_8b_q4_k_m(path: Path) -> Path:
     """Llama-3-8B's tensors in a Q4_K_M-style mix (Q6_K for attn_v, ffn_down and output, Q4_K
     elsewhere, F32 norms), header written by GGUFWriter, data a hole: a sparse 4.9 GB file."""
-    hidden, inter, vocab, layers, kv = 4096, 14336, 128256, 32, 1024
-    w = gguf.GGUFWriter(str(path), "llama")
-    w.add_block_count(layers)
-    w.add_embedding_length(hidden)
-    w.add_feed_forward_length(inter)
-    w.add_head_count(32)
-    w.add_head_count_kv(8)
-    w.add_context_length(8192)
-    w.add_vocab_size(vocab)
-
-    def info(name: str, shape: tuple[int, ...], kind: str) -> None:
-        qtype = gguf.GGMLQuantizationType[kind]
-        block, size = gguf.GGML_QUANT_SIZES[qtype]
-        numel = int(np.prod(shape))
-        w.add_tensor_info(name, shape, np.dtype(np.float32), numel // block * size, raw_dtype=qtype)
-
-    info("token_embd.weight", (vocab, hidden), "Q4_K")
-    for i in range(layers):
-        p = f"blk.{i}."
-        info(p + "attn_norm.weight", (hidden,), "F32")
-        info(p + "attn_q.weight", (hidden, hidden), "Q4_K")
-        info(p + "attn_k.weight", (kv, hidden), "Q4_K")
-        info(p + "attn_v.weight", (kv, hidden), "Q6_K")
-        info(p + "attn_output.weight", (hidden, hidden), "Q4_K")
-        info(p + "ffn_norm.weight", (hidden,), "F32")
-        info(p + "ffn_gate.weight", (inter, hidden), "Q4_K")
-        info(p + "ffn_up.weight", (inter, hidden), "Q4_K")
-        info(p + "ffn_down.weight", (hidden, inter), "Q6_K")
-    info("output_norm.weight", (hidden,), "F32")
-    info("output.weight", (vocab, hidden), "Q6_K")
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_ti_data_to_file()
-    w.close()
-    return path
+    return llama3_8b_gguf(path, "Q4_K", "Q6_K")
 
 
 def test_a_llama3_8b_q4_k_m_layout(tmp_path: Path, cli) -> None:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import finish_gguf, llama3_8b_gguf
 
 gguf = pytest.importorskip("gguf")
 
@@ -130,10 +131,7 @@ def _unknown_arch(path: Path) -> Path:
     w.add_embedding_length(64)
     w.add_tensor("blk.0.attn_q.weight", np.zeros((64, 64), dtype=np.float16))
     w.add_tensor("token_embd.weight", np.zeros((32, 64), dtype=np.float16))
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
+    finish_gguf(w)
     return path
 
 
@@ -183,10 +181,7 @@ def test_duplicate_tensor_names_are_refused_as_gguf_py_refuses_them(tmp_path: Pa
     w = gguf.GGUFWriter(str(path), "llama")
     w.add_tensor("a.weight", np.zeros((4, 32), dtype=np.float32))
     w.add_tensor("b.weight", np.zeros((4, 32), dtype=np.float32))
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
+    finish_gguf(w)
     blob = path.read_bytes().replace(b"b.weight", b"a.weight", 1)
     path.write_bytes(blob)
     with pytest.raises(Exception):  # noqa: B017 (gguf-py's own refusal, whatever its class)
@@ -243,10 +238,7 @@ def test_strings_that_are_not_utf8_are_shown_replaced_as_gguf_py_reads_them(tmp_
     w = gguf.GGUFWriter(str(path), "llama")
     w.add_string("general.name", "caf\u00e9")
     w.add_tensor("a.weight", np.zeros((4, 32), dtype=np.float32))
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
+    finish_gguf(w)
     path.write_bytes(path.read_bytes().replace("caf\u00e9".encode(), b"caf\xff\xfe", 1))
     assert len(gguf.GGUFReader(str(path)).tensors) == 1  # gguf-py reads the file
     result = cli(str(path), "--json")
@@ -269,41 +261,10 @@ def test_llama_cpp_cache_types_take_their_block_sizes_from_gguf_py(gemma3: Path,
 
 
 def _llama3_8b_layout(path: Path, main: str, sensitive: str) -> Path:
-    """Llama-3-8B's tensor infos (shapes as meta-llama/Meta-Llama-3-8B's index) with ``main`` for most
-    matrices and ``sensitive`` for attn_v, ffn_down and output, as llama.cpp's K-quant mixes do; the
-    header written by gguf-py, the data a hole (a sparse file)."""
-    hidden, inter, vocab, layers, kv = 4096, 14336, 128256, 32, 1024
-    w = gguf.GGUFWriter(str(path), "llama")
-    w.add_block_count(layers)
-    w.add_embedding_length(hidden)
-    w.add_feed_forward_length(inter)
-    w.add_head_count(32)
-    w.add_head_count_kv(8)
-    w.add_context_length(8192)
-    w.add_vocab_size(vocab)
-
-    def info(name: str, shape: tuple[int, ...], kind: str) -> None:
-        qtype = gguf.GGMLQuantizationType[kind]
-        block, size = gguf.GGML_QUANT_SIZES[qtype]
-        w.add_tensor_info(name, shape, np.dtype(np.float32), int(np.prod(shape)) // block * size, raw_dtype=qtype)
-
-    info("token_embd.weight", (vocab, hidden), main)
-    for i in range(layers):
-        p = f"blk.{i}."
-        info(p + "attn_norm.weight", (hidden,), "F32")
-        for part, shape, kind in (("attn_q", (hidden, hidden), main), ("attn_k", (kv, hidden), main),
-                                  ("attn_v", (kv, hidden), sensitive), ("attn_output", (hidden, hidden), main),
-                                  ("ffn_gate", (inter, hidden), main), ("ffn_up", (inter, hidden), main),
-                                  ("ffn_down", (hidden, inter), sensitive)):
-            info(p + part + ".weight", shape, kind)
-        info(p + "ffn_norm.weight", (hidden,), "F32")
-    info("output_norm.weight", (hidden,), "F32")
-    info("output.weight", (vocab, hidden), sensitive)
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_ti_data_to_file()
-    w.close()
-    with path.open("r+b") as fh:  # room for the data (a hole), so gguf-py's reader maps every tensor
+    """Llama-3-8B's tensor infos in one quantisation mix (``helpers.llama3_8b_gguf``), with room for
+    the data (a hole), so gguf-py's reader maps every tensor."""
+    llama3_8b_gguf(path, main, sensitive)
+    with path.open("r+b") as fh:
         fh.truncate(17_000_000_000)
     return path
 
@@ -317,10 +278,7 @@ def _mmproj(path: Path) -> Path:
                       raw_dtype=gguf.GGMLQuantizationType.F16)
     w.add_tensor_info("mm.0.weight", (4096, 1024), np.dtype(np.float16), 4096 * 1024 * 2,
                       raw_dtype=gguf.GGMLQuantizationType.F16)
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_ti_data_to_file()
-    w.close()
+    finish_gguf(w, data=False)
     with path.open("r+b") as fh:
         fh.truncate(20_000_000)
     return path
@@ -418,10 +376,7 @@ def test_a_window_llama_cpp_does_not_apply_is_not_applied(tmp_path: Path, cli) -
     w.add_context_length(4096)
     w.add_sliding_window(2047)
     w.add_tensor("blk.0.attn_qkv.weight", np.zeros((192, 64), dtype=np.float16))
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
+    finish_gguf(w)
     assert cli(str(path), "--json").json()["config"]["sliding_window"] is None
     doc = cli("estimate", str(path), "--context", "4096", "--json").json()
     figures = {f["name"]: f for f in doc["figures"]}

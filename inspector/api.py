@@ -210,22 +210,41 @@ class EstimateOptions:
     budget: Budget | None
     weights_dtype: str | None
     overhead: int | None
+    engine: str | None = None  # vllm, llama.cpp; None: by the checkpoint's format
+    utilization: float | None = None  # vLLM's gpu_memory_utilization
 
 
 def estimate_options(*, context: int | str | None = None, batch: int | str = 1, kv_dtype: str | None = None,
                      dtypes: Sequence[str] | None = None, gpu: str | None = None,
-                     overhead: str | None = None) -> EstimateOptions:
+                     overhead: str | None = None, engine: str | None = None,
+                     utilization: float | str | None = None) -> EstimateOptions:
     """``context`` and ``batch`` as numbers or the CLI's words (``8k``); ``dtypes``: what-if weight
-    dtypes (with ``gpu``, one: the weights' width in the fit); ``gpu``: a budget per device, ``24GiB``
-    or ``80GiBx2``; ``overhead``: a per-device overhead replacing the default."""
+    dtypes (with ``gpu``, one: the weights' width in the fit); ``gpu``: a budget per device, ``24GiB``,
+    ``80GiBx2`` or a GPU's name (``H100``, ``A100-40GBx2``); ``overhead``: a per-device overhead
+    replacing the engine's terms; ``engine``: ``vllm`` or ``llama.cpp``; ``utilization``: vLLM's
+    ``gpu_memory_utilization`` (0 < u <= 1, default 0.9)."""
+    from inspector.analysis.engines import ENGINES
     from inspector.analysis.fit import parse_budget, parse_count
     from inspector.errors import UsageError
 
     budget = parse_budget(gpu) if gpu else None
     extra = parse_budget(overhead, "--overhead").per_device if overhead else None
     what_if = tuple(dtypes) if dtypes is not None else ("bf16", "fp8", "int4")
-    if budget is None and extra is not None:
-        raise UsageError("--overhead goes with --gpu", hint="inspect estimate MODEL --gpu 24GiB --overhead 2GiB")
+    if engine is not None and engine.lower() not in ENGINES:
+        raise UsageError(f"--engine: unknown {engine!r}", hint="use " + " or ".join(ENGINES))
+    util = None
+    if utilization is not None:
+        try:
+            util = float(utilization)
+        except ValueError:
+            util = -1.0
+        if not 0 < util <= 1:
+            raise UsageError(f"--utilization: {utilization!r} is not a fraction in (0, 1]", hint="for example 0.95")
+        if engine is not None and engine.lower() != "vllm":
+            raise UsageError("--utilization is vLLM's gpu_memory_utilization", hint="use it with --engine vllm")
+    if budget is None and (extra is not None or engine is not None or util is not None):
+        raise UsageError("--overhead, --engine and --utilization go with --gpu",
+                         hint="inspect estimate MODEL --gpu H100 --engine vllm --utilization 0.95")
     weights_dtype = None
     if budget is not None and dtypes is not None:
         if len(what_if) != 1:
@@ -233,16 +252,18 @@ def estimate_options(*, context: int | str | None = None, batch: int | str = 1, 
                              hint="for example --dtype fp8")
         weights_dtype = what_if[0]
     return EstimateOptions(parse_count(str(context), "--context") if context is not None else None,
-                           parse_count(str(batch), "--batch"), kv_dtype, what_if, budget, weights_dtype, extra)
+                           parse_count(str(batch), "--batch"), kv_dtype, what_if, budget, weights_dtype, extra,
+                           engine.lower() if engine else None, util)
 
 
 def estimate(model: str | Checkpoint, *, context: int | str | None = None, batch: int | str = 1,
              kv_dtype: str | None = None, dtypes: Sequence[str] | None = None, gpu: str | None = None,
-             overhead: str | None = None, revision: str | None = None, endpoint: str | None = None,
+             overhead: str | None = None, engine: str | None = None, utilization: float | str | None = None,
+             revision: str | None = None, endpoint: str | None = None,
              token: str | None = None, offline: bool = False) -> EstimateResult:
     """``inspect estimate`` (options as ``estimate_options`` takes them)."""
     options = estimate_options(context=context, batch=batch, kv_dtype=kv_dtype, dtypes=dtypes, gpu=gpu,
-                               overhead=overhead)
+                               overhead=overhead, engine=engine, utilization=utilization)
     return estimate_with(open_model(model, revision=revision, endpoint=endpoint, token=token, offline=offline),
                          options)
 
@@ -257,7 +278,8 @@ def estimate_with(checkpoint: Checkpoint, options: EstimateOptions) -> EstimateR
     est = estimate_report(report, context=options.context, batch=options.batch, kv_dtype=options.kv_dtype,
                           what_if=options.what_if)
     fitted = fit_estimate(report, est, options.budget, weights_dtype=options.weights_dtype,
-                          overhead=options.overhead) if options.budget else None
+                          overhead=options.overhead, engine=options.engine,
+                          utilization=options.utilization) if options.budget else None
     return EstimateResult(report, est, fitted)
 
 

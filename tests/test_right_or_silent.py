@@ -103,6 +103,10 @@ def test_attention_and_prefill_flops_honour_sliding_windows(cli, tmp_path: Path)
     assert unwindowed["flops_prefill"] - mistral["flops_prefill"] == 134_095_388_540_928 - 129_696_268_288_000
     gemma = figures("gemma2", GEMMA_2_9B)
     assert gemma["flops_per_token_attention"] == 4_227_858_432  # 5,637,144,576 if no layer slid
+    # the KV cache both ways: Mistral's 32 layers keep 4,096 of 8,192 tokens windowed, all 8,192 when an
+    # engine reserves the whole context (2 × 8 KV heads × 128 × 2 B = 4,096 B per layer and token)
+    assert mistral["kv_bytes"] == 32 * 4096 * 4096 and mistral["kv_bytes_full_reservation"] == 32 * 4096 * 8192
+    assert "kv_bytes_full_reservation" not in unwindowed  # no window: one figure
 
 
 def test_a_moe_header_names_the_expert_width(cli, tmp_path: Path) -> None:

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from typing import Final
 
 from inspector.analysis.config import ModelConfig, config_int
+from inspector.analysis.engines import (LLAMA_CPP_PAD, LLAMA_CPP_UBATCH, VLLM_UTILIZATION, Term,
+                                       llama_cpp_terms, vllm_terms, vllm_tokens)
 from inspector.analysis.fit import Budget, Fit
 from inspector.analysis.report import Report
 from inspector.analysis.roles import PACKING_DTYPES, quant_bits
@@ -198,20 +200,29 @@ def _kv(report: Report, ctx: int, batch: int, kvd: str) -> list[Figure]:
     source = ("llama.cpp's KV cache (llama-kv-cache.cpp): K and V rows of n_embd_k_gqa and n_embd_v_gqa per "
               "layer and cell" if _is_gguf(report) else
               "standard decoder KV cache: K and V of every KV head, per layer and token")
-    return [
+    figures = [
         Figure("kv_bytes_per_token", int(per_token), "B", per_token_formula, source, tuple(assumptions)),
         Figure("kv_bytes", int(total * batch), "B",
                f"Σ over layers of per-layer bytes × ({full:,} cells, or a sliding layer's {cells:,}) × "
                f"batch {batch}" if sliding else
                f"Σ over layers of per-layer bytes × {full:,} cells × batch {batch}", source, tuple(assumptions)),
     ]
+    if sliding and cells < full:  # the windowed cache and a whole-context reservation differ: say both
+        figures.append(Figure(
+            "kv_bytes_full_reservation", int(per_token * full * batch), "B",
+            f"per token × {full:,} cells × batch {batch}: every layer, sliding ones included, holds the whole context",
+            "what an engine reserves when it does not page sliding layers apart",
+            ("windowed (the figure above): vLLM's hybrid KV cache manager (its default in the V1 engine) and "
+             "llama.cpp with --swa-full off (its default)",
+             "whole context: llama.cpp with --swa-full, vLLM with --disable-hybrid-kv-cache-manager, "
+             "and a transformers DynamicCache")))
+    return figures
 
 
-#: llama.cpp's defaults for its KV cache: the context padded to 256 cells; with ``--swa-full`` off, a
-#: sliding layer keeps the window for each sequence plus one micro-batch (``-ub``, 512) of cells,
-#: padded (llama-kv-cache-iswa.cpp; fixtures/llama.cpp/ holds the sizes llama.cpp printed)
-LLAMA_CPP_UBATCH: Final = 512
-LLAMA_CPP_PAD: Final = 256
+#: llama.cpp's defaults for its KV cache: the context padded to ``LLAMA_CPP_PAD`` cells; with
+#: ``--swa-full`` off, a sliding layer keeps the window for each sequence plus one micro-batch
+#: (``-ub``, ``engines.LLAMA_CPP_UBATCH``) of cells, padded (llama-kv-cache-iswa.cpp;
+#: fixtures/llama.cpp/ holds the sizes llama.cpp printed)
 
 
 def _is_gguf(report: Report) -> bool:
@@ -515,13 +526,17 @@ def limit_source(report: Report) -> str:
 
 
 def fit_estimate(report: Report, est: Estimate, budget: Budget, *, weights_dtype: str | None = None,
-                 overhead: int | None = None, kv_one: tuple[int, int] | None = None, extra_weights: int = 0) -> Fit:
+                 overhead: int | None = None, kv_one: tuple[int, int] | None = None, extra_weights: int = 0,
+                 engine: str | None = None, utilization: float | None = None) -> Fit:
     """Weights (and ``extra_weights``: a projector loaded beside them) + KV cache at the estimate's
-    context and batch + overhead, against ``budget``."""
+    context and batch + the engine's terms (``engines.py``), against ``budget``. ``engine``: vllm
+    (the default for safetensors) or llama.cpp (the default for GGUF); ``utilization``: vLLM's
+    gpu_memory_utilization (default 0.9)."""
     from inspector.analysis.fit import REPLICATED_ROLES, fit
 
     c = report.config
     s = report.summary
+    engine = engine or default_engine(report)
     weights_all = s.bytes
     scale = 1.0
     if weights_dtype:
@@ -531,22 +546,24 @@ def fit_estimate(report: Report, est: Estimate, budget: Budget, *, weights_dtype
     weights_all += extra_weights
     replicated: dict[Role, int] = {r.role: int(r.bytes * scale) for r in s.by_role if r.role in REPLICATED_ROLES}
     kvd = est.kv_dtype
+    terms = engine_terms(report, budget, engine)
+    util = (utilization or VLLM_UTILIZATION) if engine == "vllm" else None
 
     def figures_at(ctx: int) -> tuple[int, int]:
         figures = {f.name: f.value for f in _kv(report, ctx, 1, kvd)}
         return int(figures.get("kv_bytes_per_token") or 0), int(figures.get("kv_bytes") or 0)
 
+    common = dict(budget=budget, batch=est.batch, context=est.context, weights_all=weights_all,
+                  replicated=replicated, kv_heads=c.num_kv_heads, terms=terms, overhead=overhead,
+                  model_limit=model_limit(c), engine=engine, utilization=util)
     if not c.encoder_only:
         kv_figure = next(f for f in _kv(report, 1, 1, kvd) if f.name == "kv_bytes_per_token")
         if kv_figure.value is None:  # no answer from a guess: the fit is unknown, and says why
             from dataclasses import replace
 
-            zero = fit(budget=budget, batch=est.batch, context=est.context, weights_all=weights_all,
-                       replicated=replicated, kv_at=lambda ctx: (0, 0), kv_heads=c.num_kv_heads, mla=False,
-                       hidden=c.hidden_size or 0, inter=c.intermediate_size or 0, dtype_bytes=2, overhead=overhead,
-                       model_limit=model_limit(c))
+            zero = fit(kv_at=lambda ctx: (0, 0), mla=False, **common)  # type: ignore[arg-type]
             why = f"the KV cache per token is unknown ({kv_figure.formula.removeprefix('unknown: ')})"
-            return replace(zero, fits=None, max_context=None, max_batch=None, unknown=why)
+            return replace(zero, fits=None, max_context=None, max_batch=None, unknown=why, kv_pool_bytes=None)
     one = kv_one or figures_at(1)
     # without sliding windows the cache is linear in the context: no need to re-derive it (and
     # re-check it against the headers) for every context the search tries
@@ -556,11 +573,37 @@ def fit_estimate(report: Report, est: Estimate, budget: Budget, *, weights_dtype
     def kv_at(ctx: int) -> tuple[int, int]:
         return (one[0], one[1] * ctx) if linear else figures_at(ctx)
 
-    dtype_bytes = DTYPE_BITS.get(c.dtype or "", 16) / 8
+    result = fit(kv_at=kv_at, mla=bool(c.kv_lora_rank), **common)  # type: ignore[arg-type]
+    if result.kv_pool_bytes is not None:
+        from dataclasses import replace
+
+        # tokens only for a uniform layout: a windowed or recurrent layer is paged apart by vLLM's
+        # hybrid allocator, whose split this estimate does not model
+        tokens = vllm_tokens(result.kv_pool_bytes, result.kv_bytes_per_token) if linear else None
+        result = replace(result, kv_pool_tokens=tokens)
+    return result
+
+
+def default_engine(report: Report) -> str:
+    """llama.cpp for a GGUF, vLLM for everything else (as the issue tracker's users serve them)."""
+    return "llama.cpp" if _is_gguf(report) else "vllm"
+
+
+def engine_terms(report: Report, budget: Budget, engine: str) -> tuple[Term, ...]:
+    """The engine's per-device terms for this model and budget (``engines.py``)."""
+    c = report.config
+    hidden = c.hidden_size or 0
     inter = max(c.intermediate_size or 0, (c.moe_intermediate_size or 0) * (c.experts_per_token or 1))
-    return fit(budget=budget, batch=est.batch, context=est.context, weights_all=weights_all, replicated=replicated,
-               kv_at=kv_at, kv_heads=c.num_kv_heads, mla=bool(c.kv_lora_rank), hidden=c.hidden_size or 0,
-               inter=inter, dtype_bytes=dtype_bytes, overhead=overhead, model_limit=model_limit(c))
+    if engine == "llama.cpp":
+        return llama_cpp_terms(hidden=hidden, inter=inter, vocab=c.vocab_size)
+    dtype_bytes = DTYPE_BITS.get(c.dtype or "", 16) / 8
+    rotary = c.qk_rope_head_dim if c.kv_lora_rank else c.head_dim
+    factor = c.raw.get("partial_rotary_factor")
+    if rotary and isinstance(factor, (int, float)) and not isinstance(factor, bool) and 0 < factor <= 1:
+        rotary = int(rotary * factor)
+    return vllm_terms(gpu_bytes=budget.per_device, gpu_name=budget.gpu, devices=budget.devices, hidden=hidden,
+                      inter=inter, vocab=c.vocab_size, dtype_bytes=dtype_bytes, max_position=c.max_position,
+                      rotary_dim=rotary)
 
 
 def common_fit(report: Report, est: Estimate) -> str | None:

@@ -6,10 +6,10 @@ Pure arithmetic over an ``Estimate``'s ingredients: no I/O, no printing.
   the logical parameters at that width. Every expert of a mixture of experts is resident.
 * **KV cache** at a context and batch: the estimate's exact per-layer rule (GQA, MLA, sliding
   windows, linear-attention layers), in the KV dtype.
-* **overhead**, per device, stated and settable: a fixed 1 GiB for the CUDA context, cuBLAS and
-  NCCL workspaces and allocator slack (PyTorch's CUDA context alone takes 0.3–0.5 GiB on current
-  GPUs), plus the activations of one forward pass over a prefill chunk of 2,048 tokens (vLLM's
-  default chunked-prefill size): chunk × (2 × MLP width + 4 × hidden) elements in the model's dtype.
+* **overhead**, per device, stated and settable (``--overhead``): the engine's own terms
+  (``engines.py``: vLLM's activation peak, non-torch memory and rotary cache; llama.cpp's compute
+  and output buffers), each with its formula and source. vLLM also takes only
+  ``gpu_memory_utilization`` of the device: the fit is against that usable share.
 * **tensor parallel over N devices** (as vLLM and TGI shard a model): linear weights, embeddings and
   the output layer are split N ways; norms, biases of replicated layers and the MoE router are
   replicated on every device and named; the KV cache is split by KV heads (a device holds at least
@@ -25,12 +25,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Final
 
+from inspector.analysis.engines import GPUS, Term, named_gpu
 from inspector.errors import UsageError
 from inspector.model import Role
 
 GIB: Final = 1024**3
-FIXED_OVERHEAD: Final = GIB
-PREFILL_CHUNK: Final = 2048
 #: budgets the one-line summary of ``inspect MODEL`` tries, in GiB (common GPU memory sizes)
 COMMON_BUDGETS_GIB: Final = (16, 24, 48, 80, 141)
 SUMMARY_CONTEXT: Final = 8192
@@ -46,14 +45,24 @@ _COUNT: Final = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kKmM]?)\s*$")
 class Budget:
     per_device: int
     devices: int
+    #: the named GPU (``--gpu H100``), whose capacity is ``per_device``
+    gpu: str | None = None
 
 
 def parse_budget(text: str, option: str = "--gpu") -> Budget:
-    """``24GiB``, ``80GiBx2``, ``141GiBx8``, ``16GB`` (GB decimal, GiB binary; a bare ``G`` is GiB)."""
+    """``24GiB``, ``80GiBx2``, ``141GiBx8``, ``16GB`` (GB decimal, GiB binary; a bare ``G`` is GiB), or
+    a named GPU: ``H100``, ``A100-40GB``, ``L4x2`` (its capacity as CUDA reports it, ``engines.GPUS``)."""
+    named = named_gpu(text) if option == "--gpu" else None
+    if named is not None:
+        gpu, devices = named
+        if not 1 <= devices <= 4096:
+            raise UsageError(f"{option}: {text!r} is not 1 to 4,096 devices")
+        return Budget(gpu.bytes, devices, gpu.name)
     m = _SIZE.match(text)
     unit = m.group(2).lower() if m else ""
     if m is None or unit not in _UNITS:
-        raise UsageError(f"{option}: cannot read {text!r} as a memory size", hint="for example 24GiB, 80GiBx2, 16GB")
+        raise UsageError(f"{option}: cannot read {text!r} as a memory size or a GPU name",
+                         hint="for example 24GiB, 80GiBx2, 16GB, or a GPU: " + ", ".join(GPUS))
     if not unit:  # "24" is 24 GiB to one reader and 24 bytes to another: say which
         raise UsageError(f"{option}: {text!r} has no unit",
                          hint=f"write it with one: {m.group(1)}GiB (binary), {m.group(1)}GB (decimal) or "
@@ -90,7 +99,7 @@ class Fit:
     kv_bytes_per_token: int  # per device
     kv_bytes: int  # per device, at context and batch
     kv_share: str  # how the KV cache is divided
-    overhead_bytes: int  # per device
+    overhead_bytes: int  # per device: the sum of ``terms``
     overhead_formula: str
     total_bytes: int  # per device: weights + KV + overhead
     fits: bool | None  # None: unknown (``unknown`` says which figure is missing)
@@ -101,6 +110,16 @@ class Fit:
     warnings: tuple[str, ...]
     #: why there is no answer (a figure the fit needs is unknown); None when there is one
     unknown: str | None = None
+    engine: str = "vllm"
+    #: the engine's per-device terms beside weights and KV cache, each with formula and source
+    terms: tuple[Term, ...] = ()
+    usable_bytes: int = 0  # per device: what the engine may take (vLLM: budget × utilization)
+    utilization: float | None = None  # vLLM's gpu_memory_utilization; None for llama.cpp
+    #: vLLM: usable − weights − overhead per device, and the tokens it holds (whole blocks); None
+    #: when the engine sizes its cache by the context (llama.cpp) or the layout is not uniform
+    kv_pool_bytes: int | None = None
+    kv_pool_tokens: int | None = None
+    gpu: str | None = None
 
 
 #: roles replicated on every device under tensor parallelism (everything else is split)
@@ -108,10 +127,12 @@ REPLICATED_ROLES: Final = ("norm", "moe.router", "buffer")
 
 
 def fit(*, budget: Budget, batch: int, context: int, weights_all: int, replicated: Mapping[Role, int],
-        kv_at: Callable[[int], tuple[int, int]], kv_heads: int | None, mla: bool, hidden: int, inter: int,
-        dtype_bytes: float, overhead: int | None, model_limit: int | None) -> Fit:
+        kv_at: Callable[[int], tuple[int, int]], kv_heads: int | None, mla: bool, terms: tuple[Term, ...],
+        overhead: int | None, model_limit: int | None, engine: str = "vllm",
+        utilization: float | None = None) -> Fit:
     """``kv_at(context)`` → (KV bytes per token, KV bytes at that context for batch 1), whole model.
-    ``replicated``: bytes by role of the weights every device holds."""
+    ``replicated``: bytes by role of the weights every device holds; ``terms``: the engine's
+    (replaced by ``overhead`` when given)."""
     n = budget.devices
     rep = sum(replicated.values())
     weights = rep + math.ceil((weights_all - rep) / n)
@@ -122,12 +143,12 @@ def fit(*, budget: Budget, batch: int, context: int, weights_all: int, replicate
     else:
         share, divisor = f"split by KV heads over {n} devices", n
     if overhead is None:
-        act = int(PREFILL_CHUNK * (2 * inter + 4 * hidden) * dtype_bytes)
-        overhead = FIXED_OVERHEAD + act
-        formula = (f"1 GiB (CUDA context, workspaces, allocator slack) + activations of a {PREFILL_CHUNK:,}-token "
-                   f"prefill chunk: {PREFILL_CHUNK:,} × (2 × {inter:,} + 4 × {hidden:,}) × {dtype_bytes:g} B")
+        overhead = sum(t.bytes for t in terms)
+        formula = " + ".join(t.name for t in terms if t.bytes) + f" ({engine})"
     else:
+        terms = (Term("overhead", overhead, "given with --overhead", "--overhead"),)
         formula = "given with --overhead"
+    usable = int(budget.per_device * utilization) if utilization else budget.per_device
 
     def kv(ctx: int, b: int) -> int:
         return math.ceil(kv_at(ctx)[1] * b / divisor)
@@ -139,17 +160,19 @@ def fit(*, budget: Budget, batch: int, context: int, weights_all: int, replicate
     kv_bytes = kv(context, batch)
     warnings: list[str] = []  # (a context over the model's limit is the estimate's warning, said once)
     cap = model_limit or 10 * 1024**2
-    max_context = _largest(lambda ctx: total(ctx, batch) <= budget.per_device, cap)
-    max_batch = _largest(lambda b: total(context, b) <= budget.per_device, 1 << 20)
+    max_context = _largest(lambda ctx: total(ctx, batch) <= usable, cap)
+    max_batch = _largest(lambda b: total(context, b) <= usable, 1 << 20)
     return Fit(
         budget_bytes=budget.per_device, devices=n, batch=batch, context=context, weights_bytes=weights,
         weights_bytes_all=weights_all, replicated_bytes=rep,
         replicated=tuple(f"{role} {nbytes:,} B" for role, nbytes in sorted(replicated.items()) if nbytes),
         kv_bytes_per_token=per_token, kv_bytes=kv_bytes, kv_share=share, overhead_bytes=overhead,
         overhead_formula=formula, total_bytes=weights + kv_bytes + overhead,
-        fits=weights + kv_bytes + overhead <= budget.per_device, max_context=max_context,
+        fits=weights + kv_bytes + overhead <= usable, max_context=max_context,
         max_context_capped=bool(model_limit) and max_context == model_limit, max_batch=max_batch,
-        model_limit=model_limit, warnings=tuple(warnings))
+        model_limit=model_limit, warnings=tuple(warnings), engine=engine, terms=terms, usable_bytes=usable,
+        utilization=utilization, kv_pool_bytes=usable - weights - overhead if engine == "vllm" else None,
+        gpu=budget.gpu)
 
 
 def _largest(ok: Callable[[int], bool], cap: int) -> int:

@@ -329,10 +329,17 @@ def estimate_cmd(
         "--dtype", help="what-if weight dtypes, comma-separated (default bf16,fp8,int4); with --gpu, one dtype "
                         "sizes the weights in the fit")] = None,
     gpu: Annotated[str | None, typer.Option(
-        "--gpu", help="memory budget per device, optionally ×N devices: 24GiB, 80GiBx2, 141GiBx8, 16GB")] = None,
+        "--gpu", help="memory budget per device, optionally ×N devices: 24GiB, 80GiBx2, 141GiBx8, 16GB, or a GPU "
+                      "by name: H100, H200, A100-80GB, A100-40GB, L40S, L4, A10G, RTX4090, T4 (H100x2)")] = None,
+    engine: Annotated[str | None, typer.Option(
+        "--engine", help="with --gpu: the serving engine whose memory the fit models, vllm or llama.cpp "
+                         "(default: llama.cpp for a GGUF, vllm otherwise)")] = None,
+    utilization: Annotated[str | None, typer.Option(
+        "--utilization", help="with --gpu and vLLM: gpu_memory_utilization, the share of the device vLLM "
+                              "takes (default 0.9)")] = None,
     overhead: Annotated[str | None, typer.Option(
-        "--overhead", help="runtime overhead per device, replacing the default (1 GiB + one prefill chunk's "
-                           "activations): 2GiB, 500MB")] = None,
+        "--overhead", help="runtime overhead per device, replacing the engine's terms (activation peak, "
+                           "buffers): 2GiB, 500MB")] = None,
     as_json: AsJson = False,
     fmt: Format = "table",
     revision: Revision = None,
@@ -346,6 +353,7 @@ def estimate_cmd(
     fmt = output_format(fmt, as_json)
 
     options = api.estimate_options(context=context, batch=batch, kv_dtype=kv_dtype, gpu=gpu, overhead=overhead,
+                                   engine=engine, utilization=utilization,
                                    dtypes=[d.strip() for d in dtype.split(",") if d.strip()] if dtype else None)
     done = api.estimate_with(open_model(model, revision, endpoint, token, offline), options)
     report, est, fitted = done.report, done.estimate, done.fit

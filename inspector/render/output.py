@@ -508,6 +508,9 @@ def fit_json(f: Fit) -> dict[str, object]:
         "overhead_bytes": f.overhead_bytes, "overhead_formula": f.overhead_formula, "total_bytes": f.total_bytes,
         "fits": f.fits, "max_context": f.max_context, "max_context_capped": f.max_context_capped,
         "max_batch": f.max_batch, "model_limit": f.model_limit, "unknown": f.unknown,
+        "engine": f.engine, "gpu": f.gpu, "utilization": f.utilization, "usable_bytes": f.usable_bytes,
+        "terms": [{"name": t.name, "bytes": t.bytes, "formula": t.formula, "source": t.source} for t in f.terms],
+        "kv_pool_bytes": f.kv_pool_bytes, "kv_pool_tokens": f.kv_pool_tokens,
     }
 
 
@@ -521,8 +524,11 @@ def fit_table(f: Fit) -> RenderableType:
     from rich.text import Text
 
     per = " per device" if f.devices > 1 else ""
-    t = Table(title=f"Will it fit? {f.devices} × {f.budget_bytes / 2**30:.2f} GiB, context {f.context:,}, "
-                    f"batch {f.batch}", title_justify="left", show_edge=False, pad_edge=False)
+    gpu = f" {f.gpu}" if f.gpu else ""
+    util = f" × utilization {f.utilization:g}" if f.utilization else ""
+    t = Table(title=f"Will it fit? {f.devices} ×{gpu} {f.budget_bytes / 2**30:.2f} GiB{util}, {f.engine}, "
+                    f"context {f.context:,}, batch {f.batch}", title_justify="left", show_edge=False,
+              pad_edge=False)
     t.add_column("memory" + per)
     t.add_column("bytes", justify="right")
     t.add_column("GB", justify="right")
@@ -531,23 +537,32 @@ def fit_table(f: Fit) -> RenderableType:
     rows = [("weights", f.weights_bytes, (f"1/{f.devices} of {f.weights_bytes_all:,} B, replicated pieces whole"
                                           if f.devices > 1 else "as the headers hold them")),
             ("KV cache", f.kv_bytes, "unknown (not counted)" if f.fits is None else
-             f"{f.kv_bytes_per_token:,} B/token × {f.context:,} × batch {f.batch}; {f.kv_share}"),
-            ("overhead", f.overhead_bytes, f.overhead_formula),
-            ("total", f.total_bytes, "weights + KV cache + overhead"),
-            ("budget", f.budget_bytes, "--gpu")]
+             f"{f.kv_bytes_per_token:,} B/token × {f.context:,} × batch {f.batch}; {f.kv_share}")]
+    rows += [(term.name, term.bytes, term.formula) for term in f.terms]
+    rows += [("total", f.total_bytes, "weights + KV cache + " + f.overhead_formula),
+             ("budget", f.budget_bytes, f"--gpu{gpu}")]
+    if f.utilization:
+        rows.append(("usable", f.usable_bytes, f"budget × gpu_memory_utilization {f.utilization:g}"))
+    if f.kv_pool_bytes is not None and f.fits is not None:
+        tokens = f"; {f.kv_pool_tokens:,} tokens in blocks of 16" if f.kv_pool_tokens is not None else \
+            "; tokens not given: windowed or recurrent layers are paged apart by vLLM's hybrid allocator"
+        rows.append(("KV pool", f.kv_pool_bytes, "usable − weights − terms above (vLLM sizes its cache to it)" + tokens))
     for label, value, how in rows:
-        t.add_row(label, n(value), f"{value / 10**9:.2f}", f"{value / 2**30:.2f}", sanitize(how))
+        t.add_row(sanitize(label), n(value), f"{value / 10**9:.2f}", f"{value / 2**30:.2f}", sanitize(how))
     if f.fits is None:
         parts: list[RenderableType] = [t, Text("fit unknown: " + sanitize(f.unknown or "a figure is missing"),
                                                style="bold yellow")]
     else:
         verdict = Text("fits" if f.fits else "does not fit", style="bold green" if f.fits else "bold red")
-        verdict.append(f": {f.total_bytes / 2**30:.2f} GiB of {f.budget_bytes / 2**30:.2f} GiB{per}", style="")
+        verdict.append(f": {f.total_bytes / 2**30:.2f} GiB of {f.usable_bytes / 2**30:.2f} GiB{per}", style="")
         limit = (f"the model's own limit of {f.model_limit:,}" if f.max_context_capped else "the budget")
         most = (f"largest context that fits at batch {f.batch}: {f.max_context:,} tokens (capped by {limit}); "
                 f"largest batch at {f.context:,} tokens: {f.max_batch:,}") if f.max_context else \
             "not even one token of context fits beside the weights and overhead"
         parts = [t, verdict, Text(most)]
+    sources = [f"{term.name}: {term.source}" for term in f.terms]
+    if sources:
+        parts.append(Text("sources: " + sanitize("; ".join(sources)), style="dim"))
     if f.replicated and f.devices > 1:
         parts.append(Text("replicated on every device: " + ", ".join(f.replicated), style="dim"))
     return Group(*parts)  # (its warnings are said once, on stderr)
@@ -913,8 +928,9 @@ def estimate_markdown(report: Report, est: Estimate, fitted: Fit | None = None) 
     if fitted is not None:
         lines += _md_table("Fit", ["term", "bytes per device"], [
             ["weights", n(fitted.weights_bytes)], ["KV cache", n(fitted.kv_bytes)],
-            ["overhead", n(fitted.overhead_bytes)], ["total", n(fitted.total_bytes)],
-            ["budget", n(fitted.budget_bytes)]], {1})
+            *[[markdown(t.name), n(t.bytes)] for t in fitted.terms], ["total", n(fitted.total_bytes)],
+            ["budget", n(fitted.budget_bytes)], ["usable", n(fitted.usable_bytes)],
+            *([["KV pool", n(fitted.kv_pool_bytes)]] if fitted.kv_pool_bytes is not None else [])], {1})
         if fitted.fits is None or fitted.max_context is None or fitted.max_batch is None:
             lines.append("fit unknown: " + markdown(fitted.unknown or "a figure is missing"))
         else:

@@ -212,17 +212,19 @@ class EstimateOptions:
     overhead: int | None
     engine: str | None = None  # vllm, llama.cpp; None: by the checkpoint's format
     utilization: float | None = None  # vLLM's gpu_memory_utilization
+    pipeline: int = 1  # pipeline-parallel stages (the budget's devices = tensor-parallel × stages)
 
 
 def estimate_options(*, context: int | str | None = None, batch: int | str = 1, kv_dtype: str | None = None,
                      dtypes: Sequence[str] | None = None, gpu: str | None = None,
                      overhead: str | None = None, engine: str | None = None,
-                     utilization: float | str | None = None) -> EstimateOptions:
+                     utilization: float | str | None = None, pipeline: int | str = 1) -> EstimateOptions:
     """``context`` and ``batch`` as numbers or the CLI's words (``8k``); ``dtypes``: what-if weight
     dtypes (with ``gpu``, one: the weights' width in the fit); ``gpu``: a budget per device, ``24GiB``,
     ``80GiBx2`` or a GPU's name (``H100``, ``A100-40GBx2``); ``overhead``: a per-device overhead
     replacing the engine's terms; ``engine``: ``vllm`` or ``llama.cpp``; ``utilization``: vLLM's
-    ``gpu_memory_utilization`` (0 < u <= 1, default 0.9)."""
+    ``gpu_memory_utilization`` (0 < u <= 1, default 0.9); ``pipeline``: pipeline-parallel stages, which
+    divide the budget's devices (``H100x4`` with 2 stages: tensor parallel 2 in each)."""
     from inspector.analysis.engines import ENGINES
     from inspector.analysis.fit import parse_budget, parse_count
     from inspector.errors import UsageError
@@ -242,8 +244,12 @@ def estimate_options(*, context: int | str | None = None, batch: int | str = 1, 
             raise UsageError(f"--utilization: {utilization!r} is not a fraction in (0, 1]", hint="for example 0.95")
         if engine is not None and engine.lower() != "vllm":
             raise UsageError("--utilization is vLLM's gpu_memory_utilization", hint="use it with --engine vllm")
-    if budget is None and (extra is not None or engine is not None or util is not None):
-        raise UsageError("--overhead, --engine and --utilization go with --gpu",
+    stages = parse_count(str(pipeline), "--pipeline")
+    if budget is not None and (stages > budget.devices or budget.devices % stages):
+        raise UsageError(f"--pipeline {stages} does not divide the {budget.devices} devices of --gpu",
+                         hint="for example --gpu H100x4 --pipeline 2 (tensor parallel 2 in each of 2 stages)")
+    if budget is None and (extra is not None or engine is not None or util is not None or stages > 1):
+        raise UsageError("--overhead, --engine, --utilization and --pipeline go with --gpu",
                          hint="inspect estimate MODEL --gpu H100 --engine vllm --utilization 0.95")
     weights_dtype = None
     if budget is not None and dtypes is not None:
@@ -253,17 +259,17 @@ def estimate_options(*, context: int | str | None = None, batch: int | str = 1, 
         weights_dtype = what_if[0]
     return EstimateOptions(parse_count(str(context), "--context") if context is not None else None,
                            parse_count(str(batch), "--batch"), kv_dtype, what_if, budget, weights_dtype, extra,
-                           engine.lower() if engine else None, util)
+                           engine.lower() if engine else None, util, stages)
 
 
 def estimate(model: str | Checkpoint, *, context: int | str | None = None, batch: int | str = 1,
              kv_dtype: str | None = None, dtypes: Sequence[str] | None = None, gpu: str | None = None,
              overhead: str | None = None, engine: str | None = None, utilization: float | str | None = None,
-             revision: str | None = None, endpoint: str | None = None,
+             pipeline: int | str = 1, revision: str | None = None, endpoint: str | None = None,
              token: str | None = None, offline: bool = False) -> EstimateResult:
     """``inspect estimate`` (options as ``estimate_options`` takes them)."""
     options = estimate_options(context=context, batch=batch, kv_dtype=kv_dtype, dtypes=dtypes, gpu=gpu,
-                               overhead=overhead, engine=engine, utilization=utilization)
+                               overhead=overhead, engine=engine, utilization=utilization, pipeline=pipeline)
     return estimate_with(open_model(model, revision=revision, endpoint=endpoint, token=token, offline=offline),
                          options)
 
@@ -279,7 +285,7 @@ def estimate_with(checkpoint: Checkpoint, options: EstimateOptions) -> EstimateR
                           what_if=options.what_if)
     fitted = fit_estimate(report, est, options.budget, weights_dtype=options.weights_dtype,
                           overhead=options.overhead, engine=options.engine,
-                          utilization=options.utilization) if options.budget else None
+                          utilization=options.utilization, pipeline=options.pipeline) if options.budget else None
     return EstimateResult(report, est, fitted)
 
 

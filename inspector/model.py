@@ -92,6 +92,8 @@ Role = Literal[
     "attn.v",
     "audio",
     "buffer",
+    "diffusion.time",
+    "dit.block",
     "embedding",
     "head",
     "lm_head",
@@ -116,6 +118,16 @@ Role = Literal[
     "position_embedding",
     "projector",
     "token_type_embedding",
+    "unet.down.attn",
+    "unet.down.resnet",
+    "unet.mid.attn",
+    "unet.mid.resnet",
+    "unet.sampler",
+    "unet.up.attn",
+    "unet.up.resnet",
+    "vae.decoder",
+    "vae.encoder",
+    "vae.quant",
     "vision",
 ]
 #: how bad an audit finding is
@@ -129,6 +141,17 @@ class FileEntry:
 
     path: str
     size: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class Component:
+    """One part of a multi-component repo: its folder, the library and class its index names, and
+    its own checkpoint (None for a part without weights: a scheduler, a tokenizer, a pooling module)."""
+
+    name: str
+    library: str | None
+    class_name: str | None
+    checkpoint: Checkpoint | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,6 +179,21 @@ class Checkpoint:
     #: small side files read alongside (``pytorch_model.bin.index.json``), by path
     side_json: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     root: str | None = None  # the local folder holding the files (for reading tensor data)
+    #: the parts of a multi-component repo (a diffusers pipeline's unet, vae, text_encoder …; a
+    #: sentence-transformers model's modules), each with its own config; ``headers`` then hold every
+    #: component's tensors, named ``component.tensor``
+    components: tuple[Component, ...] = ()
+    #: the index file a multi-component repo is read from (``model_index.json``, ``modules.json``) and
+    #: the class it names (``StableDiffusionPipeline``)
+    composite: str | None = None
+    composite_class: str | None = None
+    #: small files read beside the weights, as read (tokenizer_config.json, generation_config.json,
+    #: chat_template.jinja …; ``analysis.tokenizer`` reads them), by path
+    small_files: Mapping[str, bytes] = field(default_factory=dict)
+
+    def component(self, name: str) -> Checkpoint | None:
+        """The checkpoint of one component with weights, by its folder name."""
+        return next((c.checkpoint for c in self.components if c.name == name), None)
 
     def tensors(self) -> Iterator[TensorInfo]:
         for header in self.headers:

@@ -298,11 +298,19 @@ MAX_JSON_DEPTH: Final = 64
 
 
 def parse_json_object(raw: bytes | bytearray | str, field: str, *, max_depth: int = MAX_JSON_DEPTH) -> dict[str, Any]:
-    """THE loader of every small JSON document from outside (config, index, adapter config, listing,
-    snapshot manifest): valid UTF-8 JSON, an object, nested at most ``max_depth`` deep, finite numbers
-    only (``1e400``, ``NaN`` and ``Infinity`` are refused, as the Rust safetensors reader refuses
-    them). Anything else is an ``InvalidCheckpointError`` naming ``field``; the size budget is the
-    reader's (``read_regular``'s limit)."""
+    """A small JSON document from outside that must be an object (config, index, adapter config,
+    listing, snapshot manifest), through ``parse_json``."""
+    value = parse_json(raw, field, max_depth=max_depth)
+    if not isinstance(value, dict):
+        raise InvalidCheckpointError(f"{field}: not a JSON object")
+    return value
+
+
+def parse_json(raw: bytes | bytearray | str, field: str, *, max_depth: int = MAX_JSON_DEPTH) -> Any:
+    """THE loader of every small JSON document from outside: valid UTF-8 JSON, nested at most
+    ``max_depth`` deep, finite numbers only (``1e400``, ``NaN`` and ``Infinity`` are refused, as the
+    Rust safetensors reader refuses them). Anything else is an ``InvalidCheckpointError`` naming
+    ``field``; the size budget is the reader's (``read_regular``'s limit)."""
     import json
     import math
 
@@ -321,8 +329,6 @@ def parse_json_object(raw: bytes | bytearray | str, field: str, *, max_depth: in
         raise InvalidCheckpointError(f"{field}: JSON nested too deep to read; refusing it") from None
     except (UnicodeDecodeError, ValueError) as exc:
         raise InvalidCheckpointError(f"{field}: not valid JSON ({str(exc)[:120]})") from None
-    if not isinstance(value, dict):
-        raise InvalidCheckpointError(f"{field}: not a JSON object")
     stack: list[tuple[object, int]] = [(value, 1)]
     while stack:  # iterative: no recursion for a hostile depth to exhaust later
         node, depth = stack.pop()

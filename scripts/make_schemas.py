@@ -74,6 +74,14 @@ SHOW = document("show", "inspect MODEL --json", {
     "shards": arr(obj({"file": STR, "size": NINT, "tensors": INT, "header_bytes": INT, "data_bytes": INT,
                        "metadata": {"type": "object", "additionalProperties": STR}})),
     "other_weight_files": arr(obj({"path": STR, "size": NINT})),
+    "components": {"anyOf": [arr(obj({"name": STR, "library": NSTR, "class": NSTR, "model_type": NSTR,
+                                      "tensors": INT, "parameters": INT, "bytes": INT, "dtypes": STRS})),
+                             {"type": "null"}]},
+    "tokenizer": {"anyOf": [obj({
+        "class": NSTR, "vocab_size": NINT, "vocab_source": STR, "embedding_rows": NINT,
+        "special": {"type": "object", "additionalProperties": STR}, "added_tokens": NINT, "added_special": NINT,
+        "chat_template": BOOL, "chat_template_source": NSTR, "chat_templates": STRS, "model_max_length": NINT,
+        "generation": {"type": "object"}, "notes": STRS}), {"type": "null"}]},
     "notes": STRS,
     "formula": obj({"family": STR, "predicted": INT, "actual": INT, "context_enters": BOOL, "notes": STRS,
                     "rows": arr(obj({"role": STR, "formula": STR, "predicted": INT, "actual": INT, "note": STR}))},
@@ -113,7 +121,8 @@ FIT = obj({
     "fits": NBOOL, "max_context": NINT, "max_context_capped": BOOL, "max_batch": NINT, "model_limit": NINT,
     "unknown": NSTR, "engine": {"enum": ["vllm", "llama.cpp"]}, "gpu": NSTR, "utilization": NNUM,
     "usable_bytes": INT, "terms": arr(obj({"name": STR, "bytes": INT, "formula": STR, "source": STR})),
-    "kv_pool_bytes": NINT, "kv_pool_tokens": NINT,
+    "kv_pool_bytes": NINT, "kv_pool_tokens": NINT, "pipeline": INT, "stages": STRS, "stage": NSTR,
+    "weights_note": NSTR,
 }, nullable=True)
 ESTIMATE = document("estimate", "inspect estimate MODEL --json", {
     "model": MODEL, "context": INT, "batch": INT, "kv_dtype": STR,

@@ -59,7 +59,7 @@ def test_llama2_buffers_are_not_parameters(cli) -> None:
 
 
 JSON_KEYS = {"schema_version", "model", "config", "totals", "by_role", "by_dtype", "layer_groups", "shards",
-             "other_weight_files", "notes", "formula", "tensors"}
+             "other_weight_files", "components", "tokenizer", "notes", "formula", "tensors"}
 
 
 def test_json_schema_is_fixed(cli) -> None:

@@ -71,6 +71,24 @@ def test_vllm_prediction_beside_its_receipt(cli, tmp_path: Path, name: str) -> N
         print(f"  {label:<20} ours {ours:>14,.2f}   vLLM {theirs:>14,.2f}   {100 * (ours - theirs) / theirs:+.2f} %")
 
 
+@pytest.mark.parametrize("stages", ["2", "4"])
+def test_pipeline_stages_split_the_layers_as_vllm(cli, tmp_path: Path, stages: str) -> None:
+    """llm-d's pipeline rows: the heaviest stage's weights (embedding or output layer + its layers)."""
+    receipt = RECEIPTS["models"]["meta-llama/Llama-3.1-8B-Instruct"]["pipeline"][stages]
+    r = cli("estimate", str(llama31(tmp_path)), "--gpu", f"H100x{stages}", "--pipeline", stages,
+            "--utilization", "0.95", "--context", "8k", "--json")
+    assert r.code == 0, r.err
+    f = r.json()["fit"]
+    terms = {t["name"]: t["bytes"] for t in f["terms"]}
+    assert abs(gib(f["weights_bytes"] + terms["rotary cache"]) - receipt["weights_gib"]) < 0.1
+    assert round(gib(terms["non-torch memory"]), 2) == receipt["non_torch_gib"]
+    assert f["pipeline"] == int(stages) and len(f["stages"]) == int(stages) and f["devices"] == int(stages)
+    # 32 layers split evenly; the first stage holds the embedding, the last the output layer and norm
+    assert all(f"layers {i * 32 // int(stages)}-" in line for i, line in enumerate(f["stages"]))
+    bad = cli("estimate", "llama3-8b", "--gpu", "H100x3", "--pipeline", "2")
+    assert bad.code == errors.EXIT_USAGE and "Traceback" not in bad.err
+
+
 def test_the_llama_receipt_is_the_log_we_keep() -> None:
     """The receipt figures are those of vLLM's own log lines (so the table cannot drift from them)."""
     log = (FIXTURES / "vllm" / "llama-3.1-8b-instruct.h100.tp1.log").read_text()
@@ -105,8 +123,11 @@ def test_named_gpus_and_their_batch_defaults(cli) -> None:
 
 def test_tensor_parallel_adds_the_nccl_buffers(cli) -> None:
     """llm-d's table: non-torch memory 0.24-0.27 GiB at TP 1, 2.06-2.17 GiB per device at TP 2 and 4."""
-    one = {t["name"]: t["bytes"] for t in cli("estimate", "qwen2.5-7b", "--gpu", "H100", "--json").json()["fit"]["terms"]}
-    two = {t["name"]: t["bytes"] for t in cli("estimate", "qwen2.5-7b", "--gpu", "H100x2", "--json").json()["fit"]["terms"]}
+    def terms(gpu: str) -> dict[str, int]:
+        fitted = cli("estimate", "qwen2.5-7b", "--gpu", gpu, "--json").json()["fit"]
+        return {t["name"]: t["bytes"] for t in fitted["terms"]}
+
+    one, two = terms("H100"), terms("H100x2")
     assert 0.24 <= gib(one["non-torch memory"]) <= 0.27 and 2.06 <= gib(two["non-torch memory"]) <= 2.17
 
 

@@ -216,6 +216,8 @@ def _build(raw: Mapping[str, object], figures: Mapping[str, object], source: str
         quant = mlx  # mlx-lm's block: {"group_size": 64, "bits": 4, "<module>": {"bits": 8}}
     layer_types = figures.get("layer_types")
     architectures = raw.get("architectures")
+    if architectures is None and isinstance(raw.get("_class_name"), str):
+        architectures = [raw["_class_name"]]  # a diffusers config names its class so (UNet2DConditionModel)
     unread = tuple((name, repr(value)[:40]) for name in _ALIASES
                    if (value := figures.get(name)) is not None
                    and _int(value, MAX_LAYERS if name == "num_layers" else MAX_FIGURE) is None)

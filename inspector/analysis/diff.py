@@ -195,8 +195,11 @@ def diff_reports(a: Report, b: Report) -> Diff:
     roles = _role_deltas(a, b)
     changes = _changes(a, b)
     notes: list[str] = []
-    causes = _explain(a, b)
-    if not same:
+    pipelines = a.checkpoint.composite == b.checkpoint.composite == "model_index.json"
+    causes = _component_causes(a, b) if pipelines else _explain(a, b)
+    if pipelines:
+        notes.append("two diffusers pipelines: explained component by component, each with its own config")
+    elif not same:
         kinds = f"{ca.model_type or 'unknown'} vs {cb.model_type or 'unknown'}"
         notes.append(f"different layouts ({kinds}): tensors aligned through their roles; fused projections "
                      "split by the config's widths")
@@ -226,6 +229,32 @@ def diff_reports(a: Report, b: Report) -> Diff:
         active=(active_parameters(a), active_parameters(b)),
         notes=tuple(notes),
     )
+
+
+def _component_causes(a: Report, b: Report) -> tuple[Cause, ...]:
+    """Two pipelines, component by component: a component on both sides is diffed as a model of its
+    own (its config's causes, named ``component: …``); one on one side only is added or removed whole."""
+    from inspector.analysis.report import build_report
+
+    sides = ({c.name: c.checkpoint for c in a.checkpoint.components if c.checkpoint is not None},
+             {c.name: c.checkpoint for c in b.checkpoint.components if c.checkpoint is not None})
+    causes: list[Cause] = []
+    for name in sorted(set(sides[0]) | set(sides[1])):
+        x, y = sides[0].get(name), sides[1].get(name)
+        if x is not None and y is not None:
+            sub = diff_reports(build_report(x), build_report(y))
+            causes += [Cause(f"{name}.{c.key}", f"{name}: {c.label}", c.delta,
+                             tuple(Item(f"{name}.{i.tensor}", i.count, i.formula, i.delta) for i in c.items))
+                       for c in sub.causes if c.delta or c.items]
+        else:
+            present = x if x is not None else y
+            assert present is not None
+            count = build_report(present).summary.parameters
+            delta = count if x is None else -count
+            causes.append(Cause(f"{name}.component", f"{name}: component {'added' if x is None else 'removed'}",
+                                delta, (Item(name, 1, f"{'added' if x is None else 'removed'} {count:,} parameters",
+                                             delta),)))
+    return tuple(causes)
 
 
 def _partial_rotary(c: ModelConfig) -> float:

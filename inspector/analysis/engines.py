@@ -105,8 +105,11 @@ def vllm_batch_defaults(gpu_bytes: int, gpu_name: str | None) -> tuple[int, int]
 
 
 def vllm_terms(*, gpu_bytes: int, gpu_name: str | None, devices: int, hidden: int, inter: int, vocab: int | None,
-               dtype_bytes: float, max_position: int | None, rotary_dim: int | None) -> tuple[Term, ...]:
-    """The per-device terms vLLM's memory profile subtracts before its KV pool (weights apart)."""
+               dtype_bytes: float, max_position: int | None, rotary_dim: int | None, samples: bool = True,
+               pipeline: int = 1) -> tuple[Term, ...]:
+    """The per-device terms vLLM's memory profile subtracts before its KV pool (weights apart);
+    ``devices``: tensor-parallel ways; ``samples``: whether this pipeline stage runs the sampler
+    (the last one does)."""
     tokens, seqs = vllm_batch_defaults(gpu_bytes, gpu_name)
     rows = min(seqs, tokens)
     terms = []
@@ -117,7 +120,9 @@ def vllm_terms(*, gpu_bytes: int, gpu_name: str | None, devices: int, hidden: in
     forward = int(tokens * (3 * math.ceil(inter / devices) + 4 * hidden) * dtype_bytes)
     forward_formula = (f"{tokens:,} tokens × (3 × MLP width {math.ceil(inter / devices):,} + 4 × hidden {hidden:,})"
                        f" × {dtype_bytes:g} B")
-    if vocab:
+    if not samples:
+        sampler, sampler_formula = 0, "not on this pipeline stage (the last stage samples)"
+    elif vocab:
         sampler = int(rows * vocab * (dtype_bytes + 12) + tokens * hidden * dtype_bytes)
         sampler_formula = (f"{rows:,} rows × vocab {vocab:,} × ({dtype_bytes:g} B logits + 3 × 4 B float32 "
                            f"logits, probabilities, sampling noise) + {tokens:,} × hidden {hidden:,} × "
@@ -131,13 +136,30 @@ def vllm_terms(*, gpu_bytes: int, gpu_name: str | None, devices: int, hidden: in
                                 f"{sampler / GIB:.2f} GiB)",
                       f"vLLM's profile run (gpu_model_runner.profile_run) with max_num_batched_tokens {tokens:,} "
                       f"and max_num_seqs {seqs:,}: {_SCHED}"))
-    terms.append(Term("non-torch memory", VLLM_NON_TORCH[devices > 1],
-                      "constant per device" + (" (NCCL and all-reduce buffers at TP >= 2)" if devices > 1 else ""),
-                      VLLM_NON_TORCH_SOURCE))
+    if devices == 1 and pipeline > 1:
+        terms.append(Term("non-torch memory", VLLM_NON_TORCH_PP, "constant per device at pipeline parallel >= 2",
+                          "vLLM 0.19 on H100-80GB, llm-d planner accuracy report (v0.19.0): 0.07 GiB at PP 2 and 4"))
+    else:
+        terms.append(Term("non-torch memory", VLLM_NON_TORCH[devices > 1],
+                          "constant per device" + (" (NCCL and all-reduce buffers at TP >= 2)" if devices > 1 else ""),
+                          VLLM_NON_TORCH_SOURCE))
     terms.append(Term("CUDA graphs", 0, "captured after the KV pool is sized: not subtracted from it",
                       "vLLM 0.19 (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS off); they take 0.5-1.9 GiB beyond "
                       "the utilization budget, inside the 1 - utilization headroom"))
     return tuple(terms)
+
+
+def vllm_stage_layers(layers: int, stages: int) -> list[int]:
+    """Layers per pipeline stage as vLLM splits them (``get_pp_indices``): evenly, the remainder to
+    the stages before the last (which holds the output layer)."""
+    sizes = [layers // stages] * stages
+    for i in range(2, layers % stages + 2):
+        sizes[-i] += 1
+    return sizes
+
+
+#: non-torch memory per device at pipeline parallel >= 2 (TP 1): 0.07 GiB, llm-d's PP 2 and PP 4 rows
+VLLM_NON_TORCH_PP: Final = int(0.07 * GIB)
 
 
 def vllm_tokens(pool: int, per_token: int) -> int:
@@ -152,13 +174,19 @@ LLAMA_CPP_PAD: Final = 256  # llama.cpp pads its KV cache to whole multiples of 
 LLAMA_CPP_RECEIPT: Final = "fixtures/llama.cpp/compute-buffers.log (llama.cpp as vendored by llama-cpp-python 0.3.36)"
 
 
-def llama_cpp_terms(*, hidden: int, inter: int, vocab: int | None) -> tuple[Term, ...]:
-    """The output and compute buffers llama.cpp reserves (flash attention on, its ``auto`` on GPUs)."""
-    if not vocab:
-        return (Term("output buffer", 0, "unknown: no vocabulary size", LLAMA_CPP_RECEIPT),)
+def llama_cpp_terms(*, hidden: int, inter: int, vocab: int | None, samples: bool = True) -> tuple[Term, ...]:
+    """The output and compute buffers llama.cpp reserves (flash attention on, its ``auto`` on GPUs);
+    ``samples``: this device computes the logits (the last of a layer split)."""
     ub = LLAMA_CPP_UBATCH
-    logits = ub * (vocab + 2 * hidden) * 4
+    if samples and not vocab:
+        return (Term("output buffer", 0, "unknown: the model gives no vocabulary size", LLAMA_CPP_RECEIPT),)
     ffn = ub * 3 * inter * 4
+    if not samples:
+        return (Term("compute buffer", ffn, f"{ub} × 3 × n_ff {inter:,} × 4 B: one micro-batch's feed-forward "
+                                            "activations (a lower bound; the logits are the last device's)",
+                     LLAMA_CPP_RECEIPT),)
+    assert vocab
+    logits = ub * (vocab + 2 * hidden) * 4
     compute, formula = (logits, f"{ub} × (vocab {vocab:,} + 2 × n_embd {hidden:,}) × 4 B: one micro-batch's "
                                 f"float32 logits") if logits >= ffn else \
         (ffn, f"{ub} × 3 × n_ff {inter:,} × 4 B: one micro-batch's feed-forward activations (a lower bound: "

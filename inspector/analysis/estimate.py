@@ -7,14 +7,23 @@ check it. Exact where the inputs are exact (bytes, counts); where a figure model
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
 from inspector.analysis.config import ModelConfig, config_int
-from inspector.analysis.engines import (LLAMA_CPP_PAD, LLAMA_CPP_UBATCH, VLLM_UTILIZATION, Term,
-                                       llama_cpp_terms, vllm_terms, vllm_tokens)
+from inspector.analysis.engines import (
+    LLAMA_CPP_PAD,
+    LLAMA_CPP_UBATCH,
+    VLLM_UTILIZATION,
+    Term,
+    llama_cpp_terms,
+    vllm_stage_layers,
+    vllm_terms,
+    vllm_tokens,
+)
 from inspector.analysis.fit import Budget, Fit
 from inspector.analysis.report import Report
 from inspector.analysis.roles import PACKING_DTYPES, quant_bits
@@ -527,16 +536,31 @@ def limit_source(report: Report) -> str:
 
 def fit_estimate(report: Report, est: Estimate, budget: Budget, *, weights_dtype: str | None = None,
                  overhead: int | None = None, kv_one: tuple[int, int] | None = None, extra_weights: int = 0,
-                 engine: str | None = None, utilization: float | None = None) -> Fit:
+                 engine: str | None = None, utilization: float | None = None, pipeline: int = 1) -> Fit:
     """Weights (and ``extra_weights``: a projector loaded beside them) + KV cache at the estimate's
     context and batch + the engine's terms (``engines.py``), against ``budget``. ``engine``: vllm
     (the default for safetensors) or llama.cpp (the default for GGUF); ``utilization``: vLLM's
-    gpu_memory_utilization (default 0.9)."""
+    gpu_memory_utilization (default 0.9); ``pipeline``: stages the layers are split between (the
+    budget's devices are tensor-parallel ways × stages). llama.cpp on several devices splits by
+    layers (its default ``--split-mode layer``)."""
+    engine = engine or default_engine(report)
+    if engine == "llama.cpp" and budget.devices > 1:
+        pipeline = budget.devices
+    if pipeline > 1:
+        return _staged_fit(report, est, budget, pipeline, weights_dtype=weights_dtype, overhead=overhead,
+                           extra_weights=extra_weights, engine=engine, utilization=utilization)
+    return _fit(report, est, budget, weights_dtype=weights_dtype, overhead=overhead, kv_one=kv_one,
+                extra_weights=extra_weights, engine=engine, utilization=utilization)
+
+
+def _fit(report: Report, est: Estimate, budget: Budget, *, weights_dtype: str | None, overhead: int | None,
+         kv_one: tuple[int, int] | None, extra_weights: int, engine: str, utilization: float | None,
+         stage: tuple[int, int, int, int] | None = None) -> Fit:
+    """One device group's fit; ``stage``: (index, stages, its weight bytes, its layers) of a pipeline."""
     from inspector.analysis.fit import REPLICATED_ROLES, fit
 
     c = report.config
     s = report.summary
-    engine = engine or default_engine(report)
     weights_all = s.bytes
     scale = 1.0
     if weights_dtype:
@@ -545,13 +569,28 @@ def fit_estimate(report: Report, est: Estimate, budget: Budget, *, weights_dtype
         scale = weights_all / s.bytes if s.bytes else 1.0
     weights_all += extra_weights
     replicated: dict[Role, int] = {r.role: int(r.bytes * scale) for r in s.by_role if r.role in REPLICATED_ROLES}
+    share = 1.0
+    note = None
+    if engine == "llama.cpp" and stage is None:
+        host = _host_input(report)
+        if host:
+            weights_all -= int(host * scale)
+            note = (f"less the input embedding, {int(host * scale):,} B, which llama.cpp keeps in host memory "
+                    "(llama-model.cpp: the input layer is always on the CPU)")
+    if stage is not None:  # this stage's layers' share of the weights, the KV cache and what is replicated
+        index, _, stage_bytes, stage_layers = stage
+        share = stage_layers / (c.num_layers or 1)
+        weights_all = int(stage_bytes * scale) + (extra_weights if index == 0 else 0)
+        replicated = {role: int(b * share) for role, b in replicated.items()}
     kvd = est.kv_dtype
-    terms = engine_terms(report, budget, engine)
+    last = stage is None or stage[0] == stage[1] - 1
+    terms = engine_terms(report, budget, engine, samples=last, pipeline=1 if stage is None else stage[1])
     util = (utilization or VLLM_UTILIZATION) if engine == "vllm" else None
 
     def figures_at(ctx: int) -> tuple[int, int]:
         figures = {f.name: f.value for f in _kv(report, ctx, 1, kvd)}
-        return int(figures.get("kv_bytes_per_token") or 0), int(figures.get("kv_bytes") or 0)
+        per_token, total = int(figures.get("kv_bytes_per_token") or 0), int(figures.get("kv_bytes") or 0)
+        return (math.ceil(per_token * share), math.ceil(total * share)) if share != 1.0 else (per_token, total)
 
     common = dict(budget=budget, batch=est.batch, context=est.context, weights_all=weights_all,
                   replicated=replicated, kv_heads=c.num_kv_heads, terms=terms, overhead=overhead,
@@ -564,7 +603,7 @@ def fit_estimate(report: Report, est: Estimate, budget: Budget, *, weights_dtype
             zero = fit(kv_at=lambda ctx: (0, 0), mla=False, **common)  # type: ignore[arg-type]
             why = f"the KV cache per token is unknown ({kv_figure.formula.removeprefix('unknown: ')})"
             return replace(zero, fits=None, max_context=None, max_batch=None, unknown=why, kv_pool_bytes=None)
-    one = kv_one or figures_at(1)
+    one = (kv_one if stage is None else None) or figures_at(1)
     # without sliding windows the cache is linear in the context: no need to re-derive it (and
     # re-check it against the headers) for every context the search tries
     linear = not c.sliding_window and not any(k in t for t in c.layer_types for k in LINEAR_STATE) \
@@ -574,6 +613,10 @@ def fit_estimate(report: Report, est: Estimate, budget: Budget, *, weights_dtype
         return (one[0], one[1] * ctx) if linear else figures_at(ctx)
 
     result = fit(kv_at=kv_at, mla=bool(c.kv_lora_rank), **common)  # type: ignore[arg-type]
+    if note:
+        from dataclasses import replace
+
+        result = replace(result, weights_note=note)
     if result.kv_pool_bytes is not None:
         from dataclasses import replace
 
@@ -584,18 +627,87 @@ def fit_estimate(report: Report, est: Estimate, budget: Budget, *, weights_dtype
     return result
 
 
+def _staged_fit(report: Report, est: Estimate, budget: Budget, stages: int, *, weights_dtype: str | None,
+                overhead: int | None, extra_weights: int, engine: str, utilization: float | None) -> Fit:
+    """A pipeline: the layers split between ``stages`` groups of devices (vLLM's split; llama.cpp's
+    layer split evenly), each stage's fit on its own; the answer is the tightest stage's."""
+    from dataclasses import replace
+
+    from inspector.analysis.fit import Budget as _Budget
+    from inspector.errors import UsageError
+
+    layers = report.config.num_layers or 0
+    if budget.devices % stages or not 1 < stages <= max(layers, 1):
+        raise UsageError(f"--pipeline {stages} does not divide {budget.devices} devices into stages of a model "
+                         f"of {layers} layers", hint="for example --gpu H100x4 --pipeline 2 (TP 2 × PP 2)")
+    tp = budget.devices // stages
+    per_stage = vllm_stage_layers(layers, stages)
+    stage_bytes = _stage_bytes(report, per_stage, host_input=engine == "llama.cpp")
+    group = _Budget(budget.per_device, tp, budget.gpu)
+    fits = []
+    first = 0
+    for index, count in enumerate(per_stage):
+        f = _fit(report, est, group, weights_dtype=weights_dtype, overhead=overhead, kv_one=None,
+                 extra_weights=extra_weights, engine=engine, utilization=utilization,
+                 stage=(index, stages, stage_bytes[index], count))
+        fits.append((f, f"stage {index + 1} of {stages}: layers {first}-{first + count - 1}"))
+        first += count
+    described = tuple(f"{name}, weights {f.weights_bytes:,} B per device" for f, name in fits)
+    tightest, name = min(fits, key=lambda pair: (pair[0].fits is not False, pair[0].max_context or 0,
+                                                 pair[0].max_batch or 0, pair[0].usable_bytes - pair[0].total_bytes))
+    tokens = [f.kv_pool_tokens for f, _ in fits]
+    return replace(tightest, devices=budget.devices, pipeline=stages, stages=described, stage=name,
+                   kv_pool_tokens=min(tokens) if all(t is not None for t in tokens) else None)  # type: ignore[type-var]
+
+
+def _host_input(report: Report) -> int:
+    """Bytes of the input embedding llama.cpp leaves in host memory: all of it when the model has its
+    own output layer (a tied one is copied to the output device, so the device holds the same bytes)."""
+    roles = {r.role: r.bytes for r in report.summary.by_role}
+    return roles.get("embedding", 0) if "lm_head" in roles else 0
+
+
+def _stage_bytes(report: Report, per_stage: list[int], host_input: bool = False) -> list[int]:
+    """Weight bytes each pipeline stage holds: its layers of the main stack; the embedding (and
+    anything outside the stack) on the first stage; the output layer and final norm on the last, with
+    a tied embedding copied there (vLLM; llama.cpp's output device). ``host_input``: llama.cpp keeps
+    the input embedding in host memory."""
+    from collections import Counter
+
+    tensors = report.tensors
+    stacks = Counter(t.place.stack for t in tensors if t.place.layer is not None)
+    main = stacks.most_common(1)[0][0] if stacks else None
+    bounds = [sum(per_stage[:i + 1]) for i in range(len(per_stage))]
+    out = [0] * len(per_stage)
+    embedding = 0
+    for info, place in tensors:
+        if place.stack == main and place.layer is not None:
+            out[next((i for i, b in enumerate(bounds) if place.layer < b), len(bounds) - 1)] += info.nbytes
+        elif place.role in ("lm_head", "norm"):
+            out[-1] += info.nbytes
+        else:
+            is_embedding = place.role == "embedding"
+            embedding += info.nbytes if is_embedding else 0
+            out[0] += 0 if is_embedding and host_input else info.nbytes
+    if not any(r.role == "lm_head" for r in report.summary.by_role) and not report.config.encoder_only:
+        out[-1] += embedding  # a tied output layer: the last stage holds its own copy
+    return out
+
+
 def default_engine(report: Report) -> str:
     """llama.cpp for a GGUF, vLLM for everything else (as the issue tracker's users serve them)."""
     return "llama.cpp" if _is_gguf(report) else "vllm"
 
 
-def engine_terms(report: Report, budget: Budget, engine: str) -> tuple[Term, ...]:
-    """The engine's per-device terms for this model and budget (``engines.py``)."""
+def engine_terms(report: Report, budget: Budget, engine: str, *, samples: bool = True,
+                 pipeline: int = 1) -> tuple[Term, ...]:
+    """The engine's per-device terms for this model and budget (``engines.py``); ``samples``: the
+    stage computes the logits (the last of a pipeline)."""
     c = report.config
     hidden = c.hidden_size or 0
     inter = max(c.intermediate_size or 0, (c.moe_intermediate_size or 0) * (c.experts_per_token or 1))
     if engine == "llama.cpp":
-        return llama_cpp_terms(hidden=hidden, inter=inter, vocab=c.vocab_size)
+        return llama_cpp_terms(hidden=hidden, inter=inter, vocab=c.vocab_size, samples=samples)
     dtype_bytes = DTYPE_BITS.get(c.dtype or "", 16) / 8
     rotary = c.qk_rope_head_dim if c.kv_lora_rank else c.head_dim
     factor = c.raw.get("partial_rotary_factor")
@@ -603,7 +715,7 @@ def engine_terms(report: Report, budget: Budget, engine: str) -> tuple[Term, ...
         rotary = int(rotary * factor)
     return vllm_terms(gpu_bytes=budget.per_device, gpu_name=budget.gpu, devices=budget.devices, hidden=hidden,
                       inter=inter, vocab=c.vocab_size, dtype_bytes=dtype_bytes, max_position=c.max_position,
-                      rotary_dim=rotary)
+                      rotary_dim=rotary, samples=samples, pipeline=pipeline)
 
 
 def common_fit(report: Report, est: Estimate) -> str | None:

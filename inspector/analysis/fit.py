@@ -120,6 +120,13 @@ class Fit:
     kv_pool_bytes: int | None = None
     kv_pool_tokens: int | None = None
     gpu: str | None = None
+    pipeline: int = 1  # pipeline stages (layers split between them); devices = tensor-parallel × stages
+    #: with pipeline stages: each stage's layers and weights per device; ``stage`` is the one the
+    #: figures above are for (the tightest)
+    stages: tuple[str, ...] = ()
+    stage: str | None = None
+    #: how the weights were counted, when not simply as the headers hold them
+    weights_note: str | None = None
 
 
 #: roles replicated on every device under tensor parallelism (everything else is split)

@@ -9,9 +9,24 @@ from inspector.analysis.config import ModelConfig, load_config
 from inspector.analysis.peft import describe
 from inspector.analysis.roles import PACKING_DTYPES, module_bits, quant_bits, values_per_element
 from inspector.analysis.stats import Summary, Tensor, placed, stored_elements, summarize_tensors
+from inspector.analysis.tokenizer import TokenizerSummary, tokenizer_summary
 from inspector.formats.registry import weight_suffixes
 from inspector.formats.safetensors import without_gc
 from inspector.model import ADAPTER_CONFIG, Checkpoint, FileEntry
+
+
+@dataclass(frozen=True, slots=True)
+class ComponentRow:
+    """One component of a multi-component repo, counted from its tensors (named ``component.…``)."""
+
+    name: str
+    library: str | None
+    class_name: str | None
+    tensors: int
+    parameters: int
+    bytes: int
+    dtypes: tuple[str, ...]  # by bytes, largest first
+    model_type: str | None  # the component's config model_type or _class_name
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,6 +37,11 @@ class Report:
     tensors: list[Tensor]
     other_weights: tuple[FileEntry, ...]
     notes: tuple[str, ...]
+    #: a multi-component repo's components (a diffusers pipeline's, a sentence-transformers model's
+    #: modules), whose figures sum to the summary's
+    components: tuple[ComponentRow, ...] = ()
+    #: the tokenizer, chat template and generation defaults, from the small files (None: nothing said)
+    tokenizer: TokenizerSummary | None = None
 
 
 def logical(tensors: list[Tensor], quantization: object) -> list[Tensor]:
@@ -48,7 +68,43 @@ def build_report(checkpoint: Checkpoint) -> Report:
     tensors = logical(placed(checkpoint.tensors()), config.quantization)
     summary = summarize_tensors(tensors, checkpoint)
     other = other_weight_files(checkpoint)
-    return Report(checkpoint, config, summary, tensors, other, _notes(checkpoint, config, summary, tensors, other))
+    return Report(checkpoint, config, summary, tensors, other, _notes(checkpoint, config, summary, tensors, other),
+                  component_rows(checkpoint, tensors), tokenizer_summary(checkpoint, config))
+
+
+def component_rows(checkpoint: Checkpoint, tensors: list[Tensor]) -> tuple[ComponentRow, ...]:
+    """Each component's tensors, parameters, bytes and dtypes; a sentence-transformers model's
+    transformer (its top level) is the row named ``""`` → ``transformer``."""
+    if not checkpoint.components:
+        return ()
+    from collections import Counter, defaultdict
+
+    names = {c.name for c in checkpoint.components if c.checkpoint is not None}
+    counts: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])
+    dtypes: dict[str, Counter[str]] = defaultdict(Counter)
+    for info, place in tensors:
+        head = info.name.split(".", 1)[0]
+        key = head if head in names else ""
+        row = counts[key]
+        row[0] += 1
+        row[1] += info.numel if place.kind == "parameter" else 0
+        row[2] += info.nbytes
+        dtypes[key][info.dtype] += info.nbytes
+    rows = []
+    if checkpoint.composite == "modules.json":
+        kind = (checkpoint.config or {}).get("model_type")
+        t, p, b = counts.get("", [0, 0, 0])
+        top = tuple(d for d, _ in dtypes[""].most_common())
+        rows.append(ComponentRow("transformer", "transformers", None, t, p, b, top,
+                                 kind if isinstance(kind, str) else None))
+    for c in checkpoint.components:
+        t, p, b = counts.get(c.name, [0, 0, 0]) if c.checkpoint is not None else (0, 0, 0)
+        config = c.checkpoint.config if c.checkpoint is not None else None
+        kind = (config or {}).get("model_type") or (config or {}).get("_class_name")
+        rows.append(ComponentRow(c.name, c.library, c.class_name, t, p, b,
+                                 tuple(d for d, _ in dtypes[c.name].most_common()) if c.checkpoint else (),
+                                 kind if isinstance(kind, str) else None))
+    return tuple(rows)
 
 
 def _notes(checkpoint: Checkpoint, config: ModelConfig, summary: Summary, tensors: list[Tensor],
@@ -98,6 +154,9 @@ def _notes(checkpoint: Checkpoint, config: ModelConfig, summary: Summary, tensor
                      + ": `inspect diff BASE ADAPTER` sets it against its base")
     for name, value in config.unread:
         notes.append(f"config.json: {name} = {value} is not a count this tool reads; left unknown")
+    if checkpoint.composite == "model_index.json":
+        notes.append(f"a diffusers pipeline ({checkpoint.composite_class or 'model_index.json'}): every component's "
+                     "tensors, named component.tensor; `inspect REPO/COMPONENT` reads one with its own config")
     if config.source == "raw" and checkpoint.config:
         notes.append("config read from raw JSON: transformers does not know this model type")
     return tuple(notes)

@@ -55,6 +55,24 @@ ROLE_TABLE: Final[tuple[tuple[Role, str, str], ...]] = (
     ("vision", r"(^|\.)(vision_tower|vision_model|visual|vision_encoder|image_encoder|vpm)\.",
      "LLaVA, Qwen2-VL, Gemma 3, Idefics, PaliGemma, MiniCPM-V"),
     ("audio", r"(^|\.)(audio_tower|audio_encoder|audio_model)\.", "Qwen2-Audio, Gemma 3n"),
+    # diffusion models (diffusers names): whole blocks first, so a block's norms and attention are the block's
+    ("vae.encoder", r"(^|\.)encoder\.(down_blocks|mid_block|conv_in|conv_out|conv_norm_out)\.",
+     "diffusers AutoencoderKL encoder"),
+    ("vae.decoder", r"(^|\.)decoder\.(up_blocks|mid_block|conv_in|conv_out|conv_norm_out)\.",
+     "diffusers AutoencoderKL decoder"),
+    ("vae.quant", r"(^|\.)(post_)?quant_conv\.", "AutoencoderKL latent projections"),
+    ("unet.down.attn", r"(^|\.)down_blocks\.\d+\.attentions\.", "UNet2DConditionModel CrossAttnDownBlock2D"),
+    ("unet.down.resnet", r"(^|\.)down_blocks\.\d+\.resnets\.", "UNet2DConditionModel down blocks"),
+    ("unet.mid.attn", r"(^|\.)mid_block\.attentions\.", "UNetMidBlock2DCrossAttn"),
+    ("unet.mid.resnet", r"(^|\.)mid_block\.resnets\.", "UNetMidBlock2DCrossAttn"),
+    ("unet.up.attn", r"(^|\.)up_blocks\.\d+\.attentions\.", "UNet2DConditionModel CrossAttnUpBlock2D"),
+    ("unet.up.resnet", r"(^|\.)up_blocks\.\d+\.resnets\.", "UNet2DConditionModel up blocks"),
+    ("unet.sampler", r"(^|\.)(down_blocks|up_blocks)\.\d+\.(downsamplers|upsamplers)\.",
+     "UNet down- and up-sampling convolutions"),
+    ("dit.block", r"(^|\.)(transformer_blocks|single_transformer_blocks|joint_transformer_blocks)\.\d+\.",
+     "diffusion transformers: DiT, PixArt, SD3 (joint), FLUX (single), Wan"),
+    ("diffusion.time", r"(^|\.)(time_embedding|time_proj|add_embedding|time_text_embed|timestep_embedder|"
+     r"t_embedder|adaln_single|condition_embedder)\.", "timestep and condition embeddings (UNet, DiT, FLUX, Wan)"),
     # norms before attention, so BERT's attention.output.LayerNorm is a norm
     ("norm", r"(?i)(^|\.)(\w*norm\w*|ln_\w+|ln)\.(weight|bias)$",
      "RMSNorm/LayerNorm everywhere: input_layernorm, ln_1, ln_f, q_a_layernorm, q_norm, enorm"),
@@ -114,16 +132,17 @@ ROLE_TABLE: Final[tuple[tuple[Role, str, str], ...]] = (
     ("mlp.down", r"\.mlp\.c_proj\.", "GPT-2"),
     ("mlp.down", r"\.output\.dense\.", "BERT"),
     # embeddings and heads
-    ("embedding", r"(^|\.)(embed_tokens|wte|word_embeddings|tok_embeddings|embed_in)\.weight$",
-     "Llama/Mistral/Qwen/Gemma/DeepSeek (embed_tokens), GPT-2 (wte), BERT (word_embeddings)"),
-    ("position_embedding", r"(^|\.)(wpe|position_embeddings|embed_positions)\.weight$",
-     "GPT-2 (wpe), BERT, OPT: learned absolute positions"),
+    ("embedding", r"(^|\.)(embed_tokens|wte|word_embeddings|tok_embeddings|embed_in|token_embedding)\.weight$",
+     "Llama/Mistral/Qwen/Gemma/DeepSeek (embed_tokens), GPT-2 (wte), BERT (word_embeddings), CLIP (token_embedding)"),
+    ("position_embedding", r"(^|\.)(wpe|position_embeddings|embed_positions|position_embedding)\.weight$",
+     "GPT-2 (wpe), BERT, OPT, CLIP (position_embedding): learned absolute positions"),
     ("token_type_embedding", r"(^|\.)token_type_embeddings\.weight$", "BERT segment embeddings"),
     ("lm_head", r"(^|\.)(lm_head|embed_out|output|shared_head\.head)\.(weight|bias)$",
      "lm_head everywhere; GPT-NeoX (embed_out); Meta originals (output); DeepSeek MTP (shared_head.head)"),
     ("mtp", r"\.(eh_proj)\.", "DeepSeek-V3 multi-token prediction layer"),
     ("pooler", r"(^|\.)pooler\.", "BERT"),
     ("head", r"(^|\.)(classifier|score|qa_outputs|cls)\.", "task heads"),
+    ("head", r"^\d+_Dense\.linear\.", "sentence-transformers Dense module (2_Dense/)"),
 )
 
 ROLE_ORDER: Final[tuple[str, ...]] = (
@@ -132,7 +151,9 @@ ROLE_ORDER: Final[tuple[str, ...]] = (
     "mlp.gate", "mlp.up", "mlp.gate_up", "mlp.down",
     "moe.router", "moe.expert.gate", "moe.expert.up", "moe.expert.gate_up", "moe.expert.down", "moe.expert",
     "moe.shared.gate", "moe.shared.up", "moe.shared.down", "moe.shared",
-    "norm", "lm_head", "mtp", "pooler", "head", "vision", "projector", "audio", "buffer", "other",
+    "norm", "lm_head", "mtp", "pooler", "head", "vision", "projector", "audio",
+    "unet.down.resnet", "unet.down.attn", "unet.mid.resnet", "unet.mid.attn", "unet.up.resnet", "unet.up.attn",
+    "unet.sampler", "dit.block", "diffusion.time", "vae.encoder", "vae.decoder", "vae.quant", "buffer", "other",
 )
 
 _KINDS: tuple[tuple[Kind, re.Pattern[str]], ...] = tuple((kind, re.compile(p)) for kind, p, _ in KIND_TABLE)

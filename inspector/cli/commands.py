@@ -337,6 +337,9 @@ def estimate_cmd(
     utilization: Annotated[str | None, typer.Option(
         "--utilization", help="with --gpu and vLLM: gpu_memory_utilization, the share of the device vLLM "
                               "takes (default 0.9)")] = None,
+    pipeline: Annotated[str, typer.Option(
+        "--pipeline", help="with --gpu: pipeline-parallel stages the layers are split between; they divide "
+                           "the devices (--gpu H100x4 --pipeline 2: tensor parallel 2 in each stage)")] = "1",
     overhead: Annotated[str | None, typer.Option(
         "--overhead", help="runtime overhead per device, replacing the engine's terms (activation peak, "
                            "buffers): 2GiB, 500MB")] = None,
@@ -353,7 +356,7 @@ def estimate_cmd(
     fmt = output_format(fmt, as_json)
 
     options = api.estimate_options(context=context, batch=batch, kv_dtype=kv_dtype, gpu=gpu, overhead=overhead,
-                                   engine=engine, utilization=utilization,
+                                   engine=engine, utilization=utilization, pipeline=pipeline,
                                    dtypes=[d.strip() for d in dtype.split(",") if d.strip()] if dtype else None)
     done = api.estimate_with(open_model(model, revision, endpoint, token, offline), options)
     report, est, fitted = done.report, done.estimate, done.fit

@@ -248,6 +248,8 @@ def report_json(report: Report, *, rows: list[ListingRow] | None, formula: Formu
             for h in s.shards
         ],
         "other_weight_files": [{"path": f.path, "size": f.size} for f in report.other_weights],
+        "components": components_json(report),
+        "tokenizer": tokenizer_json(report),
         "notes": list(report.notes),
         "formula": None if formula is None else formula_json(formula),
         "tensors": None if rows is None else [
@@ -348,7 +350,10 @@ def report_table(report: Report, *, all_shards: bool = False, logical: tuple[str
     title = Text()
     title.append(sanitize(c.label), style="bold")
     title.append(f"  ({sanitize(origin_text(c))})", style="dim")
-    parts: list[RenderableType] = [title, Text(sanitize(config_line(report.config)), style="cyan"), Text("")]
+    line = config_line(report.config) if c.composite != "model_index.json" else \
+        f"{c.composite_class or 'pipeline'} ({c.composite}): " + ", ".join(
+            f"{r.name} {r.class_name or ''}".strip() for r in report.components if r.tensors)
+    parts: list[RenderableType] = [title, Text(sanitize(line), style="cyan"), Text("")]
 
     totals = Table.grid(padding=(0, 2))
     totals.add_column(style="bold")
@@ -368,6 +373,8 @@ def report_table(report: Report, *, all_shards: bool = False, logical: tuple[str
     totals.add_row("Bytes", n(s.bytes), size(s.bytes) + " of tensor data")
     totals.add_row("Tensors", n(s.tensors), f"in {len(s.shards)} file{'s' if len(s.shards) != 1 else ''}")
     parts += [totals, Text("")]
+    if report.components:
+        parts += [components_table(report), Text("")]
 
     roles = Table(title="By role", title_justify="left", show_edge=False, pad_edge=False)
     roles.add_column("role")
@@ -416,6 +423,16 @@ def report_table(report: Report, *, all_shards: bool = False, logical: tuple[str
         dtypes.add_row(*cells)
     parts += [dtypes, Text("")]
 
+    return Group(*parts, *_report_tail(report, all_shards))
+
+
+def _report_tail(report: Report, all_shards: bool) -> list[RenderableType]:
+    """The files, the tokenizer and the notes of ``report_table``."""
+    from rich.table import Table
+    from rich.text import Text
+
+    s = report.summary
+    parts: list[RenderableType] = []
     if s.shards and (len(s.shards) <= 8 or all_shards):
         shards = Table(title="Files", title_justify="left", show_edge=False, pad_edge=False)
         shards.add_column("file")
@@ -432,9 +449,73 @@ def report_table(report: Report, *, all_shards: bool = False, logical: tuple[str
             " (--shards lists them)", style="dim"))
         parts.append(Text(""))
 
+    tokenizer = tokenizer_lines(report)
+    if tokenizer:
+        parts += [Text("Tokenizer", style="italic"), *(Text("  " + sanitize(line, 500)) for line in tokenizer),
+                  Text("")]
     for note in report.notes:
         parts.append(Text("note: " + sanitize(note, 500), style="yellow"))
-    return Group(*parts)
+    return parts
+
+
+def components_table(report: Report) -> RenderableType:
+    """A multi-component repo's components: class, parameters, bytes, dtypes; their sum is the total."""
+    from rich.table import Table
+
+    c = report.checkpoint
+    t = Table(title=f"Components ({c.composite})", title_justify="left", show_edge=False, pad_edge=False)
+    for name, justify in (("component", "left"), ("class", "left"), ("tensors", "right"), ("parameters", "right"),
+                          ("share", "right"), ("bytes", "right"), ("dtype", "left")):
+        t.add_column(name, justify=justify)  # type: ignore[arg-type]
+    total = report.summary.parameters or 1
+    for r in report.components:
+        if not r.tensors:
+            t.add_row(sanitize(r.name), sanitize(r.class_name or ""), "—", "no weights", "", "", "", style="dim")
+            continue
+        t.add_row(sanitize(r.name), sanitize(r.class_name or r.model_type or ""), n(r.tensors), n(r.parameters),
+                  f"{100 * r.parameters / total:.2f}%", n(r.bytes), sanitize(", ".join(r.dtypes)))
+    return t
+
+
+def tokenizer_lines(report: Report) -> list[str]:
+    """The tokenizer in a few lines: vocabulary, special and added tokens, chat template, generation."""
+    t = report.tokenizer
+    if t is None:
+        return []
+    vocab = f"{t.vocab_size:,} tokens ({t.vocab_source})" if t.vocab_size is not None else t.vocab_source
+    lines = [f"vocabulary: {vocab}" + (f"; embedding rows {t.embedding_rows:,}" if t.embedding_rows else "")]
+    if t.tokenizer_class:
+        lines.append(f"class: {t.tokenizer_class}" + (f"; model_max_length {t.model_max_length:,}"
+                                                     if t.model_max_length else ""))
+    if t.special:
+        lines.append("special: " + ", ".join(f"{k} {v!r}" for k, v in t.special))
+    if t.added_tokens is not None:
+        special = f", {t.added_special:,} special" if t.added_special else ""
+        lines.append(f"added tokens: {t.added_tokens:,}{special}")
+    template = f"yes ({t.chat_template_source})" if t.chat_template else "no"
+    if t.chat_templates:
+        template += "; also named: " + ", ".join(t.chat_templates)
+    lines.append(f"chat template: {template}")
+    if t.generation:
+        lines.append("generation defaults: " + ", ".join(f"{k} {v}" for k, v in t.generation))
+    return lines + [f"note: {note}" for note in t.notes]
+
+
+def tokenizer_json(report: Report) -> dict[str, object] | None:
+    t = report.tokenizer
+    if t is None:
+        return None
+    return {"class": t.tokenizer_class, "vocab_size": t.vocab_size, "vocab_source": t.vocab_source,
+            "embedding_rows": t.embedding_rows, "special": dict(t.special), "added_tokens": t.added_tokens,
+            "added_special": t.added_special, "chat_template": t.chat_template,
+            "chat_template_source": t.chat_template_source, "chat_templates": list(t.chat_templates),
+            "model_max_length": t.model_max_length, "generation": dict(t.generation), "notes": list(t.notes)}
+
+
+def components_json(report: Report) -> list[dict[str, object]] | None:
+    return [{"name": r.name, "library": r.library, "class": r.class_name, "model_type": r.model_type,
+             "tensors": r.tensors, "parameters": r.parameters, "bytes": r.bytes, "dtypes": list(r.dtypes)}
+            for r in report.components] if report.components else None
 
 
 def tensor_lines(rows: list[ListingRow]) -> list[str]:
@@ -511,6 +592,7 @@ def fit_json(f: Fit) -> dict[str, object]:
         "engine": f.engine, "gpu": f.gpu, "utilization": f.utilization, "usable_bytes": f.usable_bytes,
         "terms": [{"name": t.name, "bytes": t.bytes, "formula": t.formula, "source": t.source} for t in f.terms],
         "kv_pool_bytes": f.kv_pool_bytes, "kv_pool_tokens": f.kv_pool_tokens,
+        "pipeline": f.pipeline, "stages": list(f.stages), "stage": f.stage, "weights_note": f.weights_note,
     }
 
 
@@ -534,8 +616,10 @@ def fit_table(f: Fit) -> RenderableType:
     t.add_column("GB", justify="right")
     t.add_column("GiB", justify="right")
     t.add_column("how")
-    rows = [("weights", f.weights_bytes, (f"1/{f.devices} of {f.weights_bytes_all:,} B, replicated pieces whole"
-                                          if f.devices > 1 else "as the headers hold them")),
+    tp = f.devices // f.pipeline
+    rows = [("weights", f.weights_bytes, (f"1/{tp} of {f.weights_bytes_all:,} B, replicated pieces whole"
+                                          if tp > 1 else "as the headers hold them") +
+             (f"; {f.weights_note}" if f.weights_note else "")),
             ("KV cache", f.kv_bytes, "unknown (not counted)" if f.fits is None else
              f"{f.kv_bytes_per_token:,} B/token × {f.context:,} × batch {f.batch}; {f.kv_share}")]
     rows += [(term.name, term.bytes, term.formula) for term in f.terms]
@@ -546,7 +630,8 @@ def fit_table(f: Fit) -> RenderableType:
     if f.kv_pool_bytes is not None and f.fits is not None:
         tokens = f"; {f.kv_pool_tokens:,} tokens in blocks of 16" if f.kv_pool_tokens is not None else \
             "; tokens not given: windowed or recurrent layers are paged apart by vLLM's hybrid allocator"
-        rows.append(("KV pool", f.kv_pool_bytes, "usable − weights − terms above (vLLM sizes its cache to it)" + tokens))
+        rows.append(("KV pool", f.kv_pool_bytes,
+                     "usable − weights − terms above (vLLM sizes its cache to it)" + tokens))
     for label, value, how in rows:
         t.add_row(sanitize(label), n(value), f"{value / 10**9:.2f}", f"{value / 2**30:.2f}", sanitize(how))
     if f.fits is None:
@@ -565,6 +650,9 @@ def fit_table(f: Fit) -> RenderableType:
         parts.append(Text("sources: " + sanitize("; ".join(sources)), style="dim"))
     if f.replicated and f.devices > 1:
         parts.append(Text("replicated on every device: " + ", ".join(f.replicated), style="dim"))
+    if f.stages:
+        parts.append(Text(f"{f.pipeline} pipeline stages of {f.devices // f.pipeline} device(s); the figures above "
+                          f"are the tightest, {f.stage}: " + "; ".join(f.stages), style="dim"))
     return Group(*parts)  # (its warnings are said once, on stderr)
 
 

@@ -6,14 +6,32 @@ The local folder, the HF cache and the Hub list their files and call these; none
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
+from dataclasses import dataclass, replace
+from typing import Any, Final, Protocol, TypeVar
 
 from inspector.errors import HeaderError, InvalidCheckpointError, NotFoundError, SeveralFiles
 from inspector.formats.registry import NOT_WEIGHTS, SAFETENSORS, reader_named, readers, weight_suffixes
-from inspector.model import SIDE_FILES, WeightFile, natural_key
-from inspector.safeio import parse_json_object, relative_name
+from inspector.model import SIDE_FILES, Checkpoint, Component, WeightFile, natural_key
+from inspector.safeio import parse_json, parse_json_object, relative_name
+
+#: a diffusers pipeline's index: component folder → [library, class]
+PIPELINE_INDEX: Final = "model_index.json"
+#: a sentence-transformers model's modules: [{idx, name, path, type}], "" the transformer itself
+MODULES_INDEX: Final = "modules.json"
+#: the weight files diffusers and transformers load by default from a component folder (a variant,
+#: ``diffusion_pytorch_model.fp16.safetensors``, only when asked for)
+DEFAULT_WEIGHTS: Final = ("diffusion_pytorch_model.safetensors", "model.safetensors")
+#: the small files beside the weights that describe the tokenizer, chat template and generation
+#: defaults (``analysis.tokenizer`` reads them); tokenizer.json only up to ``TOKENIZER_JSON_BUDGET``
+TOKENIZER_FILES: Final = ("tokenizer_config.json", "special_tokens_map.json", "generation_config.json",
+                          "chat_template.json", "chat_template.jinja")
+TOKENIZER_JSON: Final = "tokenizer.json"
+#: tokenizer.json is read for the vocabulary size when it is this small (remote: one more round trip
+#: of at most this many bytes; Llama 3's is 9 MB, Gemma 3's 33 MB: then the size is said unknown)
+TOKENIZER_JSON_BUDGET: Final = (4 * 1024 * 1024, 40 * 1024 * 1024)  # (remote, local)
+_FOLDER: Final = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")
 
 
 def json_object(raw: bytes | str, name: str) -> dict[str, Any]:
@@ -118,10 +136,107 @@ class Parts:
     side: dict[str, dict[str, Any]]
     #: the small files read, as read (a header snapshot keeps them)
     stored: dict[str, bytes]
+    #: a multi-component repo's parts: (folder, library, class, what was read there or None)
+    components: tuple[tuple[str, str | None, str | None, Parts | None], ...] = ()
+    composite: str | None = None  # the index file the components came from
+    composite_class: str | None = None
+
+
+class Prefixed:
+    """One folder of a source as a source of its own (a pipeline's ``unet/``): names relative to
+    the folder; weight files keep their full path in the records."""
+
+    def __init__(self, source: Source, folder: str) -> None:
+        self.source, self.prefix = source, folder + "/"
+        self.where = f"{source.where}/{folder}"
+        self.remote = source.remote
+
+    def small(self, name: str) -> bytes:
+        return self.source.small(self.prefix + name)
+
+    def prefetch(self, names: list[str]) -> None:
+        self.source.prefetch([self.prefix + n for n in names])
+
+    def read_file(self, name: str, *, first: int | None, lenient: bool) -> WeightFile:
+        return self.source.read_file(self.prefix + name, first=first, lenient=lenient)
+
+    def each(self, read: Callable[[str], T], names: list[str]) -> list[T]:
+        return self.source.each(read, names)
+
+
+def sub_listing(files: Mapping[str, int | None], folder: str) -> dict[str, int | None]:
+    """The files below ``folder``, named relative to it."""
+    prefix = folder + "/"
+    return {name[len(prefix):]: size for name, size in files.items() if name.startswith(prefix)}
+
+
+def pipeline_components(index: Mapping[str, Any], where: str) -> list[tuple[str, str | None, str | None]]:
+    """A diffusers ``model_index.json``'s components: (folder, library, class), in its order; keys
+    starting with ``_`` are the pipeline's own, ``[null, null]`` an absent optional component."""
+    out = []
+    for key, value in index.items():
+        if key.startswith("_") or not isinstance(value, list) or len(value) != 2:
+            continue
+        library, cls = value
+        if library is None and cls is None:
+            continue
+        if not all(v is None or isinstance(v, str) for v in (library, cls)) or not _FOLDER.match(key):
+            raise InvalidCheckpointError(f"{where}: {PIPELINE_INDEX}: component {key[:80]!r} is not a folder name "
+                                         "with a [library, class] pair")
+        out.append((key, library, cls))
+    return out
+
+
+def module_components(modules: object, where: str) -> list[tuple[str, str | None, str | None]]:
+    """A sentence-transformers ``modules.json``: the modules in their own folders, (folder, None, type)."""
+    if not isinstance(modules, list):
+        raise InvalidCheckpointError(f"{where}: {MODULES_INDEX} is not a list of modules")
+    out = []
+    for entry in modules:
+        path = entry.get("path") if isinstance(entry, dict) else None
+        kind = entry.get("type") if isinstance(entry, dict) else None
+        if not isinstance(path, str) or (kind is not None and not isinstance(kind, str)):
+            raise InvalidCheckpointError(f"{where}: {MODULES_INDEX}: a module without a path")
+        if path in ("", "."):
+            continue  # the transformer: the repo's own top level
+        if not _FOLDER.match(path):
+            relative_name(path, f"{where}: {MODULES_INDEX}: path")
+            raise InvalidCheckpointError(f"{where}: {MODULES_INDEX}: module path {path[:80]!r} is not one folder")
+        library, _, cls = kind.rpartition(".") if kind else ("", "", "")
+        out.append((path, library.split(".")[0] or None, cls or None))
+    return out
+
+
+def prefixed(header: WeightFile, component: str) -> WeightFile:
+    """A component's records with every tensor named ``component.name`` (the whole repo's view)."""
+    return replace(header, tensors=tuple(t._replace(name=f"{component}.{t.name}") for t in header.tensors))
+
+
+def small_files(parts: Parts) -> dict[str, bytes]:
+    """The tokenizer, chat-template and generation files the assembly read (``Checkpoint.small_files``)."""
+    return {n: raw for n, raw in parts.stored.items() if n in TOKENIZER_FILES or n == TOKENIZER_JSON}
+
+
+def with_components(base: Checkpoint, parts: Parts) -> Checkpoint:
+    """``base`` (the repo's checkpoint) with its components, each a checkpoint of its own with its own
+    config, index and files, labelled ``repo/component``."""
+    if not parts.components:
+        return base
+    out = []
+    for name, library, cls, part in parts.components:
+        sub = None
+        if part is not None:
+            sub = replace(base, label=f"{base.label}/{name}", location=f"{base.location}/{name}",
+                          headers=part.headers, config=part.config, index=part.index, index_name=part.index_name,
+                          index_error=part.index_error, header_errors=part.errors, side_json=part.side,
+                          files=tuple(f for f in base.files if f.path.startswith(name + "/")), components=(),
+                          composite=None, composite_class=None, notes=(), small_files=small_files(part))
+        out.append(Component(name, library, cls, sub))
+    return replace(base, components=tuple(out), composite=parts.composite, composite_class=parts.composite_class)
 
 
 def assemble(source: Source, files: Mapping[str, int | None], *, lenient: bool = False, only: str | None = None,
-             extra: tuple[str, ...] = (), progress: Progress | None = None) -> Parts:
+             extra: tuple[str, ...] = (), progress: Progress | None = None, depth: int = 0) -> Parts:
     """The one assembly of a checkpoint from a folder or repo listing (``files``: every file with its
     size): the index (``pick_index``) and the shards it names, else the weight files of the first
     format the listing has (``weight_files``); each shard's records; config.json and the side files.
@@ -130,7 +245,12 @@ def assemble(source: Source, files: Mapping[str, int | None], *, lenient: bool =
     index does not name are read too. ``extra``: more small files to keep (generation_config …)."""
     top = {p for p in files if "/" not in p}
     index_name = pick_index(top)
-    smalls = [n for n in ("config.json", *extra, *SIDE_FILES) if n in files]
+    if only is None and index_name is None and PIPELINE_INDEX in top and not _has_weights(top) and depth == 0:
+        return _pipeline(source, files, lenient=lenient, progress=progress)
+    smalls = [n for n in ("config.json", *extra, *SIDE_FILES, *TOKENIZER_FILES) if n in files]
+    size = files.get(TOKENIZER_JSON) if TOKENIZER_JSON in files else None
+    if size is not None and size <= TOKENIZER_JSON_BUDGET[0 if source.remote else 1] and depth == 0:
+        smalls.append(TOKENIZER_JSON)
     source.prefetch(smalls + ([index_name] if index_name else []))
     index_raw = source.small(index_name) if index_name else None
     index: dict[str, Any] | None = None
@@ -172,12 +292,77 @@ def assemble(source: Source, files: Mapping[str, int | None], *, lenient: bool =
     config = json_object(stored["config.json"], f"{source.where}: config.json") if "config.json" in stored else None
     if config is None and len(headers) == 1 and (reader := reader_named(headers[0].format)) is not None:
         config = reader.config(headers[0])  # a file that carries its own (GGUF metadata), wherever it is
-    return Parts(
+    parts = Parts(
         index=index, index_name=index_name, index_error=index_error, headers=headers,
         errors=tuple(r for r in results if isinstance(r, HeaderError)), config=config,
         side={n: json_object(stored[n], f"{source.where}: {n}") for n in SIDE_FILES if n in stored},
         stored=stored,
     )
+    if only is None and depth == 0 and MODULES_INDEX in top:
+        parts = _modules(source, files, parts, lenient=lenient)
+    return parts
+
+
+def _has_weights(names: Iterable[str]) -> bool:
+    suffixes = tuple(s for r in readers() for s in r.suffixes)
+    return any(n.endswith(suffixes) and not n.startswith(NOT_WEIGHTS) for n in names)
+
+
+def _component(source: Source, files: Mapping[str, int | None], folder: str, lenient: bool) -> Parts | None:
+    """What a component folder holds, read as its library loads it by default; None without weights."""
+    sub = sub_listing(files, folder)
+    top = {p for p in sub if "/" not in p}
+    if pick_index(top) is None and not _has_weights(top):
+        return None
+    only = None
+    if pick_index(top) is None:
+        default = [n for n in DEFAULT_WEIGHTS if n in top]
+        variants = sorted(n for n in top if n.endswith(".safetensors"))
+        only = default[0] if default else (variants[0] if len(variants) > 1 else None)
+    return assemble(Prefixed(source, folder), sub, lenient=lenient, only=only, depth=1)
+
+
+def _pipeline(source: Source, files: Mapping[str, int | None], *, lenient: bool, progress: Progress | None) -> Parts:
+    """A diffusers pipeline: each component with weights read on its own; the whole repo's records
+    are every component's, named ``component.tensor``."""
+    raw = source.small(PIPELINE_INDEX)
+    index = json_object(raw, f"{source.where}: {PIPELINE_INDEX}")
+    components = []
+    headers: list[WeightFile] = []
+    errors: list[HeaderError] = []
+    listed = pipeline_components(index, source.where)
+    for done, (name, library, cls) in enumerate(listed):
+        part = _component(source, files, name, lenient)
+        components.append((name, library, cls, part))
+        if part is not None:
+            headers += [prefixed(h, name) for h in part.headers]
+            errors += part.errors
+        if progress:
+            progress(done + 1, len(listed))
+    if not any(p is not None for *_, p in components):
+        raise NotFoundError(f"{source.where}: a diffusers pipeline ({PIPELINE_INDEX}) whose components hold no weight "
+                            "files this tool reads", hint="each component folder needs its .safetensors (or "
+                            "torch) files")
+    cls_name = index.get("_class_name")
+    return Parts(index=None, index_name=None, index_error=None, headers=tuple(headers), errors=tuple(errors),
+                 config=None, side={}, stored={PIPELINE_INDEX: raw}, components=tuple(components),
+                 composite=PIPELINE_INDEX, composite_class=cls_name if isinstance(cls_name, str) else None)
+
+
+def _modules(source: Source, files: Mapping[str, int | None], parts: Parts, *, lenient: bool) -> Parts:
+    """A sentence-transformers model: its modules' weights (a Dense head) join the transformer's."""
+    raw = source.small(MODULES_INDEX)
+    listed = module_components(parse_json(raw, f"{source.where}: {MODULES_INDEX}"), source.where)
+    components = []
+    headers = list(parts.headers)
+    for name, library, kind in listed:
+        part = _component(source, files, name, lenient)
+        components.append((name, library, kind, part))
+        if part is not None:
+            headers += [prefixed(h, name) for h in part.headers]
+    return replace(parts, headers=tuple(headers), components=tuple(components), composite=MODULES_INDEX,
+                   composite_class="SentenceTransformer",
+                   errors=parts.errors + tuple(e for *_, p in components if p is not None for e in p.errors))
 
 
 def _shards(where: str, files: Mapping[str, int | None], top: set[str], index: Mapping[str, Any] | None,

@@ -31,7 +31,7 @@ from inspector.errors import HubUnreachable, InvalidCheckpointError, NetworkErro
 from inspector.formats.registry import SAFETENSORS, reader_for, reader_named
 from inspector.model import Checkpoint, FileEntry, WeightFile, natural_key
 from inspector.safeio import COMMIT, commit_id, relative_name
-from inspector.sources.assemble import assemble
+from inspector.sources.assemble import assemble, small_files, with_components
 from inspector.sources.header_cache import HeaderCache
 from inspector.sources.resolve import HubOpener
 from inspector.sources.snapshot import load_snapshot
@@ -100,7 +100,9 @@ def open_hub(repo_id: str, revision: str | None = None, *, options: HubOptions |
         if early is not None:
             early.close()
     # records a prefix cannot rebuild (a pickle's) are not kept in a snapshot: such repos are read again
-    keepable = all(getattr(reader_named(h.format), "keeps_head", False) for h in checkpoint.headers)
+    # (nor multi-component repos: a snapshot keeps one config and one set of records)
+    keepable = all(getattr(reader_named(h.format), "keeps_head", False) for h in checkpoint.headers) \
+        and not checkpoint.components
     if use_cache and keepable and not checkpoint.header_errors and checkpoint.index_error is None:
         cache.put(snapshot)
         cache.set_ref(repo_id, rev, sha)
@@ -265,13 +267,13 @@ def fetch_checkpoint(hub: Hub, repo_id: str, sha: str, info: Mapping[str, Any],
              f"at commit {sha}"]
     if hub.stats.range_ignored:
         notes.append("the server ignored Range requests; only the header bytes were read")
-    checkpoint = Checkpoint(
+    checkpoint = with_components(Checkpoint(
         label=repo_id, origin="hub", location=f"{hub.public}/{repo_id}", headers=parts.headers,
         config=parts.config, index=parts.index, repo_id=repo_id, revision=sha,
         files=tuple(FileEntry(p, s) for p, s in sorted(sizes.items(), key=lambda kv: natural_key(kv[0]))),
         notes=tuple(notes), header_errors=parts.errors, index_name=parts.index_name, index_error=parts.index_error,
-        side_json=parts.side,
-    )
+        side_json=parts.side, small_files=small_files(parts),
+    ), parts)
     snapshot = {
         "repo_id": repo_id, "revision": sha,
         "files": sorted(sizes.items()),

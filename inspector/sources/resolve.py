@@ -28,7 +28,7 @@ from inspector.formats.registry import SAFETENSORS, reader_for, weight_suffixes
 from inspector.formats.safetensors import without_gc
 from inspector.model import Checkpoint, FileEntry, Origin, WeightFile, natural_key
 from inspector.safeio import is_repo_id, open_regular, pread_all, read_ref, read_regular, regular_size
-from inspector.sources.assemble import assemble, index_shards, json_object, pick_index
+from inspector.sources.assemble import assemble, index_shards, json_object, pick_index, small_files, with_components
 from inspector.sources.bundled import ALIASES, bundled_path
 from inspector.sources.snapshot import JSON_BUDGET, is_snapshot, load_snapshot
 
@@ -85,10 +85,15 @@ def open_checkpoint(spec: str, *, hub: HubOpener | None = None, revision: str | 
         return open_local(path, lenient=lenient)
     name, rev = split_revision(spec)
     rev = rev or revision
-    only = None
+    only = component = None
     parts = name.split("/")
     if len(parts) > 2 and reader_for(name):  # org/name/FILE.gguf: one file of a repo
         name, only = "/".join(parts[:2]), "/".join(parts[2:])
+    elif len(parts) == 3 and looks_like_repo_id("/".join(parts[:2])) and is_repo_id(f"x/{parts[2]}"):
+        # org/name/COMPONENT: one component of a pipeline
+        name, component = "/".join(parts[:2]), parts[2]
+    if component is not None:
+        return pick_component(open_checkpoint(name, hub=hub, revision=rev, lenient=lenient), component)
     alias = ALIASES.get(name.lower())
     if alias is not None and rev is None and only is None:
         return load_snapshot(bundled_path(alias), origin="bundled", label=alias.repo_id, strict=not lenient)
@@ -108,6 +113,21 @@ def open_checkpoint(spec: str, *, hub: HubOpener | None = None, revision: str | 
         hint=f"did you mean {close}? (`inspect aliases` lists the bundled models)" if close else
         "`inspect aliases` lists the bundled models; a Hub repo looks like org/name",
     )
+
+
+def pick_component(checkpoint: Checkpoint, name: str) -> Checkpoint:
+    """One component of a multi-component repo (``org/name/unet``), or a usage error listing them."""
+    found = checkpoint.component(name)
+    if found is not None:
+        return found
+    with_weights = [c.name for c in checkpoint.components if c.checkpoint is not None]
+    if not checkpoint.components:
+        raise NotFoundError(f"{checkpoint.label}/{name}: {checkpoint.label} is not a multi-component repo "
+                            "(no model_index.json or modules.json)", hint=f"inspect {checkpoint.label}")
+    close = did_you_mean(name, with_weights)
+    raise NotFoundError(f"{checkpoint.label}: no component {name!r} with weights",
+                        hint=(f"did you mean {close}? " if close else "") + "components with weights: " +
+                        ", ".join(with_weights))
 
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str | None:
@@ -163,12 +183,12 @@ def open_folder(folder: Path, *, origin: Origin, repo_id: str | None = None, rev
                 f"{folder}: only config files are cached for {repo_id} (a config-only download)",
                 hint=f"`inspect {repo_id}` reads the weight headers from the Hub") from None
         raise
-    return Checkpoint(
+    return with_components(Checkpoint(
         label=repo_id or folder.name, origin=origin, location=str(folder), headers=parts.headers,
         config=parts.config, index=parts.index, repo_id=repo_id, revision=revision, files=tuple(files),
         header_errors=parts.errors, index_name=parts.index_name, index_error=parts.index_error,
-        side_json=parts.side, root=str(folder),
-    )
+        side_json=parts.side, root=str(folder), small_files=small_files(parts),
+    ), parts)
 
 
 class LocalFolder:

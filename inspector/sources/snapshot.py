@@ -45,7 +45,7 @@ from inspector.safeio import (
     relative_name,
     write_folder,
 )
-from inspector.sources.assemble import pick_index
+from inspector.sources.assemble import TOKENIZER_FILES, TOKENIZER_JSON, pick_index
 
 MANIFEST: Final = "inspector-snapshot.json"
 FORMAT: Final = "inspector-header-snapshot"
@@ -159,6 +159,8 @@ def load_snapshot(folder: Path, *, origin: Origin = "snapshot", label: str | Non
     provenance = manifest.get("provenance")
     notes = (f"snapshot provenance: {provenance}",) if isinstance(provenance, str) and provenance else ()
     side = {n: doc for n in SIDE_FILES if (doc := _read_json(folder, n, files)) is not None}
+    smalls = {f.path: read_regular(inside(folder, f.path, f"{folder / MANIFEST}: stored file"), JSON_BUDGET)
+              for f in files if f.stored and (f.path in TOKENIZER_FILES or f.path == TOKENIZER_JSON)}
     return Checkpoint(
         label=label or repo_id or folder.name,
         origin=origin,
@@ -173,6 +175,7 @@ def load_snapshot(folder: Path, *, origin: Origin = "snapshot", label: str | Non
         header_errors=tuple(errors),
         index_name=index_name,
         side_json=side,
+        small_files=smalls,
     )
 
 

@@ -119,7 +119,7 @@ FIT = obj({
     "weights_bytes_all_devices": INT, "replicated_bytes": INT, "replicated": STRS, "kv_bytes_per_token": INT,
     "kv_bytes": INT, "kv_share": STR, "overhead_bytes": INT, "overhead_formula": STR, "total_bytes": INT,
     "fits": NBOOL, "max_context": NINT, "max_context_capped": BOOL, "max_batch": NINT, "model_limit": NINT,
-    "unknown": NSTR, "engine": {"enum": ["vllm", "llama.cpp"]}, "gpu": NSTR, "utilization": NNUM,
+    "unknown": NSTR, "engine": {"enum": ["vllm", "llama.cpp", "diffusers"]}, "gpu": NSTR, "utilization": NNUM,
     "usable_bytes": INT, "terms": arr(obj({"name": STR, "bytes": INT, "formula": STR, "source": STR})),
     "kv_pool_bytes": NINT, "kv_pool_tokens": NINT, "pipeline": INT, "stages": STRS, "stage": NSTR,
     "weights_note": NSTR,

@@ -100,6 +100,14 @@ def estimate(report: Report, *, context: int | None = None, batch: int = 1, kv_d
     figures.append(Figure(
         "weights_bytes", s.bytes, "B", "Σ tensor bytes from the headers' data_offsets",
         "safetensors headers", ("as stored: every tensor, scales and buffers included",)))
+    if report.checkpoint.composite == "model_index.json":  # a diffusion pipeline decodes no tokens
+        figures += [Figure(f"weights_bytes.{r.name}", r.bytes, "B", f"Σ tensor bytes of {r.name}/",
+                           "safetensors headers", (f"{r.class_name or r.model_type or 'component'}: "
+                                                   f"{r.parameters:,} parameters",))
+                    for r in report.components if r.tensors]
+        shares = tuple((d.lower(), int(q.logical_parameters * USER_DTYPE_BITS[d.lower()] // 8)) for d in what_if
+                       if d.lower() in USER_DTYPE_BITS)
+        return Estimate(ctx, batch, kvd, tuple(figures), q, shares)  # no KV cache, no per-token FLOPs
     figures += _kv(report, ctx, batch, kvd)
     active, moe_figs = _moe(report)
     figures += moe_figs
@@ -544,6 +552,8 @@ def fit_estimate(report: Report, est: Estimate, budget: Budget, *, weights_dtype
     budget's devices are tensor-parallel ways × stages). llama.cpp on several devices splits by
     layers (its default ``--split-mode layer``)."""
     engine = engine or default_engine(report)
+    if report.checkpoint.composite == "model_index.json":
+        return _pipeline_fit(report, budget, weights_dtype, est)
     if engine == "llama.cpp" and budget.devices > 1:
         pipeline = budget.devices
     if pipeline > 1:
@@ -625,6 +635,31 @@ def _fit(report: Report, est: Estimate, budget: Budget, *, weights_dtype: str | 
         tokens = vllm_tokens(result.kv_pool_bytes, result.kv_bytes_per_token) if linear else None
         result = replace(result, kv_pool_tokens=tokens)
     return result
+
+
+def _pipeline_fit(report: Report, budget: Budget, weights_dtype: str | None, est: Estimate) -> Fit:
+    """A diffusion pipeline: every component with weights on the GPU together (diffusers'
+    ``pipe.to("cuda")``); the weights are answered, the activations are not (they depend on the image
+    size, the frame count and the batch), and the fit says so."""
+    from inspector.analysis.fit import Fit
+
+    s = report.summary
+    weights = s.bytes if not weights_dtype else int(est.quant.logical_parameters *
+                                                    USER_DTYPE_BITS[weights_dtype.lower()] // 8)
+    per = -(-weights // budget.devices)  # components split over devices, as device_map="balanced" does
+    parts = ", ".join(f"{r.name} {r.bytes:,} B" for r in report.components if r.tensors)
+    note = (f"{parts}: all resident together, as pipe.to('cuda') places them" +
+            (f"; spread over {budget.devices} devices" if budget.devices > 1 else ""))
+    return Fit(budget_bytes=budget.per_device, devices=budget.devices, batch=est.batch, context=0, weights_bytes=per,
+               weights_bytes_all=weights, replicated_bytes=0, replicated=(), kv_bytes_per_token=0, kv_bytes=0,
+               kv_share="no KV cache: a diffusion pipeline decodes no tokens", overhead_bytes=0,
+               overhead_formula="activations not counted", total_bytes=per, fits=None, max_context=None,
+               max_context_capped=False, max_batch=None, model_limit=None, warnings=(),
+               unknown=("activation memory of a diffusion pipeline depends on the image size, frames and batch; "
+                        f"the weights alone take {per / 2**30:.2f} GiB of {budget.per_device / 2**30:.2f} GiB per "
+                        "device" + (" (they do not fit even without activations)" if per > budget.per_device else
+                                    "")),
+               engine="diffusers", usable_bytes=budget.per_device, gpu=budget.gpu, weights_note=note)
 
 
 def _staged_fit(report: Report, est: Estimate, budget: Budget, stages: int, *, weights_dtype: str | None,

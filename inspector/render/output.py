@@ -608,9 +608,9 @@ def fit_table(f: Fit) -> RenderableType:
     per = " per device" if f.devices > 1 else ""
     gpu = f" {f.gpu}" if f.gpu else ""
     util = f" × utilization {f.utilization:g}" if f.utilization else ""
-    t = Table(title=f"Will it fit? {f.devices} ×{gpu} {f.budget_bytes / 2**30:.2f} GiB{util}, {f.engine}, "
-                    f"context {f.context:,}, batch {f.batch}", title_justify="left", show_edge=False,
-              pad_edge=False)
+    at = f", context {f.context:,}, batch {f.batch}" if f.engine != "diffusers" else ""
+    t = Table(title=f"Will it fit? {f.devices} ×{gpu} {f.budget_bytes / 2**30:.2f} GiB{util}, {f.engine}{at}",
+              title_justify="left", show_edge=False, pad_edge=False)
     t.add_column("memory" + per)
     t.add_column("bytes", justify="right")
     t.add_column("GB", justify="right")
@@ -620,7 +620,8 @@ def fit_table(f: Fit) -> RenderableType:
     rows = [("weights", f.weights_bytes, (f"1/{tp} of {f.weights_bytes_all:,} B, replicated pieces whole"
                                           if tp > 1 else "as the headers hold them") +
              (f"; {f.weights_note}" if f.weights_note else "")),
-            ("KV cache", f.kv_bytes, "unknown (not counted)" if f.fits is None else
+            ("KV cache", f.kv_bytes, f.kv_share if f.engine == "diffusers" else "unknown (not counted)"
+             if f.fits is None else
              f"{f.kv_bytes_per_token:,} B/token × {f.context:,} × batch {f.batch}; {f.kv_share}")]
     rows += [(term.name, term.bytes, term.formula) for term in f.terms]
     rows += [("total", f.total_bytes, "weights + KV cache + " + f.overhead_formula),
@@ -731,7 +732,11 @@ def estimate_table(report: Report, est: Estimate, fitted: Fit | None = None) -> 
 
 def estimate_line(est: Estimate) -> str:
     """The one-line summary ``inspect MODEL`` prints."""
-    kv_figure = est.get("kv_bytes_per_token")
+    kv_figure = next((f for f in est.figures if f.name == "kv_bytes_per_token"), None)
+    if kv_figure is None:  # a diffusion pipeline: weights per component only
+        parts = [f"{sanitize(f.name.removeprefix('weights_bytes.'))} {n(f.value)} B" for f in est.figures
+                 if f.name.startswith("weights_bytes.")]
+        return "estimate: no KV cache (a diffusion pipeline decodes no tokens); weights " + " · ".join(parts)
     kv = kv_figure.value
     flops = est.get("flops_per_token_weights").value
     no_kv = kv_figure.formula.removeprefix("none: ") if kv_figure.formula.startswith("none: ") else None

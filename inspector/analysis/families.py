@@ -42,7 +42,9 @@ TABLE: Final[dict[str, Family]] = {
     "bert": Family("encoder", formula=True),
     **{t: _ENCODER for t in ("roberta", "distilbert", "xlm-roberta", "electra", "deberta", "deberta-v2", "albert",
                              "mpnet", "camembert", "nomic_bert", "modernbert", "xlm", "flaubert", "ernie", "nezha",
-                             "megatron-bert")},
+                             "megatron-bert",
+                             # the text and image encoders of diffusion pipelines (CLIP, SigLIP): no decoding
+                             "clip_text_model", "clip_vision_model", "siglip_text_model", "siglip_vision_model")},
 }
 
 #: model types with Llama's layer layout
@@ -55,4 +57,4 @@ CONV1D_TYPES: Final = frozenset(t for t, f in TABLE.items() if f.conv1d)
 FORMULA_LLAMA: Final = frozenset(t for t in LLAMA_LIKE if TABLE[t].formula)
 #: architecture suffixes that mean an encoder head (transformers class names); classification heads
 #: are left out, since decoders have them too (LlamaForSequenceClassification)
-ENCODER_ONLY_HEADS: Final = ("ForMaskedLM",)
+ENCODER_ONLY_HEADS: Final = ("ForMaskedLM", "EncoderModel")  # T5EncoderModel: FLUX's and SD3's text encoder

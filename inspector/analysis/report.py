@@ -111,7 +111,7 @@ def _notes(checkpoint: Checkpoint, config: ModelConfig, summary: Summary, tensor
            other: tuple[FileEntry, ...]) -> tuple[str, ...]:
     notes = list(checkpoint.notes)
     roles = {r.role for r in summary.by_role}
-    if "embedding" in roles and "lm_head" not in roles and not config.encoder_only:
+    if "embedding" in roles and "lm_head" not in roles and not config.encoder_only and checkpoint.composite is None:
         if config.tie_word_embeddings is False:
             notes.append("config says tie_word_embeddings=false, yet the checkpoint has no lm_head tensor "
                          "(transformers would initialise it randomly)")

@@ -109,7 +109,8 @@ DIFF = document("diff", "inspect diff A B --json", {
 
 COMPARE = document("compare", "inspect compare M1 … Mn --json", {
     "models": arr(obj({"model": MODEL, "totals": TOTALS, "config": CONFIG, "kv_bytes_per_token": NINT,
-                       "roles": {"type": "object", "additionalProperties": INT}})),
+                       "roles": {"type": "object", "additionalProperties": INT},
+                       "parameters_by_role": {"type": "object", "additionalProperties": INT}})),
     "rows": arr(obj({"section": {"enum": ["totals", "config", "roles"]}, "label": STR,
                      "values": arr({"type": ["integer", "number", "string", "boolean", "null"]})})),
 })
@@ -122,7 +123,7 @@ FIT = obj({
     "unknown": NSTR, "engine": {"enum": ["vllm", "llama.cpp", "diffusers"]}, "gpu": NSTR, "utilization": NNUM,
     "usable_bytes": INT, "terms": arr(obj({"name": STR, "bytes": INT, "formula": STR, "source": STR})),
     "kv_pool_bytes": NINT, "kv_pool_tokens": NINT, "pipeline": INT, "stages": STRS, "stage": NSTR,
-    "weights_note": NSTR,
+    "weights_note": NSTR, "curve": arr(obj({"context": INT, "total_bytes": INT})),
 }, nullable=True)
 ESTIMATE = document("estimate", "inspect estimate MODEL --json", {
     "model": MODEL, "context": INT, "batch": INT, "kv_dtype": STR,

@@ -127,7 +127,13 @@ class Fit:
     stage: str | None = None
     #: how the weights were counted, when not simply as the headers hold them
     weights_note: str | None = None
+    #: (context, total bytes per device) at batch ``batch`` from 0 to the larger of the asked and the
+    #: largest context: memory against context, the points the HTML report draws
+    curve: tuple[tuple[int, int], ...] = ()
 
+
+#: segments of the memory-against-context curve (``Fit.curve``)
+CURVE_POINTS: Final = 64
 
 #: roles replicated on every device under tensor parallelism (everything else is split)
 REPLICATED_ROLES: Final = ("norm", "moe.router", "buffer")
@@ -169,6 +175,8 @@ def fit(*, budget: Budget, batch: int, context: int, weights_all: int, replicate
     cap = model_limit or 10 * 1024**2
     max_context = _largest(lambda ctx: total(ctx, batch) <= usable, cap)
     max_batch = _largest(lambda b: total(context, b) <= usable, 1 << 20)
+    top = max(context, max_context, 1)
+    points = sorted({top * i // CURVE_POINTS for i in range(CURVE_POINTS + 1)} | {context, max_context})
     return Fit(
         budget_bytes=budget.per_device, devices=n, batch=batch, context=context, weights_bytes=weights,
         weights_bytes_all=weights_all, replicated_bytes=rep,
@@ -179,7 +187,7 @@ def fit(*, budget: Budget, batch: int, context: int, weights_all: int, replicate
         max_context_capped=bool(model_limit) and max_context == model_limit, max_batch=max_batch,
         model_limit=model_limit, warnings=tuple(warnings), engine=engine, terms=terms, usable_bytes=usable,
         utilization=utilization, kv_pool_bytes=usable - weights - overhead if engine == "vllm" else None,
-        gpu=budget.gpu)
+        gpu=budget.gpu, curve=tuple((x, total(x, batch)) for x in points))
 
 
 def _largest(ok: Callable[[int], bool], cap: int) -> int:

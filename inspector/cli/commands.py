@@ -80,9 +80,12 @@ def emit_json(doc: Any) -> None:
 
 
 Wide = Annotated[bool, typer.Option("--wide", help="on a terminal: draw tables at full width (as when piped)")]
-Format = Annotated[str, typer.Option("--format", help="table (default), json or markdown")]
+Format = Annotated[str, typer.Option("--format", help="table (default), json, markdown or html (a self-contained "
+                                                     "page: to stdout, or to a file with -o)")]
+Output = Annotated[str | None, typer.Option("-o", "--output", help="with --format html: the file to write "
+                                                                  "(replaces only a report this tool wrote)")]
 AsJson = Annotated[bool, typer.Option("--json", help="short for --format json: one JSON document (schema_version 2)")]
-FORMATS = ("table", "json", "markdown")
+FORMATS = ("table", "json", "markdown", "html")
 
 
 def output_format(fmt: str, as_json: bool) -> str:
@@ -90,10 +93,47 @@ def output_format(fmt: str, as_json: bool) -> str:
     from inspector.errors import UsageError
 
     if fmt not in FORMATS:
-        raise UsageError(f"--format: unknown format {fmt!r}", hint="use table, json or markdown")
+        raise UsageError(f"--format: unknown format {fmt!r}", hint="use table, json, markdown or html")
     if as_json and fmt not in ("table", "json"):
         raise UsageError(f"--json and --format {fmt} ask for two formats", hint="give one of them")
     return "json" if as_json else fmt
+
+
+def check_output(fmt: str, output: str | None, *, model: str = "MODEL", conflicts: bool = False) -> Path | None:
+    """``-o FILE`` goes with ``--format html``; FILE may be new or a report this tool wrote before
+    (never another file of the user's). ``conflicts``: options that pick one part of a report
+    (--tensors, --files …), which the HTML page, a whole report, does not take. Checked before any
+    model is read."""
+    from inspector.errors import UsageError
+    from inspector.render.html import is_report
+    from inspector.safeio import read_regular
+
+    if fmt == "html" and conflicts:
+        raise UsageError("--format html draws the whole report", hint=f"inspect {model} --format html -o report.html")
+    if output is None:
+        return None
+    if fmt != "html":
+        raise UsageError("-o/--output writes an HTML report", hint="add --format html, or redirect stdout")
+    path = Path(output).expanduser()
+    if path.is_dir():
+        raise UsageError(f"-o {output}: is a folder", hint="give a file name, e.g. -o report.html")
+    if path.is_symlink() or (path.exists() and not is_report(read_regular(path, 2048))):
+        raise UsageError(f"-o {output}: the file exists and is not a report this tool wrote; refusing to replace it",
+                         hint="give a new file name, or remove the file first")
+    if not path.parent.is_dir():
+        raise UsageError(f"-o {output}: no folder {path.parent}", hint="create the folder first")
+    return path
+
+
+def emit_html(text: str, path: Path | None) -> None:
+    """An HTML report to stdout, or to ``path`` (written whole, through the path guard)."""
+    if path is None:
+        streams.out(text)
+        return
+    from inspector.safeio import write_atomic
+
+    written = write_atomic(path.parent, path.name, text.encode("utf-8"), "-o")
+    say(f"wrote {written} ({len(text.encode('utf-8')):,} B)")
 
 
 Revision = Annotated[str | None, typer.Option("--revision", help="Hub branch, tag or commit (or write repo@rev)")]
@@ -128,6 +168,7 @@ def show(
     token: Token = None,
     offline: Offline = False,
     wide: Wide = False,
+    output: Output = None,
 ) -> None:
     from inspector.errors import UsageError
     from inspector.render.output import emit, formula_table, report_table, tensor_lines
@@ -142,6 +183,7 @@ def show(
         raise UsageError("--files lists the files, not the tensors", hint="inspect MODEL --files")
     fmt = output_format(fmt, as_json)
     as_json = fmt == "json"
+    target = check_output(fmt, output, model=model, conflicts=tensors or files or formula or gpu is not None)
 
     from inspector.sources.resolve import is_hf_cache_root
 
@@ -166,6 +208,11 @@ def show(
             emit_json(listed.to_dict())
         else:
             emit(repo_files_table(listed.checkpoint, listed.files), wide=wide)
+        return
+    if fmt == "html":  # the tensor list collapsed (a layer block a row), as the page lists it
+        from inspector.render.html import show_html
+
+        emit_html(show_html(api.inspect(checkpoint, tensors=True, collapse=True).to_dict()), target)
         return
     shown = api.inspect(checkpoint, tensors=tensors, collapse=collapse, formula=formula)
     report, rows, check = shown.report, shown.rows, shown.formula
@@ -262,6 +309,7 @@ def diff(
     token: Token = None,
     offline: Offline = False,
     wide: Wide = False,
+    output: Output = None,
 ) -> None:
     from inspector.analysis.diff import parse_gates
     from inspector.render.diff import adapter_markdown, adapter_table, diff_markdown, diff_table
@@ -269,8 +317,13 @@ def diff(
 
     gates = parse_gates(fail_if)
     fmt = output_format(fmt, as_json)
+    target = check_output(fmt, output)
     difference = api.diff(*open_models([a, b], endpoint, token, offline))
-    if as_json or fmt == "json":
+    if fmt == "html":
+        from inspector.render.html import diff_html
+
+        emit_html(diff_html(difference.to_dict()), target)
+    elif as_json or fmt == "json":
         emit_json(difference.to_dict())
     elif difference.adapter is not None and fmt == "markdown":  # a PEFT adapter against its base
         streams.out(adapter_markdown(difference.adapter))
@@ -297,6 +350,7 @@ def compare_cmd(
     token: Token = None,
     offline: Offline = False,
     wide: Wide = False,
+    output: Output = None,
 ) -> None:
     from inspector.errors import UsageError
     from inspector.render.output import compare_markdown, compare_table, emit
@@ -304,9 +358,14 @@ def compare_cmd(
     if not 2 <= len(models) <= 10:
         raise UsageError(f"compare takes 2 to 10 models, not {len(models)}")
     fmt = output_format(fmt, as_json)
+    target = check_output(fmt, output)
     compared = api.compare(*open_models(list(models), endpoint, token, offline))
     result = compared.comparison
-    if as_json or fmt == "json":
+    if fmt == "html":
+        from inspector.render.html import compare_html
+
+        emit_html(compare_html(compared.to_dict()), target)
+    elif as_json or fmt == "json":
         emit_json(compared.to_dict())
     elif fmt == "markdown":
         streams.out(compare_markdown(result))
@@ -350,10 +409,12 @@ def estimate_cmd(
     token: Token = None,
     offline: Offline = False,
     wide: Wide = False,
+    output: Output = None,
 ) -> None:
     from inspector.render.output import emit, estimate_markdown, estimate_table
 
     fmt = output_format(fmt, as_json)
+    target = check_output(fmt, output)
 
     options = api.estimate_options(context=context, batch=batch, kv_dtype=kv_dtype, gpu=gpu, overhead=overhead,
                                    engine=engine, utilization=utilization, pipeline=pipeline,
@@ -364,6 +425,10 @@ def estimate_cmd(
         say(f"warning: {warning}")
     if fmt == "json":
         emit_json(done.to_dict())
+    elif fmt == "html":
+        from inspector.render.html import estimate_html
+
+        emit_html(estimate_html(done.to_dict()), target)
     elif fmt == "markdown":
         streams.out(estimate_markdown(report, est, fitted))
     else:
@@ -394,6 +459,11 @@ def audit_cmd(
     from inspector.render.output import audit_json, audit_markdown, audit_table, emit
 
     fmt = output_format(fmt, as_json)
+    if fmt == "html":
+        from inspector.errors import UsageError
+
+        raise UsageError("--format html draws show, diff, compare and estimate; an audit is a list of findings",
+                         hint=f"inspect audit {target} --format markdown")
 
     result = api.audit(open_model(target, revision, endpoint, token, offline, lenient=True),
                        modeling=modeling).result

@@ -593,6 +593,7 @@ def fit_json(f: Fit) -> dict[str, object]:
         "terms": [{"name": t.name, "bytes": t.bytes, "formula": t.formula, "source": t.source} for t in f.terms],
         "kv_pool_bytes": f.kv_pool_bytes, "kv_pool_tokens": f.kv_pool_tokens,
         "pipeline": f.pipeline, "stages": list(f.stages), "stage": f.stage, "weights_note": f.weights_note,
+        "curve": [{"context": x, "total_bytes": y} for x, y in f.curve],
     }
 
 
@@ -833,7 +834,8 @@ def compare_json(cmp: Comparison) -> dict[str, object]:
         "models": [
             {"model": model_json(r.checkpoint), "totals": totals_json(r.summary), "config": r.config.as_dict(),
              "kv_bytes_per_token": kv,
-             "roles": {x.role: x.parameters or x.buffer_elements or x.quant_elements for x in r.summary.by_role}}
+             "roles": {x.role: x.parameters or x.buffer_elements or x.quant_elements for x in r.summary.by_role},
+             "parameters_by_role": {x.role: x.parameters for x in r.summary.by_role if x.parameters}}
             for r, kv in zip(cmp.reports, cmp.kv_bytes_per_token, strict=True)
         ],
         "rows": [{"section": row.section, "label": row.label, "values": list(row.values)} for row in cmp.rows],

@@ -1,0 +1,293 @@
+"""The HTML reports (--format html), opened in a real browser: Debian's chromium, driven by
+playwright (its own browser download is never used). Each page's screenshot is kept in
+.test-artifacts/html/ (CI keeps that folder).
+
+Expected figures come from outside this project: llama3-8b's and llama2-7b's parameter counts are the
+Hub API's (fixtures/reference.json), the role parameters are the real config's shapes, the budget is
+the one given on the command line, the H100's capacity is vLLM's log (fixtures/vllm/receipts.json).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers import FIXTURES, ref, save_real
+
+ROOT = Path(__file__).resolve().parent.parent
+ARTIFACTS = ROOT / ".test-artifacts" / "html"
+BROWSER_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-sync",
+                 "--disable-background-networking", "--disable-component-update"]
+
+
+def _chromium() -> str | None:
+    return os.environ.get("INSPECTOR_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    executable = _chromium()
+    if executable is None:
+        if os.environ.get("INSPECTOR_REQUIRE_BROWSER"):  # .ci/run installs chromium and sets this
+            pytest.fail("INSPECTOR_REQUIRE_BROWSER is set but no chromium was found")
+        pytest.skip("Debian's chromium is not installed (apt-get install chromium; .ci/run installs it)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=executable, args=BROWSER_FLAGS)
+        yield b
+        b.close()
+
+
+class Opened:
+    """A report open in a fresh page, with everything the page tried to do recorded."""
+
+    def __init__(self, browser: Any, path: Path, name: str) -> None:
+        self.context = browser.new_context(viewport={"width": 1150, "height": 900})
+        self.page = self.context.new_page()
+        self.requests: list[str] = []
+        self.dialogs: list[str] = []
+        self.console: list[str] = []
+        self.errors: list[str] = []
+        self.page.on("request", lambda r: self.requests.append(r.url))
+        self.page.on("console", lambda m: self.console.append(f"{m.type}: {m.text}"))
+        self.page.on("pageerror", lambda e: self.errors.append(str(e)))
+
+        def dialog(d: Any) -> None:
+            self.dialogs.append(d.message)
+            d.dismiss()
+
+        self.page.on("dialog", dialog)
+        self.url = path.resolve().as_uri()
+        started = time.perf_counter()
+        self.page.goto(self.url, wait_until="load")
+        self.seconds = time.perf_counter() - started
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        self.page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
+
+    def quiet(self) -> None:
+        """Nothing left the page, nothing ran that should not, nothing complained."""
+        assert self.requests == [self.url]
+        assert self.dialogs == []
+        assert self.errors == []
+        assert self.console == []  # a blocked script, style or image would be a CSP error here
+
+    def close(self) -> None:
+        self.context.close()
+
+
+def report(cli, tmp_path: Path, name: str, *args: str) -> Path:
+    out = tmp_path / f"{name}.html"
+    result = cli(*args, "--format", "html", "-o", str(out))
+    assert result.code == 0, result.err
+    return out
+
+
+def llama3_roles() -> dict[str, int]:
+    """Meta-Llama-3-8B's parameters by role from its real config.json (hidden 4,096, 32 layers, 32
+    heads, 8 KV heads of 128, MLP 14,336, vocab 128,256, untied)."""
+    cfg = json.loads((FIXTURES / "snapshot-configs" / "meta-llama__Meta-Llama-3-8B.json").read_text()) \
+        if (FIXTURES / "snapshot-configs" / "meta-llama__Meta-Llama-3-8B.json").exists() else None
+    h, layers, mlp, vocab, kv = 4096, 32, 14336, 128256, 8 * 128
+    if cfg is not None:
+        assert (cfg["hidden_size"], cfg["num_hidden_layers"], cfg["intermediate_size"], cfg["vocab_size"]) == \
+            (h, layers, mlp, vocab)
+    return {"embedding": vocab * h, "lm_head": vocab * h, "attn.q": layers * h * h, "attn.o": layers * h * h,
+            "attn.k": layers * kv * h, "attn.v": layers * kv * h, "mlp.gate": layers * mlp * h,
+            "mlp.up": layers * mlp * h, "mlp.down": layers * h * mlp, "norm": (2 * layers + 1) * h}
+
+
+def test_show_headline_and_treemap_areas(cli, tmp_path: Path, browser) -> None:
+    page = Opened(browser, report(cli, tmp_path, "show", "llama3-8b"), "show-llama3-8b")
+    try:
+        page.quiet()
+        assert page.page.inner_text("#headline-parameters") == f"{ref('llama3-8b.parameters'):,}"
+        areas = page.page.evaluate("""() => Object.fromEntries([...document.querySelectorAll('rect.role')]
+            .map(r => { const b = r.getBBox(); return [r.getAttribute('data-role'), b.width * b.height]; }))""")
+        roles = llama3_roles()
+        assert sum(roles.values()) == ref("llama3-8b.parameters")
+        assert set(areas) == set(roles)
+        whole = sum(areas.values())
+        for role, params in roles.items():  # each role's share of the map is its share of the parameters
+            assert areas[role] / whole == pytest.approx(params / sum(roles.values()), rel=0.01), role
+        # the filter box hides the rows that do not match
+        page.page.fill("#filter", "mlp.up")
+        visible = page.page.evaluate("() => [...document.querySelectorAll('#tensor-list tbody tr')]"
+                                     ".filter(r => !r.hidden).map(r => r.cells[0].textContent)")
+        assert visible == ["model.layers.{0–31}.mlp.up_proj.weight"]
+        assert page.page.inner_text("#filter-count") == "1"
+    finally:
+        page.close()
+
+
+def test_diff_waterfall_sums_to_the_gap(cli, tmp_path: Path, browser) -> None:
+    page = Opened(browser, report(cli, tmp_path, "diff", "diff", "llama2-7b", "llama3-8b"), "diff-llama2-llama3")
+    try:
+        page.quiet()
+        gap = ref("llama3-8b.parameters") - ref("llama2-7b.parameters")  # the Hub API's two counts
+        drawn = page.page.evaluate("""() => {
+            const bars = [...document.querySelectorAll('#waterfall rect')];
+            const h = r => r.getBBox().height;
+            const steps = bars.filter(r => r.classList.contains('step'));
+            const start = bars.find(r => r.classList.contains('start'));
+            const end = bars.find(r => r.classList.contains('end'));
+            return {values: steps.map(r => Number(r.getAttribute('data-value'))),
+                    signed: steps.map(r => Math.sign(Number(r.getAttribute('data-value'))) * h(r)),
+                    start: h(start), end: h(end),
+                    table: [...document.querySelectorAll('#causes tr.cause')].map(r => Number(r.dataset.delta))};
+        }""")
+        assert len(drawn["values"]) >= 3  # vocabulary, MLP width, KV heads
+        assert sum(drawn["values"]) == gap and sum(drawn["table"]) == gap
+        # and in pixels: the steps climb from A's bar to B's
+        assert sum(drawn["signed"]) == pytest.approx(drawn["end"] - drawn["start"], abs=0.01)
+        assert page.page.inner_text("#headline-gap") == f"{gap:,}"
+    finally:
+        page.close()
+
+
+@pytest.mark.parametrize(("name", "args", "budget"), [
+    ("estimate-24gib", ("llama3-8b", "--gpu", "24GiB"), 24 * 2**30),
+    ("estimate-h100", ("llama3-8b", "--gpu", "H100", "--utilization", "0.95"), None),
+])
+def test_fit_bar_parts_sum_to_the_budget(cli, tmp_path: Path, browser, name: str, args: tuple[str, ...],
+                                         budget: int | None) -> None:
+    page = Opened(browser, report(cli, tmp_path, name, "estimate", *args), name)
+    try:
+        page.quiet()
+        bar = page.page.evaluate("""() => {
+            const svg = document.getElementById('budget-bar');
+            const parts = [...svg.querySelectorAll('rect.part')];
+            return {budget: Number(svg.dataset.budget), width: Number(svg.dataset.width),
+                    bytes: parts.map(r => Number(r.dataset.bytes)), names: parts.map(r => r.dataset.name),
+                    pixels: parts.map(r => r.getBBox().width)};
+        }""")
+        if budget is None:  # vLLM's log of the H100-80GB: 79.19 GiB of device memory
+            receipts = json.loads((FIXTURES / "vllm" / "receipts.json").read_text())
+            assert bar["budget"] / 2**30 == pytest.approx(receipts["gpu_total_gib"], abs=0.005)
+            assert "held back (1 − utilization)" in bar["names"]
+        else:
+            assert bar["budget"] == budget
+        assert sum(bar["bytes"]) == bar["budget"]
+        assert sum(bar["pixels"]) == pytest.approx(bar["width"], abs=0.01)
+        assert bar["names"][:2] == ["weights", "KV cache"]
+        assert bar["bytes"][0] == ref("llama3-8b.bytes")
+        curve = page.page.evaluate("() => document.querySelector('#context-curve path').getAttribute('d')")
+        assert curve.count("L") >= 10
+    finally:
+        page.close()
+
+
+def test_compare_bars_are_the_totals(cli, tmp_path: Path, browser) -> None:
+    page = Opened(browser, report(cli, tmp_path, "compare", "compare", "llama2-7b", "llama3-8b"), "compare")
+    try:
+        page.quiet()
+        drawn = page.page.evaluate("""() => {
+            const out = {};
+            for (const r of document.querySelectorAll('#compare-bars rect.part')) {
+                const m = r.dataset.model;
+                out[m] = out[m] || {value: 0, width: 0};
+                out[m].value += Number(r.dataset.value); out[m].width += r.getBBox().width;
+            }
+            return out;
+        }""")
+        a, b = ref("llama2-7b.parameters"), ref("llama3-8b.parameters")
+        assert (drawn["0"]["value"], drawn["1"]["value"]) == (a, b)
+        assert drawn["0"]["width"] / drawn["1"]["width"] == pytest.approx(a / b, rel=1e-4)  # one scale
+    finally:
+        page.close()
+
+
+HOSTILE = {
+    "script": "<script>alert(1)</script>",
+    "img": "<img src=x onerror=alert(2)>",
+    "link": "javascript:alert(3)",
+    "style": "</style><script>alert(4)</script>",
+    "json": "</script><script>alert(5)</script>",
+}
+
+
+def _hostile(folder: Path, width: int) -> Path:
+    folder.mkdir()
+    tensors = {f"model.{text}.weight": ("F32", (width, 4)) for text in HOSTILE.values()}
+    tensors["model.layers.0.mlp.up_proj.weight"] = ("F32", (width, 4))
+    save_real(folder / "model.safetensors", tensors, metadata={"format": "pt", "note": HOSTILE["style"]})
+    (folder / "config.json").write_text(json.dumps({
+        "architectures": [HOSTILE["img"]], "model_type": HOSTILE["style"], "hidden_size": 4,
+        "num_hidden_layers": 1, "torch_dtype": HOSTILE["script"], "vocab_size": 8}))
+    return folder
+
+
+def test_hostile_names_render_as_text_and_run_nothing(cli, tmp_path: Path, browser) -> None:
+    a, b = _hostile(tmp_path / "a", 2), _hostile(tmp_path / "b", 3)
+    pages = [("hostile-show", ("show", str(a))), ("hostile-diff", ("diff", str(a), str(b))),
+             ("hostile-estimate", ("estimate", str(a), "--gpu", "1GiB"))]
+    for name, args in pages:
+        path = report(cli, tmp_path, name, *args)
+        page = Opened(browser, path, name)
+        try:
+            page.quiet()
+            text = page.page.inner_text("body")
+            if name != "hostile-estimate":  # the estimate names no tensor
+                for hostile in HOSTILE.values():
+                    assert hostile in text, (name, hostile)  # shown, as text
+            found = page.page.evaluate("""() => ({
+                scripts: document.scripts.length,
+                active: document.querySelectorAll('img, iframe, object, embed, a[href], [src], [onerror], [onload], '
+                                                   + '[onclick], [href^="javascript"]').length,
+                styles: document.querySelectorAll('style').length,
+                data: JSON.parse(document.getElementById('inspector-data').textContent)})""")
+            assert found["scripts"] == 2 and found["active"] == 0 and found["styles"] == 1
+            assert found["data"]["schema_version"] == 2  # the embedded JSON survived whole
+        finally:
+            page.close()
+        raw = path.read_text()
+        assert "<script>alert" not in raw and "<img" not in raw and "</style><script>" not in raw
+
+
+def test_deepseek_v3_opens_fast_and_small(cli, tmp_path: Path, browser) -> None:
+    path = report(cli, tmp_path, "deepseek", "deepseek-v3")
+    assert path.stat().st_size < 5 * 1024**2
+    page = Opened(browser, path, "show-deepseek-v3")
+    try:
+        page.quiet()
+        assert page.seconds < 3.0
+        shown = page.page.inner_text("#headline-tensors")
+        assert shown == f"{ref('deepseek-v3.tensors'):,}"
+    finally:
+        page.close()
+
+
+def test_the_page_embeds_the_json_it_was_drawn_from(cli, tmp_path: Path) -> None:
+    path = report(cli, tmp_path, "show", "llama3-8b")
+    raw = path.read_text()
+    m = re.search(r'<script type="application/json" id="inspector-data">(.*?)</script>', raw, re.S)
+    assert m is not None
+    embedded = json.loads(m.group(1))
+    assert embedded == cli("llama3-8b", "--json", "--tensors", "--collapse").json()
+    assert not re.search(r"(?:src|href)\s*=", raw)  # nothing to fetch, nothing to follow
+    policy = re.search(r'http-equiv="Content-Security-Policy" content="([^"]+)"', raw)
+    assert policy is not None and "default-src 'none'" in policy.group(1) and "unsafe" not in policy.group(1)
+
+
+def test_output_file_rules(cli, tmp_path: Path) -> None:
+    mine = tmp_path / "notes.html"
+    mine.write_text("my notes")
+    refused = cli("llama3-8b", "--format", "html", "-o", str(mine))
+    assert refused.code == 2 and "not a report this tool wrote" in refused.err
+    assert mine.read_text() == "my notes"  # never a user's file
+    out = tmp_path / "r.html"
+    assert cli("llama3-8b", "--format", "html", "-o", str(out)).code == 0
+    assert cli("estimate", "llama3-8b", "--format", "html", "-o", str(out)).code == 0  # a report of ours: replaced
+    assert "Memory" in out.read_text() or "Figures" in out.read_text()
+    assert cli("llama3-8b", "--json", "-o", str(tmp_path / "x.json")).code == 2
+    assert cli("audit", "llama3-8b", "--format", "html").code == 2
+    assert cli("llama3-8b", "--format", "html", "--tensors").code == 2
+    to_stdout = cli("diff", "llama2-7b", "llama3-8b", "--format", "html")
+    assert to_stdout.code == 0 and to_stdout.out.startswith("<!DOCTYPE html>")

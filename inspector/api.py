@@ -80,6 +80,15 @@ class Inspection:
         return report_json(self.report, rows=list(self.rows) if self.rows is not None else None,
                            formula=self.formula)
 
+    def to_html(self) -> str:
+        """The ``inspect MODEL --format html`` page: self-contained, drawn from ``to_dict()`` with the
+        tensor list collapsed (one row per repeated layer or expert tensor), which it embeds."""
+        from inspector.render.html import show_html
+        from inspector.render.output import listing, report_json
+
+        rows = listing(self.report, True)
+        return show_html(report_json(self.report, rows=rows, formula=self.formula))
+
 
 def inspect(model: str | Checkpoint, *, tensors: bool = False, collapse: bool = False, formula: bool = False,
             revision: str | None = None, endpoint: str | None = None, token: str | None = None,
@@ -134,6 +143,12 @@ class Difference:
         assert self.adapter is not None
         return adapter_json(self.adapter)
 
+    def to_html(self) -> str:
+        """The ``inspect diff A B --format html`` page: the waterfall of causes and their arithmetic."""
+        from inspector.render.html import diff_html
+
+        return diff_html(self.to_dict())
+
 
 def diff(a: str | Checkpoint, b: str | Checkpoint, *, endpoint: str | None = None, token: str | None = None,
          offline: bool = False) -> Difference:
@@ -166,6 +181,12 @@ class ComparisonResult:
 
         return compare_json(self.comparison)
 
+    def to_html(self) -> str:
+        """The ``inspect compare --format html`` page: bars on one scale and the side-by-side table."""
+        from inspector.render.html import compare_html
+
+        return compare_html(self.to_dict())
+
 
 def compare(*models: str | Checkpoint, endpoint: str | None = None, token: str | None = None,
             offline: bool = False) -> ComparisonResult:
@@ -197,6 +218,13 @@ class EstimateResult:
         from inspector.render.output import estimate_json
 
         return estimate_json(self.report, self.estimate, self.fit)
+
+    def to_html(self) -> str:
+        """The ``inspect estimate --format html`` page: with a budget, the memory bar and the
+        memory-against-context curve; every figure with its formula and source."""
+        from inspector.render.html import estimate_html
+
+        return estimate_html(self.to_dict())
 
 
 @dataclass(frozen=True, slots=True)

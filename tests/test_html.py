@@ -291,3 +291,15 @@ def test_output_file_rules(cli, tmp_path: Path) -> None:
     assert cli("llama3-8b", "--format", "html", "--tensors").code == 2
     to_stdout = cli("diff", "llama2-7b", "llama3-8b", "--format", "html")
     assert to_stdout.code == 0 and to_stdout.out.startswith("<!DOCTYPE html>")
+
+
+def test_the_library_draws_the_same_pages(cli) -> None:
+    import inspector
+
+    assert inspector.inspect("llama3-8b").to_html() == cli("llama3-8b", "--format", "html").out
+    assert inspector.diff("llama2-7b", "llama3-8b").to_html() == cli("diff", "llama2-7b", "llama3-8b",
+                                                                     "--format", "html").out
+    assert inspector.compare("llama2-7b", "gpt2").to_html() == cli("compare", "llama2-7b", "gpt2",
+                                                                   "--format", "html").out
+    assert inspector.estimate("gpt2", gpu="8GiB").to_html() == cli("estimate", "gpt2", "--gpu", "8GiB",
+                                                                   "--format", "html").out

@@ -209,10 +209,8 @@ def show(
         else:
             emit(repo_files_table(listed.checkpoint, listed.files), wide=wide)
         return
-    if fmt == "html":  # the tensor list collapsed (a layer block a row), as the page lists it
-        from inspector.render.html import show_html
-
-        emit_html(show_html(api.inspect(checkpoint, tensors=True, collapse=True).to_dict()), target)
+    if fmt == "html":
+        emit_html(api.inspect(checkpoint).to_html(), target)
         return
     shown = api.inspect(checkpoint, tensors=tensors, collapse=collapse, formula=formula)
     report, rows, check = shown.report, shown.rows, shown.formula
@@ -320,9 +318,7 @@ def diff(
     target = check_output(fmt, output)
     difference = api.diff(*open_models([a, b], endpoint, token, offline))
     if fmt == "html":
-        from inspector.render.html import diff_html
-
-        emit_html(diff_html(difference.to_dict()), target)
+        emit_html(difference.to_html(), target)
     elif as_json or fmt == "json":
         emit_json(difference.to_dict())
     elif difference.adapter is not None and fmt == "markdown":  # a PEFT adapter against its base
@@ -362,9 +358,7 @@ def compare_cmd(
     compared = api.compare(*open_models(list(models), endpoint, token, offline))
     result = compared.comparison
     if fmt == "html":
-        from inspector.render.html import compare_html
-
-        emit_html(compare_html(compared.to_dict()), target)
+        emit_html(compared.to_html(), target)
     elif as_json or fmt == "json":
         emit_json(compared.to_dict())
     elif fmt == "markdown":
@@ -426,9 +420,7 @@ def estimate_cmd(
     if fmt == "json":
         emit_json(done.to_dict())
     elif fmt == "html":
-        from inspector.render.html import estimate_html
-
-        emit_html(estimate_html(done.to_dict()), target)
+        emit_html(done.to_html(), target)
     elif fmt == "markdown":
         streams.out(estimate_markdown(report, est, fitted))
     else:

@@ -52,6 +52,9 @@ def test_a_lora_adapter_against_its_base(cli, tmp_path: Path) -> None:
         assert cli("diff", str(tmp_path / "base"), str(tmp_path / "adapter"), "--fail-if", gate).code == 0, gate
     md = cli("diff", str(tmp_path / "base"), str(tmp_path / "adapter"), "--format", "markdown").out
     assert r"| self\_attn.q\_proj | 2 | [2, 8] | [8, 2] | [8, 8] | 2 × (8 + 8) | 64 |" in md
+    page = cli("diff", str(tmp_path / "base"), str(tmp_path / "adapter"), "--format", "html").out
+    assert 'id="headline-parameters" data-value="112"' in page and "2 × (8 + 8)" in page
+    assert 'id="headline-problems" data-value="0"' in page
 
 
 def test_an_adapter_for_another_base_is_a_problem(cli, tmp_path: Path) -> None:

@@ -518,7 +518,7 @@ def waterfall(start: int, end: int, steps: Sequence[tuple[str, int]], start_labe
 def diff_html(doc: Doc) -> str:
     """``inspect diff A B --format html``: the waterfall of causes, each cause's arithmetic, the
     role and dtype tables and the changed tensors. A PEFT adapter's check gets its tables."""
-    if "adapter" in doc and "causes" not in doc:
+    if doc.get("kind") == "adapter":
         return adapter_html(doc)
     a, b = _obj(doc.get("a")), _obj(doc.get("b"))
     la, lb = _label(a), _label(b)
@@ -582,17 +582,34 @@ def _arithmetic(item: Doc) -> str:
 
 
 def adapter_html(doc: Doc) -> str:
-    """A PEFT adapter checked against its base: the adapter's figures and every finding."""
-    body = ["<h2>Adapter against its base</h2>\n"]
-    scalars = [(k, v) for k, v in doc.items() if k != "schema_version" and not isinstance(v, list | dict)]
-    body.append(_table(("figure", "value"), scalars))
-    for key, value in doc.items():
-        items = _objs(value)
-        if items:
-            head = list(items[0].keys())
-            body += [f"<h2>{_t(key)}</h2>\n", _table(head, ([json.dumps(i.get(h)) if isinstance(i.get(h), list | dict)
-                                                             else i.get(h) for h in head] for i in items))]
-    return page("PEFT adapter check", "an adapter and the base model it was made for", body, doc)
+    """A PEFT adapter checked against its base: its parameters and share of the base, each adapted
+    module with its LoRA arithmetic, and every problem found."""
+    base, adapter = _obj(doc.get("base")), _obj(doc.get("adapter"))
+    problems = _strs(doc.get("problems"))
+    share = doc.get("share_of_base")
+    body = ["<div class=\"figures\">",
+            _figure("Adapter parameters", _int(doc.get("parameters")),
+                    f"{share:.4%} of the base" if isinstance(share, float) else "", "headline-parameters"),
+            _figure("Base parameters", _int(base.get("parameters")), _t(_label(base))),
+            _figure("Rank", doc.get("rank"), f"alpha {_n(doc.get('alpha'))} · {_t(_str(doc.get('peft_type')))}"),
+            _figure("Problems", len(problems), "none: it matches its base" if not problems else "listed below",
+                    "headline-problems"), "</div>\n",
+            _notes([f"target modules: {', '.join(_strs(doc.get('target_modules')))}",
+                    f"base_model_name_or_path: {_str(doc.get('base_model_name_or_path')) or 'not given'}"])]
+    if problems:
+        body += ["<h2>Problems</h2>\n", _notes(problems, "note warn")]
+    body += ["<h2>Adapted modules</h2>\n", _table(
+        ("module", "layers", "rank", "lora_A", "lora_B", "base weight", "parameters", "arithmetic"),
+        ((_str(m.get("module")), _int(m.get("layers")), _int(m.get("rank")), json.dumps(m.get("lora_a")),
+          json.dumps(m.get("lora_b")), json.dumps(m.get("base_shape")), _int(m.get("parameters")),
+          _str(m.get("formula"))) for m in _objs(doc.get("modules"))), numeric=(1, 2, 6), ident="modules")]
+    other = _objs(doc.get("other"))
+    if other:
+        body += ["<h2>Other tensors</h2>\n", _table(("tensor", "parameters"), (
+            (_str(o.get("tensor")), _int(o.get("parameters"))) for o in other), numeric=(1,))]
+    return page(f"{_label(adapter)} on {_label(base)}",
+                f"adapter: {_t(_origin(_obj(adapter.get('model'))))}<br>base: {_t(_origin(_obj(base.get('model'))))}",
+                body, doc)
 
 
 # --- compare ------------------------------------------------------------------------------------

@@ -95,6 +95,13 @@ def test_a_pipeline_folder_counts_each_component_as_diffusers_does(cli, pipeline
     assert ("unet.down.resnet" in roles and "unet.up.attn" in roles) if name == "sd-a" else "dit.block" in roles
     out = cli(str(folder)).out
     assert "Components (model_index.json)" in out and ("UNet2DConditionModel" in out or "DiT" in out)
+    # beside a model, in compare and in the HTML report (no KV cache, no crash)
+    compared = cli("compare", str(folder), "gpt2", "--json").json()
+    assert compared["models"][0]["totals"]["parameters"] == sum(expected.values())
+    assert compared["models"][0]["kv_bytes_per_token"] is None
+    page = cli(str(folder), "--format", "html").out
+    assert f'id="headline-parameters" data-value="{sum(expected.values())}"' in page
+    assert all(f">{c}<" in page for c in expected)  # the components table
 
 
 def test_a_pipeline_from_the_hub_one_component_and_a_diff(cli, pipelines, online: None) -> None:

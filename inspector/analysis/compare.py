@@ -41,10 +41,10 @@ def kv_bytes_per_token(report: Report) -> int | None:
     from inspector.errors import InspectorError
 
     try:
-        value = estimate(report, what_if=()).get("kv_bytes_per_token").value
+        figure = estimate(report, what_if=()).find("kv_bytes_per_token")
     except InspectorError:
         return None
-    return int(value) if value is not None else None
+    return int(figure.value) if figure is not None and figure.value is not None else None
 
 
 def compare(reports: list[Report]) -> Comparison:

@@ -82,7 +82,15 @@ class Estimate:
     warnings: tuple[str, ...] = ()
 
     def get(self, name: str) -> Figure:
-        return next(f for f in self.figures if f.name == name)
+        """The figure named ``name``; a KeyError naming it when this estimate has none (a diffusion
+        pipeline's has no KV-cache or per-token figures)."""
+        found = self.find(name)
+        if found is None:
+            raise KeyError(name)
+        return found
+
+    def find(self, name: str) -> Figure | None:
+        return next((f for f in self.figures if f.name == name), None)
 
 
 def estimate(report: Report, *, context: int | None = None, batch: int = 1, kv_dtype: str | None = None,

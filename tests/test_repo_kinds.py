@@ -99,6 +99,8 @@ def test_a_pipeline_folder_counts_each_component_as_diffusers_does(cli, pipeline
     compared = cli("compare", str(folder), "gpt2", "--json").json()
     assert compared["models"][0]["totals"]["parameters"] == sum(expected.values())
     assert compared["models"][0]["kv_bytes_per_token"] is None
+    architecture = next(r["values"][0] for r in compared["rows"] if r["label"] == "architecture")
+    assert architecture == json.loads((folder / "model_index.json").read_text())["_class_name"]  # diffusers wrote it
     page = cli(str(folder), "--format", "html").out
     assert f'id="headline-parameters" data-value="{sum(expected.values())}"' in page
     assert all(f">{c}<" in page for c in expected)  # the components table

@@ -59,6 +59,7 @@ def compare(reports: list[Report]) -> Comparison:
     rows.append(Row("totals", "KV cache bytes per token", tuple(kv)))
     for label, attr in _CONFIG:
         rows.append(Row("config", label, tuple(
+            (attr(r.config) or r.checkpoint.composite_class) if attr is _architecture else  # a pipeline's class
             attr(r.config) if callable(attr) else getattr(r.config, attr) for r in reports)))
     order: list[str] = []
     for s in sums:

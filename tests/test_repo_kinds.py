@@ -106,7 +106,7 @@ def test_a_pipeline_folder_counts_each_component_as_diffusers_does(cli, pipeline
     assert all(f">{c}<" in page for c in expected)  # the components table
 
 
-def test_a_pipeline_from_the_hub_one_component_and_a_diff(cli, pipelines, online: None) -> None:
+def test_a_pipeline_from_the_hub_one_component_and_a_diff(cli, pipelines, tmp_path: Path, online: None) -> None:
     from hubserver import HubServer
 
     with HubServer() as server:
@@ -123,6 +123,13 @@ def test_a_pipeline_from_the_hub_one_component_and_a_diff(cli, pipelines, online
         missing = cli("acme/sd-a/unte", *hub)
         assert missing.code == errors.EXIT_NOT_FOUND and "did you mean unet" in missing.err
         d = cli("diff", "acme/sd-a", "acme/sd-b", *hub, "--json").json()
+        # a header snapshot holds one model: the pipeline is refused (nothing written), a component is saved
+        whole = cli("save", "acme/sd-a", *hub, "-o", str(tmp_path / "whole"))
+        assert whole.code == errors.EXIT_USAGE and "inspect save acme/sd-a/" in whole.err
+        assert not (tmp_path / "whole").exists()
+        assert cli("save", "acme/sd-a/unet", *hub, "-o", str(tmp_path / "unet")).code == 0
+        saved = cli(str(tmp_path / "unet"), "--json").json()
+        assert saved["totals"]["parameters"] == pipelines["sd-a"][1]["unet"]
     a, b = pipelines["sd-a"][1], pipelines["sd-b"][1]
     assert d["delta"]["parameters"] == sum(b.values()) - sum(a.values())
     by_component: dict[str, int] = {}

@@ -281,6 +281,13 @@ def save_checkpoint(checkpoint: Checkpoint, folder: Path, *, force: bool = False
             what = f"{old.get('repo_id') or 'an unnamed model'}@{(old.get('revision') or 'unknown')[:12]}"
             raise UsageError(f"{folder} holds a snapshot of {what}; refusing to replace it",
                              hint="choose another folder, or pass --force")
+    parts = [c.name for c in checkpoint.components if c.checkpoint is not None and c.checkpoint.headers]
+    if parts:  # a snapshot holds one model's headers under their own names; a pipeline's would lose its parts
+        raise UsageError(
+            f"{checkpoint.label} has {len(parts)} components with weights ({', '.join(parts)}); a header snapshot "
+            "holds one model, so nothing was written",
+            hint=f"save one component: inspect save "
+                 f"{checkpoint.repo_id if checkpoint.origin == 'hub' else checkpoint.location}/{parts[0]} -o DIR")
     for h in checkpoint.headers:
         reader = reader_named(h.format)
         if reader is None or not reader.keeps_head:

@@ -112,11 +112,20 @@ def test_a_pipeline_from_the_hub_one_component_and_a_diff(cli, pipelines, tmp_pa
     with HubServer() as server:
         for name in ("sd-a", "sd-b"):
             folder = pipelines[name][0]
-            server.add_files(f"acme/{name}", {str(p.relative_to(folder)): p.read_bytes()
-                                              for p in folder.rglob("*") if p.is_file()})
+            listing = {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+            if name == "sd-a":  # as stable-diffusion-v1-5 lists: single-file checkpoints beside model_index.json,
+                unet = listing["unet/diffusion_pytorch_model.safetensors"]  # fp16 and .bin copies in the unet
+                listing |= {"v1-5-pruned-emaonly.safetensors": unet, "v1-5-pruned.safetensors": unet,
+                            "unet/diffusion_pytorch_model.fp16.safetensors": unet,
+                            "unet/diffusion_pytorch_model.bin": b"\x80\x02}q\x00."}
+            server.add_files(f"acme/{name}", listing)
         hub = ("--endpoint", server.url)
         doc = cli("acme/sd-a", *hub, "--json").json()
-        assert components(doc) == pipelines["sd-a"][1]
+        assert components(doc) == pipelines["sd-a"][1]  # what diffusers loads: the default files of each folder
+        assert {f["path"] for f in doc["other_weight_files"]} >= {"v1-5-pruned-emaonly.safetensors",
+                                                                   "v1-5-pruned.safetensors"}
+        single = cli("acme/sd-a/v1-5-pruned.safetensors", *hub, "--json").json()  # from_single_file's file
+        assert single["totals"]["parameters"] == pipelines["sd-a"][1]["unet"]
         unet = cli("acme/sd-a/unet", *hub, "--json").json()
         assert unet["totals"]["parameters"] == pipelines["sd-a"][1]["unet"]
         assert unet["model"]["label"] == "acme/sd-a/unet"

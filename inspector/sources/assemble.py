@@ -246,8 +246,9 @@ def assemble(source: Source, files: Mapping[str, int | None], *, lenient: bool =
     index does not name are read too. ``extra``: more small files to keep (generation_config …)."""
     top = {p for p in files if "/" not in p}
     index_name = pick_index(top)
-    if only is None and index_name is None and PIPELINE_INDEX in top and not _has_weights(top) and depth == 0:
-        return _pipeline(source, files, lenient=lenient, progress=progress)
+    if only is None and index_name is None and PIPELINE_INDEX in top and depth == 0 and \
+            (pipeline := _pipeline_if_any(source, files, top, lenient=lenient, progress=progress)) is not None:
+        return pipeline
     smalls = [n for n in ("config.json", *extra, *SIDE_FILES, *TOKENIZER_FILES) if n in files]
     size = files.get(TOKENIZER_JSON) if TOKENIZER_JSON in files else None
     if size is not None and not source.remote and size <= TOKENIZER_JSON_BUDGET and depth == 0:
@@ -321,6 +322,19 @@ def _component(source: Source, files: Mapping[str, int | None], folder: str, len
         variants = sorted(n for n in top if n.endswith(".safetensors"))
         only = default[0] if default else (variants[0] if len(variants) > 1 else None)
     return assemble(Prefixed(source, folder), sub, lenient=lenient, only=only, depth=1)
+
+
+def _pipeline_if_any(source: Source, files: Mapping[str, int | None], top: set[str], *, lenient: bool,
+                     progress: Progress | None) -> Parts | None:
+    """A folder with model_index.json is the pipeline diffusers loads from it: weight files beside
+    it (SD-1.5's v1-5-pruned*.safetensors) are single-file alternatives for ``from_single_file``,
+    not part of it. None when no component has weights but the top level has (those are read)."""
+    try:
+        return _pipeline(source, files, lenient=lenient, progress=progress)
+    except NotFoundError:
+        if not _has_weights(top):
+            raise
+        return None
 
 
 def _pipeline(source: Source, files: Mapping[str, int | None], *, lenient: bool, progress: Progress | None) -> Parts:

@@ -106,6 +106,26 @@ def test_a_pipeline_folder_counts_each_component_as_diffusers_does(cli, pipeline
     assert all(f">{c}<" in page for c in expected)  # the components table
 
 
+def test_a_sharded_component_is_read_through_its_index(cli, pipelines, tmp_path: Path) -> None:
+    """FLUX's and SD3's transformers are sharded: diffusers' save_pretrained(max_shard_size) writes
+    diffusion_pytorch_model-0000N-of-0000M.safetensors and their index, as here."""
+    import shutil
+
+    folder, expected = pipelines["sd-a"]
+    copy = tmp_path / "sharded"
+    shutil.copytree(folder, copy)
+    shutil.rmtree(copy / "unet")
+    diffusers.UNet2DConditionModel.from_pretrained(folder / "unet").save_pretrained(copy / "unet",
+                                                                                    max_shard_size="2MB")
+    shards = sorted(p.name for p in (copy / "unet").glob("*.safetensors"))
+    assert len(shards) >= 2 and (copy / "unet" / "diffusion_pytorch_model.safetensors.index.json").exists()
+    doc = cli(str(copy), "--json").json()
+    assert components(doc) == expected
+    unet = next(c for c in doc["components"] if c["name"] == "unet")
+    assert unet["tensors"] == len(json.loads((copy / "unet" / "diffusion_pytorch_model.safetensors.index.json")
+                                             .read_text())["weight_map"])
+
+
 def test_a_pipeline_from_the_hub_one_component_and_a_diff(cli, pipelines, tmp_path: Path, online: None) -> None:
     from hubserver import HubServer
 

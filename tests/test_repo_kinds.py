@@ -170,6 +170,30 @@ def test_a_pipeline_from_the_hub_one_component_and_a_diff(cli, pipelines, tmp_pa
     assert set(k for k, v in by_component.items() if v) == {"unet"} and by_component["unet"] == b["unet"] - a["unet"]
 
 
+def test_a_pipeline_is_kept_in_the_header_cache(cli, pipelines, tmp_path: Path, online: None) -> None:
+    """A second read of a pipeline costs one branch lookup; offline, the cached copy stands in: the
+    same components, counts and roles as the first read, assembled again from the stored files."""
+    from hubserver import HubServer
+
+    folder, expected = pipelines["sd-a"]
+    with HubServer() as server:
+        server.add_files("acme/sd-a", {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*")
+                                       if p.is_file()})
+        hub = ("--endpoint", server.url)
+        cold = cli("acme/sd-a", *hub, "--json").json()
+        server.clear_log()
+        warm = cli("acme/sd-a", *hub, "--json").json()
+        assert [r.path for r in server.requests("GET") if "/resolve/" in r.path] == []
+        offline = cli("acme/sd-a", *hub, "--offline", "--json").json()
+        unet = cli("acme/sd-a/unet", *hub, "--offline", "--json").json()
+    for doc in (warm, offline):
+        assert components(doc) == expected
+        for key in ("totals", "by_role", "components", "config"):
+            assert doc[key] == cold[key], key
+    written = json.loads((folder / "unet" / "config.json").read_text())["_class_name"]  # by diffusers
+    assert unet["totals"]["parameters"] == expected["unet"] and unet["config"]["architectures"] == [written]
+
+
 def test_stable_diffusion_v1_5_real_configs_give_the_published_counts(cli, tmp_path: Path, online: None) -> None:
     """The real component configs (fixtures/diffusers), built by diffusers and transformers on the meta device
     for their tensor names and shapes, served as full-size files of zeros: the per-component counts of the
@@ -202,7 +226,7 @@ def test_stable_diffusion_v1_5_real_configs_give_the_published_counts(cli, tmp_p
     assert sent < 1_000_000  # headers and configs only, of 4.3 GB of float32 weights
 
 
-def test_a_sentence_transformers_dense_head_is_counted(cli, tmp_path: Path) -> None:
+def test_a_sentence_transformers_dense_head_is_counted(cli, tmp_path: Path, online: None) -> None:
     st = pytest.importorskip("sentence_transformers", reason="CI installs sentence-transformers 6.2.0")
     from sentence_transformers.sentence_transformer import modules
     from transformers import BertConfig, BertModel, BertTokenizerFast
@@ -225,6 +249,16 @@ def test_a_sentence_transformers_dense_head_is_counted(cli, tmp_path: Path) -> N
     assert rows["transformer"]["parameters"] == sum(p.numel() for p in word.parameters())
     assert rows["1_Pooling"]["tensors"] == 0 and rows["2_Dense"]["class"] == "Dense"
     assert {r["role"]: r["parameters"] for r in doc["by_role"]}["head"] == 32 * 16 + 16
+    # from the Hub, first read and cached read alike
+    from hubserver import HubServer
+
+    with HubServer() as server:
+        server.add_files("acme/st", {str(p.relative_to(tmp_path / "st")): p.read_bytes()
+                                     for p in (tmp_path / "st").rglob("*") if p.is_file()})
+        for _ in range(2):
+            again = cli("acme/st", "--endpoint", server.url, "--json").json()
+            assert again["totals"]["parameters"] == total and again["components"] == doc["components"]
+        assert any("headers from the cache" in n for n in again["notes"])
 
 
 def test_the_tokenizer_summary_of_real_files(cli) -> None:

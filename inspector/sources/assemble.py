@@ -213,6 +213,16 @@ def prefixed(header: WeightFile, component: str) -> WeightFile:
     return replace(header, tensors=tuple(t._replace(name=f"{component}.{t.name}") for t in header.tensors))
 
 
+def stored_files(parts: Parts) -> dict[str, bytes]:
+    """Every small file the assembly read, components' included under their folder (``unet/config.json``):
+    what a header snapshot stores so that the same assembly can read it again."""
+    out = dict(parts.stored)
+    for name, _, _, part in parts.components:
+        if part is not None:
+            out.update({f"{name}/{n}": raw for n, raw in stored_files(part).items()})
+    return out
+
+
 def small_files(parts: Parts) -> dict[str, bytes]:
     """The tokenizer, chat-template and generation files the assembly read (``Checkpoint.small_files``)."""
     return {n: raw for n, raw in parts.stored.items() if n in TOKENIZER_FILES or n == TOKENIZER_JSON}
@@ -376,6 +386,7 @@ def _modules(source: Source, files: Mapping[str, int | None], parts: Parts, *, l
         if part is not None:
             headers += [prefixed(h, name) for h in part.headers]
     return replace(parts, headers=tuple(headers), components=tuple(components), composite=MODULES_INDEX,
+                   stored={**parts.stored, MODULES_INDEX: raw},
                    composite_class="SentenceTransformer",
                    errors=parts.errors + tuple(e for *_, p in components if p is not None for e in p.errors))
 

@@ -31,7 +31,7 @@ from inspector.errors import HubUnreachable, InvalidCheckpointError, NetworkErro
 from inspector.formats.registry import SAFETENSORS, reader_for, reader_named
 from inspector.model import Checkpoint, FileEntry, WeightFile, natural_key
 from inspector.safeio import COMMIT, commit_id, relative_name
-from inspector.sources.assemble import assemble, small_files, with_components
+from inspector.sources.assemble import assemble, small_files, stored_files, with_components
 from inspector.sources.header_cache import HeaderCache
 from inspector.sources.resolve import HubOpener
 from inspector.sources.snapshot import load_snapshot
@@ -100,9 +100,7 @@ def open_hub(repo_id: str, revision: str | None = None, *, options: HubOptions |
         if early is not None:
             early.close()
     # records a prefix cannot rebuild (a pickle's) are not kept in a snapshot: such repos are read again
-    # (nor multi-component repos: a snapshot keeps one config and one set of records)
-    keepable = all(getattr(reader_named(h.format), "keeps_head", False) for h in checkpoint.headers) \
-        and not checkpoint.components
+    keepable = all(getattr(reader_named(h.format), "keeps_head", False) for h in checkpoint.headers)
     if use_cache and keepable and not checkpoint.header_errors and checkpoint.index_error is None:
         cache.put(snapshot)
         cache.set_ref(repo_id, rev, sha)
@@ -278,7 +276,7 @@ def fetch_checkpoint(hub: Hub, repo_id: str, sha: str, info: Mapping[str, Any],
         "repo_id": repo_id, "revision": sha,
         "files": sorted(sizes.items()),
         "headers": {h.file: h.head for h in parts.headers}, "formats": {h.file: h.format for h in parts.headers},
-        "stored": parts.stored,
+        "stored": stored_files(parts),  # a pipeline's component configs too: the snapshot is assembled again
         "provenance": f"read from {hub.public} by inspector (headers only)",
     }
     return checkpoint, snapshot

@@ -30,7 +30,7 @@ import json
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 from inspector.errors import HeaderError, InvalidCheckpointError, NotFoundError, UsageError
 from inspector.formats.gguf import GGUF_CONFIG
@@ -45,10 +45,13 @@ from inspector.safeio import (
     relative_name,
     write_folder,
 )
-from inspector.sources.assemble import TOKENIZER_FILES, TOKENIZER_JSON, pick_index
+from inspector.sources.assemble import MODULES_INDEX, PIPELINE_INDEX, TOKENIZER_FILES, TOKENIZER_JSON, pick_index
 
 MANIFEST: Final = "inspector-snapshot.json"
+#: stored index files that make a snapshot a multi-component repo's (read again through the assembly)
+COMPOSITE_INDEXES: Final = (PIPELINE_INDEX, MODULES_INDEX)
 FORMAT: Final = "inspector-header-snapshot"
+T = TypeVar("T")
 VERSION: Final = 2  # 2 adds each header's "format"; version 1 (safetensors only) still reads
 READABLE: Final = (1, 2)
 #: a stored JSON file (config, index) or the manifest
@@ -130,6 +133,8 @@ def load_snapshot(folder: Path, *, origin: Origin = "snapshot", label: str | Non
     the audit to report."""
     manifest = read_manifest(folder)
     files = snapshot_files(manifest, folder)
+    if any(f.stored and f.path in COMPOSITE_INDEXES for f in files):
+        return _load_composite(folder, manifest, files, origin=origin, label=label, strict=strict)
     headers: list[WeightFile] = []
     errors: list[HeaderError] = []
     for f in files:
@@ -177,6 +182,62 @@ def load_snapshot(folder: Path, *, origin: Origin = "snapshot", label: str | Non
         side_json=side,
         small_files=smalls,
     )
+
+
+def _load_composite(folder: Path, manifest: Mapping[str, Any], files: list[SnapshotFile], *, origin: Origin,
+                    label: str | None, strict: bool) -> Checkpoint:
+    """A snapshot of a multi-component repo (a pipeline's model_index.json, a sentence-transformers
+    modules.json stored): read again through the one assembly, over the stored files and headers
+    as a folder would be, so its components are what a first read found."""
+    from inspector.sources.assemble import assemble, small_files, with_components
+
+    source = SnapshotSource(folder, files, strict=strict)
+    readable = {f.path: f.size for f in files if f.stored or f.header is not None}
+    parts = assemble(source, readable, lenient=not strict)
+    repo_id = manifest.get("repo_id") if isinstance(manifest.get("repo_id"), str) else None
+    revision = manifest.get("revision")
+    if revision is not None:
+        revision = commit_id(revision, f"{folder / MANIFEST}: revision")
+    provenance = manifest.get("provenance")
+    return with_components(Checkpoint(
+        label=label or repo_id or folder.name, origin=origin, location=str(folder), headers=parts.headers,
+        config=parts.config, index=parts.index, repo_id=repo_id, revision=revision,
+        files=tuple(FileEntry(f.path, f.size) for f in files),
+        notes=(f"snapshot provenance: {provenance}",) if isinstance(provenance, str) and provenance else (),
+        header_errors=parts.errors, index_name=parts.index_name, index_error=parts.index_error,
+        side_json=parts.side, small_files=small_files(parts)), parts)
+
+
+class SnapshotSource:
+    """A snapshot as the assembly's source: stored files whole, weight files parsed from their
+    stored header bytes; nothing else of the repo is there to read."""
+
+    remote = False
+
+    def __init__(self, folder: Path, files: list[SnapshotFile], *, strict: bool) -> None:
+        self.folder, self.strict = folder, strict
+        self.where = str(folder)
+        self.files = {f.path: f for f in files}
+
+    def small(self, name: str) -> bytes:
+        f = self.files.get(name)
+        if f is None or not f.stored:
+            raise NotFoundError(f"{self.folder}: the snapshot does not store {name}")
+        return read_regular(inside(self.folder, name, f"{self.folder / MANIFEST}: stored file"), JSON_BUDGET)
+
+    def prefetch(self, names: list[str]) -> None:
+        return None
+
+    def read_file(self, name: str, *, first: int | None, lenient: bool) -> WeightFile:
+        f = self.files.get(name)
+        reader = reader_named(f.format) if f is not None and f.format else reader_for(name)
+        if f is None or f.header is None or reader is None:
+            raise InvalidCheckpointError(f"{self.folder}: the snapshot holds no header of {name}")
+        blob = read_header_bytes(self.folder, f.header, reader.max_header)
+        return reader.parse(blob, file=name, file_size=f.size if self.strict else None)
+
+    def each(self, read: Callable[[str], T], names: list[str]) -> list[T]:
+        return [read(n) for n in names]
 
 
 class LazyJSON(Mapping[str, Any]):

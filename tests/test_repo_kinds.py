@@ -152,10 +152,11 @@ def test_a_pipeline_from_the_hub_one_component_and_a_diff(cli, pipelines, tmp_pa
         missing = cli("acme/sd-a/unte", *hub)
         assert missing.code == errors.EXIT_NOT_FOUND and "did you mean unet" in missing.err
         d = cli("diff", "acme/sd-a", "acme/sd-b", *hub, "--json").json()
-        # a header snapshot holds one model: the pipeline is refused (nothing written), a component is saved
-        whole = cli("save", "acme/sd-a", *hub, "-o", str(tmp_path / "whole"))
-        assert whole.code == errors.EXIT_USAGE and "inspect save acme/sd-a/" in whole.err
-        assert not (tmp_path / "whole").exists()
+        # a header snapshot of the whole pipeline reads back as the pipeline; one of a component, as it
+        assert cli("save", "acme/sd-a", *hub, "-o", str(tmp_path / "whole")).code == 0
+        kept = cli(str(tmp_path / "whole"), "--json").json()
+        for key in ("totals", "by_role", "components"):
+            assert kept[key] == doc[key], key
         assert cli("save", "acme/sd-a/unet", *hub, "-o", str(tmp_path / "unet")).code == 0
         saved = cli(str(tmp_path / "unet"), "--json").json()
         assert saved["totals"]["parameters"] == pipelines["sd-a"][1]["unet"]

@@ -342,13 +342,6 @@ def save_checkpoint(checkpoint: Checkpoint, folder: Path, *, force: bool = False
             what = f"{old.get('repo_id') or 'an unnamed model'}@{(old.get('revision') or 'unknown')[:12]}"
             raise UsageError(f"{folder} holds a snapshot of {what}; refusing to replace it",
                              hint="choose another folder, or pass --force")
-    parts = [c.name for c in checkpoint.components if c.checkpoint is not None and c.checkpoint.headers]
-    if parts:  # a snapshot holds one model's headers under their own names; a pipeline's would lose its parts
-        raise UsageError(
-            f"{checkpoint.label} has {len(parts)} components with weights ({', '.join(parts)}); a header snapshot "
-            "holds one model, so nothing was written",
-            hint=f"save one component: inspect save "
-                 f"{checkpoint.repo_id if checkpoint.origin == 'hub' else checkpoint.location}/{parts[0]} -o DIR")
     for h in checkpoint.headers:
         reader = reader_named(h.format)
         if reader is None or not reader.keeps_head:
@@ -369,6 +362,8 @@ def save_checkpoint(checkpoint: Checkpoint, folder: Path, *, force: bool = False
         stored[path] = (json.dumps(dict(doc), indent=2) + "\n").encode()
     if checkpoint.index is not None:
         stored[index_name] = (json.dumps(dict(checkpoint.index), indent=2) + "\n").encode()
+    stored.update(checkpoint.small_files)  # tokenizer, chat template and generation files, as read
+    stored.update(_component_files(checkpoint))
     sizes = {f.path: f.size for f in checkpoint.files}
     for h in checkpoint.headers:
         sizes.setdefault(h.file, h.file_size)
@@ -379,3 +374,33 @@ def save_checkpoint(checkpoint: Checkpoint, folder: Path, *, force: bool = False
                    files=sorted(sizes.items()), headers=headers, stored=stored, provenance=provenance,
                    formats=formats)
     return folder.resolve()
+
+
+def _component_files(checkpoint: Checkpoint) -> dict[str, bytes]:
+    """A multi-component repo's index and each component's small files under its folder, so that
+    the snapshot is assembled again as the repo was (``_load_composite``). The index is written from
+    what was read of it: each component's folder, library and class (and the pipeline's class)."""
+    if not checkpoint.components:
+        return {}
+    index: object
+    if checkpoint.composite == PIPELINE_INDEX:
+        index = {"_class_name": checkpoint.composite_class,
+                 **{c.name: [c.library, c.class_name] for c in checkpoint.components}}
+    else:
+        index = [{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+                 *({"idx": i, "name": c.name, "path": c.name,
+                    "type": f"{c.library or 'sentence_transformers'}.{c.class_name or 'Module'}"}
+                   for i, c in enumerate(checkpoint.components, start=1))]
+    out = {checkpoint.composite or MODULES_INDEX: (json.dumps(index, indent=2) + "\n").encode()}
+    for c in checkpoint.components:
+        sub = c.checkpoint
+        if sub is None:
+            continue
+        if sub.config is not None:
+            out[f"{c.name}/config.json"] = (json.dumps(sub.config, indent=2) + "\n").encode()
+        if sub.index is not None and sub.index_name:
+            out[f"{c.name}/{sub.index_name}"] = (json.dumps(dict(sub.index), indent=2) + "\n").encode()
+        for name, doc in sub.side_json.items():
+            out[f"{c.name}/{name}"] = (json.dumps(dict(doc), indent=2) + "\n").encode()
+        out.update({f"{c.name}/{name}": raw for name, raw in sub.small_files.items()})
+    return out

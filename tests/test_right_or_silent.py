@@ -150,12 +150,13 @@ def test_mlx_quantisation_is_counted_as_mlx_lm_wrote_it(cli) -> None:
     per-group scales and biases, bits from config.json's "quantization" block including per-module
     overrides. The logical count is the source model's, and bits per weight are mlx-lm's own figure."""
     fixtures = Path(__file__).parent.parent / "fixtures" / "mlx"
-    for name, bits_per_weight in (("tiny-llama-4bit", 4.520), ("tiny-llama-4bit-down8", 5.246)):
+    for name, bits, bits_per_weight in (("tiny-llama-4bit", 4, 4.520), ("tiny-llama-8bit", 8, 8.513),
+                                        ("tiny-llama-4bit-down8", 4, 5.246)):
         doc = cli(str(fixtures / name), "--json").json()
         totals = doc["totals"]
         assert totals["parameters"] == 361_088, name  # the source model's count
         assert totals["stored_elements"] < totals["parameters"]
         assert round(totals["bytes"] * 8 / totals["parameters"], 3) == bits_per_weight, name
         estimate = cli("estimate", str(fixtures / name), "--json").json()["quantization"]
-        assert estimate["method"] == "mlx affine" and estimate["bits"] == 4
+        assert estimate["method"] == "mlx affine" and estimate["bits"] == bits
         assert estimate["logical_parameters"] == 361_088

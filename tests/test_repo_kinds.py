@@ -106,6 +106,21 @@ def test_a_pipeline_folder_counts_each_component_as_diffusers_does(cli, pipeline
     assert all(f">{c}<" in page for c in expected)  # the components table
 
 
+def test_a_pipeline_against_one_model_is_compared_whole(cli, pipelines) -> None:
+    """No layer of a pipeline is a layer of GPT-2: each side is taken whole, and the note names the
+    command that compares one component with the model."""
+    from helpers import ref
+
+    folder, expected = pipelines["sd-a"]
+    doc = cli("diff", str(folder), "gpt2", "--json").json()
+    causes = {c["cause"]: c["delta"] for c in doc["causes"]}
+    assert causes == {**{f"{k}.component": -v for k, v in expected.items()},
+                      "model.component": ref("gpt2.parameters")}  # diffusers' counts, the Hub's count
+    assert doc["delta"]["parameters"] == ref("gpt2.parameters") - sum(expected.values()) == sum(causes.values())
+    clip = cli("diff", str(folder), str(folder / "text_encoder"), "--json").json()
+    assert any(f"inspect diff {folder}/text_encoder " in n for n in clip["notes"])
+
+
 def test_a_sharded_component_is_read_through_its_index(cli, pipelines, tmp_path: Path) -> None:
     """FLUX's and SD3's transformers are sharded: diffusers' save_pretrained(max_shard_size) writes
     diffusion_pytorch_model-0000N-of-0000M.safetensors and their index, as here."""

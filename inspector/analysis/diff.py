@@ -195,10 +195,13 @@ def diff_reports(a: Report, b: Report) -> Diff:
     roles = _role_deltas(a, b)
     changes = _changes(a, b)
     notes: list[str] = []
-    pipelines = a.checkpoint.composite == b.checkpoint.composite == "model_index.json"
-    causes = _component_causes(a, b) if pipelines else _explain(a, b)
+    piped = (a.checkpoint.composite == "model_index.json", b.checkpoint.composite == "model_index.json")
+    pipelines = all(piped)
+    causes = _component_causes(a, b) if pipelines else _whole_causes(a, b) if any(piped) else _explain(a, b)
     if pipelines:
         notes.append("two diffusers pipelines: explained component by component, each with its own config")
+    elif any(piped):
+        notes.append(_one_pipeline_note(a, b))
     elif not same:
         kinds = f"{ca.model_type or 'unknown'} vs {cb.model_type or 'unknown'}"
         notes.append(f"different layouts ({kinds}): tensors aligned through their roles; fused projections "
@@ -255,6 +258,38 @@ def _component_causes(a: Report, b: Report) -> tuple[Cause, ...]:
                                 delta, (Item(name, 1, f"{'added' if x is None else 'removed'} {count:,} parameters",
                                              delta),)))
     return tuple(causes)
+
+
+def _whole_causes(a: Report, b: Report) -> tuple[Cause, ...]:
+    """A pipeline against one model: no layer of one is a layer of the other, so each side is taken
+    whole (every component of the pipeline, the model as one part) and nothing is matched."""
+    from inspector.analysis.report import build_report
+
+    causes: list[Cause] = []
+    for side, sign in ((a, -1), (b, 1)):
+        verb = "removed" if sign < 0 else "added"
+        if side.checkpoint.composite == "model_index.json":
+            parts = [(c.name, build_report(c.checkpoint).summary.parameters) for c in side.checkpoint.components
+                     if c.checkpoint is not None]
+        else:
+            parts = [("model", side.summary.parameters)]
+        for name, count in parts:
+            causes.append(Cause(f"{name}.component", f"{name}: {verb} whole", sign * count,
+                                (Item(name, 1, f"{verb} {count:,} parameters", sign * count),)))
+    return tuple(causes)
+
+
+def _one_pipeline_note(a: Report, b: Report) -> str:
+    pipe, model = (a, b) if a.checkpoint.composite == "model_index.json" else (b, a)
+    classes = set(model.config.architectures)
+    match = next((c.name for c in pipe.checkpoint.components if c.class_name in classes and c.checkpoint), None)
+    def spec(c: Checkpoint) -> str:  # what to type for it: a folder's path, else its label (repo id)
+        return c.location if c.root else c.label
+
+    hint = (f"; `inspect diff {spec(pipe.checkpoint)}/{match} {spec(model.checkpoint)}` compares its {match} "
+            "with the model" if match else "; `inspect diff PIPELINE/COMPONENT MODEL` compares one component")
+    return ("a diffusers pipeline and one model: compared as wholes (each component and the model added or "
+            "removed whole)" + hint)
 
 
 def _partial_rotary(c: ModelConfig) -> float:

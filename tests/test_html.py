@@ -289,6 +289,12 @@ def test_output_file_rules(cli, tmp_path: Path) -> None:
     assert cli("llama3-8b", "--json", "-o", str(tmp_path / "x.json")).code == 2
     assert cli("audit", "llama3-8b", "--format", "html").code == 2
     assert cli("llama3-8b", "--format", "html", "--tensors").code == 2
+    several = tmp_path / "quants"  # one model in several GGUF files: the page needs one named
+    several.mkdir()
+    for name in ("ggml-vocab-aquila.gguf", "ggml-vocab-baichuan.gguf"):
+        shutil.copy(ROOT / ".test-inputs" / "llama-cpp-vocab" / name, several / name)
+    refused = cli(str(several), "--format", "html")
+    assert refused.code == 2 and f"inspect {several}/ggml-vocab-aquila.gguf --format html" in refused.err
     to_stdout = cli("diff", "llama2-7b", "llama3-8b", "--format", "html")
     assert to_stdout.code == 0 and to_stdout.out.startswith("<!DOCTYPE html>")
 

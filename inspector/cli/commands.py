@@ -188,14 +188,14 @@ def show(
     from inspector.sources.resolve import is_hf_cache_root
 
     if is_hf_cache_root(Path(model).expanduser()):
-        _cache_listing(Path(model).expanduser(), as_json, wide)
+        _cache_listing(Path(model).expanduser(), fmt, wide)
         return
     from inspector.errors import SeveralFiles
 
     try:
         checkpoint = open_model(model, revision, endpoint, token, offline)
     except SeveralFiles as several:
-        _file_listing(model, several, revision, endpoint, token, offline, as_json, wide, gpu, context)
+        _file_listing(model, several, revision, endpoint, token, offline, fmt, wide, gpu, context)
         return
     if listing_options is not None:
         raise UsageError("--gpu with `inspect` answers for a folder or repo of several GGUF files",
@@ -252,11 +252,17 @@ def show(
 
 
 def _file_listing(model: str, several: SeveralFiles, revision: str | None, endpoint: str | None,
-                  token: str | None, offline: bool, as_json: bool, wide: bool, gpu: str | None,
+                  token: str | None, offline: bool, fmt: str, wide: bool, gpu: str | None,
                   context: str | None) -> None:
     """A folder or repo holding one model in several GGUF files: one row a file (its header only)."""
+    from inspector.errors import UsageError
     from inspector.render.output import emit, files_table
     from inspector.sources.resolve import split_revision
+
+    if fmt == "html":
+        raise UsageError(f"--format html draws one model; {several.message}",
+                         hint=f"{several.hint} --format html" if several.hint else None) from None
+    as_json = fmt == "json"
 
     name, rev = split_revision(model)
     opened = [(file, open_model(f"{name}/{file}" + (f"@{rev}" if rev else ""), revision, endpoint, token, offline))
@@ -268,8 +274,14 @@ def _file_listing(model: str, several: SeveralFiles, revision: str | None, endpo
         emit(files_table(several.where, name, list(listing.rows), listing.budget, list(listing.notes)), wide=wide)
 
 
-def _cache_listing(root: Path, as_json: bool, wide: bool) -> None:
+def _cache_listing(root: Path, fmt: str, wide: bool) -> None:
     """``inspect $HF_HUB_CACHE``: every cached model with its counts, the way `hf cache ls` lists sizes."""
+    from inspector.errors import UsageError
+
+    if fmt == "html":
+        raise UsageError("--format html draws one model; this is a cache of many",
+                         hint=f"inspect {root}/models--ORG--NAME --format html")
+    as_json = fmt == "json"
     from inspector.analysis.listing import CachedModel
     from inspector.analysis.report import build_report
     from inspector.errors import ConfigOnly

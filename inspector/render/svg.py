@@ -1,0 +1,414 @@
+"""The drawings of the HTML reports (``render.html``), as SVG text computed here: a squarified
+treemap, a waterfall, bars on one scale, a budget bar and a memory-against-context curve; and the
+two things every part of a report shares: the escaping of untrusted text (``esc``, the one
+sanitiser then HTML escaping) and typed views of the JSON documents the reports are drawn from.
+
+Every figure is drawn to scale from the document's own numbers, and each drawn part carries its
+figure in a ``data-`` attribute, so a browser test can check the picture against the numbers.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+import re
+from collections.abc import Mapping, Sequence
+from typing import Final
+
+from inspector.render.text import natural_key, sanitize
+
+Doc = Mapping[str, object]
+
+#: the drawings' size (SVG user units)
+TREEMAP_W: Final = 1000.0
+TREEMAP_H: Final = 560.0
+WATER_W: Final = 1000.0
+WATER_H: Final = 380.0
+#: at most this many tensor rectangles in a treemap (the rest of a block summed into one)
+MAX_LEAVES: Final = 3000
+
+#: one colour a dtype family (treemap leaves, by-dtype legend), and a fallback cycle
+DTYPE_COLOURS: Final = {
+    "F32": "#4e79a7", "F64": "#2f4b7c", "BF16": "#59a14f", "F16": "#8cd17d", "F8_E4M3": "#f28e2b",
+    "F8_E5M2": "#ffbe7d", "I8": "#e15759", "U8": "#ff9d9a", "I32": "#b07aa1", "U32": "#d4a6c8",
+    "I64": "#9d7660", "BOOL": "#bab0ac", "I16": "#79706e", "U16": "#d7b5a6",
+}
+CYCLE: Final = ("#76b7b2", "#edc948", "#ff9da7", "#9c755f", "#86bcb6", "#f1ce63", "#a0cbe8", "#d37295",
+                "#fabfd2", "#b6992d", "#499894", "#e49444")
+_RANGE: Final = re.compile(r"\{(\d+)[–-](\d+)\}")
+
+
+# --- text and numbers ----------------------------------------------------------------------
+
+
+def esc(text: object) -> str:
+    """Untrusted text as inert HTML text or attribute value: the one sanitiser, then escaping."""
+    return html.escape(sanitize(str(text)), quote=True)
+
+
+def short(value: int, unit: str = "") -> str:
+    for size, mark in ((10**12, " T"), (10**9, " B"), (10**6, " M"), (10**3, " K")):
+        if abs(value) >= size:
+            return f"{value / size:.2f}{mark}{unit}"
+    return f"{value:,}{' ' + unit if unit else ''}"
+
+
+def gib(value: int) -> str:
+    return f"{value / 2**30:,.2f} GiB"
+
+
+# --- reading the documents (typed views of the JSON) --------------------------------------------
+
+
+def as_obj(value: object) -> Doc:
+    return value if isinstance(value, Mapping) else {}
+
+
+def as_objs(value: object) -> list[Doc]:
+    return [v for v in value if isinstance(v, Mapping)] if isinstance(value, list) else []
+
+
+def as_list(value: object) -> list[object]:
+    return list(value) if isinstance(value, list) else []
+
+
+def as_strs(value: object) -> list[str]:
+    return [v for v in as_list(value) if isinstance(v, str)]
+
+
+def as_int(value: object) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def as_str(value: object) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def label_of(doc: Doc) -> str:
+    model = as_obj(doc.get("model"))
+    return as_str(model.get("label")) or as_str(model.get("repo_id")) or "model"
+
+
+# --- treemap ------------------------------------------------------------------------------------
+
+
+Rect = tuple[float, float, float, float]
+
+
+def squarify(sizes: Sequence[float], x: float, y: float, w: float, h: float) -> list[Rect]:
+    """Rectangles tiling (x, y, w, h) with areas proportional to ``sizes`` (in their order), laid out
+    by the squarified algorithm (Bruls, Huizing and van Wijk, 2000): rows of the largest first, each
+    row added to while it makes its worst aspect ratio better."""
+    total = sum(sizes)
+    out: list[Rect] = [(x, y, 0.0, 0.0)] * len(sizes)
+    if total <= 0 or w <= 0 or h <= 0:
+        return out
+    order = sorted(range(len(sizes)), key=lambda i: -sizes[i])
+    order = [i for i in order if sizes[i] > 0]
+    scale = w * h / total
+    areas = {i: sizes[i] * scale for i in order}
+
+    def worst(row: list[float], side: float) -> float:
+        s = sum(row)
+        return max(side * side * max(row) / (s * s), s * s / (side * side * min(row)))
+
+    k = 0
+    while k < len(order):
+        side = min(w, h)
+        if side <= 1e-9:  # only rounding is left: the rest have no area
+            break
+        row = [order[k]]
+        k += 1
+        while k < len(order) and worst([areas[i] for i in [*row, order[k]]], side) <= \
+                worst([areas[i] for i in row], side):
+            row.append(order[k])
+            k += 1
+        s = sum(areas[i] for i in row)
+        if w >= h:  # a column on the left
+            cw = s / h
+            yy = y
+            for i in row:
+                out[i] = (x, yy, cw, areas[i] / cw)
+                yy += areas[i] / cw
+            x, w = x + cw, max(0.0, w - cw)
+        else:  # a row along the top
+            rh = s / w
+            xx = x
+            for i in row:
+                out[i] = (xx, y, areas[i] / rh, rh)
+                xx += areas[i] / rh
+            y, h = y + rh, max(0.0, h - rh)
+    return out
+
+
+def colour(key: str, palette: dict[str, str]) -> str:
+    if key not in palette:
+        palette[key] = DTYPE_COLOURS.get(key) or CYCLE[len([k for k in palette if k not in DTYPE_COLOURS])
+                                                         % len(CYCLE)]
+    return palette[key]
+
+
+def _block_of(name: str) -> str:
+    """A collapsed tensor name's layer block: ``model.layers.{0–31}`` for ``model.layers.{0–31}.mlp…``."""
+    m = _RANGE.search(name)
+    return name[: m.end()] if m else "outside layer blocks"
+
+
+def _elements(t: Doc) -> int:
+    shape = t.get("shape")
+    dims = [d for d in shape if isinstance(d, int)] if isinstance(shape, list) else []
+    return math.prod(dims) * max(1, as_int(t.get("count")))
+
+
+def treemap(by_role: list[Doc], tensors: list[Doc]) -> tuple[str, dict[str, str]]:
+    """The parameters as nested rectangles: role (area = the role's parameters) → layer block →
+    tensor (each as a share of its role by its elements; colour = dtype). Roles with no parameters
+    (buffers, quantisation scales alone) have no area and are listed under the map instead."""
+    roles = [(r, as_int(r.get("parameters"))) for r in by_role if as_int(r.get("parameters")) > 0]
+    total = sum(p for _, p in roles)
+    palette: dict[str, str] = {}
+    if total == 0:
+        return "<p class=\"note\">No parameters to draw.</p>\n", palette
+    rects = squarify([p for _, p in roles], 0, 0, TREEMAP_W, TREEMAP_H)
+    by_role_tensors: dict[str, list[Doc]] = {}
+    for t in tensors:
+        by_role_tensors.setdefault(as_str(t.get("role")), []).append(t)
+    budget = max(1, MAX_LEAVES // max(1, len(roles)))
+    out = [f"<svg id=\"treemap\" viewBox=\"0 0 {TREEMAP_W:g} {TREEMAP_H:g}\" width=\"{TREEMAP_W:g}\" "
+           f"height=\"{TREEMAP_H:g}\" role=\"img\" aria-label=\"parameters by role, layer block and tensor\">"]
+    for (role, params), (x, y, w, h) in zip(roles, rects, strict=True):
+        name = as_str(role.get("role"))
+        out.append(f"<g class=\"role-group\" data-role=\"{esc(name)}\">")
+        members = [t for t in by_role_tensors.get(name, []) if as_str(t.get("kind")) == "parameter"] or \
+            by_role_tensors.get(name, [])
+        blocks: dict[str, list[Doc]] = {}
+        for t in members:
+            blocks.setdefault(_block_of(as_str(t.get("name"))), []).append(t)
+        names = sorted(blocks, key=natural_key)
+        sizes = [float(sum(_elements(t) for t in blocks[b])) for b in names]
+        for (bx, by, bw, bh), block in zip(squarify(sizes, x, y, w, h), names, strict=True):
+            leaves = sorted(blocks[block], key=lambda t: -_elements(t))
+            kept, rest = leaves[:budget], leaves[budget:]
+            leaf_sizes = [float(_elements(t)) for t in kept] + ([float(sum(_elements(t) for t in rest))]
+                                                                 if rest else [])
+            for i, (lx, ly, lw, lh) in enumerate(squarify(leaf_sizes, bx, by, bw, bh)):
+                if i < len(kept):
+                    t = kept[i]
+                    dtype = as_str(t.get("dtype"))
+                    tip = (f"{as_str(t.get('name'))} {as_str(json.dumps(t.get('shape')))} {dtype}"
+                           f"{' ×' + str(as_int(t.get('count'))) if as_int(t.get('count')) > 1 else ''}: "
+                           f"{_elements(t):,} elements")
+                else:
+                    dtype, tip = "", f"{len(rest):,} more tensors of {block}"
+                out.append(f"<rect class=\"leaf\" x=\"{lx:.4f}\" y=\"{ly:.4f}\" width=\"{lw:.4f}\" "
+                           f"height=\"{lh:.4f}\" fill=\"{colour(dtype, palette) if dtype else '#cccccc'}\" "
+                           f"stroke=\"#ffffff\" stroke-width=\"0.5\"><title>{esc(tip)}</title></rect>")
+        share = params / total
+        out.append(f"<rect class=\"role\" data-role=\"{esc(name)}\" data-parameters=\"{params}\" x=\"{x:.4f}\" "
+                   f"y=\"{y:.4f}\" width=\"{w:.4f}\" height=\"{h:.4f}\" fill=\"none\" stroke=\"#1d2330\" "
+                   f"stroke-width=\"1.5\"><title>{esc(name)}: {params:,} parameters ({share:.2%})</title></rect>")
+        if w > 60 and h > 28:
+            out.append(f"<text x=\"{x + 4:.1f}\" y=\"{y + 14:.1f}\" font-weight=\"600\">{esc(name)}</text>"
+                       f"<text x=\"{x + 4:.1f}\" y=\"{y + 27:.1f}\">{short(params)} · {share:.1%}</text>")
+        out.append("</g>")
+    out.append("</svg>\n")
+    return "".join(out), palette
+
+
+def legend(palette: Mapping[str, str]) -> str:
+    """The colour key, drawn as SVG (the page's policy admits no style attributes)."""
+    if not palette:
+        return ""
+    items = list(palette.items())
+    width = 110
+    out = [f"<svg class=\"legend-svg\" viewBox=\"0 0 {TREEMAP_W:g} 22\" width=\"{TREEMAP_W:g}\" height=\"22\">"]
+    for i, (key, colour) in enumerate(items[: int(TREEMAP_W // width)]):
+        out.append(f"<rect x=\"{i * width}\" y=\"5\" width=\"12\" height=\"12\" fill=\"{colour}\"/>"
+                   f"<text x=\"{i * width + 16}\" y=\"15\">{esc(key)}</text>")
+    out.append("</svg>\n")
+    return "".join(out)
+
+
+# --- diff ---------------------------------------------------------------------------------------
+
+
+def waterfall(start: int, end: int, steps: Sequence[tuple[str, int]], start_label: str, end_label: str) -> str:
+    """A waterfall from ``start`` to ``end``: one floating bar per step (its signed height is its
+    delta), the totals as bars from the axis. The axis starts below the lowest running total, at a
+    round figure, so that the steps are not lost beside the totals (the axis' first figure is shown)."""
+    running = [start]
+    for _, delta in steps:
+        running.append(running[-1] + delta)
+    low, high = min(*running, end), max(*running, end)
+    span = max(1, high - low)
+    floor = max(0, low - span // 2)
+    step10 = 10 ** max(0, len(str(max(1, floor))) - 2)
+    floor = floor // step10 * step10
+    top = high + span // 10
+    plot_h, base_y, left = WATER_H - 70, WATER_H - 50, 70.0
+    scale = plot_h / max(1, top - floor)
+    bars = len(steps) + 2
+    slot = (WATER_W - left - 10) / bars
+    width = slot * 0.6
+
+    def ypos(value: int) -> float:
+        return float(base_y - (value - floor) * scale)
+
+    out = [f"<svg id=\"waterfall\" viewBox=\"0 0 {WATER_W:g} {WATER_H:g}\" width=\"{WATER_W:g}\" "
+           f"height=\"{WATER_H:g}\" role=\"img\" aria-label=\"waterfall from A to B\" "
+           f"data-scale=\"{scale!r}\" data-floor=\"{floor}\">",
+           f"<line x1=\"{left}\" y1=\"{base_y}\" x2=\"{WATER_W - 10}\" y2=\"{base_y}\" stroke=\"#5b6475\"/>",
+           f"<text x=\"4\" y=\"{base_y + 4:.1f}\">{short(floor)}</text>",
+           f"<text x=\"4\" y=\"{ypos(high) + 4:.1f}\">{short(high)}</text>"]
+
+    def bar(i: int, lo: int, hi: int, cls: str, fill: str, label: str, value: int, tip: str) -> None:
+        x = left + i * slot + (slot - width) / 2
+        y1, y2 = ypos(max(lo, hi)), ypos(min(lo, hi))
+        out.append(f"<rect class=\"{cls}\" data-value=\"{value}\" x=\"{x:.3f}\" y=\"{y1:.4f}\" "
+                   f"width=\"{width:.3f}\" height=\"{y2 - y1:.4f}\" fill=\"{fill}\"><title>{esc(tip)}</title></rect>")
+        sign = "+" if cls == "step" and value > 0 else ""
+        out.append(f"<text x=\"{x + width / 2:.1f}\" y=\"{y1 - 4:.1f}\" text-anchor=\"middle\">"
+                   f"{sign}{short(value)}</text>")
+        words = label if len(label) <= 22 else label[:21] + "…"
+        out.append(f"<text x=\"{x + width / 2:.1f}\" y=\"{base_y + 16:.1f}\" text-anchor=\"middle\">"
+                   f"{esc(words)}</text>")
+
+    bar(0, floor, start, "total start", "#4e79a7", start_label, start, f"{start_label}: {start:,}")
+    for i, (label, delta) in enumerate(steps, start=1):
+        lo = running[i - 1]
+        bar(i, lo, lo + delta, "step", "#2e8b57" if delta >= 0 else "#c0392b", label, delta,
+            f"{label}: {delta:+,} ({running[i - 1]:,} → {running[i]:,})")
+    bar(bars - 1, floor, end, "total end", "#4e79a7", end_label, end, f"{end_label}: {end:,}")
+    out.append("</svg>\n")
+    return "".join(out)
+
+
+# --- compare ------------------------------------------------------------------------------------
+
+
+def compare_bars(models: list[Doc]) -> tuple[str, dict[str, str]]:
+    """One bar per model on one scale (the largest model's parameters fill the width), split by
+    role; the colour key of the roles."""
+    roles: list[str] = []
+    for m in models:
+        for r in as_obj(m.get("parameters_by_role")):
+            if r not in roles:
+                roles.append(r)
+    palette: dict[str, str] = {}
+    biggest = max((as_int(as_obj(m.get("totals")).get("parameters")) for m in models), default=1) or 1
+    row_h, left, width = 34.0, 230.0, TREEMAP_W - 300
+    height = row_h * len(models) + 30
+    out = [f"<svg id=\"compare-bars\" viewBox=\"0 0 {TREEMAP_W:g} {height:g}\" width=\"{TREEMAP_W:g}\" "
+           f"height=\"{height:g}\" role=\"img\" aria-label=\"parameters by role, one bar per model\">"]
+    for i, m in enumerate(models):
+        y = 10 + i * row_h
+        label = label_of(m)
+        total = as_int(as_obj(m.get("totals")).get("parameters"))
+        out.append(f"<text x=\"0\" y=\"{y + 17:.1f}\">{esc(label if len(label) <= 34 else label[:33] + '…')}</text>")
+        x = left
+        for role in roles:
+            value = as_int(as_obj(m.get("parameters_by_role")).get(role))
+            if value <= 0:
+                continue
+            w = width * value / biggest
+            out.append(f"<rect class=\"part\" data-model=\"{i}\" data-role=\"{esc(role)}\" data-value=\"{value}\" "
+                       f"x=\"{x:.4f}\" y=\"{y:.1f}\" width=\"{w:.4f}\" height=\"{row_h - 10:.1f}\" "
+                       f"fill=\"{colour(role, palette)}\"><title>{esc(label)}: {esc(role)} {value:,}</title></rect>")
+            x += w
+        out.append(f"<text x=\"{x + 4:.1f}\" y=\"{y + 17:.1f}\">{short(total)}</text>")
+    out.append("</svg>\n")
+    return "".join(out), palette
+
+
+
+# --- estimate -----------------------------------------------------------------------------------
+
+
+def budget_bar(fit: Doc) -> str:
+    """The device's memory as one bar: weights, KV cache, each engine term, what is left, and what
+    the engine holds back (vLLM's 1 − utilization). The parts sum to the budget; when they do not
+    fit, the bar is as long as the need and the budget is marked on it."""
+    budget = as_int(fit.get("budget_bytes"))
+    usable = as_int(fit.get("usable_bytes")) or budget
+    parts = [("weights", as_int(fit.get("weights_bytes")), "#4e79a7"),
+             ("KV cache", as_int(fit.get("kv_bytes")), "#f28e2b")]
+    parts += [(as_str(t.get("name")), as_int(t.get("bytes")), CYCLE[i % len(CYCLE)])
+              for i, t in enumerate(as_objs(fit.get("terms"))) if as_int(t.get("bytes"))]
+    used = sum(v for _, v, _ in parts)
+    if used <= usable:  # the parts fill the budget: what is used, what is left, what vLLM keeps back
+        parts.append(("free", usable - used, "#e8ecf2"))
+        if usable < budget:
+            parts.append(("held back (1 − utilization)", budget - usable, "#bab0ac"))
+    whole = max(budget, used)
+    left, width, h = 0.0, TREEMAP_W, 46.0
+    tall = 46 + 62 + 18 * ((len(parts) + 3) // 4)
+    out = [f"<svg id=\"budget-bar\" viewBox=\"0 0 {TREEMAP_W:g} {tall}\" width=\"{TREEMAP_W:g}\" height=\"{tall}\" "
+           f"role=\"img\" aria-label=\"the device's memory\" data-budget=\"{budget}\" data-width=\"{width:g}\">"]
+    x = left
+    for name, value, colour in parts:
+        w = width * value / whole
+        out.append(f"<rect class=\"part\" data-name=\"{esc(name)}\" data-bytes=\"{value}\" x=\"{x:.5f}\" y=\"10\" "
+                   f"width=\"{w:.5f}\" height=\"{h:g}\" fill=\"{colour}\" stroke=\"#ffffff\" stroke-width=\"0.5\">"
+                   f"<title>{esc(name)}: {value:,} B ({gib(value)})</title></rect>")
+        if w > 7 * len(name) + 8:
+            out.append(f"<text x=\"{x + 4:.1f}\" y=\"30\">{esc(name)}</text>"
+                       f"<text x=\"{x + 4:.1f}\" y=\"44\">{gib(value)}</text>")
+        x += w
+    if usable < budget and used > usable:
+        ux = width * usable / whole
+        out.append(f"<line x1=\"{ux:.2f}\" y1=\"4\" x2=\"{ux:.2f}\" y2=\"{h + 16:g}\" stroke=\"#8a5300\" "
+                   f"stroke-dasharray=\"4 3\"/><text x=\"{max(150.0, ux):.1f}\" y=\"{h + 42:g}\" "
+                   f"text-anchor=\"end\">usable {gib(usable)}</text>")
+    for i, (name, value, colour) in enumerate(parts):  # the key, four to a line
+        kx, ky = (i % 4) * 250.0, h + 62 + (i // 4) * 18
+        out.append(f"<rect x=\"{kx:g}\" y=\"{ky - 10:g}\" width=\"12\" height=\"12\" fill=\"{colour}\"/>"
+                   f"<text x=\"{kx + 16:g}\" y=\"{ky:g}\">{esc(name)} {gib(value)}</text>")
+    bx = width * budget / whole
+    out.append(f"<line x1=\"{bx:.2f}\" y1=\"4\" x2=\"{bx:.2f}\" y2=\"{h + 16:g}\" stroke=\"#c0392b\" "
+               "stroke-width=\"2\"/>"
+               f"<text x=\"{min(bx, width - 4):.1f}\" y=\"{h + 28:g}\" text-anchor=\"end\">budget "
+               f"{gib(budget)}</text>")
+    out.append("</svg>\n")
+    return "".join(out)
+
+
+def context_curve(fit: Doc) -> str:
+    """Memory per device against context (from the fit's own points), the usable line, and the
+    largest context that fits."""
+    points = [(as_int(p.get("context")), as_int(p.get("total_bytes"))) for p in as_objs(fit.get("curve"))]
+    if len(points) < 2:
+        return ""
+    usable = as_int(fit.get("usable_bytes")) or as_int(fit.get("budget_bytes"))
+    xmax = max(x for x, _ in points) or 1
+    ymax = max(max(y for _, y in points), usable) * 1.05
+    w, h, left, bottom = TREEMAP_W, 320.0, 80.0, 40.0
+    pw, ph = w - left - 20, h - bottom - 16
+
+    def px(x: int) -> float:
+        return left + pw * x / xmax
+
+    def py(y: float) -> float:
+        return 16 + ph * (1 - y / ymax)
+
+    path = " ".join(f"{'M' if i == 0 else 'L'}{px(x):.2f},{py(y):.2f}" for i, (x, y) in enumerate(points))
+    out = [f"<svg id=\"context-curve\" viewBox=\"0 0 {w:g} {h:g}\" width=\"{w:g}\" height=\"{h:g}\" role=\"img\" "
+           "aria-label=\"memory against context\">",
+           f"<line x1=\"{left}\" y1=\"{py(0):.2f}\" x2=\"{w - 20}\" y2=\"{py(0):.2f}\" stroke=\"#5b6475\"/>",
+           f"<line x1=\"{left}\" y1=\"16\" x2=\"{left}\" y2=\"{py(0):.2f}\" stroke=\"#5b6475\"/>",
+           f"<line x1=\"{left}\" y1=\"{py(usable):.2f}\" x2=\"{w - 20}\" y2=\"{py(usable):.2f}\" stroke=\"#c0392b\" "
+           "stroke-dasharray=\"6 4\"/>",
+           f"<text x=\"{left + 4}\" y=\"{py(usable) - 4:.2f}\">usable {gib(usable)}</text>",
+           f"<path d=\"{path}\" fill=\"none\" stroke=\"#4e79a7\" stroke-width=\"2\"/>",
+           f"<text x=\"4\" y=\"{py(0) + 4:.2f}\">0</text>",
+           f"<text x=\"4\" y=\"{py(ymax / 1.05) + 4:.2f}\">{gib(int(ymax / 1.05))}</text>",
+           f"<text x=\"{left}\" y=\"{h - 8}\">context 0</text>",
+           f"<text x=\"{w - 20}\" y=\"{h - 8}\" text-anchor=\"end\">{xmax:,} tokens</text>"]
+    most = fit.get("max_context")
+    if isinstance(most, int) and most > 0:
+        out.append(f"<line x1=\"{px(most):.2f}\" y1=\"16\" x2=\"{px(most):.2f}\" y2=\"{py(0):.2f}\" "
+                   "stroke=\"#2e8b57\" stroke-dasharray=\"3 3\"/>"
+                   f"<text x=\"{px(most) - 4:.2f}\" y=\"30\" text-anchor=\"end\">largest context {most:,}</text>")
+    out.append("</svg>\n")
+    return "".join(out)
+

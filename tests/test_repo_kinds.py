@@ -351,3 +351,9 @@ def test_a_pipeline_estimate_is_weights_per_component_and_says_what_it_leaves_ou
     fit = doc["fit"]
     assert fit["engine"] == "diffusers" and fit["fits"] is None and "image size" in fit["unknown"]
     assert fit["weights_bytes"] == figures["weights_bytes"] and "pipe.to('cuda')" in fit["weights_note"]
+    # a budget below the weights alone is a known answer, activations or not
+    small = 4 * sum(expected.values()) - 1
+    tight = cli("estimate", str(folder), "--gpu", f"{small}B", "--json").json()["fit"]
+    assert tight["fits"] is False and tight["unknown"] is None
+    text = cli("estimate", str(folder), "--gpu", f"{small}B").out
+    assert "the weights alone are more than the budget" in text and "context" not in text.split("figure")[0]

@@ -658,15 +658,15 @@ def _pipeline_fit(report: Report, budget: Budget, weights_dtype: str | None, est
     parts = ", ".join(f"{r.name} {r.bytes:,} B" for r in report.components if r.tensors)
     note = (f"{parts}: all resident together, as pipe.to('cuda') places them" +
             (f"; spread over {budget.devices} devices" if budget.devices > 1 else ""))
+    over = per > budget.per_device  # known without the activations: the weights alone are too many
     return Fit(budget_bytes=budget.per_device, devices=budget.devices, batch=est.batch, context=0, weights_bytes=per,
                weights_bytes_all=weights, replicated_bytes=0, replicated=(), kv_bytes_per_token=0, kv_bytes=0,
                kv_share="no KV cache: a diffusion pipeline decodes no tokens", overhead_bytes=0,
-               overhead_formula="activations not counted", total_bytes=per, fits=None, max_context=None,
-               max_context_capped=False, max_batch=None, model_limit=None, warnings=(),
-               unknown=("activation memory of a diffusion pipeline depends on the image size, frames and batch; "
-                        f"the weights alone take {per / 2**30:.2f} GiB of {budget.per_device / 2**30:.2f} GiB per "
-                        "device" + (" (they do not fit even without activations)" if per > budget.per_device else
-                                    "")),
+               overhead_formula="activations not counted", total_bytes=per, fits=False if over else None,
+               max_context=None, max_context_capped=False, max_batch=None, model_limit=None, warnings=(),
+               unknown=None if over else (
+                   "activation memory of a diffusion pipeline depends on the image size, frames and batch; "
+                   f"the weights alone take {per / 2**30:.2f} GiB of {budget.per_device / 2**30:.2f} GiB per device"),
                engine="diffusers", usable_bytes=budget.per_device, gpu=budget.gpu, weights_note=note)
 
 

@@ -441,5 +441,8 @@ def estimate_html(doc: Doc) -> str:
         body += ["<h2>Weights in other dtypes</h2>\n", _table(
             ("dtype", "bytes"), ((as_str(w.get("dtype")), as_int(w.get("bytes"))) for w in what_if), numeric=(1,))]
     context = as_int(doc.get("context"))
-    return page(label_of(doc), f"{esc(_origin(model))}<br>estimates at context {context:,}, batch "
-                f"{as_int(doc.get('batch'))}, KV cache in {esc(as_str(doc.get('kv_dtype')))}", body, doc)
+    scope = (f"estimates at context {context:,}, batch {as_int(doc.get('batch'))}, KV cache in "
+             f"{esc(as_str(doc.get('kv_dtype')))}") if any(
+        as_str(f.get("name")) == "kv_bytes_per_token" for f in as_objs(doc.get("figures"))) else \
+        "weights per component (a diffusion pipeline decodes no tokens: no KV cache, no per-token FLOPs)"
+    return page(label_of(doc), f"{esc(_origin(model))}<br>{scope}", body, doc)

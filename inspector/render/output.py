@@ -645,6 +645,7 @@ def fit_table(f: Fit) -> RenderableType:
         limit = (f"the model's own limit of {f.model_limit:,}" if f.max_context_capped else "the budget")
         most = (f"largest context that fits at batch {f.batch}: {f.max_context:,} tokens (capped by {limit}); "
                 f"largest batch at {f.context:,} tokens: {f.max_batch:,}") if f.max_context else \
+            "the weights alone are more than the budget, before any activation" if f.engine == "diffusers" else \
             "not even one token of context fits beside the weights and overhead"
         parts = [t, verdict, Text(most)]
     sources = [f"{term.name}: {term.source}" for term in f.terms]
@@ -679,6 +680,13 @@ def estimate_json(report: Report, est: Estimate, fitted: Fit | None = None) -> d
     }
 
 
+def estimate_scope(est: Estimate) -> str:
+    """What an estimate is of: context, batch and KV dtype, or a pipeline's weights alone."""
+    if est.find("kv_bytes_per_token") is None:
+        return "weights per component (a diffusion pipeline decodes no tokens: no KV cache, no per-token FLOPs)"
+    return f"estimates at context {est.context:,}, batch {est.batch}, KV cache in {est.kv_dtype}"
+
+
 def estimate_table(report: Report, est: Estimate, fitted: Fit | None = None) -> RenderableType:
     from rich.console import Group
     from rich.table import Table
@@ -687,8 +695,7 @@ def estimate_table(report: Report, est: Estimate, fitted: Fit | None = None) -> 
     c = report.checkpoint
     parts: list[RenderableType] = [] if fitted is None else [fit_table(fitted), Text("")]
     parts += [
-        Text(f"{sanitize(c.label)}: estimates at context {est.context:,}, batch {est.batch}, "
-             f"KV cache in {est.kv_dtype}", style="bold")]
+        Text(f"{sanitize(c.label)}: {estimate_scope(est)}", style="bold")]
     t = Table(show_edge=False, pad_edge=False)
     t.add_column("figure")
     t.add_column("value", justify="right")
@@ -1012,8 +1019,7 @@ def estimate_markdown(report: Report, est: Estimate, fitted: Fit | None = None) 
     """``inspect estimate --format markdown``: every figure with its formula and source; the fit."""
     from inspector.render.text import markdown
 
-    lines = [f"### {markdown(report.checkpoint.label)}: estimates at context {est.context:,}, batch {est.batch}, "
-             f"KV cache in {markdown(est.kv_dtype)}", ""]
+    lines = [f"### {markdown(report.checkpoint.label)}: {markdown(estimate_scope(est))}", ""]
     lines += _md_table(None, ["figure", "value", "formula", "source"], [
         [markdown(f.name), "unknown" if f.value is None else n(f.value) + (f" {markdown(f.unit)}" if f.unit else ""),
          markdown(f.formula), markdown(f.source)] for f in est.figures], {1})
@@ -1026,7 +1032,9 @@ def estimate_markdown(report: Report, est: Estimate, fitted: Fit | None = None) 
             *[[markdown(t.name), n(t.bytes)] for t in fitted.terms], ["total", n(fitted.total_bytes)],
             ["budget", n(fitted.budget_bytes)], ["usable", n(fitted.usable_bytes)],
             *([["KV pool", n(fitted.kv_pool_bytes)]] if fitted.kv_pool_bytes is not None else [])], {1})
-        if fitted.fits is None or fitted.max_context is None or fitted.max_batch is None:
+        if fitted.fits is False and fitted.engine == "diffusers":
+            lines.append("does not fit: the weights alone are more than the budget, before any activation")
+        elif fitted.fits is None or fitted.max_context is None or fitted.max_batch is None:
             lines.append("fit unknown: " + markdown(fitted.unknown or "a figure is missing"))
         else:
             lines.append(("fits" if fitted.fits else "does not fit") +

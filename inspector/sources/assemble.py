@@ -334,6 +334,19 @@ def _component(source: Source, files: Mapping[str, int | None], folder: str, len
     return assemble(Prefixed(source, folder), sub, lenient=lenient, only=only, depth=1)
 
 
+def _each_component(source: Source, files: Mapping[str, int | None], listed: list[tuple[str, str | None, str | None]],
+                    lenient: bool) -> list[Parts | None]:
+    """Every component read, in order; from a remote source all at once on threads of their own (each
+    component's small files and headers then share the source's pool), so a pipeline costs the round
+    trips of one component, not of each in turn."""
+    if not source.remote or len(listed) < 2:
+        return [_component(source, files, name, lenient) for name, _, _ in listed]
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=len(listed), thread_name_prefix="inspector-component") as pool:
+        return list(pool.map(lambda item: _component(source, files, item[0], lenient), listed))
+
+
 def _pipeline_if_any(source: Source, files: Mapping[str, int | None], top: set[str], *, lenient: bool,
                      progress: Progress | None) -> Parts | None:
     """A folder with model_index.json is the pipeline diffusers loads from it: weight files beside
@@ -356,8 +369,8 @@ def _pipeline(source: Source, files: Mapping[str, int | None], *, lenient: bool,
     headers: list[WeightFile] = []
     errors: list[HeaderError] = []
     listed = pipeline_components(index, source.where)
-    for done, (name, library, cls) in enumerate(listed):
-        part = _component(source, files, name, lenient)
+    for done, ((name, library, cls), part) in enumerate(zip(listed, _each_component(source, files, listed, lenient),
+                                                             strict=True)):
         components.append((name, library, cls, part))
         if part is not None:
             headers += [prefixed(h, name) for h in part.headers]

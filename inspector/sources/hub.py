@@ -198,10 +198,11 @@ def repo_sizes(hub: Hub, info: Mapping[str, Any], repo_id: str) -> dict[str, int
 
 class _Early:
     """Reads sent beside the listing, before the commit is known: config.json, the usual index, a
-    diffusers pipeline's model_index.json and the first bytes of a lone model.safetensors, at the branch. The Hub names the commit it served
-    in ``X-Repo-Commit``; an answer is used only when that is the listing's commit and the listing
-    has the file, so a branch that moves between the two calls costs a read again, never a mix of
-    commits. A failed early read (a 404 for a file the repo does not have) is simply not used."""
+    diffusers pipeline's model_index.json and the first bytes of a lone model.safetensors, at the
+    branch. The Hub names the commit it served in ``X-Repo-Commit``; an answer is used only when that
+    is the listing's commit and the listing has the file, so a branch that moves between the two calls
+    costs a read again, never a mix of commits. A failed early read (a 404 for a file the repo does
+    not have) is simply not used."""
 
     NAMES: Final = ("config.json", "model.safetensors.index.json", "model_index.json", "model.safetensors")
 

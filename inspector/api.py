@@ -83,11 +83,17 @@ class Inspection:
     def to_html(self) -> str:
         """The ``inspect MODEL --format html`` page: self-contained, drawn from ``to_dict()`` with the
         tensor list collapsed (one row per repeated layer or expert tensor), which it embeds."""
-        from inspector.render.html import show_html
+        from inspector.render.html import MAX_ROWS, show_html
         from inspector.render.output import listing, report_json
 
         rows = listing(self.report, True)
-        return show_html(report_json(self.report, rows=rows, formula=self.formula))
+        doc = report_json(self.report, rows=rows[:MAX_ROWS], formula=self.formula)
+        if len(rows) > MAX_ROWS:  # names that do not collapse (no repeated layers): the page stays small
+            notes = doc["notes"]
+            assert isinstance(notes, list)
+            notes.append(f"the page lists the first {MAX_ROWS:,} of {len(rows):,} tensor rows; all of them: "
+                         "inspect MODEL --json --tensors --collapse")
+        return show_html(doc)
 
 
 def inspect(model: str | Checkpoint, *, tensors: bool = False, collapse: bool = False, formula: bool = False,

@@ -309,3 +309,18 @@ def test_the_library_draws_the_same_pages(cli) -> None:
                                                                    "--format", "html").out
     assert inspector.estimate("gpt2", gpu="8GiB").to_html() == cli("estimate", "gpt2", "--gpu", "8GiB",
                                                                    "--format", "html").out
+
+
+def test_names_that_do_not_collapse_keep_the_page_small(cli, tmp_path: Path) -> None:
+    """30,000 tensors with no repeated layer (no row collapses): the page lists 10,000 and says so."""
+    from inspector.formats.safetensors import encode_header
+
+    folder = tmp_path / "flat"
+    folder.mkdir()
+    blob, data = encode_header([(f"w{i:05d}.weight", "F32", (2,)) for i in range(30_000)], {"format": "pt"})
+    (folder / "model.safetensors").write_bytes(blob + bytes(data))
+    page = cli(str(folder), "--format", "html").out
+    assert page.count("<tr data-name=") == 10_000
+    assert "the page lists the first 10,000 of 30,000 tensor rows" in page
+    assert 'id="headline-parameters" data-value="60000"' in page  # 30,000 × 2, all of them counted
+    assert len(page.encode()) < 5 * 1024**2

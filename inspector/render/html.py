@@ -43,7 +43,7 @@ from inspector.render.svg import (
 
 GENERATOR: Final = "inspector html report"
 #: at most this many rows in a tensor list or a list of changed tensors
-MAX_ROWS: Final = 20000
+MAX_ROWS: Final = 10000
 
 STYLE: Final = """
 :root{--fg:#1d2330;--muted:#5b6475;--line:#d5dae3;--bg:#fff;--soft:#f4f6f9;--up:#2e8b57;--down:#c0392b}

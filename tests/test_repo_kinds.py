@@ -9,6 +9,7 @@ index) and from gguf-py's reading of llama.cpp's vocab GGUFs."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -124,8 +125,6 @@ def test_a_pipeline_against_one_model_is_compared_whole(cli, pipelines) -> None:
 def test_a_sharded_component_is_read_through_its_index(cli, pipelines, tmp_path: Path) -> None:
     """FLUX's and SD3's transformers are sharded: diffusers' save_pretrained(max_shard_size) writes
     diffusion_pytorch_model-0000N-of-0000M.safetensors and their index, as here."""
-    import shutil
-
     folder, expected = pipelines["sd-a"]
     copy = tmp_path / "sharded"
     shutil.copytree(folder, copy)
@@ -265,6 +264,21 @@ def test_a_sentence_transformers_dense_head_is_counted(cli, tmp_path: Path, onli
     assert rows["transformer"]["parameters"] == sum(p.numel() for p in word.parameters())
     assert rows["1_Pooling"]["tensors"] == 0 and rows["2_Dense"]["class"] == "Dense"
     assert {r["role"]: r["parameters"] for r in doc["by_role"]}["head"] == 32 * 16 + 16
+    # the layout of older sentence-transformers exports: the transformer in a module folder of its own
+    # ("path": "0_Transformer" in modules.json, nothing at the top), as sentence-transformers still loads
+    legacy = tmp_path / "legacy"
+    shutil.copytree(tmp_path / "st", legacy)
+    (legacy / "0_Transformer").mkdir()
+    for f in list(legacy.iterdir()):
+        if f.is_file() and f.name not in ("modules.json", "README.md", "config_sentence_transformers.json"):
+            f.rename(legacy / "0_Transformer" / f.name)
+    listed = json.loads((legacy / "modules.json").read_text())
+    listed[0]["path"] = "0_Transformer"
+    (legacy / "modules.json").write_text(json.dumps(listed))
+    old = cli(str(legacy), "--json").json()
+    assert old["totals"]["parameters"] == total and old["config"]["model_type"] == "bert"
+    assert {c["name"]: c["parameters"] for c in old["components"] if c["tensors"]} == \
+        {"0_Transformer": sum(p.numel() for p in word.parameters()), "2_Dense": 32 * 16 + 16}
     # from the Hub, first read and cached read alike
     from hubserver import HubServer
 

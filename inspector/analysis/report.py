@@ -74,7 +74,8 @@ def build_report(checkpoint: Checkpoint) -> Report:
 
 def component_rows(checkpoint: Checkpoint, tensors: list[Tensor]) -> tuple[ComponentRow, ...]:
     """Each component's tensors, parameters, bytes and dtypes; a sentence-transformers model's
-    transformer (its top level) is the row named ``""`` → ``transformer``."""
+    transformer at its top level is the row named ``""`` → ``transformer`` (sentence-transformers 1.x
+    kept it in a module folder, ``0_Transformer``, a row of its own)."""
     if not checkpoint.components:
         return ()
     from collections import Counter, defaultdict
@@ -91,9 +92,9 @@ def component_rows(checkpoint: Checkpoint, tensors: list[Tensor]) -> tuple[Compo
         row[2] += info.nbytes
         dtypes[key][info.dtype] += info.nbytes
     rows = []
-    if checkpoint.composite == "modules.json":
+    if checkpoint.composite == "modules.json" and "" in counts:  # (1.x: the transformer is a module folder)
         kind = (checkpoint.config or {}).get("model_type")
-        t, p, b = counts.get("", [0, 0, 0])
+        t, p, b = counts[""]
         top = tuple(d for d, _ in dtypes[""].most_common())
         rows.append(ComponentRow("transformer", "transformers", None, t, p, b, top,
                                  kind if isinstance(kind, str) else None))

@@ -256,9 +256,9 @@ def assemble(source: Source, files: Mapping[str, int | None], *, lenient: bool =
     index does not name are read too. ``extra``: more small files to keep (generation_config …)."""
     top = {p for p in files if "/" not in p}
     index_name = pick_index(top)
-    if only is None and index_name is None and PIPELINE_INDEX in top and depth == 0 and \
-            (pipeline := _pipeline_if_any(source, files, top, lenient=lenient, progress=progress)) is not None:
-        return pipeline
+    if only is None and index_name is None and depth == 0 and \
+            (composite := _composite(source, files, top, lenient=lenient, progress=progress)) is not None:
+        return composite
     smalls = [n for n in ("config.json", *extra, *SIDE_FILES, *TOKENIZER_FILES) if n in files]
     size = files.get(TOKENIZER_JSON) if TOKENIZER_JSON in files else None
     if size is not None and not source.remote and size <= TOKENIZER_JSON_BUDGET and depth == 0:
@@ -345,6 +345,24 @@ def _each_component(source: Source, files: Mapping[str, int | None], listed: lis
 
     with ThreadPoolExecutor(max_workers=len(listed), thread_name_prefix="inspector-component") as pool:
         return list(pool.map(lambda item: _component(source, files, item[0], lenient), listed))
+
+
+def _composite(source: Source, files: Mapping[str, int | None], top: set[str], *, lenient: bool,
+               progress: Progress | None) -> Parts | None:
+    """A repo whose index names the folders that hold its weights: a diffusers pipeline, or a
+    sentence-transformers model whose transformer is a folder of its own (``0_Transformer/``, as
+    sentence-transformers 1.x saved it) with nothing at the top. None: read the top level as usual
+    (a sentence-transformers model with the transformer at the top joins its modules later)."""
+    if PIPELINE_INDEX in top:
+        return _pipeline_if_any(source, files, top, lenient=lenient, progress=progress)
+    if MODULES_INDEX not in top or _has_weights(top):
+        return None
+    parts = _modules(source, files, Parts(None, None, None, (), (), None, {}, {}), lenient=lenient)
+    if not parts.headers:
+        return None
+    # the model's config is the transformer's (the first module that has one)
+    config = next((p.config for *_, p in parts.components if p is not None and p.config is not None), None)
+    return replace(parts, config=config)
 
 
 def _pipeline_if_any(source: Source, files: Mapping[str, int | None], top: set[str], *, lenient: bool,

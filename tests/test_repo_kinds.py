@@ -365,6 +365,12 @@ def test_a_pipeline_estimate_is_weights_per_component_and_says_what_it_leaves_ou
     fit = doc["fit"]
     assert fit["engine"] == "diffusers" and fit["fits"] is None and "image size" in fit["unknown"]
     assert fit["weights_bytes"] == figures["weights_bytes"] and "pipe.to('cuda')" in fit["weights_note"]
+    # one of its models on its own (a config diffusers wrote): the same, weights only, no per-token figures
+    unet = cli("estimate", str(folder / "unet"), "--gpu", "24GiB", "--json").json()
+    assert {f["name"] for f in unet["figures"]} == {"weights_bytes"}
+    assert unet["figures"][0]["value"] == 4 * expected["unet"]
+    assert unet["fit"]["engine"] == "diffusers" and "UNet2DConditionModel" in unet["fit"]["kv_share"]
+    assert "per-token FLOPs" in cli(str(folder / "unet")).out
     # a budget below the weights alone is a known answer, activations or not
     small = 4 * sum(expected.values()) - 1
     tight = cli("estimate", str(folder), "--gpu", f"{small}B", "--json").json()["fit"]

@@ -93,6 +93,20 @@ class Estimate:
         return next((f for f in self.figures if f.name == name), None)
 
 
+def no_tokens(report: Report) -> str | None:
+    """Why a checkpoint has no per-token figures (KV cache, FLOPs per token, context), or None: a
+    diffusers pipeline, or one of its models on its own (a UNet, VAE or DiT transformer, whose
+    config diffusers wrote: ``_class_name`` and ``_diffusers_version``). Their work depends on the
+    image size, frames and steps, which no file gives."""
+    c = report.checkpoint
+    if c.composite == "model_index.json":
+        return "a diffusion pipeline decodes no tokens"
+    raw = c.config or {}
+    if "_diffusers_version" in raw and isinstance(cls := raw.get("_class_name"), str):
+        return f"a diffusers {cls[:80]} decodes no tokens"
+    return None
+
+
 def estimate(report: Report, *, context: int | None = None, batch: int = 1, kv_dtype: str | None = None,
              what_if: tuple[str, ...] = ("bf16", "fp8", "int4")) -> Estimate:
     c = report.config
@@ -108,7 +122,7 @@ def estimate(report: Report, *, context: int | None = None, batch: int = 1, kv_d
     figures.append(Figure(
         "weights_bytes", s.bytes, "B", "Σ tensor bytes from the headers' data_offsets",
         "safetensors headers", ("as stored: every tensor, scales and buffers included",)))
-    if report.checkpoint.composite == "model_index.json":  # a diffusion pipeline decodes no tokens
+    if no_tokens(report) is not None:  # a diffusion pipeline or one of its models: weights only
         figures += [Figure(f"weights_bytes.{r.name}", r.bytes, "B", f"Σ tensor bytes of {r.name}/",
                            "safetensors headers", (f"{r.class_name or r.model_type or 'component'}: "
                                                    f"{r.parameters:,} parameters",))
@@ -560,7 +574,7 @@ def fit_estimate(report: Report, est: Estimate, budget: Budget, *, weights_dtype
     budget's devices are tensor-parallel ways × stages). llama.cpp on several devices splits by
     layers (its default ``--split-mode layer``)."""
     engine = engine or default_engine(report)
-    if report.checkpoint.composite == "model_index.json":
+    if no_tokens(report) is not None:
         return _pipeline_fit(report, budget, weights_dtype, est)
     if engine == "llama.cpp" and budget.devices > 1:
         pipeline = budget.devices
@@ -656,16 +670,17 @@ def _pipeline_fit(report: Report, budget: Budget, weights_dtype: str | None, est
                                                     USER_DTYPE_BITS[weights_dtype.lower()] // 8)
     per = -(-weights // budget.devices)  # components split over devices, as device_map="balanced" does
     parts = ", ".join(f"{r.name} {r.bytes:,} B" for r in report.components if r.tensors)
-    note = (f"{parts}: all resident together, as pipe.to('cuda') places them" +
-            (f"; spread over {budget.devices} devices" if budget.devices > 1 else ""))
+    note = (f"{parts}: all resident together, as pipe.to('cuda') places them" if parts else
+            "the model's weights, resident as model.to('cuda') places them") + \
+        (f"; spread over {budget.devices} devices" if budget.devices > 1 else "")
     over = per > budget.per_device  # known without the activations: the weights alone are too many
     return Fit(budget_bytes=budget.per_device, devices=budget.devices, batch=est.batch, context=0, weights_bytes=per,
                weights_bytes_all=weights, replicated_bytes=0, replicated=(), kv_bytes_per_token=0, kv_bytes=0,
-               kv_share="no KV cache: a diffusion pipeline decodes no tokens", overhead_bytes=0,
+               kv_share=f"no KV cache: {no_tokens(report)}", overhead_bytes=0,
                overhead_formula="activations not counted", total_bytes=per, fits=False if over else None,
                max_context=None, max_context_capped=False, max_batch=None, model_limit=None, warnings=(),
                unknown=None if over else (
-                   "activation memory of a diffusion pipeline depends on the image size, frames and batch; "
+                   "activation memory of a diffusion model depends on the image size, frames and batch; "
                    f"the weights alone take {per / 2**30:.2f} GiB of {budget.per_device / 2**30:.2f} GiB per device"),
                engine="diffusers", usable_bytes=budget.per_device, gpu=budget.gpu, weights_note=note)
 

@@ -444,5 +444,5 @@ def estimate_html(doc: Doc) -> str:
     scope = (f"estimates at context {context:,}, batch {as_int(doc.get('batch'))}, KV cache in "
              f"{esc(as_str(doc.get('kv_dtype')))}") if any(
         as_str(f.get("name")) == "kv_bytes_per_token" for f in as_objs(doc.get("figures"))) else \
-        "weights per component (a diffusion pipeline decodes no tokens: no KV cache, no per-token FLOPs)"
+        "weights (a diffusion model decodes no tokens: no KV cache, no per-token FLOPs)"
     return page(label_of(doc), f"{esc(_origin(model))}<br>{scope}", body, doc)

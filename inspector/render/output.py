@@ -683,7 +683,7 @@ def estimate_json(report: Report, est: Estimate, fitted: Fit | None = None) -> d
 def estimate_scope(est: Estimate) -> str:
     """What an estimate is of: context, batch and KV dtype, or a pipeline's weights alone."""
     if est.find("kv_bytes_per_token") is None:
-        return "weights per component (a diffusion pipeline decodes no tokens: no KV cache, no per-token FLOPs)"
+        return "weights (a diffusion model decodes no tokens: no KV cache, no per-token FLOPs)"
     return f"estimates at context {est.context:,}, batch {est.batch}, KV cache in {est.kv_dtype}"
 
 
@@ -741,10 +741,11 @@ def estimate_table(report: Report, est: Estimate, fitted: Fit | None = None) -> 
 def estimate_line(est: Estimate) -> str:
     """The one-line summary ``inspect MODEL`` prints."""
     kv_figure = next((f for f in est.figures if f.name == "kv_bytes_per_token"), None)
-    if kv_figure is None:  # a diffusion pipeline: weights per component only
+    if kv_figure is None:  # a diffusion pipeline or model: weights (per component) only
         parts = [f"{sanitize(f.name.removeprefix('weights_bytes.'))} {n(f.value)} B" for f in est.figures
-                 if f.name.startswith("weights_bytes.")]
-        return "estimate: no KV cache (a diffusion pipeline decodes no tokens); weights " + " · ".join(parts)
+                 if f.name.startswith("weights_bytes.")] or [f"{n(est.get('weights_bytes').value)} B"]
+        return ("estimate: no KV cache or per-token FLOPs (a diffusion model decodes no tokens); weights " +
+                " · ".join(parts))
     kv = kv_figure.value
     flops = est.get("flops_per_token_weights").value
     no_kv = kv_figure.formula.removeprefix("none: ") if kv_figure.formula.startswith("none: ") else None

@@ -122,6 +122,22 @@ def test_a_pipeline_against_one_model_is_compared_whole(cli, pipelines) -> None:
     assert any(f"inspect diff {folder}/text_encoder " in n for n in clip["notes"])
 
 
+def test_two_unets_differ_block_by_block(cli, pipelines) -> None:
+    """sd-a's and sd-b's UNets differ in layers_per_block (2 → 1, as the configs diffusers wrote say):
+    no language-model cause applies, so each block role's tensors are the causes, summing exactly."""
+    (a, counts_a), (b, counts_b) = pipelines["sd-a"], pipelines["sd-b"]
+    doc = cli("diff", str(a / "unet"), str(b / "unet"), "--json").json()
+    assert doc["delta"]["parameters"] == counts_b["unet"] - counts_a["unet"] == sum(c["delta"] for c in doc["causes"])
+    assert {c["cause"] for c in doc["causes"]} <= {"role.unet.down.attn", "role.unet.down.resnet", "role.unet.mid.attn",
+                                                   "role.unet.mid.resnet", "role.unet.up.attn", "role.unet.up.resnet",
+                                                   "role.unet.sampler"}
+    assert doc["residual"] == 0
+    written = [json.loads((x / "unet" / "config.json").read_text())["layers_per_block"] for x in (a, b)]
+    assert any(f"layers_per_block {written[0]} → {written[1]}" in n for n in doc["notes"])
+    whole = cli("diff", str(a), str(b), "--json").json()  # and inside a pipeline diff, the same causes
+    assert {c["cause"] for c in whole["causes"]} == {f"unet.{c['cause']}" for c in doc["causes"]}
+
+
 def test_a_sharded_component_is_read_through_its_index(cli, pipelines, tmp_path: Path) -> None:
     """FLUX's and SD3's transformers are sharded: diffusers' save_pretrained(max_shard_size) writes
     diffusion_pytorch_model-0000N-of-0000M.safetensors and their index, as here."""

@@ -195,13 +195,19 @@ def diff_reports(a: Report, b: Report) -> Diff:
     roles = _role_deltas(a, b)
     changes = _changes(a, b)
     notes: list[str] = []
+    from inspector.analysis.estimate import no_tokens
+
     piped = (a.checkpoint.composite == "model_index.json", b.checkpoint.composite == "model_index.json")
     pipelines = all(piped)
-    causes = _component_causes(a, b) if pipelines else _whole_causes(a, b) if any(piped) else _explain(a, b)
+    diffusion = not any(piped) and no_tokens(a) is not None and no_tokens(b) is not None
+    causes = _component_causes(a, b, notes) if pipelines else _whole_causes(a, b) if any(piped) else \
+        _role_causes(a, b) if diffusion else _explain(a, b)
     if pipelines:
-        notes.append("two diffusers pipelines: explained component by component, each with its own config")
+        notes.insert(0, "two diffusers pipelines: explained component by component, each with its own config")
     elif any(piped):
         notes.append(_one_pipeline_note(a, b))
+    elif diffusion:
+        notes += _config_changes(a, b)
     elif not same:
         kinds = f"{ca.model_type or 'unknown'} vs {cb.model_type or 'unknown'}"
         notes.append(f"different layouts ({kinds}): tensors aligned through their roles; fused projections "
@@ -234,9 +240,10 @@ def diff_reports(a: Report, b: Report) -> Diff:
     )
 
 
-def _component_causes(a: Report, b: Report) -> tuple[Cause, ...]:
+def _component_causes(a: Report, b: Report, notes: list[str]) -> tuple[Cause, ...]:
     """Two pipelines, component by component: a component on both sides is diffed as a model of its
-    own (its config's causes, named ``component: …``); one on one side only is added or removed whole."""
+    own (its config's causes, named ``component: …``, its notes added to ``notes``); one on one side
+    only is added or removed whole."""
     from inspector.analysis.report import build_report
 
     sides = ({c.name: c.checkpoint for c in a.checkpoint.components if c.checkpoint is not None},
@@ -246,6 +253,7 @@ def _component_causes(a: Report, b: Report) -> tuple[Cause, ...]:
         x, y = sides[0].get(name), sides[1].get(name)
         if x is not None and y is not None:
             sub = diff_reports(build_report(x), build_report(y))
+            notes += [f"{name}: {note}" for note in sub.notes if sub.causes]
             causes += [Cause(f"{name}.{c.key}", f"{name}: {c.label}", c.delta,
                              tuple(Item(f"{name}.{i.tensor}", i.count, i.formula, i.delta) for i in c.items))
                        for c in sub.causes if c.delta or c.items]
@@ -258,6 +266,45 @@ def _component_causes(a: Report, b: Report) -> tuple[Cause, ...]:
                                 delta, (Item(name, 1, f"{'added' if x is None else 'removed'} {count:,} parameters",
                                              delta),)))
     return tuple(causes)
+
+
+def _role_causes(a: Report, b: Report) -> tuple[Cause, ...]:
+    """Two diffusers models (UNets, VAEs, DiT transformers): no language-model cause applies (no
+    vocabulary, no layer stack of one shape), so the gap is explained block by block: each role's
+    added, removed and reshaped tensors, exactly. The config keys that differ are the notes."""
+    ta = {t.info.name: t for t in a.tensors if t.place.kind == "parameter"}
+    tb = {t.info.name: t for t in b.tensors if t.place.kind == "parameter"}
+    by_role: dict[str, list[Item]] = defaultdict(list)
+    for name in sorted(ta.keys() | tb.keys(), key=natural_key):
+        x, y = ta.get(name), tb.get(name)
+        delta = (y.info.numel if y else 0) - (x.info.numel if x else 0)
+        if x is not None and y is not None and x.info.shape == y.info.shape:
+            continue
+        formula = (f"added {list(y.info.shape)}" if x is None and y is not None else
+                   f"removed {list(x.info.shape)}" if y is None and x is not None else
+                   f"{list(x.info.shape)} → {list(y.info.shape)}" if x is not None and y is not None else "")
+        role = (y if y is not None else x).place.role  # type: ignore[union-attr]
+        by_role[role].append(Item(name, 1, formula, delta))
+    causes = []
+    for role, items in sorted(by_role.items(), key=lambda kv: role_group(kv[0])):
+        delta = sum(i.delta for i in items)
+        kinds = [(sum(i.formula.startswith(word) for i in items), word) for word in ("removed", "added")]
+        kinds.append((len(items) - kinds[0][0] - kinds[1][0], "reshaped"))
+        what = ", ".join(f"{count} {word}" for count, word in kinds if count)
+        causes.append(Cause(f"role.{role}", f"{role}: tensors {what}", delta,
+                            tuple(sorted(items, key=lambda i: -abs(i.delta)))))
+    return tuple(causes)
+
+
+def _config_changes(a: Report, b: Report) -> list[str]:
+    """The config keys two diffusers models differ in (their own, not diffusers' ``_`` keys)."""
+    ra, rb = a.checkpoint.config or {}, b.checkpoint.config or {}
+    keys = sorted(k for k in ra.keys() | rb.keys() if not k.startswith("_") and ra.get(k) != rb.get(k))
+    if not keys:
+        return []
+    shown = "; ".join(f"{k} {ra.get(k)!r} → {rb.get(k)!r}"[:160] for k in keys[:12])
+    return [f"config changes: {shown}" + (f" … and {len(keys) - 12} more" if len(keys) > 12 else "") +
+            "; the causes are each block's tensors"]
 
 
 def _whole_causes(a: Report, b: Report) -> tuple[Cause, ...]:

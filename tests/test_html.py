@@ -79,7 +79,10 @@ class Opened:
         assert self.errors == []
         assert self.console == []  # a blocked script, style or image would be a CSP error here
 
-    def close(self) -> None:
+    def __enter__(self) -> Opened:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
         self.context.close()
 
 
@@ -105,8 +108,7 @@ def llama3_roles() -> dict[str, int]:
 
 
 def test_show_headline_and_treemap_areas(cli, tmp_path: Path, browser) -> None:
-    page = Opened(browser, report(cli, tmp_path, "show", "llama3-8b"), "show-llama3-8b")
-    try:
+    with Opened(browser, report(cli, tmp_path, "show", "llama3-8b"), "show-llama3-8b") as page:
         page.quiet()
         assert page.page.inner_text("#headline-parameters") == f"{ref('llama3-8b.parameters'):,}"
         areas = page.page.evaluate("""() => Object.fromEntries([...document.querySelectorAll('rect.role')]
@@ -123,13 +125,10 @@ def test_show_headline_and_treemap_areas(cli, tmp_path: Path, browser) -> None:
                                      ".filter(r => !r.hidden).map(r => r.cells[0].textContent)")
         assert visible == ["model.layers.{0–31}.mlp.up_proj.weight"]
         assert page.page.inner_text("#filter-count") == "1"
-    finally:
-        page.close()
 
 
 def test_diff_waterfall_sums_to_the_gap(cli, tmp_path: Path, browser) -> None:
-    page = Opened(browser, report(cli, tmp_path, "diff", "diff", "llama2-7b", "llama3-8b"), "diff-llama2-llama3")
-    try:
+    with Opened(browser, report(cli, tmp_path, "diff", "diff", "llama2-7b", "llama3-8b"), "diff-llama2-llama3") as page:
         page.quiet()
         gap = ref("llama3-8b.parameters") - ref("llama2-7b.parameters")  # the Hub API's two counts
         drawn = page.page.evaluate("""() => {
@@ -148,8 +147,6 @@ def test_diff_waterfall_sums_to_the_gap(cli, tmp_path: Path, browser) -> None:
         # and in pixels: the steps climb from A's bar to B's
         assert sum(drawn["signed"]) == pytest.approx(drawn["end"] - drawn["start"], abs=0.01)
         assert page.page.inner_text("#headline-gap") == f"{gap:,}"
-    finally:
-        page.close()
 
 
 @pytest.mark.parametrize(("name", "args", "budget"), [
@@ -158,8 +155,7 @@ def test_diff_waterfall_sums_to_the_gap(cli, tmp_path: Path, browser) -> None:
 ])
 def test_fit_bar_parts_sum_to_the_budget(cli, tmp_path: Path, browser, name: str, args: tuple[str, ...],
                                          budget: int | None) -> None:
-    page = Opened(browser, report(cli, tmp_path, name, "estimate", *args), name)
-    try:
+    with Opened(browser, report(cli, tmp_path, name, "estimate", *args), name) as page:
         page.quiet()
         bar = page.page.evaluate("""() => {
             const svg = document.getElementById('budget-bar');
@@ -180,13 +176,10 @@ def test_fit_bar_parts_sum_to_the_budget(cli, tmp_path: Path, browser, name: str
         assert bar["bytes"][0] == ref("llama3-8b.bytes")
         curve = page.page.evaluate("() => document.querySelector('#context-curve path').getAttribute('d')")
         assert curve.count("L") >= 10
-    finally:
-        page.close()
 
 
 def test_compare_bars_are_the_totals(cli, tmp_path: Path, browser) -> None:
-    page = Opened(browser, report(cli, tmp_path, "compare", "compare", "llama2-7b", "llama3-8b"), "compare")
-    try:
+    with Opened(browser, report(cli, tmp_path, "compare", "compare", "llama2-7b", "llama3-8b"), "compare") as page:
         page.quiet()
         drawn = page.page.evaluate("""() => {
             const out = {};
@@ -200,8 +193,6 @@ def test_compare_bars_are_the_totals(cli, tmp_path: Path, browser) -> None:
         a, b = ref("llama2-7b.parameters"), ref("llama3-8b.parameters")
         assert (drawn["0"]["value"], drawn["1"]["value"]) == (a, b)
         assert drawn["0"]["width"] / drawn["1"]["width"] == pytest.approx(a / b, rel=1e-4)  # one scale
-    finally:
-        page.close()
 
 
 HOSTILE = {
@@ -230,8 +221,7 @@ def test_hostile_names_render_as_text_and_run_nothing(cli, tmp_path: Path, brows
              ("hostile-estimate", ("estimate", str(a), "--gpu", "1GiB"))]
     for name, args in pages:
         path = report(cli, tmp_path, name, *args)
-        page = Opened(browser, path, name)
-        try:
+        with Opened(browser, path, name) as page:
             page.quiet()
             text = page.page.inner_text("body")
             if name != "hostile-estimate":  # the estimate names no tensor
@@ -245,8 +235,6 @@ def test_hostile_names_render_as_text_and_run_nothing(cli, tmp_path: Path, brows
                 data: JSON.parse(document.getElementById('inspector-data').textContent)})""")
             assert found["scripts"] == 2 and found["active"] == 0 and found["styles"] == 1
             assert found["data"]["schema_version"] == 2  # the embedded JSON survived whole
-        finally:
-            page.close()
         raw = path.read_text()
         assert "<script>alert" not in raw and "<img" not in raw and "</style><script>" not in raw
 
@@ -254,14 +242,11 @@ def test_hostile_names_render_as_text_and_run_nothing(cli, tmp_path: Path, brows
 def test_deepseek_v3_opens_fast_and_small(cli, tmp_path: Path, browser) -> None:
     path = report(cli, tmp_path, "deepseek", "deepseek-v3")
     assert path.stat().st_size < 5 * 1024**2
-    page = Opened(browser, path, "show-deepseek-v3")
-    try:
+    with Opened(browser, path, "show-deepseek-v3") as page:
         page.quiet()
         assert page.seconds < 3.0
         shown = page.page.inner_text("#headline-tensors")
         assert shown == f"{ref('deepseek-v3.tensors'):,}"
-    finally:
-        page.close()
 
 
 def test_the_page_embeds_the_json_it_was_drawn_from(cli, tmp_path: Path) -> None:

@@ -50,8 +50,8 @@ from inspector.sources.assemble import MODULES_INDEX, PIPELINE_INDEX, TOKENIZER_
 MANIFEST: Final = "inspector-snapshot.json"
 #: stored index files that make a snapshot a multi-component repo's (read again through the assembly)
 COMPOSITE_INDEXES: Final = (PIPELINE_INDEX, MODULES_INDEX)
-FORMAT: Final = "inspector-header-snapshot"
 T = TypeVar("T")
+FORMAT: Final = "inspector-header-snapshot"
 VERSION: Final = 2  # 2 adds each header's "format"; version 1 (safetensors only) still reads
 READABLE: Final = (1, 2)
 #: a stored JSON file (config, index) or the manifest
@@ -157,12 +157,7 @@ def load_snapshot(folder: Path, *, origin: Origin = "snapshot", label: str | Non
     index_name = pick_index(f.path for f in files if f.stored)
     # DeepSeek-V3's index is 8 MB of JSON that `inspect` never looks at: read it when first used
     index = LazyJSON(lambda: _read_json(folder, index_name, files) or {}) if index_name else None
-    repo_id = manifest.get("repo_id") if isinstance(manifest.get("repo_id"), str) else None
-    revision = manifest.get("revision")
-    if revision is not None:
-        revision = commit_id(revision, f"{folder / MANIFEST}: revision")
-    provenance = manifest.get("provenance")
-    notes = (f"snapshot provenance: {provenance}",) if isinstance(provenance, str) and provenance else ()
+    repo_id, revision, notes = _identity(manifest, folder)
     side = {n: doc for n in SIDE_FILES if (doc := _read_json(folder, n, files)) is not None}
     smalls = {f.path: read_regular(inside(folder, f.path, f"{folder / MANIFEST}: stored file"), JSON_BUDGET)
               for f in files if f.stored and (f.path in TOKENIZER_FILES or f.path == TOKENIZER_JSON)}
@@ -184,6 +179,17 @@ def load_snapshot(folder: Path, *, origin: Origin = "snapshot", label: str | Non
     )
 
 
+def _identity(manifest: Mapping[str, Any], folder: Path) -> tuple[str | None, str | None, tuple[str, ...]]:
+    """The manifest's repo id, commit (checked) and provenance note."""
+    repo_id = manifest.get("repo_id") if isinstance(manifest.get("repo_id"), str) else None
+    revision = manifest.get("revision")
+    if revision is not None:
+        revision = commit_id(revision, f"{folder / MANIFEST}: revision")
+    provenance = manifest.get("provenance")
+    return repo_id, revision, (f"snapshot provenance: {provenance}",) if isinstance(provenance, str) and provenance \
+        else ()
+
+
 def _load_composite(folder: Path, manifest: Mapping[str, Any], files: list[SnapshotFile], *, origin: Origin,
                     label: str | None, strict: bool) -> Checkpoint:
     """A snapshot of a multi-component repo (a pipeline's model_index.json, a sentence-transformers
@@ -194,16 +200,11 @@ def _load_composite(folder: Path, manifest: Mapping[str, Any], files: list[Snaps
     source = SnapshotSource(folder, files, strict=strict)
     readable = {f.path: f.size for f in files if f.stored or f.header is not None}
     parts = assemble(source, readable, lenient=not strict)
-    repo_id = manifest.get("repo_id") if isinstance(manifest.get("repo_id"), str) else None
-    revision = manifest.get("revision")
-    if revision is not None:
-        revision = commit_id(revision, f"{folder / MANIFEST}: revision")
-    provenance = manifest.get("provenance")
+    repo_id, revision, notes = _identity(manifest, folder)
     return with_components(Checkpoint(
         label=label or repo_id or folder.name, origin=origin, location=str(folder), headers=parts.headers,
         config=parts.config, index=parts.index, repo_id=repo_id, revision=revision,
-        files=tuple(FileEntry(f.path, f.size) for f in files),
-        notes=(f"snapshot provenance: {provenance}",) if isinstance(provenance, str) and provenance else (),
+        files=tuple(FileEntry(f.path, f.size) for f in files), notes=notes,
         header_errors=parts.errors, index_name=parts.index_name, index_error=parts.index_error,
         side_json=parts.side, small_files=small_files(parts)), parts)
 

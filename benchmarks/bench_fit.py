@@ -75,7 +75,7 @@ def main() -> None:
         checkpoint = open_checkpoint(alias)
         report = build_report(checkpoint)
         est = estimate(report, context=args.context, batch=args.batch)
-        kv = est.get("kv_bytes").value if any(f.name == "kv_bytes" for f in est.figures) else None
+        kv = est.kv.bytes.value if est.kv is not None else None
         weights, their_kv, note = hf_mem_figures(checkpoint, args.context, args.batch)
         weights_note = "same" if weights == report.summary.bytes else "weights differ"
         why = explain(kv, their_kv, report, est, note)

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from inspector.analysis.compare import Comparison
     from inspector.analysis.diff import Diff
     from inspector.analysis.estimate import Estimate
-    from inspector.analysis.fit import Budget, Fit
+    from inspector.analysis.fit import Budget, CommonFit, Fit
     from inspector.analysis.formula import FormulaCheck
     from inspector.analysis.listing import FileRow, ListingRow, RepoFiles
     from inspector.analysis.report import Report
@@ -58,6 +58,10 @@ class Inspection:
     report: Report
     rows: tuple[ListingRow, ...] | None = None
     formula: FormulaCheck | None = None
+    #: with ``summary``: the estimate at the model's defaults and the smallest common budget it fits
+    #: (None where there is none: a figure unknown, an encoder)
+    estimate: Estimate | None = None
+    common: CommonFit | None = None
 
     @property
     def checkpoint(self) -> Checkpoint:
@@ -97,19 +101,30 @@ class Inspection:
 
 
 def inspect(model: str | Checkpoint, *, tensors: bool = False, collapse: bool = False, formula: bool = False,
-            revision: str | None = None, endpoint: str | None = None, token: str | None = None,
-            offline: bool = False) -> Inspection:
-    """What is inside ``model``: ``inspect MODEL`` (``--tensors``, ``--collapse``, ``--formula``)."""
+            summary: bool = False, revision: str | None = None, endpoint: str | None = None,
+            token: str | None = None, offline: bool = False) -> Inspection:
+    """What is inside ``model``: ``inspect MODEL`` (``--tensors``, ``--collapse``, ``--formula``);
+    ``summary``: also the estimate and the smallest common budget it fits (the table's last line)."""
     from inspector.analysis.formula import formula_check
     from inspector.analysis.report import build_report
-    from inspector.errors import UsageError
+    from inspector.errors import InspectorError, UsageError
     from inspector.render.output import listing
 
     if collapse and not tensors:
         raise UsageError("collapse goes with tensors")
     report = build_report(open_model(model, revision=revision, endpoint=endpoint, token=token, offline=offline))
     rows = tuple(listing(report, collapse)) if tensors else None
-    return Inspection(report, rows, formula_check(report) if formula else None)
+    est = common = None
+    if summary:
+        from inspector.analysis.estimate import estimate as estimate_report
+        from inspector.analysis.fit import common_fit
+
+        try:  # the summary is a courtesy: a model the estimate cannot read still inspects
+            est = estimate_report(report)
+            common = common_fit(report, est)
+        except InspectorError:
+            pass
+    return Inspection(report, rows, formula_check(report) if formula else None, est, common)
 
 
 # --- diff ----------------------------------------------------------------------------------------
@@ -310,16 +325,17 @@ def estimate(model: str | Checkpoint, *, context: int | str | None = None, batch
 
 def estimate_with(checkpoint: Checkpoint, options: EstimateOptions) -> EstimateResult:
     """The estimate of an open checkpoint with checked options."""
+    from inspector.analysis.engines import ENGINES
     from inspector.analysis.estimate import estimate as estimate_report
-    from inspector.analysis.estimate import fit_estimate
+    from inspector.analysis.fit import Settings, fit
     from inspector.analysis.report import build_report
 
     report = build_report(checkpoint)
     est = estimate_report(report, context=options.context, batch=options.batch, kv_dtype=options.kv_dtype,
                           what_if=options.what_if)
-    fitted = fit_estimate(report, est, options.budget, weights_dtype=options.weights_dtype,
-                          overhead=options.overhead, engine=options.engine,
-                          utilization=options.utilization, pipeline=options.pipeline) if options.budget else None
+    settings = Settings(options.weights_dtype, options.overhead, options.utilization)
+    fitted = fit(report, est, options.budget, ENGINES[options.engine] if options.engine else None,
+                 settings=settings, pipeline=options.pipeline) if options.budget else None
     return EstimateResult(report, est, fitted)
 
 

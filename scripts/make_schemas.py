@@ -123,17 +123,25 @@ FIT = obj({
     "unknown": NSTR, "engine": {"enum": ["vllm", "llama.cpp", "diffusers"]}, "gpu": NSTR, "utilization": NNUM,
     "usable_bytes": INT, "terms": arr(obj({"name": STR, "bytes": INT, "formula": STR, "source": STR})),
     "kv_pool_bytes": NINT, "kv_pool_tokens": NINT, "pipeline": INT, "stages": STRS, "stage": NSTR,
-    "weights_note": NSTR, "curve": arr(obj({"context": INT, "total_bytes": INT})),
+    "weights_note": NSTR, "curve": arr(obj({"context": INT, "total_bytes": INT})), "state_bytes": INT,
 }, nullable=True)
+STACK_KINDS = {"enum": ["decoder", "encoder", "vision", "audio", "projector", "mtp"]}
+ARCHITECTURE = obj({
+    "decodes": BOOL, "tied": BOOL, "kv_check": STR, "embedding": INT, "lookups": INT, "head": INT, "other": INT,
+    "stacks": arr(obj({"kind": STACK_KINDS, "name": STR, "runs": {"enum": ["per_token", "per_input", "never"]},
+                       "parameters": INT, "active_parameters": INT, "layers": INT,
+                       "layer_kinds": arr(obj({"kind": STR, "first": INT, "last": INT, "count": INT}))})),
+})
 ESTIMATE = document("estimate", "inspect estimate MODEL --json", {
-    "model": MODEL, "context": INT, "batch": INT, "kv_dtype": STR,
+    "model": MODEL, "context": INT, "batch": INT, "kv_dtype": STR, "no_tokens": NSTR,
     "figures": arr(obj({"name": STR, "value": NNUM, "unit": STR, "formula": STR, "source": STR,
                         "assumptions": STRS})),
     "quantization": obj({"method": NSTR, "bits": NINT, "source": STR, "logical_parameters": INT,
                          "stored_elements": INT, "overhead_elements": INT, "notes": STRS,
                          "by_role": arr(obj({"role": STR, "logical": INT, "stored": INT, "weight_bytes": INT,
                                              "overhead_bytes": INT, "bits_per_weight": NNUM}))}),
-    "what_if": arr(obj({"dtype": STR, "bytes": INT})),
+    "what_if": arr(obj({"dtype": STR, "bytes": INT, "formula": STR})),
+    "architecture": ARCHITECTURE,
     "fit": FIT,
     "warnings": STRS,
 })
@@ -151,7 +159,8 @@ AUDIT = document("audit", "inspect audit TARGET --json", {
 ADAPTER_SIDE = obj({"model": MODEL, "parameters": INT, "bytes": INT, "model_type": NSTR})
 ADAPTER_DIFF = document("adapter-diff", "inspect diff BASE ADAPTER --json (a PEFT adapter against its base)", {
     "kind": {"const": "adapter"}, "base": ADAPTER_SIDE, "adapter": ADAPTER_SIDE, "peft_type": NSTR, "rank": NINT,
-    "alpha": NNUM, "target_modules": STRS, "base_model_name_or_path": NSTR, "parameters": INT, "share_of_base": NNUM,
+    "alpha": NNUM, "target_modules": STRS, "base_model_name_or_path": NSTR, "parameters": INT,
+    "trainable_parameters": INT, "frozen_copies": arr(obj({"tensor": STR, "parameters": INT})), "share_of_base": NNUM,
     "modules": arr(obj({"module": STR, "layers": INT, "rank": INT, "lora_a": INTS, "lora_b": INTS, "formula": STR,
                         "parameters": INT, "base_shape": NINTS})),
     "other": arr(obj({"tensor": STR, "parameters": INT})),

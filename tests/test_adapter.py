@@ -102,3 +102,27 @@ def test_an_adapter_written_by_peft(cli, tmp_path: Path) -> None:
     assert all(m["layers"] == 2 and m["rank"] == 8 for m in doc["modules"])
     assert doc["problems"] == []
     assert doc["share_of_base"] == pytest.approx(trainable / base_count)
+
+
+def test_a_lora_on_the_embedding_with_its_frozen_copy(cli, tmp_path: Path) -> None:
+    """peft 0.21 with the embedding among the targets and save_embedding_layers=True writes the LoRA
+    embedding factors (lora_embedding_A [r, vocab], _B [hidden, r]) and a frozen copy of the embedding
+    (embed_tokens.base_layer.weight): the trainable count is peft's own, the copy is named apart."""
+    pytest.importorskip("torch", reason="the torch extra is not installed (CI installs it)")
+    peft = pytest.importorskip("peft", reason="peft is not installed (CI installs it after torch)")
+    from families import write
+
+    model = write("llama", tmp_path / "base")
+    wrapped = peft.get_peft_model(model, peft.LoraConfig(r=2, lora_alpha=4,
+                                                         target_modules=["q_proj", "v_proj", "embed_tokens"]))
+    trainable, _ = wrapped.get_nb_trainable_parameters()
+    wrapped.save_pretrained(tmp_path / "adapter", save_embedding_layers=True)
+    doc = cli("diff", str(tmp_path / "base"), str(tmp_path / "adapter"), "--json").json()
+    assert doc["trainable_parameters"] == trainable
+    embedding = model.model.embed_tokens.weight.numel()
+    assert doc["frozen_copies"] == [{"tensor": "model.embed_tokens.base_layer.weight", "parameters": embedding}]
+    assert doc["parameters"] == trainable + embedding
+    assert "model.embed_tokens" in {m["module"] for m in doc["modules"]} and doc["problems"] == []
+    shown = cli(str(tmp_path / "adapter"), "--json").json()
+    assert not [r for r in shown["by_role"] if r["role"] == "other"]  # lora_embedding and base_layer: embedding
+    assert f"trainable {trainable:,} of the {trainable + embedding:,}" in cli(str(tmp_path / "adapter")).out

@@ -66,7 +66,7 @@ def test_to_dict_is_the_clis_json(cli, args, call) -> None:
 def test_an_estimate_with_a_fit_and_an_audit() -> None:
     est = inspector.estimate("llama3-8b", gpu="24GiB", context="8k")
     assert est.fit is not None and est.fit.fits
-    kv = next(f for f in est.estimate.figures if f.name == "kv_bytes_per_token")
+    kv = est.estimate.kv.per_token
     assert kv.value == ref("llama3-8b.kv_bytes_per_token")
     assert inspector.audit("llama3-8b").ok
 

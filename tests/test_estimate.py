@@ -19,7 +19,14 @@ def est(model: str, **kw):
 
 
 def value(e, name: str):
-    return e.get(name).value
+    """A figure's value, read from the estimate's typed parts (``estimate.kv.per_token`` …)."""
+    parts = {"weights_bytes": e.weights.bytes, "kv_bytes_per_token": e.kv.per_token, "kv_bytes": e.kv.bytes,
+             "flops_per_token_weights": e.flops.weights_per_token, "flops_per_token_attention":
+             e.flops.attention_per_token, "flops_prefill": e.flops.prefill,
+             "attention_to_gemm_ratio_closed_form": e.flops.ratio_closed_form}
+    if e.moe is not None:
+        parts |= {"total_parameters": e.moe.total, "main_parameters": e.moe.main, "active_parameters": e.moe.active}
+    return parts[name].value
 
 
 def test_llama3_8b_reference_figures() -> None:
@@ -28,7 +35,7 @@ def test_llama3_8b_reference_figures() -> None:
     assert value(e, "kv_bytes_per_token") == ref("llama3-8b.kv_bytes_per_token")
     assert value(e, "kv_bytes") == ref("llama3-8b.kv_bytes_per_token") * 8192 == 2**30  # 1 GiB at 8,192 tokens
     assert value(e, "flops_per_token_weights") == ref("llama3-8b.flops_per_token")
-    assert "checked" in " ".join(e.get("kv_bytes_per_token").assumptions)
+    assert "checked" in " ".join(e.kv.per_token.assumptions)
 
 
 def test_llama2_7b_reference_figures() -> None:
@@ -99,11 +106,19 @@ def test_hybrid_layers_keep_constant_state(tmp_path: Path) -> None:
     config, entries = tiny_llama(layers=4, hidden=16, heads=4, kv=4)
     config.update({"model_type": "qwen3_next", "head_dim": 4,
                    "layer_types": ["linear_attention"] * 3 + ["full_attention"]})
+    # Qwen3-Next's layout: the three linear-attention layers hold a gated delta net (linear_attn.*), not q/k/v/o
+    for i in range(3):
+        p = f"model.layers.{i}."
+        entries = [e for e in entries if not e[0].startswith(p + "self_attn.")] + [
+            (p + "linear_attn.in_proj_qkvz.weight", "F32", (48, 16)),
+            (p + "linear_attn.in_proj_ba.weight", "F32", (8, 16)),
+            (p + "linear_attn.conv1d.weight", "F32", (32, 1, 4)), (p + "linear_attn.A_log", "F32", (4,)),
+            (p + "linear_attn.dt_bias", "F32", (4,)), (p + "linear_attn.out_proj.weight", "F32", (16, 16))]
     write_layout(tmp_path / "m" / "model.safetensors", entries)
     (tmp_path / "m" / "config.json").write_text(json.dumps(config))
     e = est(str(tmp_path / "m"), context=10)
     assert value(e, "kv_bytes_per_token") == 2 * 1 * 4 * 4 * 4  # one attention layer, F32 config
-    assert any("constant state" in a for a in e.get("kv_bytes_per_token").assumptions)
+    assert any("constant state" in a for a in e.kv.per_token.assumptions)
 
 
 def test_cli_estimate_json_and_summary_line(cli) -> None:

@@ -8,8 +8,8 @@ import pytest
 from helpers import ref
 
 from inspector import errors
-from inspector.analysis.estimate import estimate, fit_estimate
-from inspector.analysis.fit import GIB, Budget, parse_budget, parse_count
+from inspector.analysis.estimate import estimate
+from inspector.analysis.fit import GIB, Budget, fit, parse_budget, parse_count
 from inspector.analysis.report import build_report
 from inspector.sources.resolve import open_checkpoint
 
@@ -75,8 +75,8 @@ def test_max_context_is_the_largest_that_fits(cli, args: tuple[str, ...]) -> Non
 def test_sliding_window_layers_cap_their_cache() -> None:
     """Mistral-7B-Instruct-v0.2 has no sliding window (null in its config): the cache grows with every token."""
     report = build_report(open_checkpoint("mistral-7b"))
-    a = fit_estimate(report, estimate(report, context=4096), Budget(80 * GIB, 1))
-    b = fit_estimate(report, estimate(report, context=8192), Budget(80 * GIB, 1))
+    a = fit(report, estimate(report, context=4096), Budget(80 * GIB, 1))
+    b = fit(report, estimate(report, context=8192), Budget(80 * GIB, 1))
     assert b.kv_bytes == 2 * a.kv_bytes
 
 
@@ -86,7 +86,13 @@ def test_context_over_the_model_limit_warns_and_overhead_is_settable(cli) -> Non
     doc = fitted(cli, "llama3-8b", "--gpu", "24GiB", "--overhead", "3GiB")
     assert doc["fit"]["overhead_bytes"] == 3 * GIB and doc["fit"]["overhead_formula"] == "given with --overhead"
     fp8 = fitted(cli, "llama3-8b", "--gpu", "24GiB", "--dtype", "fp8")["fit"]
-    assert fp8["weights_bytes"] == ref("llama3-8b.parameters")  # one byte a parameter
+    # vLLM's runtime fp8 (quantization/fp8.py: Fp8LinearMethod on LinearBase layers only): each linear matrix one
+    # byte a weight and one float32 scale per merged layer (qkv, o, gate_up, down); the embedding, the lm_head
+    # (a ParallelLMHead) and the norms stay bf16. Meta-Llama-3-8B's config: L 32, D 4,096, I 14,336, V 128,256,
+    # 8 KV heads of 128
+    L, D, MLP, V, KV = 32, 4096, 14336, 128256, 8 * 128
+    linear = L * (D * D + 2 * D * KV + D * D + 3 * D * MLP)
+    assert fp8["weights_bytes"] == linear + 2 * (2 * V * D + (2 * L + 1) * D) + 4 * 4 * L
     assert cli("estimate", "llama3-8b", "--overhead", "1GiB").code == errors.EXIT_USAGE
 
 

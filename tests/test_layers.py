@@ -211,3 +211,65 @@ def test_mypy_refuses_an_explicit_any_in_analysis(tmp_path: Path) -> None:
     finally:
         planted.unlink()
     assert 'Explicit "Any" is not allowed' in done.stdout, done.stdout
+
+
+# --- the estimate's figures are read from its typed parts, never by name ------------------------------
+
+
+def figure_names(root: Path) -> set[str]:
+    """The names the estimate gives its figures: the first argument of each ``Figure(...)`` call in
+    analysis/estimate.py."""
+    names = set()
+    for node in ast.walk(ast.parse((root / "analysis" / "estimate.py").read_text())):
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "Figure" and node.args \
+                and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
+            names.add(node.args[0].value)
+    return names
+
+
+def figure_lookups(root: Path) -> list[str]:
+    """String constants naming an estimate figure (``"kv_bytes_per_token"``) outside the estimate's
+    module, where they are compared with a name or passed to a look-up: a figure read by its name.
+    The fit's document has fields of the same names (``fit.get("kv_bytes")`` in the HTML reads the
+    ``fit`` object of the JSON, a record of its own): a look-up on ``fit`` is not flagged."""
+    names = figure_names(root)
+    out = []
+    for path in sorted(root.rglob("*.py")):
+        if path == root / "analysis" / "estimate.py" or "snapshots" in path.parts:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            args: list[ast.expr] = []
+            if isinstance(node, ast.Compare):
+                args = [node.left, *node.comparators]
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                    and node.func.attr in ("get", "find", "figure") \
+                    and not (isinstance(node.func.value, ast.Name) and node.func.value.id == "fit"):
+                args = list(node.args)
+            for arg in args:
+                if isinstance(arg, ast.Constant) and arg.value in names:
+                    out.append(f"{path.relative_to(root.parent)}:{node.lineno}: {arg.value!r}")
+    return out
+
+
+def test_no_figure_is_looked_up_by_name_outside_the_estimate() -> None:
+    assert figure_lookups(PACKAGE) == []
+
+
+def test_the_figure_check_catches_a_planted_look_up(tmp_path: Path) -> None:
+    fake = tmp_path / "inspector"
+    (fake / "analysis").mkdir(parents=True)
+    (fake / "render").mkdir()
+    (fake / "analysis" / "estimate.py").write_text('Figure("kv_bytes", 1)\n')
+    (fake / "render" / "x.py").write_text('a = est.get("kv_bytes")\nb = [f for f in fs if f.name == "kv_bytes"]\n')
+    assert figure_lookups(fake) == ["inspector/render/x.py:1: 'kv_bytes'", "inspector/render/x.py:2: 'kv_bytes'"]
+
+
+def test_the_fit_is_one_module() -> None:
+    """Every function that fits a model to a budget lives in analysis/fit.py (engines as strategies in
+    analysis/engines.py); no other module defines one."""
+    elsewhere = [f"{path.relative_to(ROOT)}: {node.name}" for path in sorted(PACKAGE.rglob("*.py"))
+                 if path.name not in ("fit.py", "engines.py") and "snapshots" not in path.parts
+                 for node in ast.walk(ast.parse(path.read_text()))
+                 if isinstance(node, ast.FunctionDef) and ("fit" in node.name.split("_") and "json" not in node.name
+                                                            and "table" not in node.name and "html" not in node.name)]
+    assert elsewhere == []

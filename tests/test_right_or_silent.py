@@ -151,7 +151,9 @@ def test_mlx_quantisation_is_counted_as_mlx_lm_wrote_it(cli) -> None:
     overrides. The logical count is the source model's, and bits per weight are mlx-lm's own figure."""
     fixtures = Path(__file__).parent.parent / "fixtures" / "mlx"
     for name, bits, bits_per_weight in (("tiny-llama-4bit", 4, 4.520), ("tiny-llama-8bit", 8, 8.513),
-                                        ("tiny-llama-4bit-down8", 4, 5.246)):
+                                        ("tiny-llama-4bit-down8", 4, 5.246), ("tiny-llama-2bit-g32", 2, 3.023),
+                                        ("tiny-llama-3bit", 3, 3.522), ("tiny-llama-5bit", 5, 5.519),
+                                        ("tiny-llama-6bit-g128", 6, 6.267)):
         doc = cli(str(fixtures / name), "--json").json()
         totals = doc["totals"]
         assert totals["parameters"] == 361_088, name  # the source model's count
@@ -160,3 +162,4 @@ def test_mlx_quantisation_is_counted_as_mlx_lm_wrote_it(cli) -> None:
         estimate = cli("estimate", str(fixtures / name), "--json").json()["quantization"]
         assert estimate["method"] == "mlx affine" and estimate["bits"] == bits
         assert estimate["logical_parameters"] == 361_088
+        assert not any("no packed tensors" in note for note in estimate["notes"]), name

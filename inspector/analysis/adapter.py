@@ -27,6 +27,9 @@ from inspector.analysis.roles import classify
 from inspector.model import ADAPTER_CONFIG
 
 PEFT_PREFIX: Final = "base_model.model."
+#: a frozen copy of a base layer peft saves beside its LoRA factors (``save_embedding_layers``: the
+#: embedding's ``base_layer``): file elements, not trainable parameters
+_FROZEN = re.compile(r"\.base_layer\.weight$")
 _LORA = re.compile(r"^(?P<module>.+)\.(?P<part>lora_A|lora_B|lora_embedding_A|lora_embedding_B|lora_magnitude_vector)"
                    r"(?:\.[A-Za-z0-9_]+)?(?:\.weight)?$")
 
@@ -63,10 +66,19 @@ class AdapterDiff:
     modules: tuple[AdapterModule, ...]
     other: tuple[tuple[str, int], ...]  # adapter tensors that are no LoRA pair (modules_to_save): name, elements
     problems: tuple[str, ...]
+    #: frozen copies of base layers saved beside the factors (``…embed_tokens.base_layer.weight``): name, elements
+    frozen: tuple[tuple[str, int], ...] = ()
 
     @property
     def parameters(self) -> int:
+        """Every parameter element the adapter's files hold."""
         return self.adapter.summary.parameters
+
+    @property
+    def trainable(self) -> int:
+        """What the adapter trains: its elements less the frozen copies of base layers (peft's
+        ``get_nb_trainable_parameters``)."""
+        return self.parameters - sum(n for _, n in self.frozen)
 
     @property
     def share(self) -> float:
@@ -99,9 +111,13 @@ def diff_adapter(base: Report, adapter: Report) -> AdapterDiff:  # noqa: C901 (o
     conv1d = bool(config.get("fan_in_fan_out"))
     groups: dict[str, _Group] = defaultdict(_Group)
     other: list[tuple[str, int]] = []
+    frozen: list[tuple[str, int]] = []
     problems: list[str] = []
     for t in adapter.tensors:
         name = t.info.name.removeprefix(PEFT_PREFIX)
+        if _FROZEN.search(name):
+            frozen.append((name, t.info.numel))
+            continue
         m = _LORA.match(name)
         if m is None:
             other.append((name, t.info.numel))
@@ -166,7 +182,9 @@ def diff_adapter(base: Report, adapter: Report) -> AdapterDiff:  # noqa: C901 (o
         modules=tuple(modules),
         other=tuple(other),
         problems=tuple(dict.fromkeys(problems)),
+        frozen=tuple(frozen),
     )
+
 
 
 def adapter_gates_hit(result: AdapterDiff, gates: list[str]) -> list[str]:

@@ -41,10 +41,10 @@ def kv_bytes_per_token(report: Report) -> int | None:
     from inspector.errors import InspectorError
 
     try:
-        figure = estimate(report, what_if=()).find("kv_bytes_per_token")
+        kv = estimate(report, what_if=()).kv
     except InspectorError:
         return None
-    return int(figure.value) if figure is not None and figure.value is not None else None
+    return int(kv.per_token.value) if kv is not None and kv.per_token.value is not None else None
 
 
 def compare(reports: list[Report]) -> Comparison:

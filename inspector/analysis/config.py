@@ -30,7 +30,7 @@ _ALIASES: dict[str, tuple[str, ...]] = {
     "num_kv_heads": ("num_key_value_heads", "n_kv_heads", "num_kv_heads", "multi_query_group_num"),
     "vocab_size": ("vocab_size", "n_vocab", "padded_vocab_size"),
     "max_position": ("max_position_embeddings", "n_positions", "n_ctx", "max_seq_len", "seq_length"),
-    "head_dim": ("head_dim", "kv_channels"),
+    "head_dim": ("head_dim", "kv_channels", "d_kv"),  # d_kv: T5's per-head width (not d_model / heads)
     "num_experts": ("num_local_experts", "n_routed_experts", "num_experts", "moe_num_experts"),
     "experts_per_token": ("num_experts_per_tok", "moe_topk", "top_k", "num_experts_per_token"),
     "moe_intermediate_size": ("moe_intermediate_size", "expert_intermediate_size"),

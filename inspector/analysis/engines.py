@@ -21,12 +21,10 @@ import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, Protocol
 
 MIB: Final = 1024**2
 GIB: Final = 1024**3
-
-ENGINES: Final = ("vllm", "llama.cpp")
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,3 +191,120 @@ def llama_cpp_terms(*, hidden: int, inter: int, vocab: int | None, samples: bool
               "the graph allocator may hold more)")
     return (Term("output buffer", vocab * 4, f"one sequence's logits: vocab {vocab:,} × 4 B", LLAMA_CPP_RECEIPT),
             Term("compute buffer", compute, formula + f"; n_ubatch {ub} (llama.cpp's default)", LLAMA_CPP_RECEIPT))
+
+
+# --- the engines as strategies ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ModelShape:
+    """The figures of a model an engine's terms read (``fit.model_shape`` takes them from the config)."""
+
+    hidden: int
+    inter: int  # the widest MLP a token runs through: dense width, or expert width × experts per token
+    vocab: int | None
+    dtype_bytes: float
+    max_position: int | None
+    rotary_dim: int | None
+
+
+class Engine(Protocol):
+    """What the fit asks of a serving engine (``fit.fit``); one instance per engine in ``ENGINES``."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def pool(self) -> bool:
+        """Whether it sizes a KV pool from what is left of its usable memory (vLLM), rather than the
+        cache for the asked context (llama.cpp)."""
+        ...
+
+    @property
+    def host_input(self) -> bool:
+        """Whether the input embedding stays in host memory."""
+        ...
+
+    @property
+    def layer_split(self) -> bool:
+        """Whether several devices split the layers between them (llama.cpp's ``--split-mode layer``)."""
+        ...
+
+    def cells(self, context: int, window: int | None) -> int:
+        """Cache cells a layer keeps at ``context`` (``window``: a sliding layer's)."""
+        ...
+
+    def window_rule(self, context: int, window: int) -> str:
+        """How a sliding layer's cells are counted, said beside the figure ("" when plainly the window)."""
+        ...
+
+    def usable(self, budget: int, utilization: float | None) -> tuple[int, float | None]:
+        """The bytes of a device it may take, and the utilization that gave them (None: the whole device)."""
+        ...
+
+    def terms(self, shape: ModelShape, *, gpu_bytes: int, gpu_name: str | None, devices: int, samples: bool,
+              pipeline: int) -> tuple[Term, ...]:
+        """Its per-device terms beside the weights and the KV cache."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class Vllm:
+    name: str = "vllm"
+    pool: bool = True
+    host_input: bool = False
+    layer_split: bool = False
+
+    def cells(self, context: int, window: int | None) -> int:
+        return min(context, window) if window else context
+
+    def window_rule(self, context: int, window: int) -> str:
+        return ""
+
+    def usable(self, budget: int, utilization: float | None) -> tuple[int, float | None]:
+        u = utilization or VLLM_UTILIZATION
+        return int(budget * u), u
+
+    def terms(self, shape: ModelShape, *, gpu_bytes: int, gpu_name: str | None, devices: int, samples: bool,
+              pipeline: int) -> tuple[Term, ...]:
+        return vllm_terms(gpu_bytes=gpu_bytes, gpu_name=gpu_name, devices=devices, hidden=shape.hidden,
+                          inter=shape.inter, vocab=shape.vocab, dtype_bytes=shape.dtype_bytes,
+                          max_position=shape.max_position, rotary_dim=shape.rotary_dim, samples=samples,
+                          pipeline=pipeline)
+
+
+@dataclass(frozen=True, slots=True)
+class LlamaCpp:
+    """llama.cpp's defaults: the KV cache padded to ``LLAMA_CPP_PAD`` cells; with ``--swa-full`` off, a
+    sliding layer keeps the window for each sequence plus one micro-batch (``-ub``,
+    ``LLAMA_CPP_UBATCH``) of cells, padded (llama-kv-cache-iswa.cpp; fixtures/llama.cpp/ holds the
+    sizes llama.cpp printed)."""
+
+    name: str = "llama.cpp"
+    pool: bool = False
+    host_input: bool = True
+    layer_split: bool = True
+
+    def cells(self, context: int, window: int | None) -> int:
+        full = -(-context // LLAMA_CPP_PAD) * LLAMA_CPP_PAD
+        if not window:
+            return full
+        return min(full, -(-(window + LLAMA_CPP_UBATCH) // LLAMA_CPP_PAD) * LLAMA_CPP_PAD)
+
+    def window_rule(self, context: int, window: int) -> str:
+        return (f"; as llama.cpp allocates them (--swa-full off, its default): window + one "
+                f"{LLAMA_CPP_UBATCH}-token micro-batch, padded to {LLAMA_CPP_PAD}: {self.cells(context, window):,} "
+                "cells")
+
+    def usable(self, budget: int, utilization: float | None) -> tuple[int, float | None]:
+        return budget, None
+
+    def terms(self, shape: ModelShape, *, gpu_bytes: int, gpu_name: str | None, devices: int, samples: bool,
+              pipeline: int) -> tuple[Term, ...]:
+        return llama_cpp_terms(hidden=shape.hidden, inter=shape.inter, vocab=shape.vocab, samples=samples)
+
+
+VLLM: Final = Vllm()
+LLAMA_CPP: Final = LlamaCpp()
+#: the engines by the name ``--engine`` takes
+ENGINES: Final[Mapping[str, Engine]] = {"vllm": VLLM, "llama.cpp": LLAMA_CPP}

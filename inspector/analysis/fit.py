@@ -1,6 +1,8 @@
-"""Will it fit? Weights + KV cache + runtime overhead against a GPU budget, from the headers.
+"""Will it fit? Weights + KV cache + runtime overhead against a GPU budget: every fit of the package,
+behind one entry, ``fit(report, estimate, budget, engine)``.
 
-Pure arithmetic over an ``Estimate``'s ingredients: no I/O, no printing.
+Pure arithmetic over an ``Estimate`` and the engine's strategy (``engines.ENGINES``): no I/O, no
+printing.
 
 * **weights**: the bytes the headers hold (every tensor, scales included), or with a what-if dtype
   the logical parameters at that width. Every expert of a mixture of experts is resident.
@@ -21,13 +23,18 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
-from inspector.analysis.engines import GPUS, Term, named_gpu
+from inspector.analysis.engines import GPUS, ModelShape, Term, named_gpu, vllm_stage_layers, vllm_tokens
 from inspector.errors import UsageError
 from inspector.model import Role
+
+if TYPE_CHECKING:
+    from inspector.analysis.engines import Engine
+    from inspector.analysis.estimate import Estimate
+    from inspector.analysis.report import Report
 
 GIB: Final = 1024**3
 #: budgets the one-line summary of ``inspect MODEL`` tries, in GiB (common GPU memory sizes)
@@ -130,6 +137,8 @@ class Fit:
     #: (context, total bytes per device) at batch ``batch`` from 0 to the larger of the asked and the
     #: largest context: memory against context, the points the HTML report draws
     curve: tuple[tuple[int, int], ...] = ()
+    #: state-space and linear-attention layers: their fixed state at batch ``batch``, per device
+    state_bytes: int = 0
 
 
 #: segments of the memory-against-context curve (``Fit.curve``)
@@ -139,55 +148,269 @@ CURVE_POINTS: Final = 64
 REPLICATED_ROLES: Final = ("norm", "moe.router", "buffer")
 
 
-def fit(*, budget: Budget, batch: int, context: int, weights_all: int, replicated: Mapping[Role, int],
-        kv_at: Callable[[int], tuple[int, int]], kv_heads: int | None, mla: bool, terms: tuple[Term, ...],
-        overhead: int | None, model_limit: int | None, engine: str = "vllm",
-        utilization: float | None = None) -> Fit:
-    """``kv_at(context)`` → (KV bytes per token, KV bytes at that context for batch 1), whole model.
-    ``replicated``: bytes by role of the weights every device holds; ``terms``: the engine's
-    (replaced by ``overhead`` when given)."""
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """What the user set beside the budget: the weights' width (``--dtype``), an overhead replacing
+    the engine's terms, vLLM's utilization, and weights loaded beside the model (a projector)."""
+
+    weights_dtype: str | None = None
+    overhead: int | None = None
+    utilization: float | None = None
+    extra_weights: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class _Stage:
+    """One pipeline stage: its index, the count, its weight bytes and its decoder layers."""
+
+    index: int
+    count: int
+    bytes: int
+    first: int
+    layers: int
+
+
+def fit(report: Report, est: Estimate, budget: Budget, engine: Engine | None = None, *,
+        settings: Settings = Settings(), pipeline: int = 1) -> Fit:
+    """Weights + KV cache at the estimate's context and batch + the engine's terms (``engines.py``),
+    per device, against ``budget``. ``engine``: the model's default (``estimate.default_engine``:
+    llama.cpp for GGUF, vLLM otherwise) when None; ``pipeline``: stages the layers are split between
+    (the budget's devices are tensor-parallel ways × stages); llama.cpp on several devices splits by
+    layers (its default ``--split-mode layer``)."""
+    from inspector.analysis.estimate import default_engine
+
+    eng = engine or default_engine(report)
+    if est.kv is None:
+        return _weights_only(report, est, budget, settings)
+    if eng.layer_split and budget.devices > 1:
+        pipeline = budget.devices
+    if pipeline > 1:
+        return _staged(report, est, budget, eng, settings, pipeline)
+    return _group(report, est, budget, eng, settings, None)
+
+
+def model_shape(report: Report) -> ModelShape:
+    """The figures the engines' terms read, from the config."""
+    from inspector.formats.dtypes import DTYPE_BITS
+
+    c = report.config
+    inter = max(c.intermediate_size or 0, (c.moe_intermediate_size or 0) * (c.experts_per_token or 1))
+    rotary = c.qk_rope_head_dim if c.kv_lora_rank else c.head_dim
+    factor = c.raw.get("partial_rotary_factor")
+    if rotary and isinstance(factor, (int, float)) and not isinstance(factor, bool) and 0 < factor <= 1:
+        rotary = int(rotary * factor)
+    return ModelShape(hidden=c.hidden_size or 0, inter=inter, vocab=c.vocab_size,
+                      dtype_bytes=DTYPE_BITS.get(c.dtype or "", 16) / 8, max_position=c.max_position,
+                      rotary_dim=rotary)
+
+
+def _group(report: Report, est: Estimate, budget: Budget, eng: Engine, settings: Settings,
+           stage: _Stage | None) -> Fit:
+    """One device group's fit: the whole model, or a pipeline stage's layers."""
+    from inspector.analysis.estimate import model_limit
+    from inspector.analysis.quant import weights_at
+
+    kv = est.kv
+    assert kv is not None
+    c = report.config
+    s = report.summary
+    weights_all = s.bytes
+    scale = 1.0
+    if settings.weights_dtype:
+        weights_all = weights_at(report, est.quant, settings.weights_dtype.lower()).bytes
+        scale = weights_all / s.bytes if s.bytes else 1.0
+    weights_all += settings.extra_weights
+    replicated: dict[Role, int] = {r.role: int(r.bytes * scale) for r in s.by_role if r.role in REPLICATED_ROLES}
+    note = None
+    if eng.host_input and stage is None:
+        host = _host_input(report)
+        if host:
+            weights_all -= int(host * scale)
+            note = (f"less the input embedding, {int(host * scale):,} B, which llama.cpp keeps in host memory "
+                    "(llama-model.cpp: the input layer is always on the CPU)")
+    decoder_layers = len(est.architecture.per_token_layers) or 1
+    share, rows = 1.0, None
+    if stage is not None:  # this stage's layers' share of the weights, the KV cache and what is replicated
+        share = stage.layers / decoder_layers
+        weights_all = int(stage.bytes * scale) + (settings.extra_weights if stage.index == 0 else 0)
+        replicated = {role: int(b * share) for role, b in replicated.items()}
+        if len(kv.layers) == decoder_layers:  # every layer caches: the stage's own layers, exactly
+            rows, share = range(stage.first, stage.first + stage.layers), 1.0
+    terms = eng.terms(model_shape(report), gpu_bytes=budget.per_device, gpu_name=budget.gpu, devices=budget.devices,
+                      samples=stage is None or stage.index == stage.count - 1,
+                      pipeline=1 if stage is None else stage.count)
+    if settings.overhead is not None:
+        terms = (Term("overhead", settings.overhead, "given with --overhead", "--overhead"),)
+        formula = "given with --overhead"
+    else:
+        formula = " + ".join(t.name for t in terms if t.bytes) + f" ({eng.name})"
+    overhead = sum(t.bytes for t in terms)
+    usable, util = eng.usable(budget.per_device, settings.utilization)
     n = budget.devices
     rep = sum(replicated.values())
     weights = rep + math.ceil((weights_all - rep) / n)
+    mla = any(m.kind == "mla" for layer in est.architecture.per_token_layers for m in layer.mixers)
+    kv_heads = c.num_kv_heads
     if n == 1 or mla:
-        share, divisor = ("whole on one device" if n == 1 else "MLA latent cache: replicated on every device"), 1
+        kv_share, divisor = ("whole on one device" if n == 1 else "MLA latent cache: replicated on every device"), 1
     elif kv_heads and kv_heads < n:
-        share, divisor = f"{kv_heads} KV heads for {n} devices: one head per device, replicated", kv_heads
+        kv_share, divisor = f"{kv_heads} KV heads for {n} devices: one head per device, replicated", kv_heads
     else:
-        share, divisor = f"split by KV heads over {n} devices", n
-    if overhead is None:
-        overhead = sum(t.bytes for t in terms)
-        formula = " + ".join(t.name for t in terms if t.bytes) + f" ({engine})"
-    else:
-        terms = (Term("overhead", overhead, "given with --overhead", "--overhead"),)
-        formula = "given with --overhead"
-    usable = int(budget.per_device * utilization) if utilization else budget.per_device
+        kv_share, divisor = f"split by KV heads over {n} devices", n
+    limit = model_limit(c)
+    state_figure = kv.state_per_sequence
+    missing = None if kv.known else \
+        f"the KV cache per token is unknown ({kv.per_token.formula.removeprefix('unknown: ')})"
+    if missing is None and state_figure is not None and state_figure.value is None:
+        missing = f"the recurrent state per sequence is unknown ({state_figure.formula.removeprefix('unknown: ')})"
+    state = int(state_figure.value or 0) if state_figure is not None and missing is None else 0
 
-    def kv(ctx: int, b: int) -> int:
-        return math.ceil(kv_at(ctx)[1] * b / divisor)
+    def kv_one(ctx: int) -> int:
+        whole = kv.total(ctx, eng.cells, rows) if missing is None else 0
+        return math.ceil(whole * share) if share != 1.0 else whole
 
     def total(ctx: int, b: int) -> int:
-        return weights + kv(ctx, b) + overhead
+        return weights + math.ceil(kv_one(ctx) * b / divisor) + math.ceil(state * share * b / n) + overhead
 
-    per_token = math.ceil(kv_at(1)[0] / divisor)
-    kv_bytes = kv(context, batch)
-    warnings: list[str] = []  # (a context over the model's limit is the estimate's warning, said once)
-    cap = model_limit or 10 * 1024**2
-    max_context = _largest(lambda ctx: total(ctx, batch) <= usable, cap)
-    max_batch = _largest(lambda b: total(context, b) <= usable, 1 << 20)
-    top = max(context, max_context, 1)
-    points = sorted({top * i // CURVE_POINTS for i in range(CURVE_POINTS + 1)} | {context, max_context})
+    known = missing is None  # no answer from a guess: with a figure unknown, the fit is unknown and says why
+    per_token = math.ceil(math.ceil((kv.per_token.value or 0) * share if rows is None else
+                                    sum(b for b, _ in kv.layers[rows.start:rows.stop])) / divisor) if known else 0
+    cap = limit or 10 * 1024**2
+    max_context = _largest(lambda ctx: total(ctx, est.batch) <= usable, cap) if known else None
+    max_batch = _largest(lambda b: total(est.context, b) <= usable, 1 << 20) if known else None
+    top = max(est.context, max_context or 0, 1)
+    points = sorted({top * i // CURVE_POINTS for i in range(CURVE_POINTS + 1)} | {est.context, max_context or 0})
+    pool = usable - weights - overhead if eng.pool and known else None
+    uniform = all(w is None for _, w in kv.layers) and state == 0 and len(kv.layers) == decoder_layers
+    grand = total(est.context, est.batch)
     return Fit(
-        budget_bytes=budget.per_device, devices=n, batch=batch, context=context, weights_bytes=weights,
+        budget_bytes=budget.per_device, devices=n, batch=est.batch, context=est.context, weights_bytes=weights,
         weights_bytes_all=weights_all, replicated_bytes=rep,
-        replicated=tuple(f"{role} {nbytes:,} B" for role, nbytes in sorted(replicated.items()) if nbytes),
-        kv_bytes_per_token=per_token, kv_bytes=kv_bytes, kv_share=share, overhead_bytes=overhead,
-        overhead_formula=formula, total_bytes=weights + kv_bytes + overhead,
-        fits=weights + kv_bytes + overhead <= usable, max_context=max_context,
-        max_context_capped=bool(model_limit) and max_context == model_limit, max_batch=max_batch,
-        model_limit=model_limit, warnings=tuple(warnings), engine=engine, terms=terms, usable_bytes=usable,
-        utilization=utilization, kv_pool_bytes=usable - weights - overhead if engine == "vllm" else None,
-        gpu=budget.gpu, curve=tuple((x, total(x, batch)) for x in points))
+        replicated=tuple(f"{role} {b:,} B" for role, b in sorted(replicated.items()) if b),
+        kv_bytes_per_token=per_token, kv_bytes=math.ceil(kv_one(est.context) * est.batch / divisor),
+        kv_share=kv_share, overhead_bytes=overhead, overhead_formula=formula, total_bytes=grand,
+        fits=grand <= usable if known else None, max_context=max_context,
+        max_context_capped=bool(limit) and max_context == limit, max_batch=max_batch, model_limit=limit,
+        warnings=(), unknown=missing, engine=eng.name, terms=terms, usable_bytes=usable, utilization=util,
+        kv_pool_bytes=pool, kv_pool_tokens=vllm_tokens(pool, per_token) if pool is not None and uniform else None,
+        gpu=budget.gpu, weights_note=note, curve=tuple((x, total(x, est.batch)) for x in points) if known else (),
+        state_bytes=math.ceil(state * share * est.batch / n))
+
+
+def _weights_only(report: Report, est: Estimate, budget: Budget, settings: Settings) -> Fit:
+    """A diffusion pipeline: every component with weights on the GPU together (diffusers'
+    ``pipe.to("cuda")``); the weights are answered, the activations are not (they depend on the image
+    size, the frame count and the batch), and the fit says so."""
+    from inspector.analysis.quant import weights_at
+
+    s = report.summary
+    weights = s.bytes if not settings.weights_dtype else weights_at(report, est.quant,
+                                                                    settings.weights_dtype.lower()).bytes
+    per = -(-weights // budget.devices)  # components split over devices, as device_map="balanced" does
+    parts = ", ".join(f"{r.name} {r.bytes:,} B" for r in report.components if r.tensors)
+    note = (f"{parts}: all resident together, as pipe.to('cuda') places them" if parts else
+            "the model's weights, resident as model.to('cuda') places them") + \
+        (f"; spread over {budget.devices} devices" if budget.devices > 1 else "")
+    over = per > budget.per_device  # known without the activations: the weights alone are too many
+    return Fit(budget_bytes=budget.per_device, devices=budget.devices, batch=est.batch, context=0, weights_bytes=per,
+               weights_bytes_all=weights, replicated_bytes=0, replicated=(), kv_bytes_per_token=0, kv_bytes=0,
+               kv_share=f"no KV cache: {est.no_tokens}", overhead_bytes=0,
+               overhead_formula="activations not counted", total_bytes=per, fits=False if over else None,
+               max_context=None, max_context_capped=False, max_batch=None, model_limit=None, warnings=(),
+               unknown=None if over else (
+                   "activation memory of a diffusion model depends on the image size, frames and batch; "
+                   f"the weights alone take {per / 2**30:.2f} GiB of {budget.per_device / 2**30:.2f} GiB per device"),
+               engine="diffusers", usable_bytes=budget.per_device, gpu=budget.gpu, weights_note=note)
+
+
+def _staged(report: Report, est: Estimate, budget: Budget, eng: Engine, settings: Settings, stages: int) -> Fit:
+    """A pipeline: the decoder's layers split between ``stages`` groups of devices (vLLM's split;
+    llama.cpp's layer split evenly), each stage fitted on its own; the answer is the tightest
+    stage's, with the layout's figures (all devices, every stage's weights) set on it once."""
+    from dataclasses import replace
+
+    layers = len(est.architecture.per_token_layers)
+    if budget.devices % stages or not 1 < stages <= max(layers, 1):
+        raise UsageError(f"--pipeline {stages} does not divide {budget.devices} devices into stages of a model "
+                         f"of {layers} layers", hint="for example --gpu H100x4 --pipeline 2 (TP 2 × PP 2)")
+    tp = budget.devices // stages
+    per_stage = vllm_stage_layers(layers, stages)
+    stage_bytes = _stage_bytes(report, est, per_stage, host_input=eng.host_input)
+    group = Budget(budget.per_device, tp, budget.gpu)
+    fits = []
+    first = 0
+    for index, count in enumerate(per_stage):
+        f = _group(report, est, group, eng, settings, _Stage(index, stages, stage_bytes[index], first, count))
+        fits.append((f, f"stage {index + 1} of {stages}: layers {first}-{first + count - 1}"))
+        first += count
+    described = tuple(f"{name}, weights {f.weights_bytes:,} B per device" for f, name in fits)
+    tightest, name = min(fits, key=lambda pair: (pair[0].fits is not False, pair[0].max_context or 0,
+                                                 pair[0].max_batch or 0, pair[0].usable_bytes - pair[0].total_bytes))
+    tokens = [f.kv_pool_tokens for f, _ in fits]
+    known = [t for t in tokens if t is not None]
+    return replace(tightest, devices=budget.devices, pipeline=stages, stages=described, stage=name,
+                   kv_pool_tokens=min(known) if known and len(known) == len(tokens) else None)
+
+
+def _host_input(report: Report) -> int:
+    """Bytes of the input embedding llama.cpp leaves in host memory: all of it when the model has its
+    own output layer (a tied one is copied to the output device, so the device holds the same bytes)."""
+    roles = {r.role: r.bytes for r in report.summary.by_role}
+    return roles.get("embedding", 0) if "lm_head" in roles else 0
+
+
+def _stage_bytes(report: Report, est: Estimate, per_stage: list[int], host_input: bool = False) -> list[int]:
+    """Weight bytes each pipeline stage holds: its layers of the decoder; the embedding (and anything
+    outside the decoder) on the first stage; the output layer and final norm on the last, with a tied
+    embedding copied there (vLLM; llama.cpp's output device). ``host_input``: llama.cpp keeps the
+    input embedding in host memory."""
+    decoders = [s for s in est.architecture.stacks if s.kind == "decoder"]
+    main = max(decoders, key=lambda s: len(s.layers)).name if decoders else None
+    order = [layer.index for s in decoders if s.name == main for layer in s.layers]
+    position = {index: i for i, index in enumerate(order)}
+    bounds = [sum(per_stage[:i + 1]) for i in range(len(per_stage))]
+    out = [0] * len(per_stage)
+    embedding = 0
+    for info, place in report.tensors:
+        at = position.get(place.layer) if place.stack == main and place.layer is not None else None
+        if at is not None:
+            out[next((i for i, b in enumerate(bounds) if at < b), len(bounds) - 1)] += info.nbytes
+        elif place.role in ("lm_head", "norm") and place.layer is None:
+            out[-1] += info.nbytes
+        else:
+            is_embedding = place.role == "embedding"
+            embedding += info.nbytes if is_embedding else 0
+            out[0] += 0 if is_embedding and host_input else info.nbytes
+    if est.architecture.tied:
+        out[-1] += embedding  # a tied output layer: the last stage holds its own copy
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class CommonFit:
+    """The one-line answer of ``inspect MODEL``: the smallest common budget the model fits at
+    ``context`` tokens (``devices`` × ``gib``), or None for both when 8 of the largest are too few."""
+
+    context: int
+    devices: int | None
+    gib: int | None
+
+
+def common_fit(report: Report, est: Estimate) -> CommonFit | None:
+    """The smallest of ``COMMON_BUDGETS_GIB`` on 1, 2, 4 or 8 devices the model fits at 8k context
+    (its own limit when shorter); None when there is no answer (an encoder, an unknown KV cache)."""
+    from inspector.analysis.estimate import estimate, model_limit
+
+    if est.kv is None or est.kv.none is not None or not est.kv.known:
+        return None
+    limit = model_limit(report.config)
+    ctx = min(SUMMARY_CONTEXT, limit) if limit else SUMMARY_CONTEXT
+    at = estimate(report, context=ctx, what_if=())
+    for devices in (1, 2, 4, 8):
+        for gib in COMMON_BUDGETS_GIB:
+            if fit(report, at, Budget(gib * GIB, devices)).fits:
+                return CommonFit(ctx, devices, gib)
+    return CommonFit(ctx, None, None)
 
 
 def _largest(ok: Callable[[int], bool], cap: int) -> int:

@@ -121,7 +121,8 @@ def file_rows(files: list[tuple[str, Report]], *, budget: Budget | None = None, 
     """One row a file; with ``budget``, whether each model file fits at ``context`` (its own limit by
     default) and its largest context, the projectors' bytes added to each model's weights. Returns
     the rows and the assumptions said under them."""
-    from inspector.analysis.estimate import estimate, fit_estimate
+    from inspector.analysis.estimate import estimate
+    from inspector.analysis.fit import Settings, fit
 
     projectors = [(f, r) for f, r in files if is_projector(r)]
     extra = sum(r.summary.bytes for _, r in projectors)
@@ -133,8 +134,8 @@ def file_rows(files: list[tuple[str, Report]], *, budget: Budget | None = None, 
         row = file_row(file, report.summary)
         if budget is not None:
             est = estimate(report, context=context, kv_dtype=kv_dtype, what_if=())
-            fitted = fit_estimate(report, est, budget, extra_weights=extra)
-            kv = next((f.value for f in est.figures if f.name == "kv_bytes_per_token"), None)
+            fitted = fit(report, est, budget, settings=Settings(extra_weights=extra))
+            kv = est.kv.per_token.value if est.kv is not None else None
             row = replace(row, fits=fitted.fits, max_context=fitted.max_context,
                           kv_bytes_per_token=int(kv) if kv is not None else None,
                           note=fitted.unknown or f"at {est.context:,} tokens")

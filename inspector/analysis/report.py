@@ -7,7 +7,7 @@ from operator import attrgetter, itemgetter
 
 from inspector.analysis.config import ModelConfig, load_config
 from inspector.analysis.peft import describe
-from inspector.analysis.roles import PACKING_DTYPES, module_bits, quant_bits, values_per_element
+from inspector.analysis.roles import PACKING_DTYPES, logical_elements, module_bits, quant_bits
 from inspector.analysis.stats import Summary, Tensor, placed, stored_elements, summarize_tensors
 from inspector.analysis.tokenizer import TokenizerSummary, tokenizer_summary
 from inspector.formats.registry import weight_suffixes
@@ -46,7 +46,7 @@ class Report:
 
 def logical(tensors: list[Tensor], quantization: object) -> list[Tensor]:
     """The tensors with each packed parameter counting the weights it holds (a GPTQ/AWQ ``qweight``
-    of int32 words holds 32/bits each; ``roles.values_per_element``): "parameters" means logical
+    of int32 words holds 32/bits each; ``roles.logical_elements``): "parameters" means logical
     weights everywhere, as a GGUF's elements do; what is stored stays the product of the shape."""
     if PACKING_DTYPES.isdisjoint(map(attrgetter("dtype"), map(itemgetter(0), tensors))):  # C loops: 1M in ~30 ms
         return tensors
@@ -55,9 +55,10 @@ def logical(tensors: list[Tensor], quantization: object) -> list[Tensor]:
     for t in tensors:
         info, place = t
         if place.kind == "parameter" and info.dtype in PACKING_DTYPES:
-            per = values_per_element(info.name, info.dtype, module_bits(quantization, info.name, bits))
-            if per != 1:
-                t = Tensor(info._replace(numel=stored_elements(info) * per), place)
+            stored = stored_elements(info)
+            count = logical_elements(info.name, info.dtype, module_bits(quantization, info.name, bits), stored)
+            if count != stored:
+                t = Tensor(info._replace(numel=count), place)
         out.append(t)
     return out
 
@@ -153,6 +154,11 @@ def _notes(checkpoint: Checkpoint, config: ModelConfig, summary: Summary, tensor
         base = adapter.get("base_model_name_or_path")
         notes.append(f"a PEFT adapter ({describe(adapter)})" + (f" for {base}" if isinstance(base, str) else "")
                      + ": `inspect diff BASE ADAPTER` sets it against its base")
+        frozen = sum(t.info.numel for t in tensors if t.place.kind == "parameter" and t.info.name.endswith(
+            ".base_layer.weight"))
+        if frozen:
+            notes.append(f"trainable {summary.parameters - frozen:,} of the {summary.parameters:,}: {frozen:,} are "
+                         "frozen copies of base layers (…base_layer.weight, peft's save_embedding_layers)")
     for name, value in config.unread:
         notes.append(f"config.json: {name} = {value} is not a count this tool reads; left unknown")
     if checkpoint.composite == "model_index.json":

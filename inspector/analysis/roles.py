@@ -45,6 +45,9 @@ KIND_TABLE: Final[tuple[tuple[Kind, str, str], ...]] = (
      "bitsandbytes 4-bit and 8-bit"),
     ("quant", r"\.weight\.quant_state\.", "bitsandbytes 4-bit packed quant state"),
     ("quant", r"_scales$", "MXFP4 block scales (gpt-oss *_blocks + *_scales)"),
+    ("buffer", r"(^|\.)pos_embed\.pos_embed$",
+     "diffusers PatchEmbed's sin-cos table, a persistent buffer (SD3, PixArt: register_buffer(..., persistent=True))"),
+    ("buffer", r"(^|\.)final_logits_bias$", "BART, mBART, Pegasus, Marian: register_buffer('final_logits_bias')"),
 )
 
 # (role, pattern, where seen). The first match wins, so specific rows come before general ones.
@@ -76,6 +79,34 @@ ROLE_TABLE: Final[tuple[tuple[Role, str, str], ...]] = (
     # norms before attention, so BERT's attention.output.LayerNorm is a norm
     ("norm", r"(?i)(^|\.)(\w*norm\w*|ln_\w+|ln)\.(weight|bias)$",
      "RMSNorm/LayerNorm everywhere: input_layernorm, ln_1, ln_f, q_a_layernorm, q_norm, enorm"),
+    # cross-attention to an encoder's output, before the self-attention rows (the same q/k/v/o leaves)
+    ("attn.cross", r"(^|\.)(encoder_attn|EncDecAttention|crossattention|cross_attn)[._]",
+     "BART, Whisper, Marian (encoder_attn), T5 (EncDecAttention), BERT decoders (crossattention), Mllama "
+     "(cross_attn), GGUF T5 (cross_attn_q)"),
+    # state-space mixers (Mamba's selective scan) and linear attention (gated delta net)
+    ("ssm.in", r"\.(mixer|mamba)\.(in_proj|x_proj|dt_proj)\.",
+     "Mamba/Mamba2 (backbone.layers.N.mixer), Jamba and Falcon-H1 (layers.N.mamba)"),
+    ("ssm.conv", r"\.(mixer|mamba)\.conv1d\.", "Mamba, Jamba, Falcon-H1: the causal convolution"),
+    ("ssm.state", r"\.(mixer|mamba)\.(A_log|D|dt_bias)$", "Mamba, Jamba, Falcon-H1: the SSM's own A, D and Δ bias"),
+    ("ssm.out", r"\.(mixer|mamba)\.out_proj\.", "Mamba, Jamba, Falcon-H1"),
+    ("linear_attn.in", r"\.linear_attn\.in_proj\w*\.", "Qwen3-Next gated delta net (in_proj_qkvz, in_proj_ba)"),
+    ("linear_attn.conv", r"\.linear_attn\.conv1d\.", "Qwen3-Next gated delta net"),
+    ("linear_attn.state", r"\.linear_attn\.(A_log|dt_bias)$", "Qwen3-Next gated delta net"),
+    ("linear_attn.out", r"\.linear_attn\.out_proj\.", "Qwen3-Next gated delta net"),
+    # T5's names (T5, mT5, Flan-T5, UMT5; its relative position table is attention's)
+    ("attn.q", r"\.SelfAttention\.q\.", "T5"),
+    ("attn.k", r"\.SelfAttention\.k\.", "T5"),
+    ("attn.v", r"\.SelfAttention\.v\.", "T5"),
+    ("attn.o", r"\.SelfAttention\.o\.", "T5"),
+    ("attn.other", r"\.SelfAttention\.", "T5 relative_attention_bias"),
+    ("mlp.gate", r"\.DenseReluDense\.wi_0\.", "T5 v1.1, Flan-T5 (gated GELU)"),
+    ("mlp.up", r"\.DenseReluDense\.wi(_1)?\.", "T5 (wi), T5 v1.1 (wi_1)"),
+    ("mlp.down", r"\.DenseReluDense\.wo\.", "T5"),
+    # vision and audio inputs of a model that is itself a vision or speech model (ViT, Whisper)
+    ("patch_embedding", r"(^|\.)embeddings\.patch_embeddings\.", "ViT, DeiT, BEiT: the patch convolution"),
+    ("cls_token", r"(^|\.)embeddings\.(cls_token|distillation_token|mask_token)$", "ViT, DeiT"),
+    ("position_embedding", r"(^|\.)embeddings\.position_embeddings$", "ViT: learned positions (no .weight)"),
+    ("conv_stem", r"(^|\.)encoder\.conv[12]\.", "Whisper: two convolutions from mel frames to hidden states"),
     # llama.cpp names in GGUF files (gguf-py's MODEL_TENSOR names: blk.N.attn_q, ffn_gate_exps, …)
     ("moe.router", r"(^|\.)ffn_gate_inp(_shexp)?\.", "GGUF MoE router (Mixtral, Qwen-MoE, DeepSeek)"),
     ("moe.shared.gate", r"(^|\.)ffn_gate_shexp\.", "GGUF shared expert"),
@@ -134,20 +165,29 @@ ROLE_TABLE: Final[tuple[tuple[Role, str, str], ...]] = (
     # embeddings and heads
     ("embedding", r"(^|\.)(embed_tokens|wte|word_embeddings|tok_embeddings|embed_in|token_embedding)\.weight$",
      "Llama/Mistral/Qwen/Gemma/DeepSeek (embed_tokens), GPT-2 (wte), BERT (word_embeddings), CLIP (token_embedding)"),
+    ("embedding", r"(^|\.)(shared|embeddings)\.weight$", "T5 and BART (shared), Mamba (backbone.embeddings)"),
+    ("embedding", r"(^|\.)(embed_tokens|wte|word_embeddings|tok_embeddings|embed_in|token_embedding)\."
+     r"(lora_embedding_[AB]|base_layer\.weight)$",
+     "peft: a LoRA's factors of an embedding, and the frozen base_layer copy it saves beside them"),
     ("position_embedding", r"(^|\.)(wpe|position_embeddings|embed_positions|position_embedding)\.weight$",
      "GPT-2 (wpe), BERT, OPT, CLIP (position_embedding): learned absolute positions"),
     ("token_type_embedding", r"(^|\.)token_type_embeddings\.weight$", "BERT segment embeddings"),
-    ("lm_head", r"(^|\.)(lm_head|embed_out|output|shared_head\.head)\.(weight|bias)$",
-     "lm_head everywhere; GPT-NeoX (embed_out); Meta originals (output); DeepSeek MTP (shared_head.head)"),
+    ("lm_head", r"(^|\.)(lm_head|embed_out|output|shared_head\.head|proj_out)\.(weight|bias)$",
+     "lm_head everywhere; GPT-NeoX (embed_out); Meta originals (output); DeepSeek MTP (shared_head.head); "
+     "Whisper (proj_out)"),
+    ("projector", r"(^|\.)(text_projection|visual_projection)\.", "CLIP, SigLIP: each tower's projection"),
     ("mtp", r"\.(eh_proj)\.", "DeepSeek-V3 multi-token prediction layer"),
     ("pooler", r"(^|\.)pooler\.", "BERT"),
     ("head", r"(^|\.)(classifier|score|qa_outputs|cls)\.", "task heads"),
+    ("head", r"(^|\.)logit_(scale|bias)$", "CLIP and SigLIP: the contrastive temperature"),
     ("head", r"^\d+_Dense\.linear\.", "sentence-transformers Dense module (2_Dense/)"),
 )
 
 ROLE_ORDER: Final[tuple[str, ...]] = (
-    "embedding", "position_embedding", "token_type_embedding",
-    "attn.q", "attn.k", "attn.v", "attn.qkv", "attn.kv", "attn.o", "attn.other",
+    "embedding", "position_embedding", "token_type_embedding", "patch_embedding", "cls_token", "conv_stem",
+    "attn.q", "attn.k", "attn.v", "attn.qkv", "attn.kv", "attn.o", "attn.other", "attn.cross",
+    "linear_attn.in", "linear_attn.conv", "linear_attn.state", "linear_attn.out",
+    "ssm.in", "ssm.conv", "ssm.state", "ssm.out",
     "mlp.gate", "mlp.up", "mlp.gate_up", "mlp.down",
     "moe.router", "moe.expert.gate", "moe.expert.up", "moe.expert.gate_up", "moe.expert.down", "moe.expert",
     "moe.shared.gate", "moe.shared.up", "moe.shared.down", "moe.shared",
@@ -320,7 +360,8 @@ def _fast_entry(name: str, key: bytes) -> _Answer:
 def role_group(role: str) -> str:
     """The coarse group a role belongs to (``attn.q`` → ``attention``) for summaries."""
     head = role.split(".", 1)[0]
-    return {"attn": "attention", "mlp": "mlp", "moe": "moe"}.get(head, role)
+    return {"attn": "attention", "mlp": "mlp", "moe": "moe", "ssm": "ssm", "linear_attn": "linear attention"}.get(
+        head, role)
 
 
 def _by_shape(shape: tuple[str, ...]) -> _Shape:
@@ -361,7 +402,7 @@ def _kind_and_role(name: str) -> tuple[Kind, Role]:
 #: compressed-tensors (``weight_packed``); MXFP4 stores ``*_blocks`` beside ``*_scales``
 #: THE table of packed weights: (leaf name, how it packs), each with the quantisation it comes from.
 #: A packed weight holds several weights in one stored element; its logical size is the stored
-#: elements times ``values_per_element``.
+#: elements as ``logical_elements`` counts them.
 PACKED_LEAVES: Final = ("qweight", "weight_packed")  # GPTQ/AWQ int32 words; compressed-tensors pack-quantized
 PACKED_SUFFIXES: Final = ("_blocks",)  # MXFP4 blocks of two 4-bit values a byte (gpt-oss)
 #: dtypes that hold packed integers (a parameter stored so may be packed; float dtypes never are)
@@ -404,17 +445,22 @@ def module_bits(quantization: object, tensor: str, default: int | None) -> int |
     return bits if type(bits) is int and 0 < bits <= 64 else default
 
 
-def values_per_element(name: str, dtype: str, bits: int | None) -> int:
-    """How many weights one stored element of a parameter holds (1: not packed). ``bits``: the
-    quantisation's bits per weight from its config, when it gives them."""
+#: bits per weight mlx-lm writes (``mlx.core.quantize``: affine mode), each packed into uint32 words
+#: (a row of ``in`` weights is ``in × bits / 32`` words; group sizes 32, 64 and 128 keep that whole)
+MLX_BITS: Final = (2, 3, 4, 5, 6, 8)
+
+
+def logical_elements(name: str, dtype: str, bits: int | None, stored: int) -> int:
+    """The weights a parameter of ``stored`` elements holds (``stored`` when it is not packed).
+    ``bits``: the quantisation's bits per weight from its config, when it gives them."""
     leaf = name.rsplit(".", 1)[-1]
     dtype_bits = DTYPE_BITS.get(dtype, 0)
     if leaf in PACKED_LEAVES and bits and dtype_bits >= bits:
-        return dtype_bits // bits  # GPTQ/AWQ int32 words of 32/bits values
+        return stored * (dtype_bits // bits)  # GPTQ/AWQ int32 words of 32/bits values
     if leaf.endswith(PACKED_SUFFIXES) and dtype == "U8":
-        return 2  # MXFP4: two 4-bit values per byte
+        return stored * 2  # MXFP4: two 4-bit values per byte
     if leaf == "weight" and dtype == "U8" and bits == 4:
-        return 2  # bitsandbytes 4-bit: two values per byte
-    if leaf == "weight" and dtype == "U32" and bits and 32 % bits == 0:
-        return 32 // bits  # MLX (mlx-lm): uint32 words of 32/bits values
-    return 1
+        return stored * 2  # bitsandbytes 4-bit: two values per byte
+    if leaf == "weight" and dtype == "U32" and bits in MLX_BITS and stored * 32 % bits == 0:
+        return stored * 32 // bits  # MLX (mlx-lm): a row's bits packed end to end in uint32 words
+    return stored

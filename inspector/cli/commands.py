@@ -7,7 +7,6 @@ subcommand, so to inspect a folder called ``diff`` write ``./diff`` (or ``inspec
 
 from __future__ import annotations
 
-import contextlib
 import gc
 import os
 import sys
@@ -212,7 +211,8 @@ def show(
     if fmt == "html":
         emit_html(api.inspect(checkpoint).to_html(), target)
         return
-    shown = api.inspect(checkpoint, tensors=tensors, collapse=collapse, formula=formula)
+    table = not as_json and fmt != "markdown" and not tensors
+    shown = api.inspect(checkpoint, tensors=tensors, collapse=collapse, formula=formula, summary=table)
     report, rows, check = shown.report, shown.rows, shown.formula
     if as_json:
         emit_json(shown.to_dict())
@@ -228,24 +228,14 @@ def show(
     from rich.console import Group
     from rich.text import Text
 
-    from inspector.analysis.estimate import estimate
     from inspector.render.output import estimate_line
 
-    est = None
-    with contextlib.suppress(InspectorError):
-        est = estimate(report)
+    est = shown.estimate
     packed = (est.quant.method or "quantised", est.quant.logical_parameters) \
         if est is not None and est.quant.method and report.summary.quant_elements else None
     parts: list[Any] = [report_table(report, all_shards=shards, logical=packed)]
     if est is not None:
-        from inspector.analysis.estimate import common_fit
-
-        line = estimate_line(est)
-        with contextlib.suppress(InspectorError):
-            budget = common_fit(report, est)
-            line = line.replace(" (inspect estimate for formulas)", f" · {budget} (inspect estimate for formulas)") \
-                if budget else line
-        parts.append(Text(line, style="cyan"))
+        parts.append(Text(estimate_line(est, shown.common), style="cyan"))
     if check is not None:
         parts.append(formula_table(check))
     emit(Group(*parts), wide=wide)

@@ -325,6 +325,18 @@ def reader_for(path: str) -> Reader | None:
     return next((r for r in _READERS if path.endswith(r.suffixes)), None)
 
 
+#: the first bytes of each built-in format: GGUF's magic; a zip archive's local header (``torch.save``
+#: since PyTorch 1.6); a pickle's PROTO opcode with protocol 2 (``torch.save``'s legacy format)
+MAGIC: Final = ((b"GGUF", GGUF), (b"PK\x03\x04", TORCH), (b"\x80\x02", TORCH))
+
+
+def reader_by_magic(head: bytes) -> Reader | None:
+    """The reader of a file whose name says nothing of its format (``checkpoint.pth.tar``, the
+    PyTorch examples' convention for a plain ``torch.save`` zip), by its first bytes; None when
+    they are none of the built-in formats' (a safetensors file starts with its header's length)."""
+    return next((reader for magic, reader in MAGIC if head.startswith(magic)), None)
+
+
 def reader_named(name: str) -> Reader | None:
     return next((r for r in _READERS if r.name == name), None)
 

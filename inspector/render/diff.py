@@ -222,6 +222,8 @@ def adapter_json(a: AdapterDiff) -> dict[str, object]:
         "target_modules": list(a.targets),
         "base_model_name_or_path": a.base_model,
         "parameters": a.parameters,  # the adapter's own; merged into the base, the base's count is unchanged
+        "trainable_parameters": a.trainable,
+        "frozen_copies": [{"tensor": name, "parameters": count} for name, count in a.frozen],
         "share_of_base": a.share,
         "modules": [{"module": m.module, "layers": m.layers, "rank": m.rank, "lora_a": list(m.shape_a),
                      "lora_b": list(m.shape_b), "formula": m.formula, "parameters": m.parameters,
@@ -240,6 +242,9 @@ def adapter_table(a: AdapterDiff) -> RenderableType:
                       + f"; base model named in adapter_config.json: {sanitize(a.base_model or 'none')}"))
     parts.append(Text(f"adapter parameters {n(a.parameters)} = {_share(a)} of the base's "
                       f"{n(a.base.summary.parameters)} (merged into the base, its count is unchanged)"))
+    if a.frozen:
+        parts.append(Text(f"trainable {n(a.trainable)}; the other {n(a.parameters - a.trainable)} are frozen copies of "
+                          "base layers saved beside the factors (peft's save_embedding_layers)"))
     parts.append(Text(""))
     t = Table(title="What the adapter adds, module by module", title_justify="left", show_edge=False,
               pad_edge=False)
@@ -252,6 +257,8 @@ def adapter_table(a: AdapterDiff) -> RenderableType:
                   m.formula, n(m.parameters))
     for name, count in a.other:
         t.add_row(sanitize(name), "1", "", "", "", "a whole copy (modules_to_save)", n(count))
+    for name, count in a.frozen:
+        t.add_row(sanitize(name), "1", "", "", "", "a frozen copy of the base layer (not trained)", n(count))
     t.add_row(Text("total", style="bold"), "", "", "", "", "", Text(n(a.parameters), style="bold"))
     parts += [t, Text("")]
     for problem in a.problems:

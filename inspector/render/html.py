@@ -439,10 +439,10 @@ def estimate_html(doc: Doc) -> str:
     what_if = as_objs(doc.get("what_if"))
     if what_if:
         body += ["<h2>Weights in other dtypes</h2>\n", _table(
-            ("dtype", "bytes"), ((as_str(w.get("dtype")), as_int(w.get("bytes"))) for w in what_if), numeric=(1,))]
+            ("dtype", "bytes", "how"), ((as_str(w.get("dtype")), as_int(w.get("bytes")), as_str(w.get("formula")))
+                                        for w in what_if), numeric=(1,))]
     context = as_int(doc.get("context"))
     scope = (f"estimates at context {context:,}, batch {as_int(doc.get('batch'))}, KV cache in "
-             f"{esc(as_str(doc.get('kv_dtype')))}") if any(
-        as_str(f.get("name")) == "kv_bytes_per_token" for f in as_objs(doc.get("figures"))) else \
+             f"{esc(as_str(doc.get('kv_dtype')))}") if doc.get("no_tokens") is None else \
         "weights (a diffusion model decodes no tokens: no KV cache, no per-token FLOPs)"
     return page(label_of(doc), f"{esc(_origin(model))}<br>{scope}", body, doc)

@@ -12,6 +12,7 @@ import sys
 from typing import TYPE_CHECKING, Final
 
 from inspector.analysis.config import ModelConfig
+from inspector.analysis.fit import COMMON_BUDGETS_GIB
 from inspector.analysis.listing import CachedModel, FileRow, ListingRow, RepoFiles, collapsed_rows, tensor_rows
 from inspector.analysis.report import Report
 from inspector.analysis.stats import Summary
@@ -23,10 +24,11 @@ if TYPE_CHECKING:  # rich is imported where a table is drawn: `inspect --json` n
     # types of the other commands are not imported by a plain `inspect MODEL` either
     from rich.console import Console, ConsoleOptions, RenderableType
 
+    from inspector.analysis.architecture import Architecture
     from inspector.analysis.audit import AuditResult
     from inspector.analysis.compare import Comparison
     from inspector.analysis.estimate import Estimate
-    from inspector.analysis.fit import Budget, Fit
+    from inspector.analysis.fit import Budget, CommonFit, Fit
     from inspector.analysis.formula import FormulaCheck
 
 #: 2: every document names its model in one shape (``model_json``)
@@ -564,6 +566,9 @@ _FIGURE_TITLES = {
     "flops_per_token_attention": "FLOPs per token, attention", "flops_decode_step": "FLOPs, one decode step",
     "flops_prefill": "FLOPs, prefill", "attention_to_gemm_ratio": "attention / weight FLOPs",
     "attention_to_gemm_ratio_closed_form": "… closed form t / (2D + 1.5I)",
+    "kv_bytes_full_reservation": "KV cache, whole-context reservation",
+    "kv_bytes_per_input_token": "cross-attention K/V per input token",
+    "state_bytes_per_sequence": "recurrent state per sequence", "flops_per_input_token": "FLOPs per input token",
 }
 
 
@@ -593,7 +598,7 @@ def fit_json(f: Fit) -> dict[str, object]:
         "terms": [{"name": t.name, "bytes": t.bytes, "formula": t.formula, "source": t.source} for t in f.terms],
         "kv_pool_bytes": f.kv_pool_bytes, "kv_pool_tokens": f.kv_pool_tokens,
         "pipeline": f.pipeline, "stages": list(f.stages), "stage": f.stage, "weights_note": f.weights_note,
-        "curve": [{"context": x, "total_bytes": y} for x, y in f.curve],
+        "curve": [{"context": x, "total_bytes": y} for x, y in f.curve], "state_bytes": f.state_bytes,
     }
 
 
@@ -624,8 +629,11 @@ def fit_table(f: Fit) -> RenderableType:
             ("KV cache", f.kv_bytes, f.kv_share if f.engine == "diffusers" else "unknown (not counted)"
              if f.fits is None else
              f"{f.kv_bytes_per_token:,} B/token × {f.context:,} × batch {f.batch}; {f.kv_share}")]
+    if f.state_bytes:
+        rows.append(("recurrent state", f.state_bytes, f"state per sequence × batch {f.batch}"))
     rows += [(term.name, term.bytes, term.formula) for term in f.terms]
-    rows += [("total", f.total_bytes, "weights + KV cache + " + f.overhead_formula),
+    rows += [("total", f.total_bytes, "weights + KV cache + " + ("recurrent state + " if f.state_bytes else "")
+              + f.overhead_formula),
              ("budget", f.budget_bytes, f"--gpu{gpu}")]
     if f.utilization:
         rows.append(("usable", f.usable_bytes, f"budget × gpu_memory_utilization {f.utilization:g}"))
@@ -665,7 +673,7 @@ def estimate_json(report: Report, est: Estimate, fitted: Fit | None = None) -> d
     return {
         "schema_version": SCHEMA_VERSION,
         "model": model_json(c),
-        "context": est.context, "batch": est.batch, "kv_dtype": est.kv_dtype,
+        "context": est.context, "batch": est.batch, "kv_dtype": est.kv_dtype, "no_tokens": est.no_tokens,
         "figures": [{"name": f.name, "value": f.value, "unit": f.unit, "formula": f.formula, "source": f.source,
                      "assumptions": list(f.assumptions)} for f in est.figures],
         "quantization": {
@@ -674,15 +682,57 @@ def estimate_json(report: Report, est: Estimate, fitted: Fit | None = None) -> d
             "by_role": [{"role": r.role, "logical": r.logical, "stored": r.stored, "weight_bytes": r.weight_bytes,
                          "overhead_bytes": r.overhead_bytes, "bits_per_weight": r.bits_per_weight} for r in q.rows],
         },
-        "what_if": [{"dtype": d, "bytes": b} for d, b in est.what_if],
+        "what_if": [{"dtype": w.dtype, "bytes": w.bytes, "formula": w.formula} for w in est.what_if],
+        "architecture": architecture_json(est.architecture),
         "fit": None if fitted is None else fit_json(fitted),
         "warnings": list(est.warnings) + ([] if fitted is None else list(fitted.warnings)),
     }
 
 
+def architecture_json(arch: Architecture) -> dict[str, object]:
+    """The stacks, each with when it runs and its layers in runs of one kind; the parameters outside."""
+    return {
+        "decodes": arch.decodes, "tied": arch.tied, "kv_check": arch.kv_check,
+        "embedding": arch.embedding, "lookups": arch.lookups, "head": arch.head, "other": arch.other,
+        "stacks": [{"kind": s.kind, "name": s.name, "runs": s.runs, "parameters": s.parameters,
+                    "active_parameters": s.active, "layers": len(s.layers),
+                    "layer_kinds": [{"kind": kind, "first": first, "last": last, "count": count}
+                                    for kind, first, last, count in layer_runs(s)]} for s in arch.stacks],
+    }
+
+
+def layer_runs(stack: object) -> list[tuple[str, int, int, int]]:
+    """A stack's layers as runs of one kind: (kind, first index, last index, count)."""
+    from inspector.analysis.architecture import Stack
+
+    assert isinstance(stack, Stack)
+    runs: list[tuple[str, int, int, int]] = []
+    for layer in stack.layers:
+        kind = layer.kind
+        if runs and runs[-1][0] == kind and runs[-1][2] == layer.index - 1:
+            k, first, _, count = runs[-1]
+            runs[-1] = (k, first, layer.index, count + 1)
+        else:
+            runs.append((kind, layer.index, layer.index, 1))
+    return runs
+
+
+def stacks_line(arch: Architecture) -> str:
+    """The stacks in one line: ``decoder 32 layers (full ×32, per token) · vision 27 layers (per input)``."""
+    parts = []
+    for s in arch.stacks:
+        runs = layer_runs(s)
+        kinds = ", ".join(f"{k} ×{count}" if count > 1 else k for k, _, _, count in runs[:6])
+        kinds += " …" if len(runs) > 6 else ""
+        when = {"per_token": "per token", "per_input": "once per input", "never": "not in plain decoding"}[s.runs]
+        layers = f"{len(s.layers)} layers ({kinds}), " if s.layers else ""
+        parts.append(f"{s.kind} {layers}{s.parameters:,} parameters, {when}")
+    return "stacks: " + " · ".join(parts)
+
+
 def estimate_scope(est: Estimate) -> str:
     """What an estimate is of: context, batch and KV dtype, or a pipeline's weights alone."""
-    if est.find("kv_bytes_per_token") is None:
+    if est.kv is None:
         return "weights (a diffusion model decodes no tokens: no KV cache, no per-token FLOPs)"
     return f"estimates at context {est.context:,}, batch {est.batch}, KV cache in {est.kv_dtype}"
 
@@ -696,6 +746,8 @@ def estimate_table(report: Report, est: Estimate, fitted: Fit | None = None) -> 
     parts: list[RenderableType] = [] if fitted is None else [fit_table(fitted), Text("")]
     parts += [
         Text(f"{sanitize(c.label)}: {estimate_scope(est)}", style="bold")]
+    if est.architecture.stacks and est.kv is not None:
+        parts.append(Text(sanitize(stacks_line(est.architecture)), style="dim"))
     t = Table(show_edge=False, pad_edge=False)
     t.add_column("figure")
     t.add_column("value", justify="right")
@@ -726,38 +778,46 @@ def estimate_table(report: Report, est: Estimate, fitted: Fit | None = None) -> 
         parts += [qt, Text("scales, zero points and group indices are overhead, not parameters", style="dim"),
                   Text("")]
         notes += list(q.notes)
-    w = Table(title="Weights at other dtypes (logical parameters × bits; no scales)", title_justify="left",
-              show_edge=False, pad_edge=False)
+    w = Table(title="Weights at other dtypes", title_justify="left", show_edge=False, pad_edge=False)
     w.add_column("dtype")
     w.add_column("bytes", justify="right")
-    for dtype, nbytes in est.what_if:
-        w.add_row(dtype, f"{nbytes:,} ({size(nbytes)})")
+    w.add_column("how")
+    for what in est.what_if:
+        w.add_row(what.dtype, f"{what.bytes:,} ({size(what.bytes)})", sanitize(what.formula))
     parts += [w, Text("")]
     for i, note in enumerate(notes, 1):
         parts.append(Text(f"{i}. {sanitize(note)}", style="dim"))
     return Group(*parts)
 
 
-def estimate_line(est: Estimate) -> str:
-    """The one-line summary ``inspect MODEL`` prints."""
-    kv_figure = next((f for f in est.figures if f.name == "kv_bytes_per_token"), None)
-    if kv_figure is None:  # a diffusion pipeline or model: weights (per component) only
-        parts = [f"{sanitize(f.name.removeprefix('weights_bytes.'))} {n(f.value)} B" for f in est.figures
-                 if f.name.startswith("weights_bytes.")] or [f"{n(est.get('weights_bytes').value)} B"]
+def estimate_line(est: Estimate, common: CommonFit | None = None) -> str:
+    """The one-line summary ``inspect MODEL`` prints; ``common``: the smallest common budget it fits."""
+    kv = est.kv
+    if kv is None:  # a diffusion pipeline or model: weights (per component) only
+        parts = [f"{sanitize(f.name.removeprefix('weights_bytes.'))} {n(f.value)} B" for f in est.weights.components] \
+            or [f"{n(est.weights.bytes.value)} B"]
         return ("estimate: no KV cache or per-token FLOPs (a diffusion model decodes no tokens); weights " +
                 " · ".join(parts))
-    kv = kv_figure.value
-    flops = est.get("flops_per_token_weights").value
-    no_kv = kv_figure.formula.removeprefix("none: ") if kv_figure.formula.startswith("none: ") else None
-    kv_text = f"KV cache {n(kv)} B/token ({est.kv_dtype})" if kv is not None else (
-        f"no KV cache ({no_kv})" if no_kv else "KV cache unknown")
-    parts = [kv_text,
-             f"{n(flops)} FLOPs/token (weights)" if flops else ""]
-    active = next((f.value for f in est.figures if f.name == "active_parameters"), None)
-    if active is not None:
-        parts.append(f"active {n(active)} parameters/token")
+    flops = est.flops.weights_per_token.value if est.flops is not None else None
+    per_input = est.flops.per_input_token if est.flops is not None else None
+    value = kv.per_token.value
+    if kv.none is not None:
+        kv_text = f"no KV cache ({kv.none})"
+    else:
+        kv_text = f"KV cache {n(value)} B/token ({est.kv_dtype})" if value is not None else "KV cache unknown"
+    parts = [kv_text, f"{n(flops)} FLOPs/token (weights)" if flops else
+             f"{n(per_input.value)} FLOPs/input token (weights)" if per_input is not None and per_input.value else ""]
+    if kv.state_per_sequence is not None and kv.state_per_sequence.value is not None:
+        parts.append(f"recurrent state {n(kv.state_per_sequence.value)} B/sequence")
+    if est.moe is not None:
+        parts.append(f"active {n(est.moe.active.value)} parameters/token")
     if est.quant.method:
         parts.append(f"{sanitize(est.quant.method)}: {n(est.quant.logical_parameters)} logical parameters")
+    if common is not None:
+        parts.append(f"fits {'one' if common.devices == 1 else f'{common.devices} ×'} {common.gib} GiB GPU"
+                     f"{'' if common.devices == 1 else 's'} at {common.context:,} tokens of context"
+                     if common.devices is not None else
+                     f"does not fit 8 × {COMMON_BUDGETS_GIB[-1]} GiB GPUs at {common.context:,} tokens of context")
     return "estimate: " + " · ".join(p for p in parts if p) + " (inspect estimate for formulas)"
 
 
@@ -1026,7 +1086,7 @@ def estimate_markdown(report: Report, est: Estimate, fitted: Fit | None = None) 
          markdown(f.formula), markdown(f.source)] for f in est.figures], {1})
     if est.what_if:
         lines += _md_table("Weights in other dtypes",
-            ["dtype", "bytes"], [[markdown(d), n(b)] for d, b in est.what_if], {1})
+            ["dtype", "bytes"], [[markdown(w.dtype), n(w.bytes)] for w in est.what_if], {1})
     if fitted is not None:
         lines += _md_table("Fit", ["term", "bytes per device"], [
             ["weights", n(fitted.weights_bytes)], ["KV cache", n(fitted.kv_bytes)],

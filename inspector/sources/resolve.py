@@ -24,7 +24,7 @@ from inspector.errors import (
     NotRegularFile,
     UsageError,
 )
-from inspector.formats.registry import SAFETENSORS, reader_for, weight_suffixes
+from inspector.formats.registry import SAFETENSORS, reader_by_magic, reader_for, weight_suffixes
 from inspector.formats.safetensors import without_gc
 from inspector.model import Checkpoint, FileEntry, Origin, WeightFile, natural_key
 from inspector.safeio import is_repo_id, open_regular, pread_all, read_ref, read_regular, regular_size
@@ -222,12 +222,12 @@ def read_local_header(path: Path, name: str, *, lenient: bool = False) -> Weight
     """Read and validate one file's records through its format's reader (``Reader.read``: as many
     leading bytes as it needs, never the data). Only a regular file is opened (a FIFO named like a
     shard would block forever). ``lenient`` (the audit) leaves the end-of-file checks to the caller."""
-    reader = reader_for(name) or SAFETENSORS
     try:
         fd = open_regular(path)
     except NotRegularFile as exc:
         raise NotRegularFile(exc.message.removeprefix(f"{path}: "), name) from None
     try:
+        reader = reader_for(name) or reader_by_magic(os.pread(fd, 8, 0)) or SAFETENSORS
         return reader.read(LocalFile(fd, path), file=name, lenient=lenient)
     finally:
         os.close(fd)

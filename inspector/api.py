@@ -120,7 +120,7 @@ def inspect(model: str | Checkpoint, *, tensors: bool = False, collapse: bool = 
         from inspector.analysis.fit import common_fit
 
         try:  # the summary is a courtesy: a model the estimate cannot read still inspects
-            est = estimate_report(report)
+            est = estimate_report(report, what_if=())
             common = common_fit(report, est)
         except InspectorError:
             pass

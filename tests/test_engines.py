@@ -155,3 +155,23 @@ def test_llama_cpp_buffers_are_the_ones_it_printed(cli) -> None:
     assert round(terms["compute buffer"] / 2**20, 2) == at_512[0][2]  # 514.50 MiB
     assert round(terms["output buffer"] / 2**20, 2) == at_512[0][3]  # 1.00 MiB
     assert f["kv_pool_bytes"] is None  # llama.cpp sizes its cache by the context, not by what is left
+
+
+def test_runtime_fp8_keeps_the_embedding_and_head_in_16_bit(cli, tmp_path: Path) -> None:
+    """vLLM 0.19's runtime fp8 (--quantization fp8) loads Llama-3.1-8B-Instruct in 8.49 GiB (fixtures/vllm,
+    runtime_fp8): its linear layers at one byte a weight, its embedding and lm_head in bf16 (fp8.py quantises
+    LinearBase layers only). `--dtype fp8` sizes the weights so, within 1 % of the receipt (its rotary cache
+    counted in vLLM's "weights", as above); one byte for every parameter would be 12 % under it."""
+    receipt = RECEIPTS["models"]["meta-llama/Llama-3.1-8B-Instruct"]["runtime_fp8"]
+    r = cli("estimate", str(llama31(tmp_path)), "--gpu", "H100", "--utilization", "0.95", "--dtype", "fp8",
+            "--context", "8k", "--json")
+    assert r.code == 0, r.err
+    f = r.json()["fit"]
+    terms = {t["name"]: t["bytes"] for t in f["terms"]}
+    ours = gib(f["weights_bytes"] + terms["rotary cache"])
+    assert abs(ours / receipt["weights_gib"] - 1) < 0.01, ours
+    assert abs(gib(f["kv_pool_bytes"]) / receipt["kv_pool_gib"] - 1) < 0.02
+    parameters = cli("llama3-8b", "--json").json()["totals"]["parameters"]
+    assert abs(gib(parameters) / receipt["weights_gib"] - 1) > 0.1  # the old one-byte-a-parameter answer
+    print(f"\nruntime fp8: weights ours {ours:.3f} GiB, vLLM {receipt['weights_gib']} GiB, "
+          f"KV pool ours {gib(f['kv_pool_bytes']):.2f}, vLLM {receipt['kv_pool_gib']}")

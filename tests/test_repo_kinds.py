@@ -393,3 +393,31 @@ def test_a_pipeline_estimate_is_weights_per_component_and_says_what_it_leaves_ou
     assert tight["fits"] is False and tight["unknown"] is None
     text = cli("estimate", str(folder), "--gpu", f"{small}B").out
     assert "the weights alone are more than the budget" in text and "context" not in text.split("figure")[0]
+
+
+def test_sd3s_persistent_position_table_is_a_buffer(cli, tmp_path: Path) -> None:
+    """diffusers' PatchEmbed registers its sin-cos table as a persistent buffer (pos_embed.pos_embed,
+    saved by save_pretrained): counted as a buffer, not a parameter, so the count is diffusers' own."""
+    pytest.importorskip("diffusers", reason="CI installs diffusers")
+    from diffusers import SD3Transformer2DModel
+
+    model = SD3Transformer2DModel(sample_size=8, patch_size=2, in_channels=4, num_layers=1, attention_head_dim=8,
+                                  num_attention_heads=2, joint_attention_dim=16, caption_projection_dim=16,
+                                  pooled_projection_dim=8, out_channels=4, pos_embed_max_size=8)
+    model.save_pretrained(tmp_path / "sd3")
+    totals = cli(str(tmp_path / "sd3"), "--json").json()["totals"]
+    assert totals["parameters"] == model.num_parameters()
+    assert totals["buffer_elements"] == dict(model.named_buffers())["pos_embed.pos_embed"].numel()
+
+
+def test_a_torch_file_named_pth_tar_is_read_by_its_bytes(cli, tmp_path: Path) -> None:
+    """The PyTorch examples save checkpoints as checkpoint.pth.tar: a plain torch.save zip (or, with the
+    legacy serialisation, a pickle), whatever the name says. Read as torch.load would, by the bytes."""
+    torch = pytest.importorskip("torch", reason="the torch extra: CI installs it")
+    layer = torch.nn.Linear(4, 3)
+    torch.save({"epoch": 3, "state_dict": layer.state_dict()}, tmp_path / "checkpoint.pth.tar")
+    torch.save(layer.state_dict(), tmp_path / "legacy.pth.tar", _use_new_zipfile_serialization=False)
+    for name in ("checkpoint.pth.tar", "legacy.pth.tar"):
+        r = cli(str(tmp_path / name), "--json")
+        assert r.code == 0, r.err
+        assert r.json()["totals"]["parameters"] == sum(p.numel() for p in layer.parameters()), name

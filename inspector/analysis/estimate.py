@@ -161,7 +161,9 @@ def default_engine(report: Report) -> Engine:
 
 
 def estimate(report: Report, *, context: int | None = None, batch: int = 1, kv_dtype: str | None = None,
-             what_if: tuple[str, ...] = ("bf16", "fp8", "int4")) -> Estimate:
+             what_if: tuple[str, ...] = ("bf16", "fp8", "int4"), arch: Architecture | None = None) -> Estimate:
+    """The estimate at ``context`` (the model's limit by default) and ``batch``; ``arch``: the
+    architecture when the caller has it already (one is built from the report otherwise)."""
     c = report.config
     ctx = context or c.max_position or 4096
     kvd = (kv_dtype or _default_kv_dtype(c, report)).lower()
@@ -171,7 +173,7 @@ def estimate(report: Report, *, context: int | None = None, batch: int = 1, kv_d
     if unknown:
         raise UsageError(f"--dtype: unknown {unknown[0]!r}", hint="use " + ", ".join(USER_DTYPE_BITS))
     q = quantization(report)
-    arch = architecture(report.tensors, c)
+    arch = arch or architecture(report.tensors, c)
     s = report.summary
     weights = Weights(Figure("weights_bytes", s.bytes, "B", "Σ tensor bytes from the headers' data_offsets",
                              "safetensors headers", ("as stored: every tensor, scales and buffers included",)))

@@ -405,7 +405,7 @@ def common_fit(report: Report, est: Estimate) -> CommonFit | None:
         return None
     limit = model_limit(report.config)
     ctx = min(SUMMARY_CONTEXT, limit) if limit else SUMMARY_CONTEXT
-    at = estimate(report, context=ctx, what_if=())
+    at = estimate(report, context=ctx, what_if=(), arch=est.architecture)
     for devices in (1, 2, 4, 8):
         for gib in COMMON_BUDGETS_GIB:
             if fit(report, at, Budget(gib * GIB, devices)).fits:

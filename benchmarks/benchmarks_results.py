@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import platform
 import subprocess
 import sys
 from datetime import datetime, timezone

@@ -31,6 +31,7 @@ __all__ = [
     "FilesResult",
     "Inspection",
     "InspectorError",
+    "TrainResult",
     "__version__",
     "audit",
     "compare",
@@ -40,6 +41,7 @@ __all__ = [
     "inspect",
     "list_files",
     "open_model",
+    "train",
 ]
 
 if TYPE_CHECKING:
@@ -51,6 +53,7 @@ if TYPE_CHECKING:
         FileListing,
         FilesResult,
         Inspection,
+        TrainResult,
         audit,
         compare,
         diff,
@@ -59,6 +62,7 @@ if TYPE_CHECKING:
         inspect,
         list_files,
         open_model,
+        train,
     )
     from inspector.errors import InspectorError
     from inspector.model import Checkpoint

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from inspector.analysis.formula import FormulaCheck
     from inspector.analysis.listing import FileRow, ListingRow, RepoFiles
     from inspector.analysis.report import Report
+    from inspector.analysis.train import Train, TrainOptions
 
 def open_model(model: str | Checkpoint, *, revision: str | None = None, endpoint: str | None = None,
                token: str | None = None, offline: bool = False, lenient: bool = False) -> Checkpoint:
@@ -440,3 +441,77 @@ def audit(model: str | Checkpoint, *, modeling: bool = False, revision: str | No
         result = audit_mod.AuditResult(result.input, audit_mod.sort_findings(
             (*result.findings, *modeling_check(inp))), result.checked)
     return Audit(result)
+
+
+# --- train -----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class TrainResult:
+    """``inspect train MODEL``: the memory to fine-tune the model per GPU, term by term, and whether
+    it fits the budget."""
+
+    report: Report
+    train: Train
+
+    def to_dict(self) -> dict[str, object]:
+        """The ``inspect train --json`` document (``train.schema.json``)."""
+        from inspector.render.train import train_json
+
+        return train_json(self.report, self.train)
+
+    def to_html(self) -> str:
+        """The ``inspect train --format html`` page: the terms as one bar against the budget."""
+        from inspector.render.html import train_html
+
+        return train_html(self.to_dict())
+
+
+def train_options(*, method: str = "lora", rank: int | str = 16, alpha: float | str | None = None,
+                  targets: str | Sequence[str] = "all-linear", optimizer: str = "adamw",
+                  precision: str = "bf16-mixed", batch: int | str = 1, seq: int | str = 2048,
+                  checkpointing: bool = False, gpu: str | None = None, zero: int | str = 0, fsdp: bool = False,
+                  offload: str = "none") -> TrainOptions:
+    """``train``'s options, checked before any model is opened: ``method`` full, lora or qlora;
+    ``targets`` ``all-linear`` or module names (a comma-separated string or a list); ``gpu`` a budget
+    or a GPU's name, ``xN`` for N GPUs; ``zero`` a DeepSpeed stage; ``offload`` none, optimizer or all."""
+    from inspector.analysis.fit import parse_budget, parse_count
+    from inspector.analysis.train import TrainOptions, check_options
+    from inspector.errors import UsageError
+
+    names = tuple(t.strip() for t in (targets.split(",") if isinstance(targets, str) else targets) if t.strip())
+    if not names:
+        raise UsageError("--targets names no module", hint="all-linear, or q_proj,v_proj")
+    try:
+        rank_value, zero_value = int(rank), int(zero)
+        alpha_value = float(alpha) if alpha is not None else None
+    except ValueError:
+        raise UsageError(f"--rank, --alpha and --zero take numbers: {rank!r}, {alpha!r}, {zero!r}") from None
+    options = TrainOptions(
+        method=method.lower(), rank=rank_value, alpha=alpha_value, targets=names, optimizer=optimizer.lower(),
+        precision=precision.lower(), batch=parse_count(str(batch), "--batch"), seq=parse_count(str(seq), "--seq"),
+        checkpointing=checkpointing, budget=parse_budget(gpu) if gpu else None, zero=zero_value, fsdp=fsdp,
+        offload=offload.lower())
+    check_options(options)
+    return options
+
+
+def train(model: str | Checkpoint, *, method: str = "lora", rank: int | str = 16, alpha: float | str | None = None,
+          targets: str | Sequence[str] = "all-linear", optimizer: str = "adamw", precision: str = "bf16-mixed",
+          batch: int | str = 1, seq: int | str = 2048, checkpointing: bool = False, gpu: str | None = None,
+          zero: int | str = 0, fsdp: bool = False, offload: str = "none", revision: str | None = None,
+          endpoint: str | None = None, token: str | None = None, offline: bool = False) -> TrainResult:
+    """``inspect train``: the memory to fine-tune ``model`` (options as ``train_options`` takes them)."""
+    checked = train_options(method=method, rank=rank, alpha=alpha, targets=targets, optimizer=optimizer,
+                            precision=precision, batch=batch, seq=seq, checkpointing=checkpointing, gpu=gpu,
+                            zero=zero, fsdp=fsdp, offload=offload)
+    return train_with(open_model(model, revision=revision, endpoint=endpoint, token=token, offline=offline), checked)
+
+
+def train_with(checkpoint: Checkpoint, options: TrainOptions) -> TrainResult:
+    """The training memory of an open checkpoint with checked options."""
+    from inspector.analysis.report import build_report
+    from inspector.analysis.train import train as train_report
+
+    report = build_report(checkpoint)
+    return TrainResult(report, train_report(report, options))

@@ -146,6 +146,22 @@ ESTIMATE = document("estimate", "inspect estimate MODEL --json", {
     "warnings": STRS,
 })
 
+TRAIN = document("train", "inspect train MODEL --json", {
+    "model": MODEL, "method": {"enum": ["full", "lora", "qlora"]}, "rank": NINT, "alpha": NNUM, "targets": STRS,
+    "optimizer": {"enum": ["adamw", "adamw-8bit", "paged-adamw-8bit", "adafactor", "sgd", "sgd-momentum"]},
+    "precision": {"enum": ["bf16-mixed", "fp16-mixed", "bf16", "fp32"]}, "batch": INT, "seq": INT,
+    "checkpointing": BOOL, "gpus": INT, "gpu": NSTR, "budget_bytes": NINT, "zero": INT, "fsdp": BOOL,
+    "offload": {"enum": ["none", "optimizer", "all"]},
+    "trainable_parameters": INT, "frozen_parameters": INT, "adapted_modules": INT,
+    "trainable_by_role": {"type": "object", "additionalProperties": INT},
+    "weights": INT, "gradients": INT, "optimizer_states": INT, "master_weights": INT, "activations": NINT,
+    "logits": INT, "overhead": INT, "total": NINT, "fits": NBOOL, "cpu_bytes": INT, "largest_batch": NINT,
+    "largest_seq": NINT, "bits_per_weight": NNUM, "peak_rule": STR,
+    "terms": arr(obj({"name": STR, "bytes": NINT, "formula": STR, "source": STR, "exact": BOOL})),
+    "rules_of_thumb": arr(obj({"who": STR, "bytes": INT, "formula": STR})),
+    "assumptions": STRS,
+})
+
 AUDIT = document("audit", "inspect audit TARGET --json", {
     "model": MODEL, "ok": BOOL,
     "counts": obj({"error": INT, "warning": INT, "info": INT}),
@@ -185,7 +201,7 @@ REPO_FILES = document("repo-files", "inspect MODEL --files --json", {
 })
 
 SCHEMAS = {"show": SHOW, "files": FILES, "repo-files": REPO_FILES, "diff": DIFF, "adapter-diff": ADAPTER_DIFF,
-           "compare": COMPARE, "estimate": ESTIMATE, "audit": AUDIT}
+           "compare": COMPARE, "estimate": ESTIMATE, "audit": AUDIT, "train": TRAIN}
 
 
 def main() -> None:

@@ -276,8 +276,8 @@ def _group(report: Report, est: Estimate, budget: Budget, eng: Engine, settings:
     per_token = math.ceil(math.ceil((kv.per_token.value or 0) * share if rows is None else
                                     sum(b for b, _ in kv.layers[rows.start:rows.stop])) / divisor) if known else 0
     cap = limit or 10 * 1024**2
-    max_context = _largest(lambda ctx: total(ctx, est.batch) <= usable, cap) if known else None
-    max_batch = _largest(lambda b: total(est.context, b) <= usable, 1 << 20) if known else None
+    max_context = largest(lambda ctx: total(ctx, est.batch) <= usable, cap) if known else None
+    max_batch = largest(lambda b: total(est.context, b) <= usable, 1 << 20) if known else None
     top = max(est.context, max_context or 0, 1)
     points = sorted({top * i // CURVE_POINTS for i in range(CURVE_POINTS + 1)} | {est.context, max_context or 0})
     pool = usable - weights - overhead if eng.pool and known else None
@@ -413,7 +413,7 @@ def common_fit(report: Report, est: Estimate) -> CommonFit | None:
     return CommonFit(ctx, None, None)
 
 
-def _largest(ok: Callable[[int], bool], cap: int) -> int:
+def largest(ok: Callable[[int], bool], cap: int) -> int:
     """The largest x in [1, cap] with ok(x), for ok monotone (true, then false); 0 if none."""
     if not ok(1):
         return 0

@@ -42,6 +42,10 @@ EXAMPLES: dict[str, str] = {
     "compare": _examples("inspect compare llama3-8b mistral-7b qwen2.5-7b", "inspect compare A B --format markdown"),
     "estimate": _examples("inspect estimate llama3-8b", "inspect estimate mixtral-8x7b --gpu 80GiBx2 --context 32k",
                           "inspect estimate llama3-8b --gpu 24GiB --dtype fp8 --kv-dtype fp8 --json"),
+    "train": _examples("inspect train llama3-8b --method qlora --gpu RTX4090",
+                       "inspect train llama3-8b --method full --gpu H100x8 --zero 3 --checkpointing",
+                       "inspect train mistral-7b --method lora --rank 8 --targets q_proj,v_proj --seq 4k --json",
+                       "inspect train qwen2.5-7b --method lora --optimizer adamw-8bit --gpu 24GiB --batch 4"),
     "audit": _examples("inspect audit ./my-checkpoint", "inspect audit org/name --json",
                        "inspect audit ./folder --deep"),
     "save": _examples("inspect save meta-llama/Meta-Llama-3-8B -o ./llama3-headers", "inspect ./llama3-headers"),
@@ -427,6 +431,63 @@ def estimate_cmd(
         streams.out(estimate_markdown(report, est, fitted))
     else:
         emit(estimate_table(report, est, fitted), wide=wide)
+
+
+@app.command("train", epilog=EXAMPLES["train"],
+             help="The memory to fine-tune MODEL per GPU (full, LoRA, QLoRA): weights, gradients, optimizer "
+                  "states and master copy exact from the headers, activations and logits by a stated formula, "
+                  "sharded as DeepSpeed ZeRO and FSDP shard them; with --gpu, whether it fits.")
+def train_cmd(
+    model: Annotated[str, typer.Argument(help="path, alias, or Hub repo id (org/name[@revision])")],
+    method: Annotated[str, typer.Option("--method", help="full, lora or qlora")] = "lora",
+    rank: Annotated[str, typer.Option("--rank", help="LoRA rank r")] = "16",
+    alpha: Annotated[str | None, typer.Option("--alpha", help="LoRA alpha (reported only: it scales, costs nothing)")
+                     ] = None,
+    targets: Annotated[str, typer.Option(
+        "--targets", help="all-linear (peft's rule: every linear layer but the output layer) or module names, "
+                          "comma-separated: q_proj,v_proj; an embedding's name adapts it too")] = "all-linear",
+    optimizer: Annotated[str, typer.Option(
+        "--optimizer", help="adamw, adamw-8bit, paged-adamw-8bit, adafactor, sgd, sgd-momentum")] = "adamw",
+    precision: Annotated[str, typer.Option(
+        "--precision", help="bf16-mixed (16-bit weights and an fp32 master copy), fp16-mixed, bf16 (pure), fp32")
+    ] = "bf16-mixed",
+    batch: Annotated[str, typer.Option("--batch", help="sequences per GPU per step")] = "1",
+    seq: Annotated[str, typer.Option("--seq", help="tokens per sequence: 2048, 4k, 32k")] = "2048",
+    checkpointing: Annotated[bool, typer.Option(
+        "--checkpointing/--no-checkpointing", help="activation (gradient) checkpointing, per layer")] = False,
+    gpu: Annotated[str | None, typer.Option(
+        "--gpu", help="memory per GPU, ×N GPUs: 24GiB, 80GiBx8, or a GPU by name: H100, A100-80GB, RTX4090 "
+                      "(H100x8)")] = None,
+    zero: Annotated[str, typer.Option("--zero", help="DeepSpeed ZeRO stage 0, 1, 2 or 3 (needs several GPUs)")] = "0",
+    fsdp: Annotated[bool, typer.Option("--fsdp", help="FSDP full shard (ZeRO stage 3's layout)")] = False,
+    offload: Annotated[str, typer.Option(
+        "--offload", help="none, optimizer (states and master copy to the CPU) or all (the weights too)")] = "none",
+    as_json: AsJson = False,
+    fmt: Format = "table",
+    revision: Revision = None,
+    endpoint: Endpoint = None,
+    token: Token = None,
+    offline: Offline = False,
+    wide: Wide = False,
+    output: Output = None,
+) -> None:
+    from inspector.render.output import emit
+    from inspector.render.train import train_markdown, train_table
+
+    fmt = output_format(fmt, as_json)
+    target = check_output(fmt, output)
+    options = api.train_options(method=method, rank=rank, alpha=alpha, targets=targets, optimizer=optimizer,
+                                precision=precision, batch=batch, seq=seq, checkpointing=checkpointing, gpu=gpu,
+                                zero=zero, fsdp=fsdp, offload=offload)
+    done = api.train_with(open_model(model, revision, endpoint, token, offline), options)
+    if fmt == "json":
+        emit_json(done.to_dict())
+    elif fmt == "html":
+        emit_html(done.to_html(), target)
+    elif fmt == "markdown":
+        streams.out(train_markdown(done.report, done.train))
+    else:
+        emit(train_table(done.report, done.train), wide=wide)
 
 
 @app.command("audit", epilog=EXAMPLES["audit"],

@@ -446,3 +446,30 @@ def estimate_html(doc: Doc) -> str:
              f"{esc(as_str(doc.get('kv_dtype')))}") if doc.get("no_tokens") is None else \
         "weights (a diffusion model decodes no tokens: no KV cache, no per-token FLOPs)"
     return page(label_of(doc), f"{esc(_origin(model))}<br>{scope}", body, doc)
+
+
+def train_html(doc: Doc) -> str:
+    """``inspect train --format html``: the verdict, the memory per GPU term by term, the rules of thumb."""
+    model = as_obj(doc.get("model"))
+    fits = doc.get("fits")
+    budget = doc.get("budget_bytes")
+    verdict = "no budget" if budget is None else ("fits" if fits is True else "does not fit" if fits is False
+                                                  else "fit unknown")
+    body = ["<div class=\"figures\">",
+            _figure("Verdict", verdict, f"{gib(as_int(doc.get('total')))} per GPU" if doc.get("total") is not None
+                    else "a term is unknown", "headline-verdict"),
+            _figure("Trainable", as_int(doc.get("trainable_parameters")), esc(as_str(doc.get("method"))),
+                    "headline-trainable"),
+            _figure("GPUs", as_int(doc.get("gpus")), esc(as_str(doc.get("gpu")) or "budget per GPU")), "</div>\n",
+            "<h2>Memory per GPU</h2>\n",
+            _table(("term", "bytes", "GiB", "how", "source"),
+                   ((as_str(t.get("name")), t.get("bytes"), gib(as_int(t.get("bytes"))), as_str(t.get("formula")),
+                     as_str(t.get("source"))) for t in as_objs(doc.get("terms"))), numeric=(1, 2), ident="train-terms"),
+            _notes([f"peak: {as_str(doc.get('peak_rule'))}"]),
+            "<h2>What others would say</h2>\n",
+            _table(("who", "bytes", "their rule"), ((as_str(t.get("who")), t.get("bytes"), as_str(t.get("formula")))
+                                                   for t in as_objs(doc.get("rules_of_thumb"))), numeric=(1,)),
+            _notes([f"assumes: {a}" for a in as_list(doc.get("assumptions"))])]
+    scope = (f"{esc(as_str(doc.get('method')))} · {esc(as_str(doc.get('precision')))} · "
+             f"{esc(as_str(doc.get('optimizer')))} · batch {as_int(doc.get('batch'))} × {as_int(doc.get('seq')):,}")
+    return page(label_of(doc), f"{esc(_origin(model))}<br>{scope}", body, doc)

@@ -1,0 +1,112 @@
+"""Renderers for ``inspect train``: a table for people, JSON for scripts, markdown for pull requests."""
+
+from __future__ import annotations
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from inspector.analysis.report import Report
+from inspector.analysis.train import OPTIMIZERS, Train
+from inspector.render.output import SCHEMA_VERSION, model_json, n
+from inspector.render.text import markdown, sanitize
+
+GIB = 2**30
+
+
+def _gib(value: int | None) -> str:
+    return "unknown" if value is None else f"{value / GIB:.2f}"
+
+
+def train_json(report: Report, t: Train) -> dict[str, object]:
+    """The ``inspect train --json`` document: every term in bytes per GPU under its own name, the
+    total at the peak, ``fits`` (null when unknown or no budget), the trainable count."""
+    o = t.options
+    budget = o.budget
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "model": model_json(report.checkpoint),
+        "method": o.method, "rank": o.rank if o.method != "full" else None, "alpha": o.alpha,
+        "targets": list(o.targets) if o.method != "full" else [], "optimizer": o.optimizer,
+        "precision": o.precision, "batch": o.batch, "seq": o.seq, "checkpointing": o.checkpointing,
+        "gpus": t.devices, "gpu": budget.gpu if budget else None, "budget_bytes": budget.per_device if budget else None,
+        "zero": o.zero, "fsdp": o.fsdp, "offload": o.offload,
+        "trainable_parameters": t.trainable, "frozen_parameters": t.frozen, "adapted_modules": t.adapted,
+        "trainable_by_role": dict(t.by_role),
+        **{term.name: term.bytes for term in t.terms},
+        "total": t.total, "fits": t.fits, "cpu_bytes": t.cpu_bytes,
+        "largest_batch": t.largest_batch, "largest_seq": t.largest_seq, "bits_per_weight": t.bits_per_weight,
+        "peak_rule": t.peak_rule,
+        "terms": [{"name": term.name, "bytes": term.bytes, "formula": term.formula, "source": term.source,
+                   "exact": term.exact} for term in t.terms],
+        "rules_of_thumb": [{"who": th.who, "bytes": th.bytes, "formula": th.formula} for th in t.thumbs],
+        "assumptions": list(t.assumptions),
+    }
+
+
+def _headline(report: Report, t: Train) -> str:
+    o = t.options
+    what = {"full": "full fine-tuning", "lora": f"LoRA rank {o.rank}", "qlora": f"QLoRA rank {o.rank}"}[o.method]
+    if o.method != "full":
+        what += " on " + ", ".join(o.targets)
+    gpus = "" if o.budget is None else f" on {t.devices} × {o.budget.gpu or _gib(o.budget.per_device) + ' GiB'}"
+    shard = f", ZeRO {o.zero}" if o.zero else (", FSDP" if o.fsdp else "")
+    shard += f", offload {o.offload}" if o.offload != "none" else ""
+    return (f"{sanitize(report.checkpoint.label)}: {what}, {o.precision}, {o.optimizer}, batch {o.batch} × "
+            f"{o.seq:,} tokens, checkpointing {'on' if o.checkpointing else 'off'}{gpus}{shard}")
+
+
+def train_table(report: Report, t: Train) -> RenderableType:
+    o = t.options
+    parts: list[RenderableType] = [Text(_headline(report, t), style="bold")]
+    kind = "every parameter" if o.method == "full" else f"{t.adapted:,} adapted modules"
+    parts.append(Text(f"trainable {n(t.trainable)} parameters ({kind}); frozen {n(t.frozen)}"
+                      + (f"; frozen linear weights in NF4 at {t.bits_per_weight:.3f} bits a weight"
+                         if t.bits_per_weight else "")))
+    table = Table(title="Memory per GPU", title_justify="left", show_edge=False, pad_edge=False)
+    for col, just in (("term", "left"), ("bytes", "right"), ("GiB", "right"), ("", "left"), ("how", "left")):
+        table.add_column(col, justify=just)  # type: ignore[arg-type]
+    for term in t.terms:
+        table.add_row(term.name.replace("_", " "), n(term.bytes) if term.bytes is not None else "unknown",
+                      _gib(term.bytes), "exact" if term.exact else "model", sanitize(term.formula))
+    table.add_row(Text("total (peak)", style="bold"), n(t.total) if t.total is not None else "unknown",
+                  _gib(t.total), "", sanitize(t.peak_rule))
+    parts.append(table)
+    if t.cpu_bytes:
+        parts.append(Text(f"on the CPU: {n(t.cpu_bytes)} B ({_gib(t.cpu_bytes)} GiB) per GPU's share"))
+    if o.budget is not None:
+        if t.fits is None:
+            parts.append(Text("fit unknown: " + sanitize(t.activations.formula), style="bold yellow"))
+        else:
+            verdict = Text("fits" if t.fits else "does not fit", style="bold green" if t.fits else "bold red")
+            verdict.append(f": {_gib(t.total)} GiB of {_gib(o.budget.per_device)} GiB per GPU", style="")
+            parts.append(verdict)
+            parts.append(Text(f"largest batch at {o.seq:,} tokens: {t.largest_batch:,}; largest sequence at batch "
+                              f"{o.batch}: {t.largest_seq:,} tokens" if t.largest_batch is not None
+                              and t.largest_seq is not None else ""))
+    thumbs = Table(title="What others would say (their rules, not ours)", title_justify="left", show_edge=False,
+                   pad_edge=False)
+    for col, just in (("who", "left"), ("GiB", "right"), ("their rule", "left")):
+        thumbs.add_column(col, justify=just)  # type: ignore[arg-type]
+    for th in t.thumbs:
+        thumbs.add_row(th.who, _gib(th.bytes), th.formula)
+    parts += [Text(""), thumbs, Text("")]
+    parts.append(Text("optimizer: " + sanitize(f"{OPTIMIZERS[o.optimizer].states} ({OPTIMIZERS[o.optimizer].source})"),
+                      style="dim"))
+    parts += [Text("assumes: " + sanitize(a), style="dim") for a in t.assumptions]
+    return Group(*parts)
+
+
+def train_markdown(report: Report, t: Train) -> str:
+    lines = [f"### {markdown(_headline(report, t))}", "",
+             f"trainable **{n(t.trainable)}** parameters; frozen {n(t.frozen)}", "",
+             "| term | bytes | GiB | how |", "|---|--:|--:|---|"]
+    for term in t.terms:
+        lines.append(f"| {term.name} | {n(term.bytes) if term.bytes is not None else 'unknown'} | {_gib(term.bytes)} | "
+                     f"{markdown(term.formula)} |")
+    lines.append(f"| **total** | {n(t.total) if t.total is not None else 'unknown'} | {_gib(t.total)} | "
+                 f"{markdown(t.peak_rule)} |")
+    lines.append("")
+    if t.options.budget is not None:
+        lines.append("fit unknown" if t.fits is None else ("fits" if t.fits else "does not fit"))
+    return "\n".join(lines) + "\n"

@@ -31,6 +31,7 @@ __all__ = [
     "FilesResult",
     "Inspection",
     "InspectorError",
+    "PlanResult",
     "TrainResult",
     "__version__",
     "audit",
@@ -41,6 +42,7 @@ __all__ = [
     "inspect",
     "list_files",
     "open_model",
+    "plan",
     "train",
 ]
 
@@ -53,6 +55,7 @@ if TYPE_CHECKING:
         FileListing,
         FilesResult,
         Inspection,
+        PlanResult,
         TrainResult,
         audit,
         compare,

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from inspector.analysis.fit import Budget, CommonFit, Fit
     from inspector.analysis.formula import FormulaCheck
     from inspector.analysis.listing import FileRow, ListingRow, RepoFiles
+    from inspector.analysis.plan import Plan
     from inspector.analysis.report import Report
     from inspector.analysis.train import Train, TrainOptions
 
@@ -515,3 +516,97 @@ def train_with(checkpoint: Checkpoint, options: TrainOptions) -> TrainResult:
 
     report = build_report(checkpoint)
     return TrainResult(report, train_report(report, options))
+
+
+# --- plan ------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class PlanResult:
+    """``inspect plan MODEL``: every GPU × count × parallel layout, valid or not by the engine's own
+    rules, each valid one fitted, cheapest first."""
+
+    report: Report
+    plan: Plan
+
+    def to_dict(self) -> dict[str, object]:
+        """The ``inspect plan --json`` document (``plan.schema.json``)."""
+        from inspector.render.plan import plan_json
+
+        return plan_json(self.report, self.plan)
+
+    def to_html(self) -> str:
+        """The ``inspect plan --format html`` page."""
+        from inspector.render.html import plan_html
+
+        return plan_html(self.to_dict())
+
+
+def plan(model: str | Checkpoint, *, gpus: str | Sequence[str] | None = None, max_gpus: int | str = 8,
+         nodes: int | str = 1, engine: str | None = None, context: int | str | None = None,
+         objective: str = "gpus", utilization: float | str | None = None, kv_dtype: str | None = None,
+         revision: str | None = None, endpoint: str | None = None, token: str | None = None,
+         offline: bool = False) -> PlanResult:
+    """``inspect plan``: ``gpus`` the GPU names to consider (comma-separated or a list; default every
+    named GPU), ``max_gpus`` per node and ``nodes``, ``engine`` vllm (default) or llama.cpp, the
+    ``context`` each sequence holds (default 8k), ``objective`` gpus, throughput or context."""
+    options = plan_options(gpus=gpus, max_gpus=max_gpus, nodes=nodes, engine=engine, context=context,
+                           objective=objective, utilization=utilization, kv_dtype=kv_dtype)
+    return plan_with(open_model(model, revision=revision, endpoint=endpoint, token=token, offline=offline), options)
+
+
+@dataclass(frozen=True, slots=True)
+class PlanOptions:
+    gpus: tuple[str, ...] | None
+    max_gpus: int
+    engine: str
+    context: int
+    objective: str
+    utilization: float | None
+    kv_dtype: str | None
+
+
+def plan_options(*, gpus: str | Sequence[str] | None = None, max_gpus: int | str = 8, nodes: int | str = 1,
+                 engine: str | None = None, context: int | str | None = None, objective: str = "gpus",
+                 utilization: float | str | None = None, kv_dtype: str | None = None) -> PlanOptions:
+    """``plan``'s options, checked before any model is opened."""
+    from inspector.analysis.engines import ENGINES
+    from inspector.analysis.fit import SUMMARY_CONTEXT, parse_count
+    from inspector.analysis.plan import MAX_GPUS, OBJECTIVES, gpu_list
+    from inspector.errors import UsageError
+
+    names = gpu_list(gpus if isinstance(gpus, str) or gpus is None else ",".join(gpus))
+    try:
+        per_node, node_count = int(max_gpus), int(nodes)
+    except ValueError:
+        raise UsageError(f"--max-gpus and --nodes take whole numbers: {max_gpus!r}, {nodes!r}") from None
+    if not 1 <= per_node <= MAX_GPUS or not 1 <= node_count <= MAX_GPUS or per_node * node_count > MAX_GPUS:
+        raise UsageError(f"--max-gpus {per_node} × --nodes {node_count}: 1 to {MAX_GPUS:,} GPUs in all")
+    engine_name = (engine or "vllm").lower()
+    if engine_name not in ENGINES:
+        raise UsageError(f"--engine: unknown {engine!r}", hint="use " + " or ".join(ENGINES))
+    if objective not in OBJECTIVES:
+        raise UsageError(f"--objective: unknown {objective!r}", hint="use " + ", ".join(OBJECTIVES))
+    util = None
+    if utilization is not None:
+        try:
+            util = float(utilization)
+        except ValueError:
+            util = -1.0
+        if not 0 < util <= 1:
+            raise UsageError(f"--utilization: {utilization!r} is not a fraction in (0, 1]", hint="for example 0.95")
+    ctx = parse_count(str(context), "--context") if context is not None else SUMMARY_CONTEXT
+    return PlanOptions(names, per_node * node_count, engine_name, ctx, objective, util, kv_dtype)
+
+
+def plan_with(checkpoint: Checkpoint, options: PlanOptions) -> PlanResult:
+    from inspector.analysis.engines import ENGINES
+    from inspector.analysis.estimate import estimate as estimate_report
+    from inspector.analysis.plan import plan as plan_report
+    from inspector.analysis.report import build_report
+
+    report = build_report(checkpoint)
+    est = estimate_report(report, context=options.context, kv_dtype=options.kv_dtype, what_if=())
+    return PlanResult(report, plan_report(report, est, ENGINES[options.engine], gpus=options.gpus,
+                                          max_gpus=options.max_gpus, objective=options.objective,
+                                          utilization=options.utilization))

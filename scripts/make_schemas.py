@@ -162,6 +162,17 @@ TRAIN = document("train", "inspect train MODEL --json", {
     "assumptions": STRS,
 })
 
+PLAN = document("plan", "inspect plan MODEL --json", {
+    "model": MODEL, "engine": {"enum": ["vllm", "llama.cpp"]}, "context": INT,
+    "objective": {"enum": ["gpus", "throughput", "context"]}, "utilization": NNUM, "answer": STR,
+    "rules": arr(obj({"key": STR, "demands": STR, "source": STR})),
+    "layouts": arr(obj({
+        "gpu": STR, "gpu_bytes": INT, "gpus": INT, "tp": INT, "pp": INT, "ep": INT, "valid": BOOL, "fits": NBOOL,
+        "reasons": STRS, "weights_bytes": NINT, "replicated_bytes": NINT, "kv_pool_bytes": NINT,
+        "kv_pool_tokens": NINT, "kv_bytes_per_token": NINT, "total_bytes": NINT, "usable_bytes": NINT,
+        "max_context": NINT, "max_sequences": NINT, "terms": arr(obj({"name": STR, "bytes": INT}))})),
+})
+
 AUDIT = document("audit", "inspect audit TARGET --json", {
     "model": MODEL, "ok": BOOL,
     "counts": obj({"error": INT, "warning": INT, "info": INT}),
@@ -201,7 +212,7 @@ REPO_FILES = document("repo-files", "inspect MODEL --files --json", {
 })
 
 SCHEMAS = {"show": SHOW, "files": FILES, "repo-files": REPO_FILES, "diff": DIFF, "adapter-diff": ADAPTER_DIFF,
-           "compare": COMPARE, "estimate": ESTIMATE, "audit": AUDIT, "train": TRAIN}
+           "compare": COMPARE, "estimate": ESTIMATE, "audit": AUDIT, "train": TRAIN, "plan": PLAN}
 
 
 def main() -> None:

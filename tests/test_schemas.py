@@ -37,6 +37,7 @@ CASES = [
     ("estimate", ["estimate", "llama2-13b-gptq", "--json"]),
     ("audit", ["audit", "llama3-8b", "--json"]),
     ("train", ["train", "llama3-8b", "--method", "qlora", "--gpu", "RTX4090", "--json"]),
+    ("plan", ["plan", "mixtral-8x7b", "--gpu", "H100,L40S", "--json"]),
     ("train", ["train", "mixtral-8x7b", "--method", "full", "--gpu", "H100x8", "--zero", "3", "--offload", "optimizer",
                "--checkpointing", "--json"]),
     ("audit", ["audit", str(FIXTURES / "checkpoints" / "lpips-0.1.4" / "v0.0"), "--json"]),
@@ -69,7 +70,7 @@ def test_an_adapter_diff_validates(cli, tmp_path: Path) -> None:
     assert list(validator("adapter-diff").iter_errors(doc)) == []
 
 
-@pytest.mark.parametrize("name", ["show", "diff", "compare", "estimate", "audit", "train"])
+@pytest.mark.parametrize("name", ["show", "diff", "compare", "estimate", "audit", "train", "plan"])
 def test_a_missing_required_field_is_rejected(cli, name: str) -> None:
     args = next(a for n, a in CASES if n == name)
     doc = cli(*args).json()

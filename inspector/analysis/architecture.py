@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Final, Literal
 
 from inspector.analysis.config import ModelConfig, config_int
@@ -140,6 +140,13 @@ class Architecture:
     kv_check: str  # the config's K/V widths against the headers' projections, said once
     #: experts per token and experts, where a layer is a mixture of experts
     top_k: int | None = None
+    #: bytes as stored (every tensor: scales and buffers too), for splitting the weights between pipeline
+    #: stages: each layer's by (stack, index); the input embedding's and the output layer's and final norms'
+    #: outside the layers; and all of them
+    layer_bytes: Mapping[tuple[str, int], int] = field(default_factory=dict)
+    embedding_bytes: int = 0
+    tail_bytes: int = 0
+    total_bytes: int = 0
 
     @property
     def decodes(self) -> bool:
@@ -174,48 +181,13 @@ def architecture(tensors: list[Tensor], config: ModelConfig) -> Architecture:
         "lm_head" in roles or "embedding" in roles or config.source == "gguf"
         or any(a.endswith(_GENERATING) for a in config.architectures))
     kinds = {name: _stack_kind(name, layers, config, generates, len(by_layer)) for name, layers in by_layer.items()}
-    homes = sorted(((name.rsplit(".", 1)[0] + "." if "." in name else "", name) for name in by_layer),
-                   key=lambda pair: -len(pair[0]))
-    own: dict[str, int] = defaultdict(int)
-    embedding = lookups = head = other = 0
-    towers: dict[StackKind, int] = defaultdict(int)
-    for t in loose:
-        role, n = t.place.role, t.info.numel
-        if role == "embedding":
-            embedding += n
-        elif role in ("position_embedding", "token_type_embedding"):
-            lookups += n
-        elif role == "lm_head":
-            head += n
-        elif role in _TOWERS or role == "projector":
-            towers[_TOWERS.get(role, "projector")] += n
-        else:
-            home = next((name for prefix, name in homes if prefix and t.info.name.startswith(prefix)), None)
-            if home is not None and kinds[home] != "decoder":
-                own[home] += n
-            else:
-                other += n
-    top_k = config.experts_per_token
+    accounts = _Accounts.of(loose, kinds)
     stacks: list[Stack] = []
-    mtp_from = config.num_layers if config.mtp_layers else None
     for name in sorted(by_layer, key=lambda s: (s.count("."), s)):
-        kind = kinds[name]
-        layers = [_layer(i, by_layer[name][i], name, kind, config) for i in sorted(by_layer[name])]
-        if kind == "decoder" and mtp_from is not None and any(layer.index >= mtp_from for layer in layers):
-            main = [layer for layer in layers if layer.index < mtp_from]
-            mtp = [layer for layer in layers if layer.index >= mtp_from]
-            stacks.append(_stack("decoder", name, main, 0))
-            stacks.append(_stack("mtp", name, mtp, 0))
-            continue
-        if kind == "decoder" and len(kinds) == 1 and config.num_layers and config.num_layers > len(layers):
-            # layers config.json declares that the headers do not hold (a partial header): as the config says
-            held = {layer.index for layer in layers}
-            layers = sorted(layers + _config_layers(config, [i for i in range(config.num_layers) if i not in held]),
-                            key=lambda layer: layer.index)
-        stacks.append(_stack(kind, name, layers, own.get(name, 0)))
+        stacks += _stacks_of(name, kinds, by_layer[name], config, accounts.own.get(name, 0))
     if not by_layer and config.num_layers and generates:
         stacks.append(_stack("decoder", "config.json", _config_layers(config, range(config.num_layers)), 0))
-    for kind, n in towers.items():  # a tower's tensors outside its layers join its first stack
+    for kind, n in accounts.towers.items():  # a tower's tensors outside its layers join its first stack
         at = next((i for i, s in enumerate(stacks) if s.kind == kind), None)
         if at is None:
             stacks.append(Stack(kind, kind, (), n, n))
@@ -223,10 +195,84 @@ def architecture(tensors: list[Tensor], config: ModelConfig) -> Architecture:
             s = stacks[at]
             stacks[at] = Stack(s.kind, s.name, s.layers, s.parameters + n, s.active + n)
     decodes = any(s.kind == "decoder" for s in stacks)
+    layer_bytes, embedding_bytes, tail_bytes, total_bytes = _bytes(tensors)
     return Architecture(
-        stacks=tuple(stacks), embedding=embedding, lookups=lookups, head=head, other=other,
-        tied=decodes and head == 0 and embedding > 0, kv_check=_kv_check(params, config, stacks),
-        top_k=top_k)
+        stacks=tuple(stacks), embedding=accounts.embedding, lookups=accounts.lookups, head=accounts.head,
+        other=accounts.other, tied=decodes and accounts.head == 0 and accounts.embedding > 0,
+        kv_check=_kv_check(params, config, stacks), top_k=config.experts_per_token, layer_bytes=layer_bytes,
+        embedding_bytes=embedding_bytes, tail_bytes=tail_bytes, total_bytes=total_bytes)
+
+
+@dataclass(slots=True)
+class _Accounts:
+    """Parameters outside every layer, by where they count: the embedding and the lookups, the output
+    layer, a tower or projector, a stack's own (an encoder's final norm), or none (a decoder's norm)."""
+
+    embedding: int = 0
+    lookups: int = 0
+    head: int = 0
+    other: int = 0
+    towers: dict[StackKind, int] = field(default_factory=dict)
+    own: dict[str, int] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, loose: list[Tensor], kinds: Mapping[str, StackKind]) -> _Accounts:
+        out = cls()
+        homes = sorted(((name.rsplit(".", 1)[0] + "." if "." in name else "", name) for name in kinds),
+                       key=lambda pair: -len(pair[0]))
+        for t in loose:
+            role, n = t.place.role, t.info.numel
+            if role == "embedding":
+                out.embedding += n
+            elif role in ("position_embedding", "token_type_embedding"):
+                out.lookups += n
+            elif role == "lm_head":
+                out.head += n
+            elif role in _TOWERS or role == "projector":
+                kind = _TOWERS.get(role, "projector")
+                out.towers[kind] = out.towers.get(kind, 0) + n
+            else:
+                home = next((name for prefix, name in homes if prefix and t.info.name.startswith(prefix)), None)
+                if home is not None and kinds[home] != "decoder":
+                    out.own[home] = out.own.get(home, 0) + n
+                else:
+                    out.other += n
+        return out
+
+
+def _stacks_of(name: str, kinds: Mapping[str, StackKind], members: Mapping[int, list[Tensor]], config: ModelConfig,
+               own: int) -> list[Stack]:
+    """One layer stack of the headers: multi-token-prediction layers (past the config's layer count)
+    apart, and a decoder's layers the headers lack but the config declares (a partial header) filled in
+    as the config says."""
+    kind = kinds[name]
+    layers = [_layer(i, members[i], name, kind, config) for i in sorted(members)]
+    mtp_from = config.num_layers if config.mtp_layers else None
+    if kind == "decoder" and mtp_from is not None and any(layer.index >= mtp_from for layer in layers):
+        return [_stack("decoder", name, [layer for layer in layers if layer.index < mtp_from], 0),
+                _stack("mtp", name, [layer for layer in layers if layer.index >= mtp_from], 0)]
+    if kind == "decoder" and len(kinds) == 1 and config.num_layers and config.num_layers > len(layers):
+        held = {layer.index for layer in layers}
+        layers = sorted(layers + _config_layers(config, [i for i in range(config.num_layers) if i not in held]),
+                        key=lambda layer: layer.index)
+    return [_stack(kind, name, layers, own)]
+
+
+def _bytes(tensors: list[Tensor]) -> tuple[dict[tuple[str, int], int], int, int, int]:
+    """Bytes as stored: each layer's, the embedding's and the output layer's and norms' outside the
+    layers, and all of them."""
+    layer_bytes: dict[tuple[str, int], int] = defaultdict(int)
+    embedding_bytes = tail_bytes = total_bytes = 0
+    for info, place in tensors:
+        nbytes = info.end - info.begin
+        total_bytes += nbytes
+        if place.stack is not None and place.layer is not None:
+            layer_bytes[(place.stack, place.layer)] += nbytes
+        elif place.role == "embedding":
+            embedding_bytes += nbytes
+        elif place.role in ("lm_head", "norm"):
+            tail_bytes += nbytes
+    return dict(layer_bytes), embedding_bytes, tail_bytes, total_bytes
 
 
 #: words of ``layer_types`` (and GGUF's per-layer KV heads of 0) for a layer that keeps a recurrent

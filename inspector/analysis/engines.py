@@ -104,7 +104,7 @@ def vllm_batch_defaults(gpu_bytes: int, gpu_name: str | None) -> tuple[int, int]
 
 def vllm_terms(*, gpu_bytes: int, gpu_name: str | None, devices: int, hidden: int, inter: int, vocab: int | None,
                dtype_bytes: float, max_position: int | None, rotary_dim: int | None, samples: bool = True,
-               pipeline: int = 1) -> tuple[Term, ...]:
+               pipeline: int = 1, experts_per_token: int = 0) -> tuple[Term, ...]:
     """The per-device terms vLLM's memory profile subtracts before its KV pool (weights apart);
     ``devices``: tensor-parallel ways; ``samples``: whether this pipeline stage runs the sampler
     (the last one does)."""
@@ -115,9 +115,15 @@ def vllm_terms(*, gpu_bytes: int, gpu_name: str | None, devices: int, hidden: in
         terms.append(Term("rotary cache", int(max_position * rotary_dim * dtype_bytes),
                           f"max_position {max_position:,} × rotary dim {rotary_dim} × {dtype_bytes:g} B (cos and sin)",
                           "vLLM RotaryEmbedding.cos_sin_cache, held beside the weights (its 'weights' figure)"))
-    forward = int(tokens * (3 * math.ceil(inter / devices) + 4 * hidden) * dtype_bytes)
-    forward_formula = (f"{tokens:,} tokens × (3 × MLP width {math.ceil(inter / devices):,} + 4 × hidden {hidden:,})"
-                       f" × {dtype_bytes:g} B")
+    width = math.ceil(inter / devices)
+    if experts_per_token:  # fused_moe's caches: [tokens, k, 2 × width], [tokens · k, width], [tokens, k, hidden]
+        forward = int(tokens * (experts_per_token * (3 * width + hidden) + 4 * hidden) * dtype_bytes)
+        forward_formula = (f"{tokens:,} tokens × ({experts_per_token} experts × (3 × expert width {width:,} + "
+                           f"hidden) + 4 × hidden {hidden:,}) × {dtype_bytes:g} B (fused_moe's intermediate caches)")
+    else:
+        forward = int(tokens * (3 * width + 4 * hidden) * dtype_bytes)
+        forward_formula = (f"{tokens:,} tokens × (3 × MLP width {width:,} + 4 × hidden {hidden:,})"
+                           f" × {dtype_bytes:g} B")
     if not samples:
         sampler, sampler_formula = 0, "not on this pipeline stage (the last stage samples)"
     elif vocab:
@@ -201,11 +207,12 @@ class ModelShape:
     """The figures of a model an engine's terms read (``fit.model_shape`` takes them from the config)."""
 
     hidden: int
-    inter: int  # the widest MLP a token runs through: dense width, or expert width × experts per token
+    inter: int  # the MLP's width: a dense layer's, or one expert's
     vocab: int | None
     dtype_bytes: float
     max_position: int | None
     rotary_dim: int | None
+    experts_per_token: int = 0  # a mixture of experts: the experts a token visits (0: dense)
 
 
 class Engine(Protocol):
@@ -270,7 +277,7 @@ class Vllm:
         return vllm_terms(gpu_bytes=gpu_bytes, gpu_name=gpu_name, devices=devices, hidden=shape.hidden,
                           inter=shape.inter, vocab=shape.vocab, dtype_bytes=shape.dtype_bytes,
                           max_position=shape.max_position, rotary_dim=shape.rotary_dim, samples=samples,
-                          pipeline=pipeline)
+                          pipeline=pipeline, experts_per_token=shape.experts_per_token)
 
 
 @dataclass(frozen=True, slots=True)
@@ -301,7 +308,8 @@ class LlamaCpp:
 
     def terms(self, shape: ModelShape, *, gpu_bytes: int, gpu_name: str | None, devices: int, samples: bool,
               pipeline: int) -> tuple[Term, ...]:
-        return llama_cpp_terms(hidden=shape.hidden, inter=shape.inter, vocab=shape.vocab, samples=samples)
+        inter = shape.inter * max(shape.experts_per_token, 1)
+        return llama_cpp_terms(hidden=shape.hidden, inter=inter, vocab=shape.vocab, samples=samples)
 
 
 VLLM: Final = Vllm()

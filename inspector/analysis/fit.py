@@ -157,6 +157,9 @@ class Settings:
     overhead: int | None = None
     utilization: float | None = None
     extra_weights: int = 0
+    #: a mixture of experts with vLLM's --enable-expert-parallel: whole experts split over the GPUs (as
+    #: evenly as they divide) rather than every expert split by TP
+    expert_parallel: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,14 +197,15 @@ def model_shape(report: Report) -> ModelShape:
     from inspector.formats.dtypes import DTYPE_BITS
 
     c = report.config
-    inter = max(c.intermediate_size or 0, (c.moe_intermediate_size or 0) * (c.experts_per_token or 1))
+    moe = c.num_experts and c.experts_per_token
+    inter = (c.moe_intermediate_size or c.intermediate_size or 0) if moe else (c.intermediate_size or 0)
     rotary = c.qk_rope_head_dim if c.kv_lora_rank else c.head_dim
     factor = c.raw.get("partial_rotary_factor")
     if rotary and isinstance(factor, (int, float)) and not isinstance(factor, bool) and 0 < factor <= 1:
         rotary = int(rotary * factor)
     return ModelShape(hidden=c.hidden_size or 0, inter=inter, vocab=c.vocab_size,
                       dtype_bytes=DTYPE_BITS.get(c.dtype or "", 16) / 8, max_position=c.max_position,
-                      rotary_dim=rotary)
+                      rotary_dim=rotary, experts_per_token=(c.experts_per_token or 0) if moe else 0)
 
 
 def _group(report: Report, est: Estimate, budget: Budget, eng: Engine, settings: Settings,
@@ -249,6 +253,12 @@ def _group(report: Report, est: Estimate, budget: Budget, eng: Engine, settings:
     n = budget.devices
     rep = sum(replicated.values())
     weights = rep + math.ceil((weights_all - rep) / n)
+    if settings.expert_parallel and n > 1:  # the GPU with the most experts: ceil(E / n) of each layer's E
+        part = 1.0 if stage is None else stage.layers / decoder_layers
+        experts = int(sum(r.bytes for r in s.by_role if r.role.startswith("moe.expert")) * scale * part)
+        count = c.num_experts or 0
+        if count:
+            weights = rep + math.ceil((weights_all - rep - experts) / n) + math.ceil(experts * -(-count // n) / count)
     mla = any(m.kind == "mla" for layer in est.architecture.per_token_layers for m in layer.mixers)
     kv_heads = c.num_kv_heads
     if n == 1 or mla:
@@ -361,28 +371,19 @@ def _host_input(report: Report) -> int:
 
 def _stage_bytes(report: Report, est: Estimate, per_stage: list[int], host_input: bool = False) -> list[int]:
     """Weight bytes each pipeline stage holds: its layers of the decoder; the embedding (and anything
-    outside the decoder) on the first stage; the output layer and final norm on the last, with a tied
+    outside the decoder) on the first stage; the output layer and final norms on the last, with a tied
     embedding copied there (vLLM; llama.cpp's output device). ``host_input``: llama.cpp keeps the
-    input embedding in host memory."""
-    decoders = [s for s in est.architecture.stacks if s.kind == "decoder"]
-    main = max(decoders, key=lambda s: len(s.layers)).name if decoders else None
-    order = [layer.index for s in decoders if s.name == main for layer in s.layers]
-    position = {index: i for i, index in enumerate(order)}
-    bounds = [sum(per_stage[:i + 1]) for i in range(len(per_stage))]
-    out = [0] * len(per_stage)
-    embedding = 0
-    for info, place in report.tensors:
-        at = position.get(place.layer) if place.stack == main and place.layer is not None else None
-        if at is not None:
-            out[next((i for i, b in enumerate(bounds) if at < b), len(bounds) - 1)] += info.nbytes
-        elif place.role in ("lm_head", "norm") and place.layer is None:
-            out[-1] += info.nbytes
-        else:
-            is_embedding = place.role == "embedding"
-            embedding += info.nbytes if is_embedding else 0
-            out[0] += 0 if is_embedding and host_input else info.nbytes
-    if est.architecture.tied:
-        out[-1] += embedding  # a tied output layer: the last stage holds its own copy
+    input embedding in host memory. From the architecture's byte accounts, in time linear in the layers."""
+    arch = est.architecture
+    decoders = [s for s in arch.stacks if s.kind == "decoder"]
+    main = max(decoders, key=lambda s: len(s.layers)) if decoders else None
+    layers = [arch.layer_bytes.get((main.name, layer.index), 0) for layer in main.layers] if main else []
+    out, first = [], 0
+    for count in per_stage:
+        out.append(sum(layers[first:first + count]))
+        first += count
+    out[0] += arch.total_bytes - sum(layers) - arch.tail_bytes - (arch.embedding_bytes if host_input else 0)
+    out[-1] += arch.tail_bytes + (arch.embedding_bytes if arch.tied else 0)
     return out
 
 

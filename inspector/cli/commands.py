@@ -46,6 +46,9 @@ EXAMPLES: dict[str, str] = {
                        "inspect train llama3-8b --method full --gpu H100x8 --zero 3 --checkpointing",
                        "inspect train mistral-7b --method lora --rank 8 --targets q_proj,v_proj --seq 4k --json",
                        "inspect train qwen2.5-7b --method lora --optimizer adamw-8bit --gpu 24GiB --batch 4"),
+    "plan": _examples("inspect plan llama3-70b", "inspect plan mixtral-8x7b --gpu H100,A100-80GB,L40S --context 32k",
+                      "inspect plan qwen2.5-7b --objective throughput --json",
+                      "inspect plan llama3-70b --gpu H100 --max-gpus 8 --nodes 2"),
     "audit": _examples("inspect audit ./my-checkpoint", "inspect audit org/name --json",
                        "inspect audit ./folder --deep"),
     "save": _examples("inspect save meta-llama/Meta-Llama-3-8B -o ./llama3-headers", "inspect ./llama3-headers"),
@@ -488,6 +491,53 @@ def train_cmd(
         streams.out(train_markdown(done.report, done.train))
     else:
         emit(train_table(done.report, done.train), wide=wide)
+
+
+@app.command("plan", epilog=EXAMPLES["plan"],
+             help="Which GPUs, how many, in which parallel layout: every GPU x count x tensor/pipeline/expert "
+                  "parallel layout, checked against the engine's own start-up rules, each valid one fitted; "
+                  "the cheapest (fewest GPUs) first.")
+def plan_cmd(
+    model: Annotated[str, typer.Argument(help="path, alias, or Hub repo id (org/name[@revision])")],
+    gpu: Annotated[str | None, typer.Option(
+        "--gpu", help="GPUs to consider, comma-separated: H100,A100-80GB,L40S (default: every named GPU)")] = None,
+    max_gpus: Annotated[str, typer.Option("--max-gpus", help="GPUs per node to try, 1 to N (default 8)")] = "8",
+    nodes: Annotated[str, typer.Option("--nodes", help="nodes: multiplies --max-gpus")] = "1",
+    engine: Annotated[str | None, typer.Option("--engine", help="vllm (default) or llama.cpp")] = None,
+    context: Annotated[str | None, typer.Option(
+        "--context", help="tokens a sequence holds, for the sequences that fit (default 8k)")] = None,
+    objective: Annotated[str, typer.Option(
+        "--objective", help="gpus (fewest, then the most KV headroom), throughput (most sequences) or context")
+    ] = "gpus",
+    utilization: Annotated[str | None, typer.Option(
+        "--utilization", help="vLLM's gpu_memory_utilization (default 0.9)")] = None,
+    kv_dtype: Annotated[str | None, typer.Option("--kv-dtype", help="the KV cache's dtype (default: the model's)")
+                        ] = None,
+    as_json: AsJson = False,
+    fmt: Format = "table",
+    revision: Revision = None,
+    endpoint: Endpoint = None,
+    token: Token = None,
+    offline: Offline = False,
+    wide: Wide = False,
+    output: Output = None,
+) -> None:
+    from inspector.render.output import emit
+    from inspector.render.plan import plan_markdown, plan_table
+
+    fmt = output_format(fmt, as_json)
+    target = check_output(fmt, output)
+    options = api.plan_options(gpus=gpu, max_gpus=max_gpus, nodes=nodes, engine=engine, context=context,
+                               objective=objective, utilization=utilization, kv_dtype=kv_dtype)
+    done = api.plan_with(open_model(model, revision, endpoint, token, offline), options)
+    if fmt == "json":
+        emit_json(done.to_dict())
+    elif fmt == "html":
+        emit_html(done.to_html(), target)
+    elif fmt == "markdown":
+        streams.out(plan_markdown(done.report, done.plan))
+    else:
+        emit(plan_table(done.report, done.plan), wide=wide)
 
 
 @app.command("audit", epilog=EXAMPLES["audit"],

@@ -473,3 +473,26 @@ def train_html(doc: Doc) -> str:
     scope = (f"{esc(as_str(doc.get('method')))} · {esc(as_str(doc.get('precision')))} · "
              f"{esc(as_str(doc.get('optimizer')))} · batch {as_int(doc.get('batch'))} × {as_int(doc.get('seq')):,}")
     return page(label_of(doc), f"{esc(_origin(model))}<br>{scope}", body, doc)
+
+
+def plan_html(doc: Doc) -> str:
+    """``inspect plan --format html``: the answer, the valid layouts and the refused ones with their rules."""
+    model = as_obj(doc.get("model"))
+    layouts = as_objs(doc.get("layouts"))
+    valid = [r for r in layouts if r.get("valid") is True]
+    refused = [r for r in layouts if r.get("valid") is not True]
+    body = ["<div class=\"figures\">",
+            _figure("Answer", as_str(doc.get("answer")), esc(as_str(doc.get("engine"))), "headline-answer"),
+            _figure("Layouts", len(layouts), f"{len(valid):,} valid"), "</div>\n",
+            "<h2>Layouts the engine accepts</h2>\n",
+            _table(("GPU", "GPUs", "TP", "PP", "EP", "fits", "weights/GPU", "KV pool", "sequences"),
+                   ((as_str(r.get("gpu")), r.get("gpus"), r.get("tp"), r.get("pp"), r.get("ep"), r.get("fits"),
+                     gib(as_int(r.get("weights_bytes"))), gib(as_int(r.get("kv_pool_bytes"))), r.get("max_sequences"))
+                    for r in valid), numeric=(1, 2, 3, 4, 8), ident="plan-valid"),
+            "<h2>Layouts it refuses</h2>\n",
+            _table(("GPU", "GPUs", "TP", "PP", "EP", "why"),
+                   ((as_str(r.get("gpu")), r.get("gpus"), r.get("tp"), r.get("pp"), r.get("ep"),
+                     "; ".join(as_strs(r.get("reasons")))) for r in refused), numeric=(1, 2, 3, 4),
+                   ident="plan-refused")]
+    scope = f"{esc(as_str(doc.get('engine')))} · {as_int(doc.get('context')):,} tokens a sequence"
+    return page(label_of(doc), f"{esc(_origin(model))}<br>{scope}", body, doc)

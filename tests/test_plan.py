@@ -23,7 +23,8 @@ def plan(cli, *args: str) -> dict:
 
 
 def layout(doc: dict, gpus: int, tp: int, pp: int = 1, ep: int = 1, gpu: str = "H100-80GB") -> dict:
-    return next(x for x in doc["layouts"] if (x["gpu"], x["gpus"], x["tp"], x["pp"], x["ep"]) == (gpu, gpus, tp, pp, ep))
+    want = (gpu, gpus, tp, pp, ep)
+    return next(x for x in doc["layouts"] if (x["gpu"], x["gpus"], x["tp"], x["pp"], x["ep"]) == want)
 
 
 def test_heads_not_divisible_by_8(cli) -> None:
@@ -125,7 +126,8 @@ def test_the_answer_line_and_the_ranking(cli) -> None:
     assert out.splitlines()[1].startswith("2 × ")  # two 80 GB GPUs hold Llama-3-70B's 131 GB in bf16
     doc = plan(cli, "llama3-70b", "--gpu", "H100,A100-80GB,L40S")
     fitting = [x for x in doc["layouts"] if x["fits"]]
-    assert fitting == doc["layouts"][:len(fitting)] and [x["gpus"] for x in fitting] == sorted(x["gpus"] for x in fitting)
+    assert fitting == doc["layouts"][:len(fitting)]
+    assert [x["gpus"] for x in fitting] == sorted(x["gpus"] for x in fitting)
     assert all(isinstance(x[k], int) for x in doc["layouts"] for k in ("gpus", "tp", "pp", "ep"))
     invalid = [x for x in doc["layouts"] if not x["valid"]]
     assert invalid and all(x["reasons"] and x["weights_bytes"] is None for x in invalid)

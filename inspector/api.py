@@ -31,6 +31,8 @@ if TYPE_CHECKING:
     from inspector.analysis.plan import Plan
     from inspector.analysis.report import Report
     from inspector.analysis.train import Train, TrainOptions
+    from inspector.analysis.values import ValueDiff
+    from inspector.sources.transport import HubOptions
 
 def open_model(model: str | Checkpoint, *, revision: str | None = None, endpoint: str | None = None,
                token: str | None = None, offline: bool = False, lenient: bool = False) -> Checkpoint:
@@ -138,6 +140,8 @@ class Difference:
 
     result: Diff | None = None
     adapter: AdapterDiff | None = None
+    #: with ``values``: which tensors' bytes differ, from a few ranges of each
+    values: ValueDiff | None = None
 
     @property
     def delta(self) -> int:
@@ -162,7 +166,7 @@ class Difference:
         from inspector.render.diff import adapter_json, diff_json
 
         if self.result is not None:
-            return diff_json(self.result)
+            return diff_json(self.result, self.values)
         assert self.adapter is not None
         return adapter_json(self.adapter)
 
@@ -173,20 +177,88 @@ class Difference:
         return diff_html(self.to_dict())
 
 
-def diff(a: str | Checkpoint, b: str | Checkpoint, *, endpoint: str | None = None, token: str | None = None,
+def diff(a: str | Checkpoint, b: str | Checkpoint, *, values: bool = False, sample_bytes: int | str = 1024,
+         exact: bool = False, endpoint: str | None = None, token: str | None = None,
          offline: bool = False) -> Difference:
     """Why B differs from A (``inspect diff A B``). A PEFT adapter and its base (in either order) give
-    the adapter's check against the base instead."""
+    the adapter's check against the base instead. ``values``: also which tensors' values differ, from
+    ``sample_bytes`` of each (``--values``); ``exact``: local tensors hashed whole (``--exact``)."""
     from inspector.analysis.adapter import adapter_config, diff_adapter
     from inspector.analysis.diff import align_formats, diff_reports
     from inspector.analysis.report import build_report
+    from inspector.errors import UsageError
 
+    sample = _sample_bytes(sample_bytes)
+    if exact and not values:
+        raise UsageError("--exact goes with --values", hint="inspect diff A B --values --exact")
     ca, cb = (open_model(m, endpoint=endpoint, token=token, offline=offline) for m in (a, b))
     ra, rb = (build_report(c) for c in align_formats(ca, cb))
     if (adapter_config(ra) is None) != (adapter_config(rb) is None):
+        if values:
+            raise UsageError("--values compares the tensors two models share; an adapter adds its own",
+                             hint="inspect diff BASE ADAPTER (without --values)")
         base, adapter = (ra, rb) if adapter_config(rb) is not None else (rb, ra)
         return Difference(adapter=diff_adapter(base, adapter))
-    return Difference(result=diff_reports(ra, rb))
+    options = None
+    if values:
+        from inspector.sources.transport import HubOptions
+
+        options = HubOptions(endpoint=endpoint, token=token, offline=True if offline else None)
+    return Difference(result=diff_reports(ra, rb),
+                      values=value_diff(ra, rb, sample, exact, options) if values else None)
+
+
+def _sample_bytes(value: int | str) -> int:
+    from inspector.analysis.fit import parse_count
+    from inspector.errors import UsageError
+
+    n = parse_count(str(value), "--sample-bytes")
+    if not 64 <= n <= 1 << 20:
+        raise UsageError(f"--sample-bytes {n:,} is not 64 to 1,048,576 bytes a tensor")
+    return n
+
+
+def value_diff(a: Report, b: Report, sample_bytes: int, exact: bool, options: HubOptions | None) -> ValueDiff:
+    """Read the sampled ranges of both sides (merged per file, through the sources layer) and compare."""
+    from inspector.analysis.values import Range, ValueDiff, merged, sample_plan, summarise, verdicts
+    from inspector.errors import UsageError
+    from inspector.sources.data import data_reader
+
+    plan = sample_plan(a, b, sample_bytes)
+    readers = (data_reader(a.checkpoint, options), data_reader(b.checkpoint, options))
+
+    def read(side: int) -> dict[tuple[str, Range], bytes]:
+        wanted: dict[str, list[Range]] = {}
+        for s in plan.sampled:
+            file, ranges = (s.file_a, s.ranges_a) if side == 0 else (s.file_b, s.ranges_b)
+            wanted.setdefault(file, []).extend(ranges)
+        spans = [(file, m.start, m.length) for file, ranges in sorted(wanted.items()) for m in merged(ranges)]
+        got: dict[tuple[str, Range], bytes] = {}
+        for (file, start, _), body in zip(spans, readers[side].read(spans), strict=True):
+            for r in wanted[file]:
+                if start <= r.start < start + len(body):
+                    got[(file, r)] = body[r.start - start:r.start - start + r.length]
+        return got
+
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=2) as pool:  # both sides at once, each its own bounded pool
+        reads = list(pool.map(read, (0, 1)))
+    hashes = None
+    if exact:
+        hashes = {}
+        for s in plan.sampled:
+            # the first sampled range starts at the tensor's first byte (values._offsets always takes it)
+            ha = readers[0].sha256(s.file_a, s.ranges_a[0].start, s.nbytes)
+            hb = readers[1].sha256(s.file_b, s.ranges_b[0].start, s.nbytes)
+            if ha is None or hb is None:
+                raise UsageError("--exact hashes local files whole; one side is on the Hub",
+                                 hint="compare local copies, or drop --exact")
+            hashes[s.name] = (ha, hb)
+    tensors = verdicts(plan, reads[0], reads[1], hashes)
+    return ValueDiff(tuple(tensors), plan.weights_bytes, (readers[0].bytes_read, readers[1].bytes_read),
+                     (readers[0].requests, readers[1].requests), sample_bytes, exact, summarise(tensors))
+
 
 
 # --- compare -------------------------------------------------------------------------------------

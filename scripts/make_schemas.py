@@ -105,6 +105,13 @@ DIFF = document("diff", "inspect diff A B --json", {
     "changes": arr(obj({"kind": {"enum": ["added", "removed", "reshaped", "retyped"]}, "role": STR, "name": STR,
                         "count": INT, "shape_a": NINTS, "shape_b": NINTS, "dtype_a": NSTR, "dtype_b": NSTR})),
     "notes": STRS,
+    "values": obj({
+        "sample_bytes": INT, "exact": BOOL, "weights_bytes": INT, "bytes_read": INTS, "requests": INTS,
+        "summary": STRS,
+        "counts": obj({"changed": INT, "same-sampled": INT, "identical": INT, "incomparable": INT}),
+        "tensors": arr(obj({"name": STR, "role": STR, "layer": NINT,
+                            "verdict": {"enum": ["changed", "same-sampled", "identical", "incomparable"]},
+                            "sampled_bytes": INT, "bytes": INT, "why": STR}))}, nullable=True),
 })
 
 COMPARE = document("compare", "inspect compare M1 … Mn --json", {

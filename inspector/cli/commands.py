@@ -312,6 +312,14 @@ def diff(
         "--fail-if", help="comma-separated: params (count changed), dtypes (a dtype changed), "
                           "shapes (tensors added, removed or reshaped), any")] = None,
     all_changes: Annotated[bool, typer.Option("--all-changes", help="list every tensor change")] = False,
+    values: Annotated[bool, typer.Option(
+        "--values", help="which tensors' values changed: a few ranges of each tensor both hold, read and "
+                         "compared (never the weights)")] = False,
+    sample_bytes: Annotated[str, typer.Option(
+        "--sample-bytes", help="with --values: bytes read of each tensor, in ranges of 256 (default 1024)")] = "1024",
+    exact: Annotated[bool, typer.Option(
+        "--exact", help="with --values, on local files: hash every compared tensor whole (streamed) to prove "
+                        "it identical")] = False,
     endpoint: Endpoint = None,
     token: Token = None,
     offline: Offline = False,
@@ -319,13 +327,14 @@ def diff(
     output: Output = None,
 ) -> None:
     from inspector.analysis.diff import parse_gates
-    from inspector.render.diff import adapter_markdown, adapter_table, diff_markdown, diff_table
+    from inspector.render.diff import adapter_markdown, adapter_table, diff_markdown, diff_table, values_table
     from inspector.render.output import emit
 
     gates = parse_gates(fail_if)
     fmt = output_format(fmt, as_json)
     target = check_output(fmt, output)
-    difference = api.diff(*open_models([a, b], endpoint, token, offline))
+    difference = api.diff(*open_models([a, b], endpoint, token, offline), values=values, sample_bytes=sample_bytes,
+                          exact=exact, endpoint=endpoint, token=token, offline=offline)
     if fmt == "html":
         emit_html(difference.to_html(), target)
     elif as_json or fmt == "json":
@@ -338,6 +347,8 @@ def diff(
         streams.out(diff_markdown(difference.result))
     elif difference.result is not None:
         emit(diff_table(difference.result, all_changes=all_changes), wide=wide)
+        if difference.values is not None:
+            emit(values_table(difference.values), wide=wide)
     hit = difference.gates_hit(gates)
     if hit:
         say(f"--fail-if: {', '.join(hit)} changed")

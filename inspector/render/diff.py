@@ -10,6 +10,7 @@ from inspector.analysis.adapter import AdapterDiff, adapter_config
 from inspector.analysis.diff import Diff
 from inspector.analysis.peft import describe
 from inspector.analysis.report import Report
+from inspector.analysis.values import ValueDiff
 from inspector.render.output import SCHEMA_VERSION, model_json, n, shape_text, short
 from inspector.render.text import markdown, sanitize
 
@@ -24,8 +25,9 @@ def signed(value: int) -> str:
     return f"+{value:,}" if value > 0 else (f"−{-value:,}" if value < 0 else "0")
 
 
-def diff_json(d: Diff) -> dict[str, object]:
-    """The ``inspect diff --json`` document (schema_version 2; every key always present)."""
+def diff_json(d: Diff, values: ValueDiff | None = None) -> dict[str, object]:
+    """The ``inspect diff --json`` document (schema_version 2; every key always present; ``values``
+    null unless ``--values`` asked for them)."""
 
     def side(r: Report, active: int | None) -> dict[str, object]:
         c = r.checkpoint
@@ -63,7 +65,40 @@ def diff_json(d: Diff) -> dict[str, object]:
             for c in d.changes
         ],
         "notes": list(d.notes),
+        "values": None if values is None else values_json(values),
     }
+
+
+def values_json(v: ValueDiff) -> dict[str, object]:
+    """Per tensor its verdict; the bytes and requests each side spent; the summary a person reads."""
+    return {
+        "sample_bytes": v.sample_bytes, "exact": v.exact, "weights_bytes": v.weights_bytes,
+        "bytes_read": list(v.bytes_read), "requests": list(v.requests), "summary": list(v.summary),
+        "counts": {verdict: v.count(verdict) for verdict in ("changed", "same-sampled", "identical", "incomparable")},
+        "tensors": [{"name": t.name, "role": t.role, "layer": t.layer, "verdict": t.verdict,
+                     "sampled_bytes": t.sampled_bytes, "bytes": t.nbytes, "why": t.why} for t in v.tensors],
+    }
+
+
+def values_table(v: ValueDiff) -> RenderableType:
+    """The values' verdicts: the summary, the counts, what was read, and the tensors that changed."""
+    parts: list[RenderableType] = [Text("Values (sampled: " + ("hashed whole, " if v.exact else "")
+                                        + f"{v.sample_bytes:,} B a tensor)", style="bold")]
+    parts += [Text(sanitize(line)) for line in v.summary]
+    counts = ", ".join(f"{v.count(k):,} {k}" for k in ("changed", "same-sampled", "identical", "incomparable")
+                       if v.count(k))
+    parts.append(Text(f"{counts}; read {v.bytes_read[0]:,} + {v.bytes_read[1]:,} B in {v.requests[0]:,} + "
+                      f"{v.requests[1]:,} requests, of {v.weights_bytes:,} B of compared tensors a side",
+                      style="dim"))
+    shown = [t for t in v.tensors if t.verdict in ("changed", "incomparable")][:40]
+    if shown:
+        t = Table(show_edge=False, pad_edge=False)
+        for col in ("tensor", "verdict", "why"):
+            t.add_column(col)
+        for x in shown:
+            t.add_row(sanitize(x.name), x.verdict, sanitize(x.why))
+        parts.append(t)
+    return Group(*parts)
 
 
 def waterfall(d: Diff, width: int = 40) -> list[tuple[str, str, str]]:

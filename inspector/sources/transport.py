@@ -200,17 +200,20 @@ class Hub:
         return bytes(body)
 
     def read_range(self, repo_id: str, sha: str, path: str, start: int, length: int,
-                   into: bytearray | None = None, *, commit: list[str] | None = None) -> bytearray:
+                   into: bytearray | None = None, *, commit: list[str] | None = None,
+                   strict: bool = False) -> bytearray:
         """Bytes ``[start, start + length)`` of a file (fewer at its end), appended to ``into`` (a
         new buffer if None) without an intermediate copy. A 206 that brings fewer bytes than asked
-        (legal) is continued from where it stopped. ``commit``: as for ``read_json``."""
+        (legal) is continued from where it stopped. ``commit``: as for ``read_json``. ``strict``: a
+        server that ignores the range (200, the whole file) is refused rather than read up to the
+        range (tensor data lies deep in a file: reading up to it would download the weights)."""
         url = self.file_url(repo_id, sha, path)
         buf = bytearray() if into is None else into
         base = len(buf)
         for _ in range(MAX_CONTINUATIONS + 1):
             got = len(buf) - base
             size = self._get(url, repo_id, sha, path, start=start + got, limit=length - got, into=buf,
-                             commit=commit)
+                             commit=commit, strict=strict)
             now = len(buf) - base
             if now >= length or now == got or (size is not None and start + now >= size):
                 return buf
@@ -221,7 +224,8 @@ class Hub:
 
     def _get(self, url: str, repo_id: str, revision: str, path: str | None, *, start: int = 0, limit: int,
              into: bytearray, whole: bool = False, params: dict[str, str] | None = None,
-             unreachable_after: float | None = None, commit: list[str] | None = None) -> int | None:
+             unreachable_after: float | None = None, commit: list[str] | None = None,
+             strict: bool = False) -> int | None:
         """GET ``url`` (a byte range unless ``whole``), append the body to ``into``, return the
         file's size when the answer tells it; ``commit`` gets the answer's ``X-Repo-Commit`` (the
         Hub sets it on the first answer, before any redirect to a CDN)."""
@@ -262,6 +266,9 @@ class Hub:
                     if commit is not None:
                         commit += [v for r in (*response.history, response)
                                    if (v := r.headers.get("X-Repo-Commit"))][:1]
+                    if strict and not whole and status == 200 and start > 0:
+                        raise NetworkError(f"{what}: the server ignored the range request and sent the whole file; "
+                                           "not reading it (that would download the weights)")
                     return self._body(response, start, limit, whole, what, deadline, into)
             except _Retryable as exc:
                 if attempt > self.options.max_retries:

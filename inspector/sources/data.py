@@ -1,0 +1,135 @@
+"""Byte ranges of tensor data, for ``diff --values``: a few hundred bytes of each tensor, never the weights.
+
+``data_reader(checkpoint, options)`` gives a local folder's reader (``os.pread`` on each file, named
+inside its root) or a Hub repo's (range requests through the one transport, at the checkpoint's
+commit, a bounded pool of them at once). Every read counts its bytes and requests against a budget
+said before the first one; nothing read is cached (it is weight data). A server that answers a range
+request with the whole file is refused, not followed: following it would download the weights.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Final, Protocol
+
+from inspector.errors import InvalidCheckpointError, NetworkError
+from inspector.model import Checkpoint
+from inspector.safeio import inside, open_regular, pread_all
+from inspector.sources.transport import Hub, HubOptions
+
+#: range requests to the Hub in flight at once, per checkpoint
+WORKERS: Final = 16
+#: the most requests one side of a value diff makes, and the most bytes it reads
+MAX_REQUESTS: Final = 20_000
+MAX_BYTES: Final = 1 << 30
+#: bytes a streamed hash reads at a time (``--exact``): never a tensor held whole
+HASH_CHUNK: Final = 1 << 20
+
+Span = tuple[str, int, int]  # file, start, length
+
+
+class DataReader(Protocol):
+    requests: int
+    bytes_read: int
+
+    def read(self, spans: Sequence[Span]) -> list[bytes]:
+        """Each span's bytes (fewer only at a file's end), in order."""
+        ...
+
+    def sha256(self, file: str, start: int, length: int) -> str | None:
+        """The hash of a span, streamed; None where this source cannot (the Hub: that would read it all)."""
+        ...
+
+
+class _Counted:
+    def __init__(self) -> None:
+        self.requests = 0
+        self.bytes_read = 0
+        self._lock = threading.Lock()
+
+    def count(self, requests: int, nbytes: int) -> None:
+        with self._lock:
+            self.requests += requests
+            self.bytes_read += nbytes
+            if self.requests > MAX_REQUESTS or self.bytes_read > MAX_BYTES:
+                raise InvalidCheckpointError(f"the value diff went over its budget ({MAX_REQUESTS:,} requests, "
+                                             f"{MAX_BYTES:,} bytes a side)", hint="ask for fewer --sample-bytes")
+
+
+class LocalData(_Counted):
+    """A local folder's files, each named inside the folder and opened as a regular file."""
+
+    def __init__(self, root: Path) -> None:
+        super().__init__()
+        self.root = root
+
+    def read(self, spans: Sequence[Span]) -> list[bytes]:
+        out = []
+        fds: dict[str, int] = {}
+        try:
+            for file, start, length in spans:
+                if file not in fds:
+                    fds[file] = open_regular(inside(self.root, file, "weight file"))
+                self.count(1, length)
+                out.append(pread_all(fds[file], length, start, self.root / file))
+        finally:
+            for fd in fds.values():
+                os.close(fd)
+        return out
+
+    def sha256(self, file: str, start: int, length: int) -> str | None:
+        fd = open_regular(inside(self.root, file, "weight file"))
+        digest = hashlib.sha256()
+        try:
+            done = 0
+            while done < length:
+                block = pread_all(fd, min(HASH_CHUNK, length - done), start + done, self.root / file)
+                if not block:
+                    break
+                digest.update(block)
+                done += len(block)
+        finally:
+            os.close(fd)
+        return digest.hexdigest()
+
+
+class HubData(_Counted):
+    """A Hub repo's files at one commit, read by range through the transport, a few at a time."""
+
+    def __init__(self, hub: Hub, repo_id: str, sha: str) -> None:
+        super().__init__()
+        self.hub, self.repo_id, self.sha = hub, repo_id, sha
+
+    def read(self, spans: Sequence[Span]) -> list[bytes]:
+        def one(span: Span) -> bytes:
+            file, start, length = span
+            self.count(1, length)
+            body = self.hub.read_range(self.repo_id, self.sha, file, start, length, strict=True)
+            return bytes(body)
+
+        with ThreadPoolExecutor(max_workers=WORKERS) as pool:
+            return list(pool.map(one, spans))
+
+    def sha256(self, file: str, start: int, length: int) -> str | None:
+        return None
+
+
+def data_reader(checkpoint: Checkpoint, options: HubOptions | None = None) -> DataReader:
+    """The reader of a checkpoint's tensor data: its folder's files, or its Hub repo at the commit read.
+    A header snapshot, a bundled one or a config-only cache keeps no tensor data: an invalid-checkpoint
+    error naming it."""
+    if checkpoint.origin in ("folder", "file", "hf-cache") and checkpoint.root:
+        return LocalData(Path(checkpoint.root))
+    if checkpoint.origin == "hub" and checkpoint.repo_id and checkpoint.revision:
+        hub = Hub(options or HubOptions())
+        if hub.offline:
+            raise NetworkError(f"{checkpoint.label}: --values reads tensor data from the Hub; offline mode is on",
+                               hint="run online, or on local copies of both")
+        return HubData(hub, checkpoint.repo_id, checkpoint.revision)
+    raise InvalidCheckpointError(f"{checkpoint.label}: a {checkpoint.origin} holds headers only, no tensor data to "
+                                 "compare", hint="give --values a local folder or a Hub repo")

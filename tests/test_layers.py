@@ -228,10 +228,10 @@ def figure_names(root: Path) -> set[str]:
 
 
 def figure_lookups(root: Path) -> list[str]:
-    """String constants naming an estimate figure (``"kv_bytes_per_token"``) outside the estimate's
-    module, where they are compared with a name or passed to a look-up: a figure read by its name.
-    The fit's document has fields of the same names (``fit.get("kv_bytes")`` in the HTML reads the
-    ``fit`` object of the JSON, a record of its own): a look-up on ``fit`` is not flagged."""
+    """An estimate figure read by its name outside the estimate's module: a ``.name`` compared with a
+    figure's name (``f.name == "kv_bytes"``), or a figure's name passed to a look-up on an estimate or its
+    figures (``est.get("kv_bytes")``, ``estimate.find(...)``, ``figures.get(...)``). JSON documents the
+    renderers read (the fit's or a plan row's fields share some names) are records of their own."""
     names = figure_names(root)
     out = []
     for path in sorted(root.rglob("*.py")):
@@ -239,11 +239,12 @@ def figure_lookups(root: Path) -> list[str]:
             continue
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
             args: list[ast.expr] = []
-            if isinstance(node, ast.Compare):
+            if isinstance(node, ast.Compare) and any(isinstance(x, ast.Attribute) and x.attr == "name"
+                                                     for x in (node.left, *node.comparators)):
                 args = [node.left, *node.comparators]
             elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
                     and node.func.attr in ("get", "find", "figure") \
-                    and not (isinstance(node.func.value, ast.Name) and node.func.value.id == "fit"):
+                    and any(word in ast.unparse(node.func.value) for word in ("est", "figure")):
                 args = list(node.args)
             for arg in args:
                 if isinstance(arg, ast.Constant) and arg.value in names:

@@ -357,16 +357,9 @@ def estimate_options(*, context: int | str | None = None, batch: int | str = 1, 
     what_if = tuple(dtypes) if dtypes is not None else ("bf16", "fp8", "int4")
     if engine is not None and engine.lower() not in ENGINES:
         raise UsageError(f"--engine: unknown {engine!r}", hint="use " + " or ".join(ENGINES))
-    util = None
-    if utilization is not None:
-        try:
-            util = float(utilization)
-        except ValueError:
-            util = -1.0
-        if not 0 < util <= 1:
-            raise UsageError(f"--utilization: {utilization!r} is not a fraction in (0, 1]", hint="for example 0.95")
-        if engine is not None and engine.lower() != "vllm":
-            raise UsageError("--utilization is vLLM's gpu_memory_utilization", hint="use it with --engine vllm")
+    util = _utilization(utilization)
+    if util is not None and engine is not None and engine.lower() != "vllm":
+        raise UsageError("--utilization is vLLM's gpu_memory_utilization", hint="use it with --engine vllm")
     stages = parse_count(str(pipeline), "--pipeline")
     if budget is not None and (stages > budget.devices or budget.devices % stages):
         raise UsageError(f"--pipeline {stages} does not divide the {budget.devices} devices of --gpu",
@@ -383,6 +376,21 @@ def estimate_options(*, context: int | str | None = None, batch: int | str = 1, 
     return EstimateOptions(parse_count(str(context), "--context") if context is not None else None,
                            parse_count(str(batch), "--batch"), kv_dtype, what_if, budget, weights_dtype, extra,
                            engine.lower() if engine else None, util, stages)
+
+
+def _utilization(value: float | str | None) -> float | None:
+    """vLLM's gpu_memory_utilization: a fraction in (0, 1]; None when not given."""
+    from inspector.errors import UsageError
+
+    if value is None:
+        return None
+    try:
+        util = float(value)
+    except ValueError:
+        util = -1.0
+    if not 0 < util <= 1:
+        raise UsageError(f"--utilization: {value!r} is not a fraction in (0, 1]", hint="for example 0.95")
+    return util
 
 
 def estimate(model: str | Checkpoint, *, context: int | str | None = None, batch: int | str = 1,
@@ -659,14 +667,7 @@ def plan_options(*, gpus: str | Sequence[str] | None = None, max_gpus: int | str
         raise UsageError(f"--engine: unknown {engine!r}", hint="use " + " or ".join(ENGINES))
     if objective not in OBJECTIVES:
         raise UsageError(f"--objective: unknown {objective!r}", hint="use " + ", ".join(OBJECTIVES))
-    util = None
-    if utilization is not None:
-        try:
-            util = float(utilization)
-        except ValueError:
-            util = -1.0
-        if not 0 < util <= 1:
-            raise UsageError(f"--utilization: {utilization!r} is not a fraction in (0, 1]", hint="for example 0.95")
+    util = _utilization(utilization)
     ctx = parse_count(str(context), "--context") if context is not None else SUMMARY_CONTEXT
     return PlanOptions(names, per_node * node_count, engine_name, ctx, objective, util, kv_dtype)
 

@@ -102,3 +102,13 @@ def test_the_table_speaks_gib_and_says_fits(cli) -> None:
     out = cli("estimate", "llama3-70b", "--gpu", "80GiB").out
     assert "does not fit: " in out
     assert "fits one 24 GiB GPU at 8,192 tokens of context" in cli("llama3-8b").out
+
+
+def test_budgets_out_of_range(cli) -> None:
+    """A device too small for the weights has an empty KV pool, not a negative one; a budget no device
+    has is a usage error, not a fit (issue 40: `--gpu 1B` printed a negative pool; 10^23 GiB "fit")."""
+    tiny = fitted(cli, "llama3-8b", "--gpu", "1B")["fit"]
+    assert tiny["fits"] is False and tiny["kv_pool_bytes"] == 0
+    for absurd in ("100000000000000000000000GiB", "2PiB", "1048577TiB"):
+        r = cli("estimate", "llama3-8b", "--gpu", absurd)
+        assert r.code == errors.EXIT_USAGE and "Traceback" not in r.err, absurd

@@ -309,3 +309,18 @@ def test_names_that_do_not_collapse_keep_the_page_small(cli, tmp_path: Path) -> 
     assert "the page lists the first 10,000 of 30,000 tensor rows" in page
     assert 'id="headline-parameters" data-value="60000"' in page  # 30,000 × 2, all of them counted
     assert len(page.encode()) < 5 * 1024**2
+
+
+def test_output_dash_is_stdout_and_special_files_are_usage_errors(cli, tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 40: `-o -` wrote a file named "-"; `-o` on a FIFO or /dev/null exited 4 rather than 2."""
+    from inspector import errors
+
+    monkeypatch.chdir(tmp_path)
+    r = cli("llama3-8b", "--format", "html", "-o", "-")
+    assert r.code == 0 and r.out.startswith("<!DOCTYPE html>") and not (tmp_path / "-").exists()
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    for target in (str(fifo), "/dev/null"):
+        r = cli("llama3-8b", "--format", "html", "-o", target)
+        assert r.code == errors.EXIT_USAGE and "not a regular file" in r.err, target

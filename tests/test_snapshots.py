@@ -4,6 +4,7 @@ real indexes, configs and Hub counts in fixtures/realdata, and the generator scr
 from __future__ import annotations
 
 import filecmp
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -137,3 +138,17 @@ def test_generator_reproduces_the_committed_snapshots(tmp_path: Path) -> None:
             inner = filecmp.dircmp(folder / sub, fresh / sub)
             mismatch, errors = filecmp.cmpfiles(folder / sub, fresh / sub, inner.common_files, shallow=False)[1:]
             assert not mismatch and not errors and not inner.left_only and not inner.right_only, folder.name
+
+
+def test_a_saved_snapshot_records_no_machine_path(cli, tmp_path: Path) -> None:
+    """The manifest says where a snapshot came from without the saver's folders: a local folder by its
+    name alone (issue 40: it recorded the saver's absolute path)."""
+    from helpers import save_real
+
+    folder = tmp_path / "private" / "home" / "my-model"
+    save_real(folder / "model.safetensors", {"w": ("F32", (4, 4))})
+    out = tmp_path / "snap"
+    assert cli("save", str(folder), "-o", str(out)).code == 0
+    manifest = json.loads((out / "inspector-snapshot.json").read_text())
+    assert manifest["provenance"] == "saved by inspector from folder my-model"
+    assert str(tmp_path) not in (out / "inspector-snapshot.json").read_text()

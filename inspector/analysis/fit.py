@@ -44,6 +44,8 @@ SUMMARY_CONTEXT: Final = 8192
 _UNITS: Final = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
                  "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40, "k": 2**10, "m": 2**20, "g": 2**30,
                  "t": 2**40}
+#: the most memory one device is taken to have (1 PiB): an absurd budget is a usage error, not a fit
+MAX_DEVICE_BYTES: Final = 1 << 50
 _SIZE: Final = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*(?:[x×*]\s*(\d+))?\s*$")
 _COUNT: Final = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kKmM]?)\s*$")
 
@@ -78,6 +80,9 @@ def parse_budget(text: str, option: str = "--gpu") -> Budget:
     per_device = int(float(m.group(1)) * _UNITS[unit])
     if per_device <= 0 or not 1 <= devices <= 4096:
         raise UsageError(f"{option}: {text!r} is not a positive size on 1 to 4,096 devices")
+    if per_device > MAX_DEVICE_BYTES:
+        raise UsageError(f"{option}: {text!r} is over {MAX_DEVICE_BYTES // 2**40:,} TiB a device; no device holds that",
+                         hint="for example 80GiB, 141GiBx8")
     return Budget(per_device, devices)
 
 
@@ -290,7 +295,7 @@ def _group(report: Report, est: Estimate, budget: Budget, eng: Engine, settings:
     max_batch = largest(lambda b: total(est.context, b) <= usable, 1 << 20) if known else None
     top = max(est.context, max_context or 0, 1)
     points = sorted({top * i // CURVE_POINTS for i in range(CURVE_POINTS + 1)} | {est.context, max_context or 0})
-    pool = usable - weights - overhead if eng.pool and known else None
+    pool = max(0, usable - weights - overhead) if eng.pool and known else None  # nothing left: an empty pool
     uniform = all(w is None for _, w in kv.layers) and state == 0 and len(kv.layers) == decoder_layers
     grand = total(est.context, est.batch)
     return Fit(

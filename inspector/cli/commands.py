@@ -120,7 +120,12 @@ def check_output(fmt: str, output: str | None, *, model: str = "MODEL", conflict
         return None
     if fmt != "html":
         raise UsageError("-o/--output writes an HTML report", hint="add --format html, or redirect stdout")
+    if output == "-":  # the usual spelling of stdout
+        return None
     path = Path(output).expanduser()
+    if path.exists() and not path.is_dir() and not path.is_file():
+        raise UsageError(f"-o {output}: not a regular file (a device, a FIFO or a socket)",
+                         hint="give a file name, or -o - for stdout")
     if path.is_dir():
         raise UsageError(f"-o {output}: is a folder", hint="give a file name, e.g. -o report.html")
     if path.is_symlink() or (path.exists() and not is_report(read_regular(path, 2048))):

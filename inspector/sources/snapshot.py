@@ -370,7 +370,10 @@ def save_checkpoint(checkpoint: Checkpoint, folder: Path, *, force: bool = False
         sizes.setdefault(h.file, h.file_size)
     for name, data in stored.items():
         sizes.setdefault(name, len(data))
-    provenance = f"saved by inspector from {checkpoint.origin} {checkpoint.location}"
+    # where it came from, without the saver's machine: a Hub repo by its id, a local folder by its name alone
+    source = checkpoint.repo_id if checkpoint.origin in ("hub", "hf-cache") and checkpoint.repo_id else \
+        Path(checkpoint.location).name
+    provenance = f"saved by inspector from {checkpoint.origin} {source}"
     write_snapshot(folder, repo_id=checkpoint.repo_id, revision=checkpoint.revision,
                    files=sorted(sizes.items()), headers=headers, stored=stored, provenance=provenance,
                    formats=formats)

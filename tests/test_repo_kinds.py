@@ -421,3 +421,27 @@ def test_a_torch_file_named_pth_tar_is_read_by_its_bytes(cli, tmp_path: Path) ->
         r = cli(str(tmp_path / name), "--json")
         assert r.code == 0, r.err
         assert r.json()["totals"]["parameters"] == sum(p.numel() for p in layer.parameters()), name
+
+
+def test_repeated_module_entries_count_once(cli, tmp_path: Path) -> None:
+    """Issue 40: 10,000 modules.json entries naming one Dense folder counted its parameters 10,000 times;
+    each folder is read once, and an index over the documented bound (1,024 modules) is refused by name."""
+    import json
+
+    from helpers import save_real
+
+    folder = tmp_path / "st"
+    save_real(folder / "model.safetensors", {"embeddings.word_embeddings.weight": ("F32", (32, 8))})
+    (folder / "config.json").write_text(json.dumps({"model_type": "bert", "hidden_size": 8}))
+    save_real(folder / "2_Dense" / "model.safetensors", {"linear.weight": ("F32", (4, 8))})
+    (folder / "2_Dense" / "config.json").write_text(json.dumps({"in_features": 8, "out_features": 4}))
+    entries = [{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"}]
+    entries += [{"idx": i, "name": str(i), "path": "2_Dense", "type": "sentence_transformers.models.Dense"}
+                for i in range(1, 1000)]
+    (folder / "modules.json").write_text(json.dumps(entries))
+    doc = cli(str(folder), "--json").json()
+    assert doc["totals"]["parameters"] == 32 * 8 + 4 * 8
+    entries += [{"idx": i, "name": str(i), "path": "2_Dense", "type": "x"} for i in range(1000, 1100)]
+    (folder / "modules.json").write_text(json.dumps(entries))
+    r = cli(str(folder), "--json")
+    assert r.code == errors.EXIT_INVALID and "over the 1,024 this tool reads" in r.err

@@ -188,11 +188,21 @@ def pipeline_components(index: Mapping[str, Any], where: str) -> list[tuple[str,
     return out
 
 
+#: the most modules a ``modules.json`` may list (sentence-transformers models have 2 to 5); past it, a
+#: named refusal
+MAX_MODULES: Final = 1024
+
+
 def module_components(modules: object, where: str) -> list[tuple[str, str | None, str | None]]:
-    """A sentence-transformers ``modules.json``: the modules in their own folders, (folder, None, type)."""
+    """A sentence-transformers ``modules.json``: the modules in their own folders, (folder, None, type),
+    each folder once however often it is listed (a hostile index named one folder 10,000 times)."""
     if not isinstance(modules, list):
         raise InvalidCheckpointError(f"{where}: {MODULES_INDEX} is not a list of modules")
+    if len(modules) > MAX_MODULES:
+        raise InvalidCheckpointError(f"{where}: {MODULES_INDEX} lists {len(modules):,} modules, over the "
+                                     f"{MAX_MODULES:,} this tool reads")
     out = []
+    seen: set[str] = set()
     for entry in modules:
         path = entry.get("path") if isinstance(entry, dict) else None
         kind = entry.get("type") if isinstance(entry, dict) else None
@@ -203,6 +213,9 @@ def module_components(modules: object, where: str) -> list[tuple[str, str | None
         if not _FOLDER.match(path):
             relative_name(path, f"{where}: {MODULES_INDEX}: path")
             raise InvalidCheckpointError(f"{where}: {MODULES_INDEX}: module path {path[:80]!r} is not one folder")
+        if path in seen:
+            continue
+        seen.add(path)
         library, _, cls = kind.rpartition(".") if kind else ("", "", "")
         out.append((path, library.split(".")[0] or None, cls or None))
     return out

@@ -163,3 +163,21 @@ def test_values_need_tensor_data(cli, tmp_path: Path) -> None:
     assert r.code == errors.EXIT_INVALID and "holds headers only" in r.err and "Traceback" not in r.err
     assert len(r.err.strip().splitlines()) <= 2  # the line, and its hint
     assert cli("diff", str(a), str(a), "--exact").code == errors.EXIT_USAGE
+
+
+def test_sampled_ranges_stay_inside_the_tensor() -> None:
+    """Whatever the size, sample and element width, every range lies inside the tensor, starts on an
+    element, and the same name gives the same ranges on both sides."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from inspector.analysis.values import _offsets
+
+    @settings(max_examples=300, deadline=None)
+    @given(st.integers(1, 10**9), st.integers(64, 1 << 20), st.sampled_from([1, 2, 4, 8]), st.text(max_size=20))
+    def check(nbytes: int, sample: int, align: int, name: str) -> None:
+        got = _offsets(nbytes, name, sample, align)
+        assert got == _offsets(nbytes, name, sample, align)
+        assert all(0 <= o and o + n <= nbytes and o % align == 0 and n > 0 for o, n in got)
+
+    check()

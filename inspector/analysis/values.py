@@ -104,13 +104,13 @@ class ValueDiff:
 def _offsets(nbytes: int, name: str, sample: int, align: int) -> list[tuple[int, int]]:
     """(offset in the tensor, length): the whole tensor when it is no larger than the sample; else its
     start, middle and end, and pseudo-random ranges seeded by the name, aligned to elements."""
-    if nbytes <= sample:
-        return [(0, nbytes)]
     chunk = max(align, CHUNK - CHUNK % align)
+    if nbytes <= max(sample, chunk):
+        return [(0, nbytes)]
     last = (nbytes - chunk) // align * align
     picks = {0, last, (nbytes // 2) // align * align}
     rng = random.Random(hashlib.sha256(name.encode("utf-8", "surrogatepass")).digest())
-    count = max(sample // chunk, 3)
+    count = min(max(sample // chunk, 3), last // align + 1)  # never more ranges than there are places
     while len(picks) < count:
         picks.add(rng.randrange(0, last + 1) // align * align)
     return [(o, min(chunk, nbytes - o)) for o in sorted(picks)]

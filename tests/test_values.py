@@ -178,6 +178,6 @@ def test_sampled_ranges_stay_inside_the_tensor() -> None:
     def check(nbytes: int, sample: int, align: int, name: str) -> None:
         got = _offsets(nbytes, name, sample, align)
         assert got == _offsets(nbytes, name, sample, align)
-        assert all(0 <= o and o + n <= nbytes and o % align == 0 and n > 0 for o, n in got)
+        assert all(o >= 0 and o + n <= nbytes and o % align == 0 and n > 0 for o, n in got)
 
     check()

@@ -220,3 +220,18 @@ def test_kv_dtype_takes_every_name_dtype_takes(cli) -> None:
         # Llama-3-8B: 32 layers × 8 KV heads × 128 (config.json) × 2 (K and V) elements a token
         per_token = next(f for f in kv.json()["figures"] if f["name"] == "kv_bytes_per_token")["value"]
         assert per_token == 32 * 8 * 128 * 2 * bits // 8, name
+
+
+def test_a_json_error_is_a_json_document_on_stdout(cli, tmp_path) -> None:
+    """Issue 41: with --json, an error left stdout empty; now one JSON object with the documented exit code,
+    and the line on stderr too."""
+    for args, code in (((str(tmp_path / "missing"), "--json"), EXIT_NOT_FOUND),
+                       (("estimate", "llama3-8b", "--gpu", "24", "--format", "json"), EXIT_USAGE),
+                       (("train", "llama3-8b", "--optimizer", "lion", "--json"), EXIT_USAGE),
+                       (("estimate", "llama3-8b", "--no-such-option", "--json"), EXIT_USAGE)):
+        r = cli(*args)
+        assert r.code == code, (args, r.err)
+        doc = json.loads(r.out)
+        assert doc["error"]["exit"] == code and doc["error"]["message"] and r.err.strip(), args
+        assert set(doc["error"]) == {"code", "exit", "message", "hint"}
+    assert cli(str(tmp_path / "missing")).out == ""  # without --json, stdout stays empty

@@ -8,6 +8,7 @@ subcommand, so to inspect a folder called ``diff`` write ``./diff`` (or ``inspec
 from __future__ import annotations
 
 import gc
+import itertools
 import os
 import sys
 from pathlib import Path
@@ -716,7 +717,7 @@ def run(argv: list[str] | None) -> int:
     except InspectorError as exc:
         if debug:
             streams.debug_traceback()
-        return _fail(exc.message, exc.hint, exc.exit_code)
+        return _fail(exc.message, exc.hint, exc.exit_code, json_errors=_wants_json(args))
     except typer.Abort:
         streams.say("Aborted.")
         return 130
@@ -727,7 +728,10 @@ def run(argv: list[str] | None) -> int:
         else:
             streams.error(str(exc))
         code = getattr(exc, "exit_code", EXIT_USAGE)
-        return code if isinstance(code, int) and code else EXIT_USAGE
+        code = code if isinstance(code, int) and code else EXIT_USAGE
+        if _wants_json(args):
+            streams.error_json(str(getattr(exc, "message", exc)), None, code)
+        return code
     except KeyboardInterrupt:
         streams.say("Interrupted.")
         return 130
@@ -737,12 +741,22 @@ def run(argv: list[str] | None) -> int:
         if debug:
             streams.debug_traceback()
         return _fail(f"internal error: {type(exc).__name__}: {exc}",
-                     "this is a bug; run again with INSPECTOR_DEBUG=1 for a traceback and report it", EXIT_INTERNAL)
+                     "this is a bug; run again with INSPECTOR_DEBUG=1 for a traceback and report it", EXIT_INTERNAL,
+                     json_errors=_wants_json(args))
     finally:
         gc.enable()
 
 
-def _fail(message: str, hint: str | None, code: int) -> int:
-    """``Error: …`` and ``hint: …`` on stderr as plain, sanitised text."""
+def _fail(message: str, hint: str | None, code: int, *, json_errors: bool = False) -> int:
+    """``Error: …`` and ``hint: …`` on stderr as plain, sanitised text; with ``--json``, the same as a
+    JSON document on stdout."""
     streams.error(message, hint)
+    if json_errors:
+        streams.error_json(message, hint, code)
     return code
+
+
+def _wants_json(args: list[str]) -> bool:
+    """Whether the command line asks for JSON (``--json``, ``--format json``, ``--format=json``)."""
+    return "--json" in args or "--format=json" in args or any(
+        a == "--format" and b == "json" for a, b in itertools.pairwise(args))

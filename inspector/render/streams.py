@@ -32,6 +32,21 @@ def error(message: str, hint: str | None = None) -> None:
         sys.stderr.write(lines)
 
 
+#: the word for each exit code in a ``--json`` error document
+ERROR_CODES = {1: "result", 2: "usage", 3: "not_found", 4: "invalid", 5: "network", 70: "internal", 130: "interrupted"}
+
+
+def error_json(message: str, hint: str | None, exit_code: int) -> None:
+    """With ``--json``, an error is a JSON document on stdout too, so a script reading stdout gets one:
+    ``{"error": {"code", "exit", "message", "hint"}}`` (json.dumps escapes every control character)."""
+    import json
+
+    doc = {"error": {"code": ERROR_CODES.get(exit_code, "error"), "exit": exit_code, "message": message,
+                     "hint": hint}}
+    with contextlib.suppress(OSError, ValueError):
+        sys.stdout.write(json.dumps(doc, ensure_ascii=True) + "\n")
+
+
 def debug_traceback() -> None:
     """The current exception's traceback on stderr (INSPECTOR_DEBUG / HF_DEBUG)."""
     traceback.print_exc()

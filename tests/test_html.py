@@ -324,3 +324,23 @@ def test_output_dash_is_stdout_and_special_files_are_usage_errors(cli, tmp_path:
     for target in (str(fifo), "/dev/null"):
         r = cli("llama3-8b", "--format", "html", "-o", target)
         assert r.code == errors.EXIT_USAGE and "not a regular file" in r.err, target
+
+
+def test_train_and_plan_pages(cli, browser: Any, tmp_path: Path) -> None:
+    """The train and plan pages open with nothing leaving them and nothing complaining; their headlines
+    are the JSON documents' figures."""
+    train = report(cli, tmp_path, "train-qlora", "train", "llama3-8b", "--method", "qlora", "--gpu", "RTX4090")
+    doc = cli("train", "llama3-8b", "--method", "qlora", "--gpu", "RTX4090", "--json").json()
+    with Opened(browser, train, "train-qlora") as opened:
+        opened.quiet()
+        assert opened.page.text_content("#headline-verdict") == "fits"
+        assert opened.page.get_attribute("#headline-trainable", "data-value") == str(doc["trainable_parameters"])
+        assert opened.page.locator("#train-terms tbody tr").count() == len(doc["terms"])
+    plan = report(cli, tmp_path, "plan", "plan", "qwen2.5-7b", "--gpu", "H100", "--max-gpus", "8")
+    doc = cli("plan", "qwen2.5-7b", "--gpu", "H100", "--max-gpus", "8", "--json").json()
+    with Opened(browser, plan, "plan") as opened:
+        opened.quiet()
+        valid = sum(1 for x in doc["layouts"] if x["valid"])
+        assert opened.page.locator("#plan-valid tbody tr").count() == valid
+        assert opened.page.locator("#plan-refused tbody tr").count() == len(doc["layouts"]) - valid
+        assert "28 attention heads are not divisible by 8" in (opened.page.text_content("#plan-refused") or "")

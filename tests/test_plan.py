@@ -4,15 +4,14 @@ source states it, written out below), and the per-GPU figures against `inspect e
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
 from helpers import FIXTURES, realdata
+from test_engines import llama31  # Llama-3.1-8B-Instruct from the bundled Meta-Llama-3-8B snapshot
 
 from inspector import errors
 
-SNAPSHOTS = Path(__file__).resolve().parent.parent / "inspector" / "snapshots"
 RECEIPTS = json.loads((FIXTURES / "vllm" / "receipts.json").read_text())
 
 
@@ -90,17 +89,6 @@ def test_tp_1_is_the_estimate_exactly(cli) -> None:
     fit = cli("estimate", "llama3-8b", "--gpu", "H100", "--context", "8k", "--json").json()["fit"]
     assert (one["weights_bytes"], one["kv_pool_bytes"], one["kv_pool_tokens"], one["total_bytes"]) == \
         (fit["weights_bytes"], fit["kv_pool_bytes"], fit["kv_pool_tokens"], fit["total_bytes"])
-
-
-def llama31(tmp_path: Path) -> Path:
-    folder = tmp_path / "llama-3.1-8b-instruct"
-    shutil.copytree(SNAPSHOTS / "meta-llama__Meta-Llama-3-8B", folder)
-    config = json.loads((folder / "config.json").read_text())
-    config["max_position_embeddings"] = 131072
-    config["rope_scaling"] = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
-                              "original_max_position_embeddings": 8192}
-    (folder / "config.json").write_text(json.dumps(config))
-    return folder
 
 
 def test_tensor_parallel_agrees_with_vllm_s_receipts(cli, tmp_path: Path) -> None:

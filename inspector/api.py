@@ -221,7 +221,7 @@ def _sample_bytes(value: int | str) -> int:
 def value_diff(a: Report, b: Report, sample_bytes: int, exact: bool, options: HubOptions | None) -> ValueDiff:
     """Read the sampled ranges of both sides (merged per file, through the sources layer) and compare."""
     from inspector.analysis.values import Range, ValueDiff, merged, sample_plan, summarise, verdicts
-    from inspector.errors import UsageError
+    from inspector.errors import InvalidCheckpointError, UsageError
     from inspector.sources.data import data_reader
 
     plan = sample_plan(a, b, sample_bytes)
@@ -234,10 +234,14 @@ def value_diff(a: Report, b: Report, sample_bytes: int, exact: bool, options: Hu
             wanted.setdefault(file, []).extend(ranges)
         spans = [(file, m.start, m.length) for file, ranges in sorted(wanted.items()) for m in merged(ranges)]
         got: dict[tuple[str, Range], bytes] = {}
-        for (file, start, _), body in zip(spans, readers[side].read(spans), strict=True):
+        for (file, start, length), body in zip(spans, readers[side].read(spans), strict=True):
             for r in wanted[file]:
-                if start <= r.start < start + len(body):
-                    got[(file, r)] = body[r.start - start:r.start - start + r.length]
+                if start <= r.start < start + length:  # the span asked for this range
+                    piece = body[r.start - start:r.start - start + r.length]
+                    if len(piece) != r.length:
+                        raise InvalidCheckpointError(f"{file}: the file ends before the tensor data its header "
+                                                     f"places at byte {r.start:,}", hint="the file is truncated")
+                    got[(file, r)] = piece
         return got
 
     from concurrent.futures import ThreadPoolExecutor

@@ -181,3 +181,13 @@ def test_sampled_ranges_stay_inside_the_tensor() -> None:
         assert all(o >= 0 and o + n <= nbytes and o % align == 0 and n > 0 for o, n in got)
 
     check()
+
+
+def test_a_truncated_file_is_said_so(cli, tmp_path: Path) -> None:
+    """B's file cut short inside its tensor data: one line naming the file, exit 4, no traceback (the header
+    reader refuses it first; value_diff's own check covers a file that shrinks between the two reads)."""
+    a, b = write_pair(tmp_path, {})
+    data = (b / "model.safetensors").read_bytes()
+    (b / "model.safetensors").write_bytes(data[: len(data) - 4096])
+    r = cli("diff", str(a), str(b), "--values")
+    assert r.code == errors.EXIT_INVALID and "Traceback" not in r.err and "truncated" in r.err, r.err

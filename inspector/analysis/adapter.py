@@ -21,15 +21,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Final
 
-from inspector.analysis.peft import targets
+from inspector.analysis.peft import is_frozen_copy, targets
 from inspector.analysis.report import Report
 from inspector.analysis.roles import classify
 from inspector.model import ADAPTER_CONFIG
 
 PEFT_PREFIX: Final = "base_model.model."
-#: a frozen copy of a base layer peft saves beside its LoRA factors (``save_embedding_layers``: the
-#: embedding's ``base_layer``): file elements, not trainable parameters
-_FROZEN = re.compile(r"\.base_layer\.weight$")
 _LORA = re.compile(r"^(?P<module>.+)\.(?P<part>lora_A|lora_B|lora_embedding_A|lora_embedding_B|lora_magnitude_vector)"
                    r"(?:\.[A-Za-z0-9_]+)?(?:\.weight)?$")
 
@@ -115,7 +112,7 @@ def diff_adapter(base: Report, adapter: Report) -> AdapterDiff:  # noqa: C901 (o
     problems: list[str] = []
     for t in adapter.tensors:
         name = t.info.name.removeprefix(PEFT_PREFIX)
-        if _FROZEN.search(name):
+        if is_frozen_copy(name):
             frozen.append((name, t.info.numel))
             continue
         m = _LORA.match(name)

@@ -2,7 +2,17 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
+from typing import Final
+
+#: a frozen copy of a base layer peft saves beside its LoRA factors (``save_embedding_layers``: the
+#: embedding's ``base_layer``): file elements, not trainable parameters
+FROZEN_COPY: Final = re.compile(r"\.base_layer\.weight$")
+
+
+def is_frozen_copy(name: str) -> bool:
+    return FROZEN_COPY.search(name) is not None
 
 
 def describe(config: Mapping[str, object]) -> str:

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from operator import attrgetter, itemgetter
 
 from inspector.analysis.config import ModelConfig, load_config
-from inspector.analysis.peft import describe
+from inspector.analysis.peft import describe, is_frozen_copy
 from inspector.analysis.roles import PACKING_DTYPES, logical_elements, module_bits, quant_bits
 from inspector.analysis.stats import Summary, Tensor, placed, stored_elements, summarize_tensors
 from inspector.analysis.tokenizer import TokenizerSummary, tokenizer_summary
@@ -154,8 +154,7 @@ def _notes(checkpoint: Checkpoint, config: ModelConfig, summary: Summary, tensor
         base = adapter.get("base_model_name_or_path")
         notes.append(f"a PEFT adapter ({describe(adapter)})" + (f" for {base}" if isinstance(base, str) else "")
                      + ": `inspect diff BASE ADAPTER` sets it against its base")
-        frozen = sum(t.info.numel for t in tensors if t.place.kind == "parameter" and t.info.name.endswith(
-            ".base_layer.weight"))
+        frozen = sum(t.info.numel for t in tensors if t.place.kind == "parameter" and is_frozen_copy(t.info.name))
         if frozen:
             notes.append(f"trainable {summary.parameters - frozen:,} of the {summary.parameters:,}: {frozen:,} are "
                          "frozen copies of base layers (…base_layer.weight, peft's save_embedding_layers)")

@@ -24,7 +24,7 @@ if TYPE_CHECKING:  # rich is imported where a table is drawn: `inspect --json` n
     # types of the other commands are not imported by a plain `inspect MODEL` either
     from rich.console import Console, ConsoleOptions, RenderableType
 
-    from inspector.analysis.architecture import Architecture
+    from inspector.analysis.architecture import Architecture, Stack
     from inspector.analysis.audit import AuditResult
     from inspector.analysis.compare import Comparison
     from inspector.analysis.estimate import Estimate
@@ -701,11 +701,8 @@ def architecture_json(arch: Architecture) -> dict[str, object]:
     }
 
 
-def layer_runs(stack: object) -> list[tuple[str, int, int, int]]:
+def layer_runs(stack: Stack) -> list[tuple[str, int, int, int]]:
     """A stack's layers as runs of one kind: (kind, first index, last index, count)."""
-    from inspector.analysis.architecture import Stack
-
-    assert isinstance(stack, Stack)
     runs: list[tuple[str, int, int, int]] = []
     for layer in stack.layers:
         kind = layer.kind

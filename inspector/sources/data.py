@@ -104,6 +104,9 @@ class HubData(_Counted):
     def __init__(self, hub: Hub, repo_id: str, sha: str) -> None:
         super().__init__()
         self.hub, self.repo_id, self.sha = hub, repo_id, sha
+        # the transport's modules imported here, on the calling thread, never first on a worker's
+        import httpx2  # noqa: F401
+        import huggingface_hub.utils  # noqa: F401
 
     def read(self, spans: Sequence[Span]) -> list[bytes]:
         def one(span: Span) -> bytes:

@@ -13,8 +13,9 @@ of ``inspector.errors`` that the CLI maps to exit codes. Nothing here prints.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from inspector.model import Checkpoint
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
     from inspector.analysis.estimate import Estimate
     from inspector.analysis.fit import Budget, CommonFit, Fit
     from inspector.analysis.formula import FormulaCheck
-    from inspector.analysis.listing import FileRow, ListingRow, RepoFiles
+    from inspector.analysis.listing import CachedModel, FileRow, ListingRow, RepoFiles
     from inspector.analysis.plan import Plan
     from inspector.analysis.report import Report
     from inspector.analysis.train import Train, TrainOptions
@@ -35,10 +36,14 @@ if TYPE_CHECKING:
     from inspector.sources.transport import HubOptions
 
 def open_model(model: str | Checkpoint, *, revision: str | None = None, endpoint: str | None = None,
-               token: str | None = None, offline: bool = False, lenient: bool = False) -> Checkpoint:
+               token: str | None = None, offline: bool = False, lenient: bool = False,
+               progress: Callable[[int, int], None] | None = None,
+               on_wait: Callable[[str], None] | None = None) -> Checkpoint:
     """Open ``model`` from wherever it is (``sources.resolve.open_checkpoint``; the Hub through
     huggingface_hub with ``endpoint``/``token``/``offline``, or their environment defaults).
-    ``lenient``: problems are collected on the checkpoint instead of raised (what ``audit`` reads)."""
+    ``lenient``: problems are collected on the checkpoint instead of raised (what ``audit`` reads).
+    ``progress`` is told (done, total) as a Hub repo's headers arrive; ``on_wait``, in words, when a
+    read waits for the server (Retry-After). The one route by which every command opens a model."""
     if isinstance(model, Checkpoint):
         return model
     from inspector.analysis.config import use_figure_store
@@ -47,8 +52,119 @@ def open_model(model: str | Checkpoint, *, revision: str | None = None, endpoint
     from inspector.sources.resolve import open_checkpoint
 
     use_figure_store(DiskFigureStore())
-    options = HubOptions(endpoint=endpoint, token=token, offline=True if offline else None)
-    return open_checkpoint(model, hub=hub_opener(options), revision=revision, lenient=lenient)
+    options = HubOptions(endpoint=endpoint, token=token, offline=True if offline else None, on_wait=on_wait)
+    return open_checkpoint(model, hub=hub_opener(options, progress), revision=revision, lenient=lenient)
+
+
+def repo_and_revision(spec: str) -> tuple[str, str | None]:
+    """``org/name@rev`` → (``org/name``, ``rev``); without ``@``, the revision is None."""
+    from inspector.sources.resolve import split_revision
+
+    return split_revision(spec)
+
+
+def did_you_mean(word: str, choices: Sequence[str]) -> str | None:
+    """The closest of ``choices`` when ``word`` is close enough to be a typo of it."""
+    from inspector.sources.resolve import did_you_mean as closest
+
+    return closest(word, choices)
+
+
+# --- aliases ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class AliasRow:
+    alias: str
+    repo_id: str
+    description: str
+    bundled: bool  # its header snapshot ships in the package
+
+
+@dataclass(frozen=True, slots=True)
+class Aliases:
+    """``inspect aliases``: the short names of the bundled models."""
+
+    rows: tuple[AliasRow, ...]
+
+    def to_dict(self) -> dict[str, object]:
+        from inspector.render.output import SCHEMA_VERSION
+
+        return {"schema_version": SCHEMA_VERSION,
+                "aliases": [{"alias": r.alias, "repo_id": r.repo_id, "description": r.description,
+                             "bundled": r.bundled} for r in self.rows]}
+
+    def names(self) -> frozenset[str]:
+        return frozenset(r.alias.lower() for r in self.rows)
+
+
+def aliases() -> Aliases:
+    """Every alias, with the repo it stands for and whether its snapshot is bundled."""
+    from inspector.sources.bundled import all_aliases, bundled_path
+
+    return Aliases(tuple(AliasRow(a.name, a.repo_id, a.description, bundled_path(a).is_dir())
+                         for a in all_aliases()))
+
+
+def is_alias(name: str) -> bool:
+    from inspector.sources.bundled import ALIASES
+
+    return name.lower() in ALIASES
+
+
+# --- the Hugging Face cache ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class CacheResult:
+    """``inspect $HF_HUB_CACHE``: every cached model with its counts (``status`` says why one has none)."""
+
+    root: str
+    rows: tuple[CachedModel, ...]
+
+    def to_dict(self) -> dict[str, object]:
+        from inspector.render.output import cache_json
+
+        return cache_json(self.root, list(self.rows))
+
+
+def is_cache_root(path: str | Path) -> bool:
+    """``path`` is a Hugging Face cache root (a folder of ``models--ORG--NAME`` folders)."""
+    from inspector.sources.resolve import is_hf_cache_root
+
+    return is_hf_cache_root(Path(path).expanduser())
+
+
+def cache(root: str | Path) -> CacheResult:
+    """Every model of the Hugging Face cache at ``root``, read from its snapshots' headers."""
+    from inspector.analysis.listing import CachedModel
+    from inspector.analysis.report import build_report
+    from inspector.errors import ConfigOnly, InspectorError
+    from inspector.sources.resolve import cached_models, open_folder
+
+    folder_root = Path(root).expanduser()
+    rows: list[CachedModel] = []
+    for repo_id, sha, folder in cached_models(folder_root):
+        try:
+            s = build_report(open_folder(folder, origin="hf-cache", repo_id=repo_id, revision=sha)).summary
+            rows.append(CachedModel(repo_id, sha, s.parameters, s.bytes, len(s.shards), "ok"))
+        except InspectorError as exc:
+            status = "config only" if isinstance(exc, ConfigOnly) else exc.message
+            rows.append(CachedModel(repo_id, sha, None, None, None, status))
+    return CacheResult(str(folder_root), tuple(rows))
+
+
+# --- save ------------------------------------------------------------------------------------------
+
+
+def save(model: str | Checkpoint, folder: str | Path, *, force: bool = False, revision: str | None = None,
+         endpoint: str | None = None, token: str | None = None, offline: bool = False) -> Path:
+    """Write the model's header snapshot to ``folder`` (new, empty, or a snapshot of the same model;
+    ``force`` replaces one of another model) and return the folder: inspect, diff or audit it offline."""
+    from inspector.sources.snapshot import save_checkpoint
+
+    checkpoint = open_model(model, revision=revision, endpoint=endpoint, token=token, offline=offline)
+    return save_checkpoint(checkpoint, Path(folder), force=force)
 
 
 # --- show ----------------------------------------------------------------------------------------
@@ -206,6 +322,14 @@ def diff(a: str | Checkpoint, b: str | Checkpoint, *, values: bool = False, samp
         options = HubOptions(endpoint=endpoint, token=token, offline=True if offline else None)
     return Difference(result=diff_reports(ra, rb),
                       values=value_diff(ra, rb, sample, exact, options) if values else None)
+
+
+def gates(text: str | None) -> list[str]:
+    """``--fail-if``'s comma-separated conditions (params, dtypes, shapes, any), checked; for
+    ``Difference.gates_hit``."""
+    from inspector.analysis.diff import parse_gates
+
+    return parse_gates(text)
 
 
 def _sample_bytes(value: int | str) -> int:
@@ -510,21 +634,32 @@ class Audit:
         return audit_json(self.result)
 
 
-def audit(model: str | Checkpoint, *, modeling: bool = False, revision: str | None = None,
+def audit(model: str | Checkpoint, *, modeling: bool = False, deep: bool = False,
+          progress: Callable[[int, int], None] | None = None, revision: str | None = None,
           endpoint: str | None = None, token: str | None = None, offline: bool = False) -> Audit:
     """``inspect audit``: is the checkpoint whole and consistent? ``modeling`` also checks against
-    the model class on PyTorch's meta device (the torch extra). ``--deep`` (a scan of the tensor
-    data) stays a CLI option: it reads the weights."""
+    the model class on PyTorch's meta device (the torch extra). ``deep`` also scans the tensor data
+    for NaN, Inf and all-zero tensors: local files only (it reads the weights; never a Hub repo's),
+    ``progress`` told (bytes done, bytes in all)."""
     from inspector.analysis import audit as audit_mod
 
     checkpoint = open_model(model, revision=revision, endpoint=endpoint, token=token, offline=offline, lenient=True)
     inp = audit_mod.audit_input(checkpoint)
     result = audit_mod.audit(inp)
+    extra: list[audit_mod.Finding] = []
+    if deep:
+        if inp.root is None:
+            from inspector.errors import UsageError
+
+            raise UsageError("the deep scan needs a local checkpoint folder or file")
+        extra += audit_mod.deep_scan(inp, progress)
     if modeling:
         from inspector.analysis.modeling import modeling_check
 
-        result = audit_mod.AuditResult(result.input, audit_mod.sort_findings(
-            (*result.findings, *modeling_check(inp))), result.checked)
+        extra += modeling_check(inp)
+    if extra:
+        result = audit_mod.AuditResult(result.input, audit_mod.sort_findings((*result.findings, *extra)),
+                                       result.checked)
     return Audit(result)
 
 

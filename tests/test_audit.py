@@ -228,3 +228,23 @@ def test_exit_codes(cli, tmp_path: Path) -> None:
 def test_bundled_snapshots_audit_without_errors(cli, alias: str) -> None:
     doc = cli("audit", alias, "--json").json()
     assert doc["counts"]["error"] == 0, doc["findings"][:3]
+
+
+def test_one_wrong_config_value_is_one_row_and_the_missing_shard_comes_first(tmp_path: Path, cli) -> None:
+    """Issue 41: one wrong config value gave a row per layer and tensor, and the missing shard came after
+    them. Findings are ordered by severity and then by what breaks a load first (a missing file before a
+    shape); per-layer repeats are one row naming the layer range and the count."""
+    cfg, ents = tiny_llama(layers=8, heads=2, kv=1)
+    cfg["num_key_value_heads"] = 2  # wrong: every k_proj and v_proj of the 8 layers contradicts it
+    root = build(tmp_path / "m", config=cfg, entries=ents)
+    (root / SHARD2).unlink()
+    result = audit_mod.audit(audit_mod.audit_input(open_local(root, lenient=True)))
+    assert result.findings[0].code == "index.missing-shard"
+    wrong = [f for f in result.findings if f.code == "config.num_key_value_heads"]
+    rows = [r for r in audit_mod.repeats(result.findings) if r.first.code == "config.num_key_value_heads"]
+    assert len(rows) < len(wrong) and sum(r.count for r in rows) == len(wrong)
+    screen = cli("audit", str(root)).out
+    table = screen[screen.index("severity"):]
+    assert table.index("index.missing-shard") < table.index("config.num_key_value_heads")
+    assert any("layers.{" in line and "×" in line for line in table.splitlines())
+    assert len([line for line in table.splitlines() if "config.num_key_value_heads" in line]) == len(rows)

@@ -344,3 +344,75 @@ def test_train_and_plan_pages(cli, browser: Any, tmp_path: Path) -> None:
         assert opened.page.locator("#plan-valid tbody tr").count() == valid
         assert opened.page.locator("#plan-refused tbody tr").count() == len(doc["layouts"]) - valid
         assert "28 attention heads are not divisible by 8" in (opened.page.text_content("#plan-refused") or "")
+
+
+def test_moe_and_dense_compare_has_a_legend_entry_and_its_own_colour_for_every_role(cli, tmp_path: Path,
+                                                                                  browser) -> None:
+    """Issue 41: the compare legend showed 9 of 14 roles and Mixtral's moe.expert.up took embedding's colour
+    (a cycle of 12), so Mixtral read as 'mostly embedding'. Every role drawn has a legend entry, each role
+    one colour, no colour two roles; the roles drawn are those of the JSON document with parameters; the
+    page names Mixtral's active parameters (12.9 B active of 46.7 B: Mistral AI's Mixtral announcement)."""
+    import inspector
+
+    models = ("mixtral-8x7b", "llama3-8b", "deepseek-v3")
+    doc = inspector.compare(*models).to_dict()
+    expected = {role for m in doc["models"] for role, value in m["parameters_by_role"].items() if value}
+    with Opened(browser, report(cli, tmp_path, "compare-moe", "compare", *models), "compare-moe") as page:
+        page.quiet()
+        drawn = page.page.evaluate("""() => [...document.querySelectorAll('#compare-bars rect.part')]
+            .map(r => [r.dataset.role, r.getAttribute('fill')])""")
+        legend = page.page.evaluate("""() => [...document.querySelectorAll('.legend-entry')]
+            .map(g => [g.dataset.key, g.dataset.colour, g.querySelector('rect').getAttribute('fill'),
+                       g.getBoundingClientRect().width > 0])""")
+        text = page.page.inner_text("body")
+    assert {role for role, _ in drawn} == expected
+    keys = {key: colour for key, colour, _, _ in legend}
+    assert set(keys) == expected and len(legend) == len(expected)
+    assert all(colour == fill and shown for _, colour, fill, shown in legend)
+    assert len(set(keys.values())) == len(keys)  # no colour for two roles
+    assert all(keys[role] == fill for role, fill in drawn)  # each bar part in its role's legend colour
+    assert "active parameters per token" in text and "12,879,925,248" in text
+
+
+def test_show_treemap_colours_roles_with_a_full_legend(cli, tmp_path: Path, browser) -> None:
+    """The treemap was one flat colour for a single-dtype model (coloured by dtype): its leaves take
+    their role's colour, and the legend lists every role drawn."""
+    with Opened(browser, report(cli, tmp_path, "show-mixtral", "mixtral-8x7b"), "show-mixtral") as page:
+        page.quiet()
+        leaves = page.page.evaluate("""() => [...document.querySelectorAll('#treemap rect.leaf')]
+            .map(r => [r.dataset.role, r.getAttribute('fill')])""")
+        legend = page.page.evaluate("""() => Object.fromEntries([...document.querySelectorAll('.legend-entry')]
+            .map(g => [g.dataset.key, g.dataset.colour]))""")
+    assert {role for role, _ in leaves} == set(legend)
+    assert all(legend[role] == fill for role, fill in leaves)
+    assert len(set(legend.values())) == len(legend) >= 8
+
+
+def test_a_missing_or_renamed_field_fails_instead_of_drawing_a_zero() -> None:
+    """Issue 41: the pages read the documents through helpers that gave 0, "" or {} for a missing key, so
+    a renamed field drew a zero-height bar and nothing failed. Now a missing key or a field of another type
+    raises; the HTML modules read no field with a default."""
+    import copy
+    import re
+
+    import inspector
+    from inspector.render import html as html_mod
+    from inspector.render import svg
+    from inspector.render.svg import DocumentError
+
+    doc = inspector.inspect("llama3-8b").to_dict()
+    assert "Parameters" in html_mod.show_html(doc)
+    renamed = copy.deepcopy(doc)
+    renamed["totals"]["params"] = renamed["totals"].pop("parameters")
+    with pytest.raises(KeyError):
+        html_mod.show_html(renamed)
+    wrong = copy.deepcopy(doc)
+    wrong["totals"]["parameters"] = "8B"
+    with pytest.raises(DocumentError):
+        html_mod.show_html(wrong)
+    for module in (html_mod, svg):
+        source = Path(module.__file__).read_text()
+        assert not re.search(r"\.get\(\s*[\"']", source), module.__name__  # no field read by .get("key")
+    for read in (svg.as_int, svg.as_str, svg.as_obj, svg.as_objs, svg.as_list, svg.as_strs):
+        with pytest.raises(DocumentError):  # a missing (null) or mistyped value is never read as 0, "" or {}
+            read(None)

@@ -37,6 +37,7 @@ model.not-checked          info      --modeling: converted by an operation not s
 from __future__ import annotations
 
 import mmap
+import re
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -165,10 +166,59 @@ def audit(inp: AuditInput) -> AuditResult:
     return AuditResult(inp, sort_findings(findings), checked)
 
 
+#: within a severity, what makes a checkpoint unusable first: a missing or broken file before a shape that
+#: contradicts the config, before what a load would do (issue 41: a missing shard came after 40 config rows)
+CODE_ORDER = ("file.", "index.", "header.", "zip.", "pickle.", "tensor.duplicate", "weights.", "config.", "model.",
+              "tensor.")
+
+
+def _code_rank(code: str) -> int:
+    return next((i for i, prefix in enumerate(CODE_ORDER) if code.startswith(prefix)), len(CODE_ORDER))
+
+
 def sort_findings(findings: Iterable[Finding]) -> tuple[Finding, ...]:
+    """By severity, then by how much the problem breaks (``CODE_ORDER``), then code, file and tensor."""
     order = {s: i for i, s in enumerate(SEVERITIES)}
-    return tuple(sorted(findings, key=lambda f: (order[f.severity], f.code, natural_key(f.file or ""),
-                                                 natural_key(f.tensor or ""))))
+    return tuple(sorted(findings, key=lambda f: (order[f.severity], _code_rank(f.code), f.code,
+                                                 natural_key(f.file or ""), natural_key(f.tensor or ""))))
+
+
+@dataclass(frozen=True, slots=True)
+class Repeat:
+    """Findings that differ only in a layer (or expert) number of their tensor: one row for people.
+    ``tensor`` names them all (``model.layers.{0–31}.self_attn.rotary_emb.inv_freq``); ``files`` the
+    files they are in."""
+
+    first: Finding
+    count: int
+    tensor: str | None
+    files: tuple[str, ...]
+
+
+_NUMBER = re.compile(r"(?<=\.)\d+(?=\.|$)")
+
+
+def repeats(findings: Iterable[Finding]) -> tuple[Repeat, ...]:
+    """Findings with the same severity, code and sentence whose tensor names differ in one number, as one
+    Repeat each, in the order of their first finding; every other finding a Repeat of one."""
+    groups: dict[tuple[str, str, str, str], list[Finding]] = {}
+    for f in findings:
+        pattern = _NUMBER.sub("#", f.tensor) if f.tensor else ""
+        numbered = pattern != (f.tensor or "") and pattern.count("#") == 1
+        key = (f.severity, f.code, f.message, pattern if numbered else f"{f.file}\0{f.tensor}")
+        groups.setdefault(key, []).append(f)
+    out = []
+    for members in groups.values():
+        first = members[0]
+        files = tuple(dict.fromkeys(m.file for m in members if m.file))
+        if len(members) == 1 or first.tensor is None:
+            out.append(Repeat(first, len(members), first.tensor, files))
+            continue
+        numbers = sorted({int(_NUMBER.search(m.tensor or "").group()) for m in members})  # type: ignore[union-attr]
+        span = (f"{numbers[0]}–{numbers[-1]}" if numbers[-1] - numbers[0] + 1 == len(numbers)
+                else ",".join(map(str, numbers[:6])) + ("…" if len(numbers) > 6 else ""))
+        out.append(Repeat(first, len(members), _NUMBER.sub("{" + span + "}", first.tensor, count=1), files))
+    return tuple(out)
 
 
 def _index_checks(inp: AuditInput, add: Callable[[Finding], None]) -> None:  # noqa: C901 (over the limit before it was set; to be split)

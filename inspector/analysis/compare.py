@@ -47,6 +47,17 @@ def kv_bytes_per_token(report: Report) -> int | None:
     return int(kv.per_token.value) if kv is not None and kv.per_token.value is not None else None
 
 
+def active_parameters(report: Report) -> int | None:
+    """Parameters a token uses, for a mixture of experts (None for a dense model, or where unknown)."""
+    from inspector.analysis.estimate import active_parameters as active
+    from inspector.errors import InspectorError
+
+    try:
+        return active(report)
+    except InspectorError:
+        return None
+
+
 def compare(reports: list[Report]) -> Comparison:
     kv = [kv_bytes_per_token(r) for r in reports]
     rows: list[Row] = []
@@ -57,6 +68,9 @@ def compare(reports: list[Report]) -> Comparison:
                        ("files", lambda s: len(s.shards))):
         rows.append(Row("totals", label, tuple(get(s) for s in sums)))
     rows.append(Row("totals", "KV cache bytes per token", tuple(kv)))
+    active = [active_parameters(r) for r in reports]
+    if any(a is not None for a in active):  # a mixture of experts: what a token uses (— for a dense model)
+        rows.insert(1, Row("totals", "active parameters per token", tuple(active)))
     for label, attr in _CONFIG:
         rows.append(Row("config", label, tuple(
             (attr(r.config) or r.checkpoint.composite_class) if attr is _architecture else  # a pipeline's class

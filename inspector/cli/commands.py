@@ -17,11 +17,9 @@ from typing import Annotated, Any, NoReturn
 import typer
 
 from inspector import __version__, api
-from inspector.analysis.config import use_figure_store
 from inspector.cli.opening import ProgressBar, ReadAhead, open_model, open_models, say
 from inspector.errors import EXIT_INTERNAL, EXIT_USAGE, InspectorError, SeveralFiles
 from inspector.render import streams
-from inspector.sources.config_cache import DiskFigureStore
 
 EXIT_CODES_HELP = (
     "Exit codes: 0 ok · 1 a result to gate on (differences, audit errors) · 2 usage · "
@@ -197,10 +195,8 @@ def show(
     as_json = fmt == "json"
     target = check_output(fmt, output, model=model, conflicts=tensors or files or formula or gpu is not None)
 
-    from inspector.sources.resolve import is_hf_cache_root
-
-    if is_hf_cache_root(Path(model).expanduser()):
-        _cache_listing(Path(model).expanduser(), fmt, wide)
+    if api.is_cache_root(model):
+        _cache_listing(model, fmt, wide)
         return
     from inspector.errors import SeveralFiles
 
@@ -260,14 +256,13 @@ def _file_listing(model: str, several: SeveralFiles, revision: str | None, endpo
     """A folder or repo holding one model in several GGUF files: one row a file (its header only)."""
     from inspector.errors import UsageError
     from inspector.render.output import emit, files_table
-    from inspector.sources.resolve import split_revision
 
     if fmt == "html":
         raise UsageError(f"--format html draws one model; {several.message}",
                          hint=f"{several.hint} --format html" if several.hint else None) from None
     as_json = fmt == "json"
 
-    name, rev = split_revision(model)
+    name, rev = api.repo_and_revision(model)
     opened = [(file, open_model(f"{name}/{file}" + (f"@{rev}" if rev else ""), revision, endpoint, token, offline))
               for file in several.files]
     listing = api.list_files(several.where, opened, gpu=gpu, context=context)
@@ -277,32 +272,20 @@ def _file_listing(model: str, several: SeveralFiles, revision: str | None, endpo
         emit(files_table(several.where, name, list(listing.rows), listing.budget, list(listing.notes)), wide=wide)
 
 
-def _cache_listing(root: Path, fmt: str, wide: bool) -> None:
+def _cache_listing(root: str, fmt: str, wide: bool) -> None:
     """``inspect $HF_HUB_CACHE``: every cached model with its counts, the way `hf cache ls` lists sizes."""
     from inspector.errors import UsageError
 
     if fmt == "html":
         raise UsageError("--format html draws one model; this is a cache of many",
                          hint=f"inspect {root}/models--ORG--NAME --format html")
-    as_json = fmt == "json"
-    from inspector.analysis.listing import CachedModel
-    from inspector.analysis.report import build_report
-    from inspector.errors import ConfigOnly
-    from inspector.render.output import cache_json, cache_table, emit
-    from inspector.sources.resolve import cached_models, open_folder
+    from inspector.render.output import cache_table, emit
 
-    rows: list[CachedModel] = []
-    for repo_id, sha, folder in cached_models(root):
-        try:
-            s = build_report(open_folder(folder, origin="hf-cache", repo_id=repo_id, revision=sha)).summary
-            rows.append(CachedModel(repo_id, sha, s.parameters, s.bytes, len(s.shards), "ok"))
-        except InspectorError as exc:
-            status = "config only" if isinstance(exc, ConfigOnly) else exc.message
-            rows.append(CachedModel(repo_id, sha, None, None, None, status))
-    if as_json:
-        emit_json(cache_json(str(root), rows))
+    listed = api.cache(root)
+    if fmt == "json":
+        emit_json(listed.to_dict())
     else:
-        emit(cache_table(str(root), rows), wide=wide)
+        emit(cache_table(listed.root, list(listed.rows)), wide=wide)
 
 
 @app.command("diff", epilog=EXAMPLES["diff"],
@@ -332,11 +315,10 @@ def diff(
     wide: Wide = False,
     output: Output = None,
 ) -> None:
-    from inspector.analysis.diff import parse_gates
     from inspector.render.diff import adapter_markdown, adapter_table, diff_markdown, diff_table, values_table
     from inspector.render.output import emit
 
-    gates = parse_gates(fail_if)
+    gates = api.gates(fail_if)
     fmt = output_format(fmt, as_json)
     target = check_output(fmt, output)
     difference = api.diff(*open_models([a, b], endpoint, token, offline), values=values, sample_bytes=sample_bytes,
@@ -577,7 +559,6 @@ def audit_cmd(
     offline: Offline = False,
     wide: Wide = False,
 ) -> None:
-    from inspector.analysis import audit as audit_mod
     from inspector.render.output import audit_json, audit_markdown, audit_table, emit
 
     fmt = output_format(fmt, as_json)
@@ -587,18 +568,13 @@ def audit_cmd(
         raise UsageError("--format html draws show, diff, compare and estimate; an audit is a list of findings",
                          hint=f"inspect audit {target} --format markdown")
 
-    result = api.audit(open_model(target, revision, endpoint, token, offline, lenient=True),
-                       modeling=modeling).result
-    inp = result.input
-    if deep:
-        if inp.root is None:
-            from inspector.errors import UsageError
+    checkpoint = open_model(target, revision, endpoint, token, offline, lenient=True)
+    if deep and checkpoint.root is None:
+        from inspector.errors import UsageError
 
-            raise UsageError("--deep needs a local checkpoint folder or file")
-        with ProgressBar() as progress:
-            extra = audit_mod.deep_scan(inp, progress)
-        result = audit_mod.AuditResult(result.input, audit_mod.sort_findings((*result.findings, *extra)),
-                                       result.checked)
+        raise UsageError("--deep needs a local checkpoint folder or file")
+    with ProgressBar() as progress:
+        result = api.audit(checkpoint, modeling=modeling, deep=deep, progress=progress).result
     if fmt == "json":
         emit_json(audit_json(result))
     elif fmt == "markdown":
@@ -620,32 +596,25 @@ def save(
     offline: Offline = False,
     force: Annotated[bool, typer.Option("--force", help="replace a snapshot of another model in that folder")] = False,
 ) -> None:
-
-    from inspector.sources.snapshot import save_checkpoint
-
     checkpoint = open_model(model, revision, endpoint, token, offline)
-    folder = save_checkpoint(checkpoint, Path(out), force=force)
+    folder = api.save(checkpoint, out, force=force)
     say(f"saved {checkpoint.tensor_count:,} tensor headers of {checkpoint.label} to {folder}")
 
 
 @app.command("aliases", epilog=EXAMPLES["aliases"],
              help="List the short names of bundled models (served offline).")
 def aliases(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
-    from inspector.render.output import SCHEMA_VERSION
-    from inspector.sources.bundled import all_aliases, bundled_path
-
-    table = [{"alias": a.name, "repo_id": a.repo_id, "description": a.description,
-              "bundled": bundled_path(a).is_dir()} for a in all_aliases()]
+    listed = api.aliases()
     if as_json:
-        emit_json({"schema_version": SCHEMA_VERSION, "aliases": table})
+        emit_json(listed.to_dict())
         return
     from rich.table import Table
 
     t = Table(show_edge=False, pad_edge=False)
     for col in ("alias", "repo", "what"):
         t.add_column(col)
-    for a in all_aliases():
-        t.add_row(a.name, a.repo_id, a.description)
+    for a in listed.rows:
+        t.add_row(a.alias, a.repo_id, a.description)
     from inspector.render.output import emit
 
     emit(t)
@@ -674,17 +643,12 @@ def _route(argv: list[str]) -> list[str]:
     if first in commands or first in ("-h", "--help", "--version", "--install-completion", "--show-completion"):
         return argv
 
-    from inspector.sources.resolve import did_you_mean
+    close = api.did_you_mean(first, sorted(commands - {"show"}))
+    if close and not Path(first).exists() and "/" not in first and not api.is_alias(first):
+        from inspector.errors import UsageError
 
-    close = did_you_mean(first, commands - {"show"})
-    if close and not Path(first).exists() and "/" not in first:
-        from inspector.sources.bundled import ALIASES
-
-        if first.lower() not in ALIASES:
-            from inspector.errors import UsageError
-
-            raise UsageError(f"{first!r} is not a command, a path or an alias",
-                             hint=f"did you mean `inspect {close}`?")
+        raise UsageError(f"{first!r} is not a command, a path or an alias",
+                         hint=f"did you mean `inspect {close}`?")
     return ["show", *argv]
 
 
@@ -710,7 +674,6 @@ def run(argv: list[str] | None) -> int:
     gc.disable()
     try:
         ReadAhead.start(args)  # already begun when the console script started this process
-        use_figure_store(DiskFigureStore())  # transformers' readings of configs, kept between runs
         command = typer.main.get_command(app)
         code = command.main(args=_route(args), prog_name=prog_name(), standalone_mode=False)
         return code if isinstance(code, int) else 0

@@ -33,20 +33,16 @@ def open_model(model: str, revision: str | None, endpoint: str | None, token: st
 
 def load(model: str, revision: str | None, endpoint: str | None, token: str | None, offline: bool,
          *, lenient: bool = False, relay: Any = None) -> Any:
-    """``open_checkpoint`` with the CLI's Hub options; ``relay`` takes the progress (done, total)
+    """``api.open_model`` with the CLI's Hub options; ``relay`` takes the progress (done, total)
     instead of a bar of its own."""
-    from inspector.sources.hub import hub_opener
-    from inspector.sources.resolve import open_checkpoint
+    from inspector import api
 
-    options = hub_options(endpoint, token, offline)
-
-    def hub(repo_id: str, rev: str | None, lenient: bool, only: str | None) -> Any:
-        if relay is not None:
-            return hub_opener(options, relay)(repo_id, rev, lenient, only)
-        with ProgressBar() as bar:
-            return hub_opener(options, bar)(repo_id, rev, lenient, only)
-
-    return open_checkpoint(model, hub=hub, revision=revision, lenient=lenient)
+    if relay is not None:
+        return api.open_model(model, revision=revision, endpoint=endpoint, token=token, offline=offline,
+                              lenient=lenient, progress=relay, on_wait=say)
+    with ProgressBar() as bar:  # drawn only once a Hub read of many headers reports progress
+        return api.open_model(model, revision=revision, endpoint=endpoint, token=token, offline=offline,
+                              lenient=lenient, progress=bar, on_wait=say)
 
 
 def open_models(models: list[str], endpoint: str | None, token: str | None, offline: bool) -> list[Any]:
@@ -110,12 +106,6 @@ class ReadAhead:
     def result(self, bar: Any) -> Any:
         self.target = bar
         return self.future.result()
-
-
-def hub_options(endpoint: str | None, token: str | None, offline: bool) -> Any:
-    from inspector.sources.hub import HubOptions
-
-    return HubOptions(endpoint=endpoint, token=token, offline=True if offline else None, on_wait=say)
 
 
 def _progress_bars_disabled() -> bool:

@@ -37,6 +37,8 @@ from inspector.render.svg import (
     gib,
     label_of,
     legend,
+    opt_int,
+    opt_str,
     treemap,
     waterfall,
 )
@@ -113,7 +115,7 @@ def page(title: str, subtitle: str, body: Iterable[str], doc: Doc) -> str:
         f"<h1>{esc(title)}</h1>\n<p class=\"sub\">{subtitle}</p>\n",
         *body,
         "<footer>Drawn by inspector from the JSON document below (schema_version ",
-        esc(str(doc.get("schema_version", ""))),
+        esc(str(as_int(doc["schema_version"]))),
         "); every figure is counted from the files' headers and config.</footer>\n",
         f"<script type=\"application/json\" id=\"inspector-data\">{data}</script>\n",
         f"<script>{SCRIPT}</script>\n</body></html>\n",
@@ -134,6 +136,17 @@ def _n(value: object) -> str:
         return f"{value:.4g}"
     return f"{value:,}" if isinstance(value, int) and not isinstance(value, bool) else (
         "unknown" if value is None else esc(value))
+
+
+def _gib(value: int | None) -> str:
+    return "unknown" if value is None else gib(value)
+
+
+def _gib_figure(key: str, value: int, unit: str, ident: str = "") -> str:
+    """A size as a person reads it (GiB), the exact bytes on hover and in ``data-value``."""
+    attr = f" id=\"{ident}\"" if ident else ""
+    return (f"<div class=\"figure\"><div class=\"k\">{esc(key)}</div><div class=\"v\"{attr} data-value=\"{value}\" "
+            f"title=\"{value:,} bytes\">{gib(value)}</div><div class=\"u\">{unit}</div></div>")
 
 
 def _figure(key: str, value: object, unit: str, ident: str = "") -> str:
@@ -163,9 +176,9 @@ def _notes(notes: Iterable[object], css: str = "note") -> str:
 
 
 def _origin(model: Doc) -> str:
-    rev = as_str(model.get("revision"))
-    where = as_str(model.get("path")) or as_str(model.get("repo_id"))
-    return " · ".join(x for x in (as_str(model.get("origin")), as_str(model.get("format")), where,
+    rev = opt_str(model["revision"])
+    where = opt_str(model["path"]) or opt_str(model["repo_id"])
+    return " · ".join(x for x in (as_str(model["origin"]), opt_str(model["format"]), where,
                                   f"revision {rev[:12]}" if rev else "") if x)
 
 
@@ -174,70 +187,70 @@ def _origin(model: Doc) -> str:
 
 def show_html(doc: Doc) -> str:
     """``inspect MODEL --format html``: headline figures, the treemap, the tables, the tensor list."""
-    model = as_obj(doc.get("model"))
-    totals = as_obj(doc.get("totals"))
-    config = as_obj(doc.get("config"))
+    model = as_obj(doc["model"])
+    totals = as_obj(doc["totals"])
+    config = as_obj(doc["config"])
     body = ["<div class=\"figures\">",
-            _figure("Parameters", as_int(totals.get("parameters")), "logical count: weights of the model",
+            _figure("Parameters", as_int(totals["parameters"]), "logical count: weights of the model",
                     "headline-parameters"),
-            _figure("Bytes", as_int(totals.get("bytes")), f"{gib(as_int(totals.get('bytes')))} of tensor data",
+            _figure("Bytes", as_int(totals["bytes"]), f"{gib(as_int(totals['bytes']))} of tensor data",
                     "headline-bytes"),
-            _figure("Tensors", as_int(totals.get("tensors")), f"in {as_int(totals.get('shards')):,} file(s)",
+            _figure("Tensors", as_int(totals["tensors"]), f"in {as_int(totals['shards']):,} file(s)",
                     "headline-tensors"),
-            _figure("Hub total", as_int(totals.get("hub_total")), "every element, as the Hub's page counts"),
+            _figure("Hub total", as_int(totals["hub_total"]), "every element, as the Hub's page counts"),
             "</div>\n"]
-    arch = ", ".join(as_strs(config.get("architectures")))
-    facts = [(k, config.get(k)) for k in ("model_type", "hidden_size", "num_layers", "num_heads", "num_kv_heads",
+    arch = ", ".join(as_strs(config["architectures"]))
+    facts = [(k, config[k]) for k in ("model_type", "hidden_size", "num_layers", "num_heads", "num_kv_heads",
                                           "intermediate_size", "vocab_size", "max_position", "dtype")
-             if config.get(k) is not None]
+             if config[k] is not None]
     if arch or facts:
         body.append("<p class=\"note\">" + esc(arch) + (" · " if arch and facts else "") +
                     " · ".join(f"{esc(k)} {_n(v)}" for k, v in facts) + "</p>\n")
-    components = as_objs(doc.get("components"))
+    components = as_objs(doc["components"]) if doc["components"] is not None else []
     if components:
         body.append("<h2>Components</h2>\n")
         body.append(_table(("component", "class", "tensors", "parameters", "bytes", "dtype"),
-                           ((as_str(c.get("name")), as_str(c.get("class")),
-                             as_int(c.get("tensors")) if c.get("tensors") else "—",
-                             as_int(c.get("parameters")) if c.get("tensors") else "no weights",
-                             as_int(c.get("bytes")) if c.get("tensors") else "",
-                             ", ".join(as_strs(c.get("dtypes"))))
+                           ((as_str(c["name"]), opt_str(c["class"]) or "",
+                             opt_int(c["tensors"]) or "—",
+                             opt_int(c["parameters"]) if c["tensors"] else "no weights",
+                             opt_int(c["bytes"]) if c["tensors"] else "",
+                             ", ".join(as_strs(c["dtypes"])))
                             for c in components), numeric=(2, 3, 4), ident="components"))
-    by_role = as_objs(doc.get("by_role"))
-    tensors = as_objs(doc.get("tensors"))
+    by_role = as_objs(doc["by_role"])
+    tensors = as_objs(doc["tensors"]) if doc["tensors"] is not None else []
     svg, palette = treemap(by_role, tensors)
     body += ["<h2>Where the parameters are</h2>\n",
              "<p class=\"note\">Area: parameters (each role's rectangle is its share of the total). Inside a "
-             "role: its layer blocks, then its tensors; colour: dtype. Hover for names and counts.</p>\n",
+             "role: its layer blocks, then its tensors; colour: role. Hover for names and counts.</p>\n",
              svg, legend(palette)]
-    empty = [r for r in by_role if as_int(r.get("parameters")) == 0]
+    empty = [r for r in by_role if as_int(r["parameters"]) == 0]
     if empty:
-        body.append(_notes([f"not drawn (no parameters): {as_str(r.get('role'))} {as_int(r.get('tensors')):,} "
-                            f"tensor(s), {as_int(r.get('bytes')):,} B" for r in empty]))
-    total = max(1, as_int(totals.get("parameters")))
+        body.append(_notes([f"not drawn (no parameters): {as_str(r['role'])} {as_int(r['tensors']):,} "
+                            f"tensor(s), {as_int(r['bytes']):,} B" for r in empty]))
+    total = max(1, as_int(totals["parameters"]))
     body += ["<h2>By role</h2>\n", _table(
         ("role", "tensors", "parameters", "share", "bytes"),
-        ((as_str(r.get("role")), as_int(r.get("tensors")), as_int(r.get("parameters")),
-          f"{as_int(r.get('parameters')) / total:.2%}", as_int(r.get("bytes"))) for r in by_role),
+        ((as_str(r["role"]), as_int(r["tensors"]), as_int(r["parameters"]),
+          f"{as_int(r['parameters']) / total:.2%}", as_int(r["bytes"])) for r in by_role),
         numeric=(1, 2, 4), ident="by-role")]
     body += ["<h2>By dtype</h2>\n", _table(
         ("dtype", "tensors", "elements", "of which parameters", "bytes"),
-        ((as_str(d.get("dtype")), as_int(d.get("tensors")), as_int(d.get("elements")), as_int(d.get("parameters")),
-          as_int(d.get("bytes"))) for d in as_objs(doc.get("by_dtype"))), numeric=(1, 2, 3, 4), ident="by-dtype")]
-    groups = as_objs(doc.get("layer_groups"))
+        ((as_str(d["dtype"]), as_int(d["tensors"]), as_int(d["elements"]), as_int(d["parameters"]),
+          as_int(d["bytes"])) for d in as_objs(doc["by_dtype"])), numeric=(1, 2, 3, 4), ident="by-dtype")]
+    groups = as_objs(doc["layer_groups"])
     if groups:
         body += ["<h2>Layer blocks</h2>\n", _table(
             ("stack", "layers", "tensors each", "parameters each", "bytes each"),
-            ((as_str(g.get("stack")), f"{as_int(g.get('first'))}–{as_int(g.get('last'))} ×{as_int(g.get('count'))}",
-              as_int(g.get("tensors_each")), as_int(g.get("parameters_each")), as_int(g.get("bytes_each")))
+            ((as_str(g["stack"]), f"{as_int(g['first'])}–{as_int(g['last'])} ×{as_int(g['count'])}",
+              as_int(g["tensors_each"]), as_int(g["parameters_each"]), as_int(g["bytes_each"]))
              for g in groups), numeric=(2, 3, 4))]
-    tok = as_obj(doc.get("tokenizer"))
+    tok = as_obj(doc["tokenizer"]) if doc["tokenizer"] is not None else {}
     if tok:
         body += ["<h2>Tokenizer</h2>\n", _table(("figure", "value"), (
             (k, json.dumps(v) if isinstance(v, list | dict) else v) for k, v in tok.items()
             if (v is not None and not isinstance(v, list | dict)) or (isinstance(v, list) and v)))]
-    body.append(_tensor_list(tensors, as_int(totals.get("tensors"))))
-    notes = doc.get("notes")
+    body.append(_tensor_list(tensors, as_int(totals["tensors"])))
+    notes = doc["notes"]
     if isinstance(notes, list) and notes:
         body += ["<h2>Notes</h2>\n", _notes(notes)]
     return page(label_of(doc), esc(_origin(model)), body, doc)
@@ -260,11 +273,11 @@ def _tensor_list(tensors: list[Doc], count: int) -> str:
            "<table id=\"tensor-list\"><thead><tr><th>name</th><th>shape</th><th>dtype</th><th class=\"n\">count</th>"
            "<th>role</th><th>file</th></tr></thead><tbody>"]
     for t in rows:
-        name = as_str(t.get("name"))
+        name = as_str(t["name"])
         out.append(f"<tr data-name=\"{esc(name.lower())}\"><td class=\"name\">{esc(name)}</td>"
-                   f"<td>{esc(json.dumps(t.get('shape')))}</td><td>{esc(as_str(t.get('dtype')))}</td>"
-                   f"<td class=\"n\">{_n(as_int(t.get('count')) or 1)}</td><td>{esc(as_str(t.get('role')))}</td>"
-                   f"<td>{esc(as_str(t.get('file')))}</td></tr>")
+                   f"<td>{esc(json.dumps(t['shape']))}</td><td>{esc(as_str(t['dtype']))}</td>"
+                   f"<td class=\"n\">{_n(as_int(t['count']) or 1)}</td><td>{esc(as_str(t['role']))}</td>"
+                   f"<td>{esc(opt_str(t['file']) or '')}</td></tr>")
     out.append("</tbody></table></details>\n")
     return "".join(out)
 
@@ -275,21 +288,21 @@ def _tensor_list(tensors: list[Doc], count: int) -> str:
 def diff_html(doc: Doc) -> str:
     """``inspect diff A B --format html``: the waterfall of causes, each cause's arithmetic, the
     role and dtype tables and the changed tensors. A PEFT adapter's check gets its tables."""
-    if doc.get("kind") == "adapter":
+    if "kind" in doc and doc["kind"] == "adapter":  # only the adapter document has a kind
         return adapter_html(doc)
-    a, b = as_obj(doc.get("a")), as_obj(doc.get("b"))
+    a, b = as_obj(doc["a"]), as_obj(doc["b"])
     la, lb = label_of(a), label_of(b)
-    pa, pb = as_int(a.get("parameters")), as_int(b.get("parameters"))
-    causes = as_objs(doc.get("causes"))
-    steps = [(as_str(c.get("label")) or as_str(c.get("cause")), as_int(c.get("delta"))) for c in causes]
-    residual = as_int(doc.get("residual"))
+    pa, pb = as_int(a["parameters"]), as_int(b["parameters"])
+    causes = as_objs(doc["causes"])
+    steps = [(as_str(c["label"]) or as_str(c["cause"]), as_int(c["delta"])) for c in causes]
+    residual = as_int(doc["residual"])
     if residual:
         steps.append(("other changes", residual))
     gap = pb - pa
     body = ["<div class=\"figures\">", _figure("A: parameters", pa, esc(la)), _figure("B: parameters", pb, esc(lb)),
             _figure("Gap", gap, "B − A, explained below", "headline-gap"),
-            _figure("Bytes gap", as_int(as_obj(doc.get("delta")).get("bytes")), "B − A, tensor data"), "</div>\n"]
-    if doc.get("identical") is True:
+            _figure("Bytes gap", as_int(as_obj(doc["delta"])["bytes"]), "B − A, tensor data"), "</div>\n"]
+    if doc["identical"] is True:
         body.append("<p>The two models hold the same tensors.</p>\n")
     body += ["<h2>From A to B, cause by cause</h2>\n",
              waterfall(pa, pb, steps, "A", "B"),
@@ -297,78 +310,78 @@ def diff_html(doc: Doc) -> str:
     rows: list[str] = ["<table id=\"causes\"><thead><tr><th>cause</th><th class=\"n\">parameters</th>"
                        "<th>arithmetic</th></tr></thead><tbody>"]
     for c in causes:
-        items = as_objs(c.get("items"))
+        items = as_objs(c["items"])
         arithmetic = "<br>".join(_arithmetic(i) for i in items)
-        rows.append(f"<tr class=\"cause\" data-delta=\"{as_int(c.get('delta'))}\">"
-                    f"<td>{esc(as_str(c.get('label')))}</td>"
-                    f"<td class=\"n\">{as_int(c.get('delta')):+,}</td><td class=\"name\">{arithmetic}</td></tr>")
+        rows.append(f"<tr class=\"cause\" data-delta=\"{as_int(c['delta'])}\">"
+                    f"<td>{esc(as_str(c['label']))}</td>"
+                    f"<td class=\"n\">{as_int(c['delta']):+,}</td><td class=\"name\">{arithmetic}</td></tr>")
     if residual:
-        items = as_objs(doc.get("residual_items"))
+        items = as_objs(doc["residual_items"])
         rows.append(f"<tr class=\"cause\" data-delta=\"{residual}\"><td>other changes</td><td class=\"n\">"
                     f"{residual:+,}</td><td class=\"name\">" + "<br>".join(_arithmetic(i) for i in items) +
                     "</td></tr>")
     rows.append(f"<tr><th>gap</th><th class=\"n\">{gap:+,}</th><th></th></tr></tbody></table>\n")
     body += rows
     body += ["<h2>Parameters by role</h2>\n", _table(
-        ("role", "A", "B", "delta"), ((as_str(r.get("role")), as_int(r.get("a")), as_int(r.get("b")),
-                                     f"{as_int(r.get('delta')):+,}") for r in as_objs(doc.get("roles"))),
+        ("role", "A", "B", "delta"), ((as_str(r["role"]), as_int(r["a"]), as_int(r["b"]),
+                                     f"{as_int(r['delta']):+,}") for r in as_objs(doc["roles"])),
         numeric=(1, 2, 3))]
     body += ["<h2>Elements by dtype</h2>\n", _table(
-        ("dtype", "A", "B"), ((as_str(r.get("dtype")), as_int(r.get("a")), as_int(r.get("b")))
-                              for r in as_objs(doc.get("dtypes"))), numeric=(1, 2))]
-    changes = as_objs(doc.get("changes"))
+        ("dtype", "A", "B"), ((as_str(r["dtype"]), as_int(r["a"]), as_int(r["b"]))
+                              for r in as_objs(doc["dtypes"])), numeric=(1, 2))]
+    changes = as_objs(doc["changes"])
     if changes:
         body += ["<h2>Changed tensors</h2>\n", _table(
             ("change", "tensor", "count", "A", "B"),
-            ((as_str(c.get("kind")), as_str(c.get("name")), as_int(c.get("count")),
-              f"{json.dumps(c.get('shape_a'))} {as_str(c.get('dtype_a'))}" if c.get("shape_a") is not None else "—",
-              f"{json.dumps(c.get('shape_b'))} {as_str(c.get('dtype_b'))}" if c.get("shape_b") is not None else "—")
+            ((as_str(c["kind"]), as_str(c["name"]), as_int(c["count"]),
+              f"{json.dumps(c['shape_a'])} {as_str(c['dtype_a'])}" if c["shape_a"] is not None else "—",
+              f"{json.dumps(c['shape_b'])} {as_str(c['dtype_b'])}" if c["shape_b"] is not None else "—")
              for c in changes[:MAX_ROWS]), numeric=(2,), ident="changes")]
-    notes = doc.get("notes")
+    notes = doc["notes"]
     if isinstance(notes, list) and notes:
         body += ["<h2>Notes</h2>\n", _notes(notes)]
     return page(f"{la} → {lb}",
-                f"A: {esc(_origin(as_obj(a.get('model'))))}<br>B: {esc(_origin(as_obj(b.get('model'))))}",
+                f"A: {esc(_origin(as_obj(a['model'])))}<br>B: {esc(_origin(as_obj(b['model'])))}",
                 body, doc)
 
 
 def _arithmetic(item: Doc) -> str:
     """One tensor's part of a cause: its formula (per tensor), times the tensors it holds for."""
-    count = as_int(item.get("count"))
+    count = as_int(item["count"])
     times = f"{count} × " if count > 1 else ""
-    return (f"{esc(as_str(item.get('tensor')))}{' ×' + str(count) if count > 1 else ''}: {times}"
-            f"{esc(as_str(item.get('formula')))} = {as_int(item.get('delta')):+,}")
+    return (f"{esc(as_str(item['tensor']))}{' ×' + str(count) if count > 1 else ''}: {times}"
+            f"{esc(as_str(item['formula']))} = {as_int(item['delta']):+,}")
 
 
 def adapter_html(doc: Doc) -> str:
     """A PEFT adapter checked against its base: its parameters and share of the base, each adapted
     module with its LoRA arithmetic, and every problem found."""
-    base, adapter = as_obj(doc.get("base")), as_obj(doc.get("adapter"))
-    problems = as_strs(doc.get("problems"))
-    share = doc.get("share_of_base")
+    base, adapter = as_obj(doc["base"]), as_obj(doc["adapter"])
+    problems = as_strs(doc["problems"])
+    share = doc["share_of_base"]
     body = ["<div class=\"figures\">",
-            _figure("Adapter parameters", as_int(doc.get("parameters")),
+            _figure("Adapter parameters", as_int(doc["parameters"]),
                     f"{share:.4%} of the base" if isinstance(share, float) else "", "headline-parameters"),
-            _figure("Base parameters", as_int(base.get("parameters")), esc(label_of(base))),
-            _figure("Rank", doc.get("rank"), f"alpha {_n(doc.get('alpha'))} · {esc(as_str(doc.get('peft_type')))}"),
+            _figure("Base parameters", as_int(base["parameters"]), esc(label_of(base))),
+            _figure("Rank", doc["rank"], f"alpha {_n(doc['alpha'])} · {esc(as_str(doc['peft_type']))}"),
             _figure("Problems", len(problems), "none: it matches its base" if not problems else "listed below",
                     "headline-problems"), "</div>\n",
-            _notes([f"target modules: {', '.join(as_strs(doc.get('target_modules')))}",
-                    f"base_model_name_or_path: {as_str(doc.get('base_model_name_or_path')) or 'not given'}"])]
+            _notes([f"target modules: {', '.join(as_strs(doc['target_modules']))}",
+                    f"base_model_name_or_path: {as_str(doc['base_model_name_or_path']) or 'not given'}"])]
     if problems:
         body += ["<h2>Problems</h2>\n", _notes(problems, "note warn")]
     body += ["<h2>Adapted modules</h2>\n", _table(
         ("module", "layers", "rank", "lora_A", "lora_B", "base weight", "parameters", "arithmetic"),
-        ((as_str(m.get("module")), as_int(m.get("layers")), as_int(m.get("rank")), json.dumps(m.get("lora_a")),
-          json.dumps(m.get("lora_b")), json.dumps(m.get("base_shape")), as_int(m.get("parameters")),
-          as_str(m.get("formula"))) for m in as_objs(doc.get("modules"))), numeric=(1, 2, 6), ident="modules")]
-    other = as_objs(doc.get("other"))
+        ((as_str(m["module"]), as_int(m["layers"]), as_int(m["rank"]), json.dumps(m["lora_a"]),
+          json.dumps(m["lora_b"]), json.dumps(m["base_shape"]), as_int(m["parameters"]),
+          as_str(m["formula"])) for m in as_objs(doc["modules"])), numeric=(1, 2, 6), ident="modules")]
+    other = as_objs(doc["other"])
     if other:
         body += ["<h2>Other tensors</h2>\n", _table(("tensor", "parameters"), (
-            (as_str(o.get("tensor")), as_int(o.get("parameters"))) for o in other), numeric=(1,))]
+            (as_str(o["tensor"]), as_int(o["parameters"])) for o in other), numeric=(1,))]
     return page(f"{label_of(adapter)} on {label_of(base)}",
-                f"adapter: {esc(_origin(as_obj(adapter.get('model'))))}<br>"
-                f"base: {esc(_origin(as_obj(base.get('model'))))}",
+                f"adapter: {esc(_origin(as_obj(adapter['model'])))}<br>"
+                f"base: {esc(_origin(as_obj(base['model'])))}",
                 body, doc)
 
 
@@ -377,11 +390,11 @@ def adapter_html(doc: Doc) -> str:
 
 def compare_html(doc: Doc) -> str:
     """``inspect compare --format html``: one bar per model on one scale, split by role, and the table."""
-    models = as_objs(doc.get("models"))
+    models = as_objs(doc["models"])
     bars, palette = compare_bars(models)
     heads = ["", *(label_of(m) for m in models)]
-    rows = [[as_str(r.get("label")), *(v if v is not None else "—" for v in as_list(r.get("values")))]
-            for r in as_objs(doc.get("rows"))]
+    rows = [[as_str(r["label"]), *(v if v is not None else "—" for v in as_list(r["values"]))]
+            for r in as_objs(doc["rows"])]
     body = ["<h2>Parameters by role, one scale</h2>\n", bars, legend(palette),
             "<h2>Side by side</h2>\n",
             _table(heads, rows, numeric=range(1, len(heads)), ident="compare-table")]
@@ -395,104 +408,104 @@ def compare_html(doc: Doc) -> str:
 def estimate_html(doc: Doc) -> str:
     """``inspect estimate --format html``: with --gpu the budget bar and the memory-against-context
     curve; every figure with its formula and source."""
-    model = as_obj(doc.get("model"))
-    fit = as_obj(doc.get("fit"))
+    model = as_obj(doc["model"])
+    fit = as_obj(doc["fit"]) if doc["fit"] is not None else {}
     body: list[str] = []
-    warnings = doc.get("warnings")
+    warnings = doc["warnings"]
     if isinstance(warnings, list) and warnings:
         body.append(_notes([f"warning: {w}" for w in warnings], "note warn"))
     if fit:
-        fits = fit.get("fits")
+        fits = fit["fits"]
         verdict = "fits" if fits is True else "does not fit" if fits is False else "fit unknown"
-        gpu = as_str(fit.get("gpu"))
-        where = (f"{esc(gpu) + ' · ' if gpu else ''}{as_int(fit.get('devices'))} device(s) · "
-                 f"{esc(as_str(fit.get('engine')))}")
+        gpu = opt_str(fit["gpu"])
+        where = (f"{esc(gpu) + ' · ' if gpu else ''}{as_int(fit['devices'])} device(s) · "
+                 f"{esc(as_str(fit['engine']))}")
+        budget = as_int(fit["budget_bytes"])
         body += ["<div class=\"figures\">",
-                 _figure("Verdict", verdict, esc(as_str(fit.get("unknown"))) if fits is None else
-                         f"{gib(as_int(fit.get('total_bytes')))} of {gib(as_int(fit.get('usable_bytes')))} usable",
+                 _figure("Verdict", verdict, esc(opt_str(fit["unknown"]) or "") if fits is None else
+                         f"{gib(as_int(fit['total_bytes']))} of {gib(as_int(fit['usable_bytes']))} usable",
                          "headline-verdict"),
-                 _figure("Budget per device", as_int(fit.get("budget_bytes")),
-                         where,
-                         "headline-budget"),
-                 _figure("Largest context", fit.get("max_context") if fits is not None else None,
-                         f"tokens at batch {as_int(fit.get('batch'))}"), "</div>\n"]
+                 _gib_figure("Budget per device", budget, where, "headline-budget"),
+                 _figure("Largest context", fit["max_context"] if fits is not None else None,
+                         f"tokens at batch {as_int(fit['batch'])}"), "</div>\n"]
         if fits is not None:
             body += ["<h2>The device's memory</h2>\n", budget_bar(fit)]
             body.append(_table(("part", "bytes", "GiB", "how"), [
-                ("weights", as_int(fit.get("weights_bytes")), gib(as_int(fit.get("weights_bytes"))),
-                 as_str(fit.get("weights_note")) or "as the headers hold them"),
-                ("KV cache", as_int(fit.get("kv_bytes")), gib(as_int(fit.get("kv_bytes"))),
-                 f"{as_int(fit.get('kv_bytes_per_token')):,} B/token × {as_int(fit.get('context')):,} × batch "
-                 f"{as_int(fit.get('batch'))}; {as_str(fit.get('kv_share'))}"),
-                *((as_str(t.get("name")), as_int(t.get("bytes")), gib(as_int(t.get("bytes"))),
-                   f"{as_str(t.get('formula'))} [{as_str(t.get('source'))}]") for t in as_objs(fit.get("terms")))],
+                ("weights", as_int(fit["weights_bytes"]), gib(as_int(fit["weights_bytes"])),
+                 opt_str(fit["weights_note"]) or "as the headers hold them"),
+                ("KV cache", as_int(fit["kv_bytes"]), gib(as_int(fit["kv_bytes"])),
+                 f"{_n(opt_int(fit['kv_bytes_per_token']))} B/token × {as_int(fit['context']):,} × batch "
+                 f"{as_int(fit['batch'])}; {as_str(fit['kv_share'])}"),
+                *((as_str(t["name"]), as_int(t["bytes"]), gib(as_int(t["bytes"])),
+                   f"{as_str(t['formula'])} [{as_str(t['source'])}]") for t in as_objs(fit["terms"]))],
                 numeric=(1, 2), ident="fit-table"))
             curve = context_curve(fit)
             if curve:
                 body += ["<h2>Memory against context</h2>\n", curve]
         else:
-            body.append(_notes([f"fit unknown: {as_str(fit.get('unknown'))}"], "note warn"))
+            body.append(_notes([f"fit unknown: {as_str(fit['unknown'])}"], "note warn"))
     body += ["<h2>Figures</h2>\n", _table(
         ("figure", "value", "unit", "formula", "source"),
-        ((as_str(f.get("name")), f.get("value"), as_str(f.get("unit")), as_str(f.get("formula")),
-          as_str(f.get("source"))) for f in as_objs(doc.get("figures"))), numeric=(1,), ident="figures")]
-    what_if = as_objs(doc.get("what_if"))
+        ((as_str(f["name"]), f["value"], as_str(f["unit"]), as_str(f["formula"]),
+          as_str(f["source"])) for f in as_objs(doc["figures"])), numeric=(1,), ident="figures")]
+    what_if = as_objs(doc["what_if"])
     if what_if:
         body += ["<h2>Weights in other dtypes</h2>\n", _table(
-            ("dtype", "bytes", "how"), ((as_str(w.get("dtype")), as_int(w.get("bytes")), as_str(w.get("formula")))
+            ("dtype", "bytes", "how"), ((as_str(w["dtype"]), as_int(w["bytes"]), as_str(w["formula"]))
                                         for w in what_if), numeric=(1,))]
-    context = as_int(doc.get("context"))
-    scope = (f"estimates at context {context:,}, batch {as_int(doc.get('batch'))}, KV cache in "
-             f"{esc(as_str(doc.get('kv_dtype')))}") if doc.get("no_tokens") is None else \
+    context = as_int(doc["context"])
+    scope = (f"estimates at context {context:,}, batch {as_int(doc['batch'])}, KV cache in "
+             f"{esc(as_str(doc['kv_dtype']))}") if doc["no_tokens"] is None else \
         "weights (a diffusion model decodes no tokens: no KV cache, no per-token FLOPs)"
     return page(label_of(doc), f"{esc(_origin(model))}<br>{scope}", body, doc)
 
 
 def train_html(doc: Doc) -> str:
     """``inspect train --format html``: the verdict, the memory per GPU term by term, the rules of thumb."""
-    model = as_obj(doc.get("model"))
-    fits = doc.get("fits")
-    budget = doc.get("budget_bytes")
+    model = as_obj(doc["model"])
+    fits = doc["fits"]
+    budget = doc["budget_bytes"]
     verdict = "no budget" if budget is None else ("fits" if fits is True else "does not fit" if fits is False
                                                   else "fit unknown")
     body = ["<div class=\"figures\">",
-            _figure("Verdict", verdict, f"{gib(as_int(doc.get('total')))} per GPU" if doc.get("total") is not None
+            _figure("Verdict", verdict, f"{gib(as_int(doc['total']))} per GPU" if doc["total"] is not None
                     else "a term is unknown", "headline-verdict"),
-            _figure("Trainable", as_int(doc.get("trainable_parameters")), esc(as_str(doc.get("method"))),
+            _figure("Trainable", as_int(doc["trainable_parameters"]), esc(as_str(doc["method"])),
                     "headline-trainable"),
-            _figure("GPUs", as_int(doc.get("gpus")), esc(as_str(doc.get("gpu")) or "budget per GPU")), "</div>\n",
+            _figure("GPUs", as_int(doc["gpus"]), esc(opt_str(doc["gpu"]) or "budget per GPU")), "</div>\n",
             "<h2>Memory per GPU</h2>\n",
             _table(("term", "bytes", "GiB", "how", "source"),
-                   ((as_str(t.get("name")), t.get("bytes"), gib(as_int(t.get("bytes"))), as_str(t.get("formula")),
-                     as_str(t.get("source"))) for t in as_objs(doc.get("terms"))), numeric=(1, 2), ident="train-terms"),
-            _notes([f"peak: {as_str(doc.get('peak_rule'))}"]),
+                   ((as_str(t["name"]), t["bytes"], gib(t_bytes) if (t_bytes := opt_int(t["bytes"])) is not None
+                     else "unknown", as_str(t["formula"]),
+                     as_str(t["source"])) for t in as_objs(doc["terms"])), numeric=(1, 2), ident="train-terms"),
+            _notes([f"peak: {as_str(doc['peak_rule'])}"]),
             "<h2>What others would say</h2>\n",
-            _table(("who", "bytes", "their rule"), ((as_str(t.get("who")), t.get("bytes"), as_str(t.get("formula")))
-                                                   for t in as_objs(doc.get("rules_of_thumb"))), numeric=(1,)),
-            _notes([f"assumes: {a}" for a in as_list(doc.get("assumptions"))])]
-    scope = (f"{esc(as_str(doc.get('method')))} · {esc(as_str(doc.get('precision')))} · "
-             f"{esc(as_str(doc.get('optimizer')))} · batch {as_int(doc.get('batch'))} × {as_int(doc.get('seq')):,}")
+            _table(("who", "bytes", "their rule"), ((as_str(t["who"]), t["bytes"], as_str(t["formula"]))
+                                                   for t in as_objs(doc["rules_of_thumb"])), numeric=(1,)),
+            _notes([f"assumes: {a}" for a in as_list(doc["assumptions"])])]
+    scope = (f"{esc(as_str(doc['method']))} · {esc(as_str(doc['precision']))} · "
+             f"{esc(as_str(doc['optimizer']))} · batch {as_int(doc['batch'])} × {as_int(doc['seq']):,}")
     return page(label_of(doc), f"{esc(_origin(model))}<br>{scope}", body, doc)
 
 
 def plan_html(doc: Doc) -> str:
     """``inspect plan --format html``: the answer, the valid layouts and the refused ones with their rules."""
-    model = as_obj(doc.get("model"))
-    layouts = as_objs(doc.get("layouts"))
-    valid = [r for r in layouts if r.get("valid") is True]
-    refused = [r for r in layouts if r.get("valid") is not True]
+    model = as_obj(doc["model"])
+    layouts = as_objs(doc["layouts"])
+    valid = [r for r in layouts if r["valid"] is True]
+    refused = [r for r in layouts if r["valid"] is not True]
     body = ["<div class=\"figures\">",
-            _figure("Answer", as_str(doc.get("answer")), esc(as_str(doc.get("engine"))), "headline-answer"),
+            _figure("Answer", as_str(doc["answer"]), esc(as_str(doc["engine"])), "headline-answer"),
             _figure("Layouts", len(layouts), f"{len(valid):,} valid"), "</div>\n",
             "<h2>Layouts the engine accepts</h2>\n",
             _table(("GPU", "GPUs", "TP", "PP", "EP", "fits", "weights/GPU", "KV pool", "sequences"),
-                   ((as_str(r.get("gpu")), r.get("gpus"), r.get("tp"), r.get("pp"), r.get("ep"), r.get("fits"),
-                     gib(as_int(r.get("weights_bytes"))), gib(as_int(r.get("kv_pool_bytes"))), r.get("max_sequences"))
+                   ((as_str(r["gpu"]), r["gpus"], r["tp"], r["pp"], r["ep"], r["fits"],
+                     _gib(opt_int(r["weights_bytes"])), _gib(opt_int(r["kv_pool_bytes"])), r["max_sequences"])
                     for r in valid), numeric=(1, 2, 3, 4, 8), ident="plan-valid"),
             "<h2>Layouts it refuses</h2>\n",
             _table(("GPU", "GPUs", "TP", "PP", "EP", "why"),
-                   ((as_str(r.get("gpu")), r.get("gpus"), r.get("tp"), r.get("pp"), r.get("ep"),
-                     "; ".join(as_strs(r.get("reasons")))) for r in refused), numeric=(1, 2, 3, 4),
+                   ((as_str(r["gpu"]), r["gpus"], r["tp"], r["pp"], r["ep"],
+                     "; ".join(as_strs(r["reasons"]))) for r in refused), numeric=(1, 2, 3, 4),
                    ident="plan-refused")]
-    scope = f"{esc(as_str(doc.get('engine')))} · {as_int(doc.get('context')):,} tokens a sequence"
+    scope = f"{esc(as_str(doc['engine']))} · {as_int(doc['context']):,} tokens a sequence"
     return page(label_of(doc), f"{esc(_origin(model))}<br>{scope}", body, doc)

@@ -59,57 +59,88 @@ def console(*, stderr: bool = False, wide: bool = False) -> Console:
 
 def emit(renderable: RenderableType, *, stderr: bool = False, wide: bool = False) -> None:
     """Print a renderable so that no number or label is cut: right-aligned (numeric) columns never
-    wrap and keep the width of their widest cell, text columns fold (never below their longest word,
-    up to ``LABEL_MIN_CAP``), and what cannot fit the terminal is printed at its natural width (the
-    terminal then wraps whole lines). Piped (no width limit), lines carry no trailing spaces."""
+    wrap and keep the width of their widest cell (their header folds at its words), text columns fold
+    (never below their longest word, up to ``LABEL_MIN_CAP``), lines of text wrap at the terminal's
+    width, and a table that cannot fit the terminal even folded is printed at its natural width (the
+    terminal then wraps its lines), each part of a group on its own. Piped (no width limit), lines
+    carry no trailing spaces and nothing is wrapped."""
     from rich.measure import Measurement
 
     out = console(stderr=stderr, wide=wide)
     unlimited = out.options.update(max_width=UNLIMITED)
     _harden(renderable, out, unlimited)
-    need = Measurement.get(out, unlimited, renderable)
-    # a table that cannot fit even folded is printed whole, at its natural width (the terminal wraps its
-    # lines): squeezed below that, rich shares the shortfall out over every column, labels included
-    if need.minimum <= out.width:
-        _print(out, renderable)
-        return
-    terminal = out.size  # rich caps a print's width at the console's: widen the console for this print
-    out.size = (max(terminal.width, need.maximum), terminal.height)
-    try:
-        _print(out, renderable)
-    finally:
-        out.size = terminal
+    parts = _leaves(renderable) if out.is_terminal and out.width < UNLIMITED else [renderable]
+    for part in parts:
+        need = Measurement.get(out, unlimited, part)
+        if need.minimum > out.width:  # the figures' headers fold at their words before the table is widened
+            _harden(part, out, unlimited, fold=True)
+            need = Measurement.get(out, unlimited, part)
+        # squeezed below its minimum, rich would share the shortfall out over every column, labels included
+        if need.minimum <= out.width:
+            _print(out, part)
+            continue
+        terminal = out.size  # rich caps a print's width at the console's: widen the console for this print
+        out.size = (max(terminal.width, need.maximum), terminal.height)
+        try:
+            _print(out, part)
+        finally:
+            out.size = terminal
+
+
+def _leaves(renderable: RenderableType) -> list[RenderableType]:
+    from rich.console import Group
+
+    if isinstance(renderable, Group):
+        return [leaf for part in renderable.renderables for leaf in _leaves(part)]
+    return [renderable]
 
 
 def _print(out: Console, renderable: RenderableType) -> None:
-    """Print; not on a terminal (a pipe, a file), without the spaces rich pads lines with."""
+    """Print; on a terminal, text wraps at its width; not on a terminal (a pipe, a file), without the
+    spaces rich pads lines with and without wrapping."""
     if out.is_terminal:
-        out.print(renderable)
+        out.print(renderable, soft_wrap=False)
         return
     with out.capture() as captured:
         out.print(renderable)
     out.file.write("\n".join(line.rstrip() for line in captured.get().split("\n")))
 
 
-def _harden(renderable: RenderableType, out: Console, options: ConsoleOptions) -> None:
+def _harden(renderable: RenderableType, out: Console, options: ConsoleOptions, *, fold: bool = False) -> None:
     from rich.console import Group
     from rich.measure import Measurement
     from rich.table import Table
 
     if isinstance(renderable, Group):
         for part in renderable.renderables:
-            _harden(part, out, options)
+            _harden(part, out, options, fold=fold)
     elif isinstance(renderable, Table):
         for column in renderable.columns:
-            if column.justify == "right":
+            if column.justify == "right":  # the figures whole; a header wider than them folds at its words
                 column.no_wrap = True
-                cells = [column.header, *column.cells]
-                column.min_width = max(Measurement.get(out, options, cell).maximum for cell in cells)
+                widest = max((Measurement.get(out, options, cell).maximum for cell in column.cells), default=1)
+                if fold:
+                    column.header = _folded(column.header, widest)
+                column.min_width = max(widest, *(len(line) for line in _plain(column.header).split("\n")))
             else:  # a label folds rather than being cut, but never below its longest word (capped)
                 column.overflow = "fold"
                 cells = [column.header, *column.cells]
                 words = max((len(w) for cell in cells for w in _plain(cell).split()), default=1)
                 column.min_width = max(column.min_width or 0, min(words, LABEL_MIN_CAP))
+
+
+def _folded(header: RenderableType, width: int) -> RenderableType:
+    """A numeric column's header broken into lines at its words, each at most ``width`` wide where a
+    word allows (the column never wraps: its figures must stay whole)."""
+    import textwrap
+
+    from rich.text import Text
+
+    plain = _plain(header)
+    if len(plain) <= width or " " not in plain:
+        return header
+    lines = "\n".join(textwrap.wrap(plain, width=width, break_long_words=False))
+    return Text(lines, style=header.style) if isinstance(header, Text) else lines
 
 
 #: the narrowest a label column may be made: its longest word, up to this many characters
@@ -847,7 +878,9 @@ def audit_table(result: AuditResult) -> RenderableType:
     inp = result.input
     head = Text()
     head.append(f"audit {sanitize(inp.label)}", style="bold")
-    head.append(f"  ({sanitize(inp.location)})", style="dim")
+    bundled = inp.checkpoint is not None and inp.checkpoint.origin == "bundled"
+    location = "bundled header snapshot" if bundled else inp.location
+    head.append(f"  ({sanitize(location)})", style="dim")
     parts: list[RenderableType] = [head]
     checked = result.checked
     parts.append(Text(f"checked {checked.get('files', 0)} files, {checked.get('headers', 0)} headers, "
@@ -862,13 +895,21 @@ def audit_table(result: AuditResult) -> RenderableType:
     if not result.findings:
         parts.append(Text("clean: no findings", style="green"))
         return Group(*parts)
+    from inspector.analysis.audit import repeats
+
     t = Table(show_edge=False, pad_edge=False)
-    for col in ("severity", "code", "file", "tensor", "finding"):
+    for col in ("severity", "code", "where", "finding"):
         t.add_column(col)
     style = {"error": "red", "warning": "yellow", "info": "dim"}
-    for f in result.findings:
-        t.add_row(Text(f.severity, style=style[f.severity]), f.code, sanitize(f.file or ""),
-                  sanitize(f.tensor or ""), sanitize(f.message))
+    for r in repeats(result.findings):  # by severity, the worst first; per-layer repeats on one row
+        f = r.first
+        where = Text(sanitize(r.tensor or ""))
+        if r.count > 1:
+            where.append(f" ×{r.count}", style="bold")
+        files = sanitize(r.files[0]) if len(r.files) == 1 else f"{len(r.files)} files" if r.files else ""
+        if files:
+            where.append(("\n" if r.tensor else "") + files, style="dim")
+        t.add_row(Text(f.severity, style=style[f.severity]), f.code, where, sanitize(f.message))
     parts.append(t)
     verdict = "no errors" if result.errors == 0 else f"{result.errors} error(s)"
     parts.append(Text(f"{verdict}, {result.warnings} warning(s)", style="green" if result.errors == 0 else "red"))

@@ -13,9 +13,10 @@ import html
 import json
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Final
 
+from inspector.analysis.roles import ROLE_ORDER
 from inspector.render.text import natural_key, sanitize
 
 Doc = Mapping[str, object]
@@ -28,12 +29,7 @@ WATER_H: Final = 380.0
 #: at most this many tensor rectangles in a treemap (the rest of a block summed into one)
 MAX_LEAVES: Final = 3000
 
-#: one colour a dtype family (treemap leaves, by-dtype legend), and a fallback cycle
-DTYPE_COLOURS: Final = {
-    "F32": "#4e79a7", "F64": "#2f4b7c", "BF16": "#59a14f", "F16": "#8cd17d", "F8_E4M3": "#f28e2b",
-    "F8_E5M2": "#ffbe7d", "I8": "#e15759", "U8": "#ff9d9a", "I32": "#b07aa1", "U32": "#d4a6c8",
-    "I64": "#9d7660", "BOOL": "#bab0ac", "I16": "#79706e", "U16": "#d7b5a6",
-}
+#: the colours of the budget bar's engine terms
 CYCLE: Final = ("#76b7b2", "#edc948", "#ff9da7", "#9c755f", "#86bcb6", "#f1ce63", "#a0cbe8", "#d37295",
                 "#fabfd2", "#b6992d", "#499894", "#e49444")
 _RANGE: Final = re.compile(r"\{(\d+)[–-](\d+)\}")
@@ -61,33 +57,55 @@ def gib(value: int) -> str:
 # --- reading the documents (typed views of the JSON) --------------------------------------------
 
 
+class DocumentError(TypeError):
+    """A document the page is drawn from lacks a field or has one of another type: a bug (the documents
+    are validated against inspector/schemas), never drawn as a zero or an empty string."""
+
+
 def as_obj(value: object) -> Doc:
-    return value if isinstance(value, Mapping) else {}
+    if not isinstance(value, Mapping):
+        raise DocumentError(f"expected an object, got {type(value).__name__}")
+    return value
 
 
 def as_objs(value: object) -> list[Doc]:
-    return [v for v in value if isinstance(v, Mapping)] if isinstance(value, list) else []
+    return [as_obj(v) for v in as_list(value)]
 
 
 def as_list(value: object) -> list[object]:
-    return list(value) if isinstance(value, list) else []
+    if not isinstance(value, list):
+        raise DocumentError(f"expected a list, got {type(value).__name__}")
+    return list(value)
 
 
 def as_strs(value: object) -> list[str]:
-    return [v for v in as_list(value) if isinstance(v, str)]
+    return [as_str(v) for v in as_list(value)]
 
 
 def as_int(value: object) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise DocumentError(f"expected an integer, got {value!r:.40}")
+    return value
 
 
 def as_str(value: object) -> str:
-    return value if isinstance(value, str) else ""
+    if not isinstance(value, str):
+        raise DocumentError(f"expected a string, got {value!r:.40}")
+    return value
+
+
+def opt_int(value: object) -> int | None:
+    """A figure the schema allows to be unknown (null)."""
+    return None if value is None else as_int(value)
+
+
+def opt_str(value: object) -> str | None:
+    return None if value is None else as_str(value)
 
 
 def label_of(doc: Doc) -> str:
-    model = as_obj(doc.get("model"))
-    return as_str(model.get("label")) or as_str(model.get("repo_id")) or "model"
+    model = as_obj(doc["model"])
+    return as_str(model["label"]) or opt_str(model["repo_id"]) or "model"
 
 
 # --- treemap ------------------------------------------------------------------------------------
@@ -142,11 +160,38 @@ def squarify(sizes: Sequence[float], x: float, y: float, w: float, h: float) -> 
     return out
 
 
-def colour(key: str, palette: dict[str, str]) -> str:
-    if key not in palette:
-        palette[key] = DTYPE_COLOURS.get(key) or CYCLE[len([k for k in palette if k not in DTYPE_COLOURS])
-                                                         % len(CYCLE)]
-    return palette[key]
+def _hue_colour(i: int) -> str:
+    """The i-th colour of the role palette: hues a golden angle apart, in three lightness bands, so
+    neighbours in the role order (attn.q, attn.k …) never look alike."""
+    import colorsys
+
+    hue = (i * 137.50776405) % 360 / 360
+    light, sat = (0.45, 0.55, 0.65)[i % 3], (0.62, 0.50, 0.70)[(i // 3) % 3]
+    r, g, b = colorsys.hls_to_rgb(hue, light, sat)
+    return f"#{round(r * 255):02x}{round(g * 255):02x}{round(b * 255):02x}"
+
+
+#: one colour per role, the same on every page: the role's place in ``ROLE_ORDER`` (issue 41: roles took
+#: colours from a cycle of 12, so Mixtral's moe.expert.up was drawn in embedding's colour)
+ROLE_COLOURS: Final[dict[str, str]] = {role: _hue_colour(i) for i, role in enumerate(ROLE_ORDER)}
+
+
+def role_colour(role: str, palette: dict[str, str]) -> str:
+    """The role's colour, noted in ``palette`` (the page's legend); a role outside the table (a newer
+    document) takes the next colour no role of the table has."""
+    if role not in palette:
+        palette[role] = ROLE_COLOURS.get(role) or _hue_colour(len(ROLE_ORDER) + sum(
+            1 for k in palette if k not in ROLE_COLOURS))
+    return palette[role]
+
+
+def role_palette(roles: Iterable[str]) -> dict[str, str]:
+    """The legend of the roles present, in the table's order."""
+    palette: dict[str, str] = {}
+    order = {r: i for i, r in enumerate(ROLE_ORDER)}
+    for role in sorted(set(roles), key=lambda r: (order.get(r, len(order)), r)):
+        role_colour(role, palette)
+    return palette
 
 
 def _block_of(name: str) -> str:
@@ -156,35 +201,35 @@ def _block_of(name: str) -> str:
 
 
 def _elements(t: Doc) -> int:
-    shape = t.get("shape")
-    dims = [d for d in shape if isinstance(d, int)] if isinstance(shape, list) else []
-    return math.prod(dims) * max(1, as_int(t.get("count")))
+    shape = t["shape"]
+    dims = [as_int(d) for d in as_list(shape)]
+    return math.prod(dims) * max(1, as_int(t["count"]))
 
 
 def treemap(by_role: list[Doc], tensors: list[Doc]) -> tuple[str, dict[str, str]]:
     """The parameters as nested rectangles: role (area = the role's parameters) → layer block →
-    tensor (each as a share of its role by its elements; colour = dtype). Roles with no parameters
+    tensor (each as a share of its role by its elements; colour = role, dtype on hover). Roles with no parameters
     (buffers, quantisation scales alone) have no area and are listed under the map instead."""
-    roles = [(r, as_int(r.get("parameters"))) for r in by_role if as_int(r.get("parameters")) > 0]
+    roles = [(r, as_int(r["parameters"])) for r in by_role if as_int(r["parameters"]) > 0]
     total = sum(p for _, p in roles)
-    palette: dict[str, str] = {}
+    palette = role_palette(as_str(r["role"]) for r, _ in roles)
     if total == 0:
         return "<p class=\"note\">No parameters to draw.</p>\n", palette
     rects = squarify([p for _, p in roles], 0, 0, TREEMAP_W, TREEMAP_H)
     by_role_tensors: dict[str, list[Doc]] = {}
     for t in tensors:
-        by_role_tensors.setdefault(as_str(t.get("role")), []).append(t)
+        by_role_tensors.setdefault(as_str(t["role"]), []).append(t)
     budget = max(1, MAX_LEAVES // max(1, len(roles)))
     out = [f"<svg id=\"treemap\" viewBox=\"0 0 {TREEMAP_W:g} {TREEMAP_H:g}\" width=\"{TREEMAP_W:g}\" "
            f"height=\"{TREEMAP_H:g}\" role=\"img\" aria-label=\"parameters by role, layer block and tensor\">"]
     for (role, params), (x, y, w, h) in zip(roles, rects, strict=True):
-        name = as_str(role.get("role"))
+        name = as_str(role["role"])
         out.append(f"<g class=\"role-group\" data-role=\"{esc(name)}\">")
-        members = [t for t in by_role_tensors.get(name, []) if as_str(t.get("kind")) == "parameter"] or \
+        members = [t for t in by_role_tensors.get(name, []) if as_str(t["kind"]) == "parameter"] or \
             by_role_tensors.get(name, [])
         blocks: dict[str, list[Doc]] = {}
         for t in members:
-            blocks.setdefault(_block_of(as_str(t.get("name"))), []).append(t)
+            blocks.setdefault(_block_of(as_str(t["name"])), []).append(t)
         names = sorted(blocks, key=natural_key)
         sizes = [float(sum(_elements(t) for t in blocks[b])) for b in names]
         for (bx, by, bw, bh), block in zip(squarify(sizes, x, y, w, h), names, strict=True):
@@ -195,14 +240,14 @@ def treemap(by_role: list[Doc], tensors: list[Doc]) -> tuple[str, dict[str, str]
             for i, (lx, ly, lw, lh) in enumerate(squarify(leaf_sizes, bx, by, bw, bh)):
                 if i < len(kept):
                     t = kept[i]
-                    dtype = as_str(t.get("dtype"))
-                    tip = (f"{as_str(t.get('name'))} {as_str(json.dumps(t.get('shape')))} {dtype}"
-                           f"{' ×' + str(as_int(t.get('count'))) if as_int(t.get('count')) > 1 else ''}: "
+                    dtype = as_str(t["dtype"])
+                    tip = (f"{as_str(t['name'])} {as_str(json.dumps(t['shape']))} {dtype}"
+                           f"{' ×' + str(as_int(t['count'])) if as_int(t['count']) > 1 else ''}: "
                            f"{_elements(t):,} elements")
                 else:
-                    dtype, tip = "", f"{len(rest):,} more tensors of {block}"
-                out.append(f"<rect class=\"leaf\" x=\"{lx:.4f}\" y=\"{ly:.4f}\" width=\"{lw:.4f}\" "
-                           f"height=\"{lh:.4f}\" fill=\"{colour(dtype, palette) if dtype else '#cccccc'}\" "
+                    tip = f"{len(rest):,} more tensors of {block}"
+                out.append(f"<rect class=\"leaf\" data-role=\"{esc(name)}\" x=\"{lx:.4f}\" y=\"{ly:.4f}\" "
+                           f"width=\"{lw:.4f}\" height=\"{lh:.4f}\" fill=\"{role_colour(name, palette)}\" "
                            f"stroke=\"#ffffff\" stroke-width=\"0.5\"><title>{esc(tip)}</title></rect>")
         share = params / total
         out.append(f"<rect class=\"role\" data-role=\"{esc(name)}\" data-parameters=\"{params}\" x=\"{x:.4f}\" "
@@ -216,16 +261,24 @@ def treemap(by_role: list[Doc], tensors: list[Doc]) -> tuple[str, dict[str, str]
     return "".join(out), palette
 
 
+#: the legend's cell: wide enough for the longest role name (``moe.expert.gate_up``) at 12 px
+LEGEND_CELL: Final = 166.0
+
+
 def legend(palette: Mapping[str, str]) -> str:
-    """The colour key, drawn as SVG (the page's policy admits no style attributes)."""
+    """The colour key, every entry of ``palette`` (as many lines as it takes), drawn as SVG (the
+    page's policy admits no style attributes)."""
     if not palette:
         return ""
-    items = list(palette.items())
-    width = 110
-    out = [f"<svg class=\"legend-svg\" viewBox=\"0 0 {TREEMAP_W:g} 22\" width=\"{TREEMAP_W:g}\" height=\"22\">"]
-    for i, (key, colour) in enumerate(items[: int(TREEMAP_W // width)]):
-        out.append(f"<rect x=\"{i * width}\" y=\"5\" width=\"12\" height=\"12\" fill=\"{colour}\"/>"
-                   f"<text x=\"{i * width + 16}\" y=\"15\">{esc(key)}</text>")
+    per_line = int(TREEMAP_W // LEGEND_CELL)
+    tall = 22 * ((len(palette) + per_line - 1) // per_line)
+    out = [f"<svg class=\"legend-svg\" viewBox=\"0 0 {TREEMAP_W:g} {tall}\" width=\"{TREEMAP_W:g}\" "
+           f"height=\"{tall}\">"]
+    for i, (key, fill) in enumerate(palette.items()):
+        x, y = (i % per_line) * LEGEND_CELL, (i // per_line) * 22
+        out.append(f"<g class=\"legend-entry\" data-key=\"{esc(key)}\" data-colour=\"{fill}\">"
+                   f"<rect x=\"{x:g}\" y=\"{y + 5}\" width=\"12\" height=\"12\" fill=\"{fill}\"/>"
+                   f"<text x=\"{x + 16:g}\" y=\"{y + 15}\">{esc(key)}</text></g>")
     out.append("</svg>\n")
     return "".join(out)
 
@@ -292,11 +345,11 @@ def compare_bars(models: list[Doc]) -> tuple[str, dict[str, str]]:
     role; the colour key of the roles."""
     roles: list[str] = []
     for m in models:
-        for r in as_obj(m.get("parameters_by_role")):
+        for r in as_obj(m["parameters_by_role"]):
             if r not in roles:
                 roles.append(r)
-    palette: dict[str, str] = {}
-    biggest = max((as_int(as_obj(m.get("totals")).get("parameters")) for m in models), default=1) or 1
+    palette = role_palette(roles)
+    biggest = max((as_int(as_obj(m["totals"])["parameters"]) for m in models), default=1) or 1
     row_h, left, width = 34.0, 230.0, TREEMAP_W - 300
     height = row_h * len(models) + 30
     out = [f"<svg id=\"compare-bars\" viewBox=\"0 0 {TREEMAP_W:g} {height:g}\" width=\"{TREEMAP_W:g}\" "
@@ -304,17 +357,18 @@ def compare_bars(models: list[Doc]) -> tuple[str, dict[str, str]]:
     for i, m in enumerate(models):
         y = 10 + i * row_h
         label = label_of(m)
-        total = as_int(as_obj(m.get("totals")).get("parameters"))
+        total = as_int(as_obj(m["totals"])["parameters"])
         out.append(f"<text x=\"0\" y=\"{y + 17:.1f}\">{esc(label if len(label) <= 34 else label[:33] + '…')}</text>")
         x = left
         for role in roles:
-            value = as_int(as_obj(m.get("parameters_by_role")).get(role))
-            if value <= 0:
+            value = opt_int(as_obj(m["parameters_by_role"]).get(role))  # absent: the model has no such role
+            if value is None or value <= 0:
                 continue
             w = width * value / biggest
             out.append(f"<rect class=\"part\" data-model=\"{i}\" data-role=\"{esc(role)}\" data-value=\"{value}\" "
                        f"x=\"{x:.4f}\" y=\"{y:.1f}\" width=\"{w:.4f}\" height=\"{row_h - 10:.1f}\" "
-                       f"fill=\"{colour(role, palette)}\"><title>{esc(label)}: {esc(role)} {value:,}</title></rect>")
+                       f"fill=\"{role_colour(role, palette)}\">"
+                       f"<title>{esc(label)}: {esc(role)} {value:,}</title></rect>")
             x += w
         out.append(f"<text x=\"{x + 4:.1f}\" y=\"{y + 17:.1f}\">{short(total)}</text>")
     out.append("</svg>\n")
@@ -329,12 +383,12 @@ def budget_bar(fit: Doc) -> str:
     """The device's memory as one bar: weights, KV cache, each engine term, what is left, and what
     the engine holds back (vLLM's 1 − utilization). The parts sum to the budget; when they do not
     fit, the bar is as long as the need and the budget is marked on it."""
-    budget = as_int(fit.get("budget_bytes"))
-    usable = as_int(fit.get("usable_bytes")) or budget
-    parts = [("weights", as_int(fit.get("weights_bytes")), "#4e79a7"),
-             ("KV cache", as_int(fit.get("kv_bytes")), "#f28e2b")]
-    parts += [(as_str(t.get("name")), as_int(t.get("bytes")), CYCLE[i % len(CYCLE)])
-              for i, t in enumerate(as_objs(fit.get("terms"))) if as_int(t.get("bytes"))]
+    budget = as_int(fit["budget_bytes"])
+    usable = opt_int(fit["usable_bytes"]) or budget
+    parts = [("weights", as_int(fit["weights_bytes"]), "#4e79a7"),
+             ("KV cache", as_int(fit["kv_bytes"]), "#f28e2b")]
+    parts += [(as_str(t["name"]), as_int(t["bytes"]), CYCLE[i % len(CYCLE)])
+              for i, t in enumerate(as_objs(fit["terms"])) if opt_int(t["bytes"])]
     used = sum(v for _, v, _ in parts)
     if used <= usable:  # the parts fill the budget: what is used, what is left, what vLLM keeps back
         parts.append(("free", usable - used, "#e8ecf2"))
@@ -376,10 +430,10 @@ def budget_bar(fit: Doc) -> str:
 def context_curve(fit: Doc) -> str:
     """Memory per device against context (from the fit's own points), the usable line, and the
     largest context that fits."""
-    points = [(as_int(p.get("context")), as_int(p.get("total_bytes"))) for p in as_objs(fit.get("curve"))]
+    points = [(as_int(p["context"]), as_int(p["total_bytes"])) for p in as_objs(fit["curve"])]
     if len(points) < 2:
         return ""
-    usable = as_int(fit.get("usable_bytes")) or as_int(fit.get("budget_bytes"))
+    usable = opt_int(fit["usable_bytes"]) or as_int(fit["budget_bytes"])
     xmax = max(x for x, _ in points) or 1
     ymax = max(max(y for _, y in points), usable) * 1.05
     w, h, left, bottom = TREEMAP_W, 320.0, 80.0, 40.0
@@ -404,7 +458,7 @@ def context_curve(fit: Doc) -> str:
            f"<text x=\"4\" y=\"{py(ymax / 1.05) + 4:.2f}\">{gib(int(ymax / 1.05))}</text>",
            f"<text x=\"{left}\" y=\"{h - 8}\">context 0</text>",
            f"<text x=\"{w - 20}\" y=\"{h - 8}\" text-anchor=\"end\">{xmax:,} tokens</text>"]
-    most = fit.get("max_context")
+    most = fit["max_context"]
     if isinstance(most, int) and most > 0:
         out.append(f"<line x1=\"{px(most):.2f}\" y1=\"16\" x2=\"{px(most):.2f}\" y2=\"{py(0):.2f}\" "
                    "stroke=\"#2e8b57\" stroke-dasharray=\"3 3\"/>"

@@ -205,7 +205,7 @@ FILES = document("files", "inspect FOLDER|REPO --json, for one model in several 
     "where": STR, "budget_bytes": NINT, "devices": NINT,
     "files": arr(obj({"file": STR, "kind": {"enum": ["model", "projector"]}, "type": NSTR, "bytes": INT,
                       "parameters": INT, "bits_per_weight": NNUM, "fits": NBOOL, "max_context": NINT,
-                      "kv_bytes_per_token": NINT, "note": NSTR})),
+                      "kv_bytes_per_token": NINT, "needed_bytes": NINT, "note": NSTR})),
     "notes": STRS,
 })
 

@@ -292,10 +292,12 @@ def test_a_gguf_repo_lists_each_quantisation_with_its_fit(tmp_path: Path, cli, o
              "llama3-8b.Q8_0.gguf": ("Q8_0", "Q8_0"), "llama3-8b.F16.gguf": ("F16", "F16")}
     files: dict[str, VFile] = {}
     sizes: dict[str, int] = {}
+    embedding: dict[str, int] = {}  # token_embd stays in host memory under llama.cpp (its input is looked up there)
     for name, (main, sensitive) in mixes.items():
         path = _llama3_8b_layout(tmp_path / name, main, sensitive)
         reader = gguf.GGUFReader(str(path))  # the reference for each file's data bytes
         sizes[name] = sum(int(t.n_bytes) for t in reader.tensors)
+        embedding[name] = sum(int(t.n_bytes) for t in reader.tensors if t.name == "token_embd.weight")
         with path.open("rb") as fh:
             head = fh.read(reader.data_offset)
         files[name] = VFile(reader.data_offset + sizes[name], head, True)
@@ -310,6 +312,10 @@ def test_a_gguf_repo_lists_each_quantisation_with_its_fit(tmp_path: Path, cli, o
         result = cli("acme/llama3-8b-gguf", "--gpu", "8GiB", "--context", "8k", "--json")
         assert result.code == 0, result.err
         text = cli("acme/llama3-8b-gguf", "--gpu", "8GiB", "--context", "8k")
+        # issue 41: `inspect estimate REPO --gpu` exited 2 on a repo of several GGUF files; it answers the same
+        estimated = cli("estimate", "acme/llama3-8b-gguf", "--gpu", "8GiB", "--context", "8k", "--json")
+        assert estimated.code == 0, estimated.err
+    assert estimated.json() == result.json()
     doc = result.json()
     from jsonschema import Draft202012Validator
 
@@ -324,6 +330,12 @@ def test_a_gguf_repo_lists_each_quantisation_with_its_fit(tmp_path: Path, cli, o
         assert row["kind"] == "model" and row["bytes"] == sizes[name], name
         assert row["parameters"] == ref("llama3-8b.parameters"), name
         assert row["kv_bytes_per_token"] == ref("llama3-8b.kv_bytes_per_token"), name
+        # what the file needs (issue 41: hf-mem prints GiB per file, we printed yes/no): at least its weights
+        # on the device (all but token_embd), the projector loaded beside it and 8,192 tokens of KV cache, and
+        # less than a GiB more (llama.cpp's compute buffers); shown in GiB in the table
+        floor = sizes[name] - embedding[name] + projector_bytes + 8192 * ref("llama3-8b.kv_bytes_per_token")
+        assert floor <= row["needed_bytes"] < floor + 2**30, name
+        assert f"{row['needed_bytes'] / 2**30:.2f}" in text.out, name
     # 8 GiB: 4.9 GB of Q4_K_M weights leave room for 8k tokens (1 GiB of f16 KV); 16 GB of F16 never fit
     assert rows["llama3-8b.Q4_K_M.gguf"]["fits"] is True
     assert rows["llama3-8b.Q4_K_M.gguf"]["max_context"] >= 8192

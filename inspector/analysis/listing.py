@@ -101,6 +101,9 @@ class FileRow:
     fits: bool | None = None  # None: no budget given, a projector, or unknown (``note`` says why)
     max_context: int | None = None
     kv_bytes_per_token: int | None = None
+    #: with a budget: what the file needs per device at the context (weights, KV cache, the engine's
+    #: terms, a projector beside it); None where a figure is unknown
+    needed_bytes: int | None = None
     note: str | None = None
 
 
@@ -138,6 +141,7 @@ def file_rows(files: list[tuple[str, Report]], *, budget: Budget | None = None, 
             kv = est.kv.per_token.value if est.kv is not None else None
             row = replace(row, fits=fitted.fits, max_context=fitted.max_context,
                           kv_bytes_per_token=int(kv) if kv is not None else None,
+                          needed_bytes=fitted.total_bytes if fitted.unknown is None else None,
                           note=fitted.unknown or f"at {est.context:,} tokens")
         rows.append(row)
     notes = []

@@ -421,7 +421,12 @@ def estimate_cmd(
     options = api.estimate_options(context=context, batch=batch, kv_dtype=kv_dtype, gpu=gpu, overhead=overhead,
                                    engine=engine, utilization=utilization, pipeline=pipeline,
                                    dtypes=[d.strip() for d in dtype.split(",") if d.strip()] if dtype else None)
-    done = api.estimate_with(open_model(model, revision, endpoint, token, offline), options)
+    try:
+        checkpoint = open_model(model, revision, endpoint, token, offline)
+    except SeveralFiles as several:  # a GGUF repo of several quantisations: the fit of each file
+        _file_listing(model, several, revision, endpoint, token, offline, fmt, wide, gpu, context)
+        return
+    done = api.estimate_with(checkpoint, options)
     report, est, fitted = done.report, done.estimate, done.fit
     for warning in (*est.warnings, *(fitted.warnings if fitted is not None else ())):
         say(f"warning: {warning}")

@@ -992,7 +992,8 @@ def files_json(where: str, rows: list[FileRow], budget: Budget | None = None,
             "budget_bytes": budget.per_device if budget else None, "devices": budget.devices if budget else None,
             "files": [{"file": r.file, "kind": r.kind, "type": r.type, "bytes": r.bytes, "parameters": r.parameters,
                        "bits_per_weight": r.bits_per_weight, "fits": r.fits, "max_context": r.max_context,
-                       "kv_bytes_per_token": r.kv_bytes_per_token, "note": r.note} for r in rows],
+                       "kv_bytes_per_token": r.kv_bytes_per_token, "needed_bytes": r.needed_bytes,
+                       "note": r.note} for r in rows],
             "notes": list(notes or [])}
 
 
@@ -1009,7 +1010,7 @@ def files_table(where: str, name: str, rows: list[FileRow], budget: Budget | Non
     columns = [("file", "left"), ("kind", "left"), ("main type", "left"), ("bytes", "right"), ("parameters", "right"),
                ("bits/weight", "right")]
     if budget is not None:
-        columns += [("fits", "left"), ("largest context", "right"), ("", "left")]
+        columns += [("needs GiB", "right"), ("fits", "left"), ("largest context", "right"), ("", "left")]
     for col, just in columns:
         t.add_column(col, justify=just)  # type: ignore[arg-type]
     for r in rows:
@@ -1017,7 +1018,8 @@ def files_table(where: str, name: str, rows: list[FileRow], budget: Budget | Non
                  f"{r.bits_per_weight:.3f}" if r.bits_per_weight else "—"]
         if budget is not None:
             verdict = "—" if r.kind != "model" else ("unknown" if r.fits is None else ("yes" if r.fits else "no"))
-            cells += [verdict, n(r.max_context) if r.max_context is not None else "—",
+            cells += [f"{r.needed_bytes / 2**30:.2f}" if r.needed_bytes is not None else "—", verdict,
+                      n(r.max_context) if r.max_context is not None else "—",
                       sanitize(r.note or ("loaded beside a model" if r.kind == "projector" else ""))]
         t.add_row(*cells)
     return Group(t, *(Text(sanitize(note), style="dim") for note in notes or []))

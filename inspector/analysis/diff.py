@@ -32,9 +32,10 @@ Buffers are not parameters and are reported beside the causes, as are bytes and 
 from __future__ import annotations
 
 import math
+import re
 from collections import defaultdict
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Final
 
 from inspector.analysis.config import ModelConfig
@@ -201,7 +202,7 @@ def diff_reports(a: Report, b: Report) -> Diff:
     pipelines = all(piped)
     diffusion = not any(piped) and no_tokens(a) is not None and no_tokens(b) is not None
     causes = _component_causes(a, b, notes) if pipelines else _whole_causes(a, b) if any(piped) else \
-        _role_causes(a, b) if diffusion else _explain(a, b)
+        _role_causes(a, b) if diffusion else _explain_with_towers(a, b)
     if pipelines:
         notes.insert(0, "two diffusers pipelines: explained component by component, each with its own config")
     elif any(piped):
@@ -238,6 +239,45 @@ def diff_reports(a: Report, b: Report) -> Diff:
         active=(active_parameters(a), active_parameters(b)),
         notes=tuple(notes),
     )
+
+
+#: the roles of a stack that one model may have whole and the other not: a vision or audio tower and the
+#: projector joining it to the language model (a text model → its VLM)
+TOWER_ROLES: Final[tuple[str, ...]] = ("vision", "audio", "projector")
+
+
+def _explain_with_towers(a: Report, b: Report) -> tuple[Cause, ...]:
+    """A tower (vision, audio) or projector on one side only is a cause of its own, added or removed whole,
+    each tensor its item (issue 41: a text model → its VLM left 71 % of the gap as residual); the rest of
+    the two models is explained as two language models."""
+    roles_a = {t.place.role for t in a.tensors if t.place.kind == "parameter"}
+    roles_b = {t.place.role for t in b.tensors if t.place.kind == "parameter"}
+    alone = [r for r in TOWER_ROLES if (r in roles_a) != (r in roles_b)]
+    if not alone:
+        return _explain(a, b)
+    causes: list[Cause] = []
+    for role in alone:
+        added = role in roles_b
+        side = b if added else a
+        grouped: dict[str, list[Tensor]] = defaultdict(list)
+        for x in side.tensors:
+            if x.place.kind == "parameter" and x.place.role == role:
+                grouped[_LAYER_NUMBER.sub(".N.", x.info.name)].append(x)
+        sign = 1 if added else -1
+        items = tuple(sorted((Item(name, len(members), f"{'added' if added else 'removed'} "
+                                                        f"{_shape(members[0].info.shape)}",
+                                   sign * sum(m.info.numel for m in members))
+                              for name, members in grouped.items()), key=lambda i: -abs(i.delta)))
+        what = {"vision": "vision tower", "audio": "audio tower", "projector": "multimodal projector"}[role]
+        total = sum(i.delta for i in items)
+        causes.append(Cause(what, f"{what} {'added' if added else 'removed'} "
+                                             f"({abs(total):,} parameters)", total, items))
+    kept_a = replace(a, tensors=[x for x in a.tensors if x.place.role not in alone])
+    kept_b = replace(b, tensors=[x for x in b.tensors if x.place.role not in alone])
+    return (*_explain(kept_a, kept_b), *causes)
+
+
+_LAYER_NUMBER: Final = re.compile(r"\.\d+\.")
 
 
 def _component_causes(a: Report, b: Report, notes: list[str]) -> tuple[Cause, ...]:

@@ -182,6 +182,18 @@ def test_did_you_mean_urls_and_the_second_script_name(cli, tmp_path: Path) -> No
     from inspector.sources.resolve import hub_url
 
     assert hub_url("https://huggingface.co/org/name/tree/v1.0") == "org/name@v1.0"
+    # issue 41: the addresses people copy from the Hub's pages (a file's page, its download, a folder)
+    assert hub_url("https://huggingface.co/org/name/blob/main/config.json") == "org/name@main"
+    assert hub_url("https://huggingface.co/org/name/resolve/abc123/m.Q4_K_M.gguf?download=true") == \
+        "org/name/m.Q4_K_M.gguf@abc123"
+    assert hub_url("https://huggingface.co/org/pipe/tree/main/unet") == "org/pipe/unet@main"
+    r = cli("https://huggingface.co/org/name/tree/main/../../../etc", "--offline")
+    assert r.code == errors.EXIT_NOT_FOUND  # a path out of the repo is no name
+    # global options before the subcommand are the subcommand's (issue 41: `inspect --json diff A B` ran show)
+    r = cli("--json", "diff", "llama2-7b", "llama3-8b")
+    assert r.code == 0, r.err
+    assert r.json()["delta"]["parameters"] == ref("llama3-8b.parameters") - ref("llama2-7b.parameters")
+    assert cli("--format", "markdown", "estimate", "llama3-8b").out.startswith("#")
     assert cli("llama3-8b", "--collapse").code == errors.EXIT_USAGE
     assert cli("diff", "gpt2", "gpt2", "--json", "--format", "markdown").code == errors.EXIT_USAGE
     r = cli("llama3-8b", "--tensors")

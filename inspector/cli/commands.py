@@ -639,12 +639,29 @@ def _root(
     pass
 
 
+def _leading_options(argv: list[str], commands: set[str]) -> list[str]:
+    """``inspect --json diff A B`` → ``inspect diff --json A B``: options written before a subcommand
+    are that subcommand's (they were taken as ``show``'s, and MODEL as the subcommand's name)."""
+    takes_value = {name for command in typer.main.get_command(app).commands.values()  # type: ignore[attr-defined]
+                   for param in command.params
+                   if param.param_type_name == "option" and getattr(param, "is_flag", True) is False
+                   for name in param.opts}
+    i = 0
+    while i < len(argv) and argv[i].startswith("-") and argv[i] not in ("-h", "--help", "--version"):
+        i += 2 if argv[i] in takes_value else 1
+    if 0 < i < len(argv) and argv[i] in commands:
+        return [argv[i], *argv[:i], *argv[i + 1:]]
+    return argv
+
+
 def _route(argv: list[str]) -> list[str]:
-    """``inspect MODEL …`` → ``inspect show MODEL …``; subcommands and root options pass through."""
+    """``inspect MODEL …`` → ``inspect show MODEL …``; subcommands and root options pass through;
+    options before a subcommand move after it."""
     if not argv:
         return argv
-    first = argv[0]
     commands = {c.name for c in app.registered_commands if c.name}
+    argv = _leading_options(argv, commands)
+    first = argv[0]
     if first in commands or first in ("-h", "--help", "--version", "--install-completion", "--show-completion"):
         return argv
 

@@ -41,17 +41,28 @@ HubOpener = Callable[[str, "str | None", bool, "str | None"], Checkpoint]
 
 
 _HUB_URL = re.compile(r"^(?:https?://(?:www\.)?huggingface\.co/|hf://)(?:models/)?"
-                      r"(?P<repo>[^/@?#]+/[^/@?#]+)(?:/(?:tree|blob|resolve)/(?P<rev>[^/?#]+))?/?(?:[?#].*)?$")
+                      r"(?P<repo>[^/@?#]+/[^/@?#]+)(?:/(?P<how>tree|blob|resolve)/(?P<rev>[^/?#]+)"
+                      r"(?P<path>/[^?#]*)?)?/?(?:[?#].*)?$")
+#: a file a ``/blob/`` or ``/resolve/`` URL may name that is a model of its own (one GGUF of several, a
+#: weight file); any other file (``config.json``, a README) stands for its repo
+_WEIGHT_SUFFIXES = (".safetensors", ".gguf", ".bin", ".pt", ".pth")
 
 
 def hub_url(spec: str) -> str | None:
-    """``https://huggingface.co/org/name[/tree/rev]`` or ``hf://org/name`` → ``org/name[@rev]``."""
+    """A Hub address as the resolver's spec: ``https://huggingface.co/org/name[/tree/rev]`` or
+    ``hf://org/name`` → ``org/name[@rev]``; a page of a file (``/blob/rev/FILE``, ``/resolve/rev/FILE``)
+    → the repo, or ``org/name/FILE[@rev]`` for a weight file; a folder (``/tree/rev/unet``) → that
+    component, ``org/name/unet[@rev]``."""
     m = _HUB_URL.match(spec)
     if m is None:
         return None
     from urllib.parse import unquote
 
-    return m.group("repo") + (f"@{unquote(m.group('rev'))}" if m.group("rev") else "")
+    repo = m.group("repo")
+    path = unquote(m.group("path") or "").strip("/")
+    if path and (m.group("how") == "tree" or path.endswith(_WEIGHT_SUFFIXES)):
+        repo = f"{repo}/{path}"
+    return repo + (f"@{unquote(m.group('rev'))}" if m.group("rev") else "")
 
 
 def split_revision(spec: str) -> tuple[str, str | None]:

@@ -315,6 +315,12 @@ def test_a_gguf_repo_lists_each_quantisation_with_its_fit(tmp_path: Path, cli, o
         # issue 41: `inspect estimate REPO --gpu` exited 2 on a repo of several GGUF files; it answers the same
         estimated = cli("estimate", "acme/llama3-8b-gguf", "--gpu", "8GiB", "--context", "8k", "--json")
         assert estimated.code == 0, estimated.err
+        # two files of one repo are told apart by their labels (issue 41: both were `repo@sha`)
+        compared = cli("compare", "acme/llama3-8b-gguf/llama3-8b.Q4_K_M.gguf",
+                       "acme/llama3-8b-gguf/llama3-8b.Q8_0.gguf", "--json")
+        assert compared.code == 0, compared.err
+        labels = [m["model"]["label"] for m in compared.json()["models"]]
+        assert labels == ["acme/llama3-8b-gguf/llama3-8b.Q4_K_M.gguf", "acme/llama3-8b-gguf/llama3-8b.Q8_0.gguf"]
     assert estimated.json() == result.json()
     doc = result.json()
     from jsonschema import Draft202012Validator

@@ -267,7 +267,9 @@ def fetch_checkpoint(hub: Hub, repo_id: str, sha: str, info: Mapping[str, Any],
     if hub.stats.range_ignored:
         notes.append("the server ignored Range requests; only the header bytes were read")
     checkpoint = with_components(Checkpoint(
-        label=repo_id, origin="hub", location=f"{hub.public}/{repo_id}", headers=parts.headers,
+        # one file of several (a GGUF quantisation) is labelled by its file: two of one repo are told apart
+        label=repo_id if only is None else f"{repo_id}/{only}", origin="hub", location=f"{hub.public}/{repo_id}",
+        headers=parts.headers,
         config=parts.config, index=parts.index, repo_id=repo_id, revision=sha,
         files=tuple(FileEntry(p, s) for p, s in sorted(sizes.items(), key=lambda kv: natural_key(kv[0]))),
         notes=tuple(notes), header_errors=parts.errors, index_name=parts.index_name, index_error=parts.index_error,

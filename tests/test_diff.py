@@ -281,3 +281,20 @@ def test_compare_a_family_side_by_side(cli) -> None:
     md = cli("compare", *models, "--format", "markdown").out
     assert md.startswith("**Totals**") and f"| parameters | {ref('llama2-7b.parameters'):,} |" in md
     assert cli("compare", "gpt2").code == EXIT_USAGE
+
+
+def test_a_saved_lm_head_under_one_tied_config_is_labelled_as_what_changed(tmp_path: Path) -> None:
+    """Issue 41: "tied embeddings True → False" was printed when both configs say tie_word_embeddings true
+    and only B saved an lm_head. The label says what differs; the delta is the saved lm_head (vocab × hidden)."""
+    cfg, tied = tiny_llama(tied=True)
+    _, untied = tiny_llama(tied=False)
+    for name, entries in (("a", tied), ("b", untied)):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "config.json").write_text(json.dumps(cfg))  # tie_word_embeddings true in both
+        save_real(tmp_path / name / "model.safetensors", {n: (d, s) for n, d, s in entries})
+    d = diff_reports(build_report(open_checkpoint(str(tmp_path / "a"))),
+                     build_report(open_checkpoint(str(tmp_path / "b"))))
+    cause = next(c for c in d.causes if c.key == "tied embeddings")
+    assert cause.delta == cfg["vocab_size"] * cfg["hidden_size"]
+    assert cause.label == "lm_head not saved → saved (tie_word_embeddings true in both configs)"
+    assert "True → False" not in cause.label

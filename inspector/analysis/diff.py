@@ -706,6 +706,10 @@ def _label(cause: str, a: Report, b: Report) -> str:  # noqa: C901 (over the lim
     if cause == "router":
         return "MoE router"
     if cause == "tied embeddings":
+        ta, tb = a.config.tie_word_embeddings, b.config.tie_word_embeddings
+        if ta is not None and ta == tb:  # the configs agree: what differs is whether lm_head is saved
+            saved = ("saved" if not _tied(a) else "not saved", "saved" if not _tied(b) else "not saved")
+            return f"lm_head {saved[0]} → {saved[1]} (tie_word_embeddings {str(ta).lower()} in both configs)"
         return f"tied embeddings {_tied(a)} → {_tied(b)}"
     if cause == "norms":
         na, nb = _norm_kind(a), _norm_kind(b)

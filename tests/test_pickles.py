@@ -149,6 +149,8 @@ def test_zip_and_legacy_layouts_count_a_shared_storage_once(tmp_path: Path, writ
     assert "lm_head.weight = embed.weight" in c.headers[0].metadata["same tensor, several names"]
     doc = cli(str(path), "--json").json()
     assert doc["totals"]["parameters"] == 52
+    # issue 41: a pickle's archive facts were shown as "safetensors metadata: format=pytorch zip"
+    assert not [note for note in doc["notes"] if note.startswith("safetensors metadata")]
 
 
 def test_the_same_state_dict_as_bin_and_safetensors_diffs_as_identical(tmp_path: Path, cli) -> None:

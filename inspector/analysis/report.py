@@ -124,11 +124,13 @@ def _notes(checkpoint: Checkpoint, config: ModelConfig, summary: Summary, tensor
             tokenizer = h.metadata.get("tokenizer.ggml.model", "unknown")
             vocab = f"{config.vocab_size:,} tokens" if config.vocab_size else "no token list"
             notes.append(f"{h.file}: a vocab-only GGUF (no tensors): vocabulary {vocab}, tokenizer model {tokenizer}")
+    # the safetensors files' own __metadata__ (a torch pickle's archive facts are not it: issue 41 saw
+    # "safetensors metadata: format=pytorch zip" on a .bin)
     metadata = sorted({tuple(sorted(h.metadata.items())) for h in checkpoint.headers
-                       if h.metadata and not h.file.endswith(".gguf")})
+                       if h.metadata and h.format == "safetensors"})
     if len(metadata) == 1:
         shown = ", ".join(f"{k}={v}" for k, v in metadata[0])
-        files = len(checkpoint.headers)
+        files = sum(h.format == "safetensors" for h in checkpoint.headers)
         notes.append(f"safetensors metadata: {shown}" + (f" (all {files} files)" if files > 1 else ""))
     elif metadata:
         notes.append(f"safetensors metadata differs between files ({len(metadata)} kinds; --json lists each)")
@@ -164,7 +166,9 @@ def _notes(checkpoint: Checkpoint, config: ModelConfig, summary: Summary, tensor
         notes.append(f"a diffusers pipeline ({checkpoint.composite_class or 'model_index.json'}): every component's "
                      "tensors, named component.tensor; `inspect REPO/COMPONENT` reads one with its own config")
     if config.source == "raw" and checkpoint.config:
-        notes.append("config read from raw JSON: transformers does not know this model type")
+        diffusers_class = checkpoint.config.get("_class_name")  # a diffusers model's config, not transformers'
+        notes.append(f"config read from raw JSON: a diffusers {diffusers_class} config" if isinstance(
+            diffusers_class, str) else "config read from raw JSON: transformers does not know this model type")
     return tuple(notes)
 
 

@@ -205,3 +205,16 @@ def test_a_text_model_to_its_vlm_names_the_vision_tower_with_no_residual(tmp_pat
     assert causes["vision tower"] == tower and causes["multimodal projector"] == projector
     assert doc["residual"] == 0
     assert sum(causes.values()) + doc["residual"] == doc["delta"]["parameters"]
+
+
+def test_a_vlms_two_layer_stacks_are_named_in_the_table(written, cli) -> None:
+    """Issue 41: a VLM's layer-block table had two rows both named "layers 0–1 ×2". Stacks whose names end
+    alike are named whole; each row's parameters are that stack's in transformers' own modules."""
+    folder, model = written["gemma3-vlm"]
+    out = cli(str(folder)).out
+    table = out[out.index("Layer blocks"):]
+    rows = [line for line in table.splitlines() if "×" in line]
+    language = next(line for line in rows if "language_model" in line)
+    vision = next(line for line in rows if "vision_tower" in line)
+    assert f"{numel(*model.model.language_model.layers.parameters()):,}" in language
+    assert f"{numel(*model.model.vision_tower.encoder.layers.parameters()):,}" in vision

@@ -70,10 +70,18 @@ class LayerGroup:
 
     @property
     def label(self) -> str:
-        short = self.stack.rsplit(".", 1)[-1]
+        return self.named(self.stack.rsplit(".", 1)[-1])
+
+    @property
+    def full_label(self) -> str:
+        """The label with the stack's whole name, for a model of several stacks ending alike (a VLM's
+        ``language_model.model.layers`` and ``vision_tower.encoder.layers``)."""
+        return self.named(self.stack)
+
+    def named(self, name: str) -> str:
         if self.count == 1:
-            return f"{short.removesuffix('s')} {self.first}"
-        return f"{short} {self.first}–{self.last} ×{self.count}"
+            return f"{name.removesuffix('s')} {self.first}"
+        return f"{name} {self.first}–{self.last} ×{self.count}"
 
 
 @dataclass(frozen=True, slots=True)

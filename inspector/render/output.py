@@ -435,8 +435,10 @@ def report_table(report: Report, *, all_shards: bool = False, logical: tuple[str
         layers.add_column("parameters each", justify="right")
         layers.add_column("parameters", justify="right")
         layers.add_column("bytes each", justify="right")
+        stacks = {g.stack for g in s.layer_groups}
+        alike = len({stack.rsplit(".", 1)[-1] for stack in stacks}) < len(stacks)  # two stacks' "layers"
         for g in s.layer_groups:
-            layers.add_row(sanitize(g.label), n(g.tensors_each), n(g.parameters_each),
+            layers.add_row(sanitize(g.full_label if alike else g.label), n(g.tensors_each), n(g.parameters_each),
                            n(g.parameters_each * g.count), n(g.bytes_each))
         layers.add_row("outside blocks", "", "", n(s.outside_layers_parameters), "", style="dim")
         parts += [layers, Text("")]

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from inspector.analysis.config import ModelConfig
 from inspector.analysis.report import Report
+
+if TYPE_CHECKING:
+    from inspector.analysis.estimate import Estimate
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,31 +39,32 @@ _CONFIG: tuple[tuple[str, Callable[[ModelConfig], object] | str], ...] = (
            ("experts per token", "experts_per_token"))
 
 
-def kv_bytes_per_token(report: Report) -> int | None:
-    """The KV cache a token costs, where the estimate knows it (None: unknown, or no KV cache)."""
+def _estimate(report: Report) -> Estimate | None:
+    """The estimate a comparison reads its KV and active figures from (None: the estimate refused)."""
     from inspector.analysis.estimate import estimate
     from inspector.errors import InspectorError
 
     try:
-        kv = estimate(report, what_if=()).kv
+        return estimate(report, what_if=())
     except InspectorError:
         return None
+
+
+def kv_bytes_per_token(est: Estimate | None) -> int | None:
+    """The KV cache a token costs, where the estimate knows it (None: unknown, or no KV cache)."""
+    kv = est.kv if est is not None else None
     return int(kv.per_token.value) if kv is not None and kv.per_token.value is not None else None
 
 
-def active_parameters(report: Report) -> int | None:
+def active_parameters(est: Estimate | None) -> int | None:
     """Parameters a token uses, for a mixture of experts (None for a dense model, or where unknown)."""
-    from inspector.analysis.estimate import active_parameters as active
-    from inspector.errors import InspectorError
-
-    try:
-        return active(report)
-    except InspectorError:
-        return None
+    moe = est.moe if est is not None else None
+    return int(moe.active.value) if moe is not None and moe.active.value is not None else None
 
 
 def compare(reports: list[Report]) -> Comparison:
-    kv = [kv_bytes_per_token(r) for r in reports]
+    estimates = [_estimate(r) for r in reports]  # once per model: the KV and active figures both come from it
+    kv = [kv_bytes_per_token(e) for e in estimates]
     rows: list[Row] = []
     sums = [r.summary for r in reports]
     for label, get in (("parameters", lambda s: s.parameters), ("buffers", lambda s: s.buffer_elements),
@@ -68,7 +73,7 @@ def compare(reports: list[Report]) -> Comparison:
                        ("files", lambda s: len(s.shards))):
         rows.append(Row("totals", label, tuple(get(s) for s in sums)))
     rows.append(Row("totals", "KV cache bytes per token", tuple(kv)))
-    active = [active_parameters(r) for r in reports]
+    active = [active_parameters(e) for e in estimates]
     if any(a is not None for a in active):  # a mixture of experts: what a token uses (— for a dense model)
         rows.insert(1, Row("totals", "active parameters per token", tuple(active)))
     for label, attr in _CONFIG:

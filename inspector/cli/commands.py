@@ -641,7 +641,10 @@ def _root(
 
 def _leading_options(argv: list[str], commands: set[str]) -> list[str]:
     """``inspect --json diff A B`` → ``inspect diff --json A B``: options written before a subcommand
-    are that subcommand's (they were taken as ``show``'s, and MODEL as the subcommand's name)."""
+    are that subcommand's (they were taken as ``show``'s, and MODEL as the subcommand's name). The
+    commands' options are looked up only for a line that starts with one."""
+    if not argv[0].startswith("-") or not commands & set(argv[1:]):
+        return argv
     takes_value = {name for command in typer.main.get_command(app).commands.values()  # type: ignore[attr-defined]
                    for param in command.params
                    if param.param_type_name == "option" and getattr(param, "is_flag", True) is False

@@ -10,6 +10,7 @@ The library (``inspector.api``), one function per command, each returning a type
     inspector.compare("llama3-8b", "mistral-7b").to_dict()
     inspector.estimate("llama3-8b", context="8k", gpu="24GiB").fit    # fits, largest context
     inspector.audit("./my-checkpoint").ok
+    inspector.to_text(inspector.inspect("llama3-8b"), "html")       # the page --format html writes
 
 Errors are the classes of ``inspector.errors`` (``InspectorError`` and its kin, each with the CLI's
 exit code). The names are imported on first use, so ``import inspector`` costs nothing.
@@ -43,6 +44,7 @@ __all__ = [
     "list_files",
     "open_model",
     "plan",
+    "to_text",
     "train",
 ]
 
@@ -65,6 +67,7 @@ if TYPE_CHECKING:
         inspect,
         list_files,
         open_model,
+        to_text,
         train,
     )
     from inspector.errors import InspectorError

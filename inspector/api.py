@@ -18,31 +18,38 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from inspector.model import Checkpoint
+from inspector.model import Checkpoint, Progress
+from inspector.render.results import (
+    Aliases,
+    AliasRow,
+    Audit,
+    CacheResult,
+    ComparisonResult,
+    Difference,
+    EstimateResult,
+    FileListing,
+    FilesResult,
+    Inspection,
+    PlanResult,
+    TrainResult,
+)
 
 if TYPE_CHECKING:
-    from inspector.analysis.adapter import AdapterDiff
-    from inspector.analysis.audit import AuditResult
-    from inspector.analysis.compare import Comparison
-    from inspector.analysis.diff import Diff
-    from inspector.analysis.estimate import Estimate
-    from inspector.analysis.fit import Budget, CommonFit, Fit
-    from inspector.analysis.formula import FormulaCheck
-    from inspector.analysis.listing import CachedModel, FileRow, ListingRow, RepoFiles
-    from inspector.analysis.plan import Plan
+    from inspector.analysis.fit import Budget
+    from inspector.analysis.listing import CachedModel
     from inspector.analysis.report import Report
-    from inspector.analysis.train import Train, TrainOptions
+    from inspector.analysis.train import TrainOptions
     from inspector.analysis.values import ValueDiff
     from inspector.sources.transport import HubOptions
 
 def open_model(model: str | Checkpoint, *, revision: str | None = None, endpoint: str | None = None,
                token: str | None = None, offline: bool = False, lenient: bool = False,
-               progress: Callable[[int, int], None] | None = None,
+               progress: Progress | None = None,
                on_wait: Callable[[str], None] | None = None) -> Checkpoint:
     """Open ``model`` from wherever it is (``sources.resolve.open_checkpoint``; the Hub through
     huggingface_hub with ``endpoint``/``token``/``offline``, or their environment defaults).
     ``lenient``: problems are collected on the checkpoint instead of raised (what ``audit`` reads).
-    ``progress`` is told (done, total) as a Hub repo's headers arrive; ``on_wait``, in words, when a
+    ``progress`` is told (phase, done, total) as a Hub repo's listing and headers arrive; ``on_wait``, in words, when a
     read waits for the server (Retry-After). The one route by which every command opens a model."""
     if isinstance(model, Checkpoint):
         return model
@@ -72,32 +79,6 @@ def did_you_mean(word: str, choices: Sequence[str]) -> str | None:
 
 # --- aliases ---------------------------------------------------------------------------------------
 
-
-@dataclass(frozen=True, slots=True)
-class AliasRow:
-    alias: str
-    repo_id: str
-    description: str
-    bundled: bool  # its header snapshot ships in the package
-
-
-@dataclass(frozen=True, slots=True)
-class Aliases:
-    """``inspect aliases``: the short names of the bundled models."""
-
-    rows: tuple[AliasRow, ...]
-
-    def to_dict(self) -> dict[str, object]:
-        from inspector.render.output import SCHEMA_VERSION
-
-        return {"schema_version": SCHEMA_VERSION,
-                "aliases": [{"alias": r.alias, "repo_id": r.repo_id, "description": r.description,
-                             "bundled": r.bundled} for r in self.rows]}
-
-    def names(self) -> frozenset[str]:
-        return frozenset(r.alias.lower() for r in self.rows)
-
-
 def aliases() -> Aliases:
     """Every alias, with the repo it stands for and whether its snapshot is bundled."""
     from inspector.sources.bundled import all_aliases, bundled_path
@@ -113,20 +94,6 @@ def is_alias(name: str) -> bool:
 
 
 # --- the Hugging Face cache ----------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class CacheResult:
-    """``inspect $HF_HUB_CACHE``: every cached model with its counts (``status`` says why one has none)."""
-
-    root: str
-    rows: tuple[CachedModel, ...]
-
-    def to_dict(self) -> dict[str, object]:
-        from inspector.render.output import cache_json
-
-        return cache_json(self.root, list(self.rows))
-
 
 def is_cache_root(path: str | Path) -> bool:
     """``path`` is a Hugging Face cache root (a folder of ``models--ORG--NAME`` folders)."""
@@ -167,58 +134,19 @@ def save(model: str | Checkpoint, folder: str | Path, *, force: bool = False, re
     return save_checkpoint(checkpoint, Path(folder), force=force)
 
 
+# --- output ----------------------------------------------------------------------------------------
+
+
+def to_text(result: Inspection | Difference | ComparisonResult | EstimateResult | TrainResult | PlanResult | Audit
+            | FileListing | FilesResult | CacheResult | Aliases, format: str = "html") -> str:
+    """``result`` as the CLI writes it in ``format`` (html, markdown, json; table: as piped, 100 columns):
+    ``to_text(inspect("llama3-8b"), "html")`` is the page ``inspect llama3-8b --format html`` writes."""
+    from inspector.render.views import to_text as render_text
+
+    return render_text(result, format)
+
+
 # --- show ----------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Inspection:
-    """``inspect MODEL``: the report (counts by role, dtype, layer block, file) and, when asked, the
-    tensor listing and the config-only formula."""
-
-    report: Report
-    rows: tuple[ListingRow, ...] | None = None
-    formula: FormulaCheck | None = None
-    #: with ``summary``: the estimate at the model's defaults and the smallest common budget it fits
-    #: (None where there is none: a figure unknown, an encoder)
-    estimate: Estimate | None = None
-    common: CommonFit | None = None
-
-    @property
-    def checkpoint(self) -> Checkpoint:
-        return self.report.checkpoint
-
-    @property
-    def parameters(self) -> int:
-        """Elements of tensors that are parameters (the headline figure)."""
-        return self.report.summary.parameters
-
-    @property
-    def bytes(self) -> int:
-        """Tensor data bytes, from the headers' offsets."""
-        return self.report.summary.bytes
-
-    def to_dict(self) -> dict[str, object]:
-        """The ``inspect MODEL --json`` document (schema ``inspector/schemas/show.schema.json``)."""
-        from inspector.render.output import report_json
-
-        return report_json(self.report, rows=list(self.rows) if self.rows is not None else None,
-                           formula=self.formula)
-
-    def to_html(self) -> str:
-        """The ``inspect MODEL --format html`` page: self-contained, drawn from ``to_dict()`` with the
-        tensor list collapsed (one row per repeated layer or expert tensor), which it embeds."""
-        from inspector.render.html import MAX_ROWS, show_html
-        from inspector.render.output import listing, report_json
-
-        rows = listing(self.report, True)
-        doc = report_json(self.report, rows=rows[:MAX_ROWS], formula=self.formula)
-        if len(rows) > MAX_ROWS:  # names that do not collapse (no repeated layers): the page stays small
-            notes = doc["notes"]
-            assert isinstance(notes, list)
-            notes.append(f"the page lists the first {MAX_ROWS:,} of {len(rows):,} tensor rows; all of them: "
-                         "inspect MODEL --json --tensors --collapse")
-        return show_html(doc)
-
 
 def inspect(model: str | Checkpoint, *, tensors: bool = False, collapse: bool = False, formula: bool = False,
             summary: bool = False, revision: str | None = None, endpoint: str | None = None,
@@ -248,50 +176,6 @@ def inspect(model: str | Checkpoint, *, tensors: bool = False, collapse: bool = 
 
 
 # --- diff ----------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Difference:
-    """``inspect diff A B``: the gap explained cause by cause, or an adapter set against its base."""
-
-    result: Diff | None = None
-    adapter: AdapterDiff | None = None
-    #: with ``values``: which tensors' bytes differ, from a few ranges of each
-    values: ValueDiff | None = None
-
-    @property
-    def delta(self) -> int:
-        """B's parameters minus A's (an adapter: the parameters it adds)."""
-        if self.result is not None:
-            return self.result.delta
-        assert self.adapter is not None
-        return self.adapter.parameters
-
-    def gates_hit(self, gates: Sequence[str]) -> list[str]:
-        """The ``--fail-if`` conditions (params, dtypes, shapes, any) this difference trips."""
-        from inspector.analysis.adapter import adapter_gates_hit
-        from inspector.analysis.diff import gates_hit
-
-        if self.result is not None:
-            return gates_hit(self.result, list(gates))
-        assert self.adapter is not None
-        return adapter_gates_hit(self.adapter, list(gates))
-
-    def to_dict(self) -> dict[str, object]:
-        """The ``inspect diff A B --json`` document (``diff.schema.json``, or ``adapter-diff`` for an adapter)."""
-        from inspector.render.diff import adapter_json, diff_json
-
-        if self.result is not None:
-            return diff_json(self.result, self.values)
-        assert self.adapter is not None
-        return adapter_json(self.adapter)
-
-    def to_html(self) -> str:
-        """The ``inspect diff A B --format html`` page: the waterfall of causes and their arithmetic."""
-        from inspector.render.html import diff_html
-
-        return diff_html(self.to_dict())
-
 
 def diff(a: str | Checkpoint, b: str | Checkpoint, *, values: bool = False, sample_bytes: int | str = 1024,
          exact: bool = False, endpoint: str | None = None, token: str | None = None,
@@ -391,26 +275,6 @@ def value_diff(a: Report, b: Report, sample_bytes: int, exact: bool, options: Hu
 
 # --- compare -------------------------------------------------------------------------------------
 
-
-@dataclass(frozen=True, slots=True)
-class ComparisonResult:
-    """``inspect compare M1 … Mn``: totals, config and parameters by role, one column a model."""
-
-    comparison: Comparison
-
-    def to_dict(self) -> dict[str, object]:
-        """The ``inspect compare --json`` document (``compare.schema.json``)."""
-        from inspector.render.output import compare_json
-
-        return compare_json(self.comparison)
-
-    def to_html(self) -> str:
-        """The ``inspect compare --format html`` page: bars on one scale and the side-by-side table."""
-        from inspector.render.html import compare_html
-
-        return compare_html(self.to_dict())
-
-
 def compare(*models: str | Checkpoint, endpoint: str | None = None, token: str | None = None,
             offline: bool = False) -> ComparisonResult:
     """2 to 10 models side by side (``inspect compare``)."""
@@ -425,30 +289,6 @@ def compare(*models: str | Checkpoint, endpoint: str | None = None, token: str |
 
 
 # --- estimate ------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class EstimateResult:
-    """``inspect estimate MODEL``: memory, KV cache, FLOPs, MoE active parameters, quantisation-aware
-    counts, each with its formula; with a GPU budget, the fit."""
-
-    report: Report
-    estimate: Estimate
-    fit: Fit | None = None
-
-    def to_dict(self) -> dict[str, object]:
-        """The ``inspect estimate --json`` document (``estimate.schema.json``)."""
-        from inspector.render.output import estimate_json
-
-        return estimate_json(self.report, self.estimate, self.fit)
-
-    def to_html(self) -> str:
-        """The ``inspect estimate --format html`` page: with a budget, the memory bar and the
-        memory-against-context curve; every figure with its formula and source."""
-        from inspector.render.html import estimate_html
-
-        return estimate_html(self.to_dict())
-
 
 @dataclass(frozen=True, slots=True)
 class EstimateOptions:
@@ -551,54 +391,21 @@ def estimate_with(checkpoint: Checkpoint, options: EstimateOptions) -> EstimateR
 
 # --- several files of one model (GGUF quantisations) --------------------------------------------------
 
-
-@dataclass(frozen=True, slots=True)
-class FileListing:
-    """A folder or repo holding one model in several files: a row a file (type, bytes, bits per
-    weight, parameters) and, with a budget, whether each fits and its largest context."""
-
-    where: str
-    rows: tuple[FileRow, ...]
-    budget: Budget | None
-    notes: tuple[str, ...]
-
-    def to_dict(self) -> dict[str, object]:
-        """The ``inspect FOLDER|REPO --json`` document of such a folder (``files.schema.json``)."""
-        from inspector.render.output import files_json
-
-        return files_json(self.where, list(self.rows), self.budget, list(self.notes))
-
-
-def list_files(where: str, files: Sequence[tuple[str, Checkpoint]], *, gpu: str | None = None,
-               context: int | str | None = None, kv_dtype: str | None = None) -> FileListing:
+def list_files(where: str, files: Sequence[tuple[str, Checkpoint]], *, name: str | None = None,
+               gpu: str | None = None, context: int | str | None = None, kv_dtype: str | None = None) -> FileListing:
     """The rows of ``files`` (each file opened on its own, by name); with ``gpu`` (``24GiB``) the fit
-    of each model file at ``context``, projectors (``mmproj``) counted beside every model."""
+    of each model file at ``context``, projectors (``mmproj``) counted beside every model. ``name``: how
+    one file is named (``NAME/FILE``; default ``where``)."""
     from inspector.analysis.listing import file_rows
     from inspector.analysis.report import build_report
 
     options = estimate_options(context=context, gpu=gpu, kv_dtype=kv_dtype)
-    rows, notes = file_rows([(name, build_report(c)) for name, c in files], budget=options.budget,
+    rows, notes = file_rows([(file, build_report(c)) for file, c in files], budget=options.budget,
                             context=options.context, kv_dtype=options.kv_dtype)
-    return FileListing(where, tuple(rows), options.budget, tuple(notes))
+    return FileListing(where, name or where, tuple(rows), options.budget, tuple(notes))
 
 
 # --- the files of a repo --------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class FilesResult:
-    """``inspect MODEL --files``: every file of the folder or repo with its size and kind, and what a
-    download of all of them would fetch (from the listing: nothing is downloaded)."""
-
-    checkpoint: Checkpoint
-    files: RepoFiles
-
-    def to_dict(self) -> dict[str, object]:
-        """The ``inspect MODEL --files --json`` document (``repo-files.schema.json``)."""
-        from inspector.render.output import repo_files_json
-
-        return repo_files_json(self.checkpoint, self.files)
-
 
 def files(model: str | Checkpoint, *, revision: str | None = None, endpoint: str | None = None,
           token: str | None = None, offline: bool = False) -> FilesResult:
@@ -611,36 +418,13 @@ def files(model: str | Checkpoint, *, revision: str | None = None, endpoint: str
 
 # --- audit ---------------------------------------------------------------------------------------
 
-
-@dataclass(frozen=True, slots=True)
-class Audit:
-    """``inspect audit``: the findings over a checkpoint opened leniently."""
-
-    result: AuditResult
-
-    @property
-    def errors(self) -> int:
-        """Error findings: the CLI exits 1 on any."""
-        return self.result.errors
-
-    @property
-    def ok(self) -> bool:
-        return self.result.errors == 0
-
-    def to_dict(self) -> dict[str, object]:
-        """The ``inspect audit --json`` document (``audit.schema.json``)."""
-        from inspector.render.output import audit_json
-
-        return audit_json(self.result)
-
-
 def audit(model: str | Checkpoint, *, modeling: bool = False, deep: bool = False,
-          progress: Callable[[int, int], None] | None = None, revision: str | None = None,
+          progress: Progress | None = None, revision: str | None = None,
           endpoint: str | None = None, token: str | None = None, offline: bool = False) -> Audit:
     """``inspect audit``: is the checkpoint whole and consistent? ``modeling`` also checks against
     the model class on PyTorch's meta device (the torch extra). ``deep`` also scans the tensor data
     for NaN, Inf and all-zero tensors: local files only (it reads the weights; never a Hub repo's),
-    ``progress`` told (bytes done, bytes in all)."""
+    ``progress`` told (``Phase.DATA``, bytes done, bytes in all)."""
     from inspector.analysis import audit as audit_mod
 
     checkpoint = open_model(model, revision=revision, endpoint=endpoint, token=token, offline=offline, lenient=True)
@@ -664,28 +448,6 @@ def audit(model: str | Checkpoint, *, modeling: bool = False, deep: bool = False
 
 
 # --- train -----------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class TrainResult:
-    """``inspect train MODEL``: the memory to fine-tune the model per GPU, term by term, and whether
-    it fits the budget."""
-
-    report: Report
-    train: Train
-
-    def to_dict(self) -> dict[str, object]:
-        """The ``inspect train --json`` document (``train.schema.json``)."""
-        from inspector.render.train import train_json
-
-        return train_json(self.report, self.train)
-
-    def to_html(self) -> str:
-        """The ``inspect train --format html`` page: the terms as one bar against the budget."""
-        from inspector.render.html import train_html
-
-        return train_html(self.to_dict())
-
 
 def train_options(*, method: str = "lora", rank: int | str = 16, alpha: float | str | None = None,
                   targets: str | Sequence[str] = "all-linear", optimizer: str = "adamw",
@@ -738,28 +500,6 @@ def train_with(checkpoint: Checkpoint, options: TrainOptions) -> TrainResult:
 
 
 # --- plan ------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class PlanResult:
-    """``inspect plan MODEL``: every GPU × count × parallel layout, valid or not by the engine's own
-    rules, each valid one fitted, cheapest first."""
-
-    report: Report
-    plan: Plan
-
-    def to_dict(self) -> dict[str, object]:
-        """The ``inspect plan --json`` document (``plan.schema.json``)."""
-        from inspector.render.plan import plan_json
-
-        return plan_json(self.report, self.plan)
-
-    def to_html(self) -> str:
-        """The ``inspect plan --format html`` page."""
-        from inspector.render.html import plan_html
-
-        return plan_html(self.to_dict())
-
 
 def plan(model: str | Checkpoint, *, gpus: str | Sequence[str] | None = None, max_gpus: int | str = 8,
          nodes: int | str = 1, engine: str | None = None, context: int | str | None = None,

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any, Final, Literal, NamedTuple
 
 from inspector.errors import HeaderError
@@ -15,6 +16,20 @@ _DIGITS: Final = re.compile(r"(\d+)")
 def natural_key(text: str) -> tuple[tuple[int, int | str], ...]:
     """Sort key that puts ``layers.2`` before ``layers.10``."""
     return tuple((1, int(part)) if part.isdigit() else (0, part) for part in _DIGITS.split(text) if part)
+
+
+class Phase(StrEnum):
+    """What a long read is doing, as a progress bar names it."""
+
+    LISTING = "listing"
+    HEADERS = "headers"
+    COMPONENTS = "components"
+    DATA = "tensor data"
+
+
+#: told (phase, done, total) as a read goes on: a Hub repo's listing, its headers, a pipeline's
+#: components, the audit's scan of tensor data (in bytes)
+Progress = Callable[[Phase, int, int], None]
 
 
 class TensorInfo(NamedTuple):

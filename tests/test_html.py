@@ -21,6 +21,8 @@ from typing import Any
 import pytest
 from helpers import FIXTURES, ref, save_real
 
+from inspector.errors import UsageError
+
 ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / ".test-artifacts" / "html"
 BROWSER_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-sync",
@@ -285,15 +287,35 @@ def test_output_file_rules(cli, tmp_path: Path) -> None:
 
 
 def test_the_library_draws_the_same_pages(cli) -> None:
+    """``to_text`` draws from the same renderer table as the CLI: each format, byte for byte."""
     import inspector
 
-    assert inspector.inspect("llama3-8b").to_html() == cli("llama3-8b", "--format", "html").out
-    assert inspector.diff("llama2-7b", "llama3-8b").to_html() == cli("diff", "llama2-7b", "llama3-8b",
-                                                                     "--format", "html").out
-    assert inspector.compare("llama2-7b", "gpt2").to_html() == cli("compare", "llama2-7b", "gpt2",
-                                                                   "--format", "html").out
-    assert inspector.estimate("gpt2", gpu="8GiB").to_html() == cli("estimate", "gpt2", "--gpu", "8GiB",
-                                                                   "--format", "html").out
+    for result, line in [
+        (inspector.inspect("llama3-8b"), ["llama3-8b"]),
+        (inspector.diff("llama2-7b", "llama3-8b"), ["diff", "llama2-7b", "llama3-8b"]),
+        (inspector.compare("llama2-7b", "gpt2"), ["compare", "llama2-7b", "gpt2"]),
+        (inspector.estimate("gpt2", gpu="8GiB"), ["estimate", "gpt2", "--gpu", "8GiB"]),
+        (inspector.train("gpt2", method="lora"), ["train", "gpt2", "--method", "lora"]),
+        (inspector.plan("gpt2", gpus="L4"), ["plan", "gpt2", "--gpu", "L4"]),
+    ]:
+        for fmt in ("html", "markdown", "json"):
+            assert inspector.to_text(result, fmt) == cli(*line, "--format", fmt).out, (line, fmt)
+    audit = inspector.audit("gpt2")
+    assert inspector.to_text(audit, "markdown") == cli("audit", "gpt2", "--format", "markdown").out
+    with pytest.raises(inspector.InspectorError, match="not an audit"):
+        inspector.to_text(audit, "html")
+
+
+def test_every_result_type_has_a_renderer_for_every_format_it_is_drawn_in() -> None:
+    """The one table: each result type of the library has a row, table and JSON for every one, and a
+    format a row leaves out is refused before any read with the formats that are drawn."""
+    from inspector.render import results, views
+
+    kinds = {v for v in vars(results).values() if isinstance(v, type) and hasattr(v, "to_dict")}
+    assert kinds == set(views.RENDERERS)
+    assert all({views.Format.TABLE, views.Format.JSON} <= set(formats) for formats in views.RENDERERS.values())
+    with pytest.raises(UsageError, match="draws a model, a diff"):
+        views.check_format(results.CacheResult, views.Format.HTML)
 
 
 def test_names_that_do_not_collapse_keep_the_page_small(cli, tmp_path: Path) -> None:

@@ -48,7 +48,7 @@ from inspector.analysis.config import ModelConfig, load_config
 from inspector.analysis.stats import Tensor, placed
 from inspector.errors import HeaderError, InvalidCheckpointError, NotRegularFile, PickleError
 from inspector.formats.dtypes import SAFETENSORS_TO_TORCH
-from inspector.model import BIN_INDEX, Checkpoint, FileEntry, Import, Severity, WeightFile, natural_key
+from inspector.model import BIN_INDEX, Checkpoint, FileEntry, Import, Phase, Progress, Severity, WeightFile, natural_key
 
 SEVERITIES = ("error", "warning", "info")
 
@@ -354,7 +354,7 @@ def _shape(shape: tuple[int, ...]) -> str:
 CHUNK_BYTES = 64 * 1024 * 1024
 
 
-def deep_scan(inp: AuditInput, progress: Callable[[int, int], None] | None = None) -> list[Finding]:
+def deep_scan(inp: AuditInput, progress: Progress | None = None) -> list[Finding]:
     """Stream every tensor's bytes through a memory map, a bounded chunk at a time, and flag NaN,
     Inf and all-zero tensors. Local files only; reads, never writes (the map is read-only)."""
     import mmap
@@ -383,7 +383,7 @@ def deep_scan(inp: AuditInput, progress: Callable[[int, int], None] | None = Non
                     findings.append(Finding("tensor.zero", "warning", "every element is zero", name, t.name))
                 done += t.nbytes
                 if progress:
-                    progress(done, total)
+                    progress(Phase.DATA, done, total)
     return findings
 
 

@@ -12,14 +12,14 @@ import itertools
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import Annotated, NoReturn
 
 import typer
 
 from inspector import __version__, api
 from inspector.cli.opening import ProgressBar, ReadAhead, open_model, open_models, say
 from inspector.errors import EXIT_INTERNAL, EXIT_USAGE, InspectorError, SeveralFiles
-from inspector.render import streams
+from inspector.render import streams, views
 
 EXIT_CODES_HELP = (
     "Exit codes: 0 ok · 1 a result to gate on (differences, audit errors) · 2 usage · "
@@ -73,79 +73,12 @@ app = typer.Typer(
 )
 
 
-def emit_json(doc: Any) -> None:
-    """JSON on stdout (``render.json_text``: ASCII only, a record a line)."""
-    from inspector.render.output import json_document
-
-    text, replaced = json_document(doc)
-    streams.out(text)
-    if replaced:
-        say(f"warning: {replaced} string(s) from the checkpoint were not valid Unicode (lone surrogates); "
-            "each such character is U+FFFD in the JSON")
-
-
 Wide = Annotated[bool, typer.Option("--wide", help="on a terminal: draw tables at full width (as when piped)")]
 Format = Annotated[str, typer.Option("--format", help="table (default), json, markdown or html (a self-contained "
                                                      "page: to stdout, or to a file with -o)")]
 Output = Annotated[str | None, typer.Option("-o", "--output", help="with --format html: the file to write "
                                                                   "(replaces only a report this tool wrote)")]
 AsJson = Annotated[bool, typer.Option("--json", help="short for --format json: one JSON document (schema_version 2)")]
-FORMATS = ("table", "json", "markdown", "html")
-
-
-def output_format(fmt: str, as_json: bool) -> str:
-    """The one output format of a command: ``--format`` (table, json, markdown), ``--json`` its short form."""
-    from inspector.errors import UsageError
-
-    if fmt not in FORMATS:
-        raise UsageError(f"--format: unknown format {fmt!r}", hint="use table, json, markdown or html")
-    if as_json and fmt not in ("table", "json"):
-        raise UsageError(f"--json and --format {fmt} ask for two formats", hint="give one of them")
-    return "json" if as_json else fmt
-
-
-def check_output(fmt: str, output: str | None, *, model: str = "MODEL", conflicts: bool = False) -> Path | None:
-    """``-o FILE`` goes with ``--format html``; FILE may be new or a report this tool wrote before
-    (never another file of the user's). ``conflicts``: options that pick one part of a report
-    (--tensors, --files …), which the HTML page, a whole report, does not take. Checked before any
-    model is read."""
-    from inspector.errors import UsageError
-    from inspector.render.html import is_report
-    from inspector.safeio import read_regular
-
-    if fmt == "html" and conflicts:
-        raise UsageError("--format html draws the whole report", hint=f"inspect {model} --format html -o report.html")
-    if output is None:
-        return None
-    if fmt != "html":
-        raise UsageError("-o/--output writes an HTML report", hint="add --format html, or redirect stdout")
-    if output == "-":  # the usual spelling of stdout
-        return None
-    path = Path(output).expanduser()
-    if path.exists() and not path.is_dir() and not path.is_file():
-        raise UsageError(f"-o {output}: not a regular file (a device, a FIFO or a socket)",
-                         hint="give a file name, or -o - for stdout")
-    if path.is_dir():
-        raise UsageError(f"-o {output}: is a folder", hint="give a file name, e.g. -o report.html")
-    if path.is_symlink() or (path.exists() and not is_report(read_regular(path, 2048))):
-        raise UsageError(f"-o {output}: the file exists and is not a report this tool wrote; refusing to replace it",
-                         hint="give a new file name, or remove the file first")
-    if not path.parent.is_dir():
-        raise UsageError(f"-o {output}: no folder {path.parent}", hint="create the folder first")
-    return path
-
-
-def emit_html(text: str, path: Path | None) -> None:
-    """An HTML report to stdout, or to ``path`` (written whole, through the path guard)."""
-    if path is None:
-        streams.out(text)
-        return
-    from inspector.safeio import write_atomic
-
-    written = write_atomic(path.parent, path.name, text.encode("utf-8"), "-o")
-    say(f"wrote {written} ({len(text.encode('utf-8')):,} B)")
-
-
 Revision = Annotated[str | None, typer.Option("--revision", help="Hub branch, tag or commit (or write repo@rev)")]
 Endpoint = Annotated[str | None, typer.Option("--endpoint", help="Hub endpoint (default: HF_ENDPOINT, then the Hub)")]
 Token = Annotated[str | None, typer.Option("--token", help="Hub token (default: HF_TOKEN, then `hf auth login`'s)")]
@@ -181,7 +114,6 @@ def show(
     output: Output = None,
 ) -> None:
     from inspector.errors import UsageError
-    from inspector.render.output import emit, formula_table, report_table, tensor_lines
 
     if context is not None and gpu is None:
         raise UsageError("--context goes with --gpu", hint="inspect REPO --gpu 8GiB --context 8k")
@@ -191,101 +123,40 @@ def show(
         raise UsageError("--collapse goes with --tensors", hint="inspect MODEL --tensors --collapse")
     if files and (tensors or formula):
         raise UsageError("--files lists the files, not the tensors", hint="inspect MODEL --files")
-    fmt = output_format(fmt, as_json)
-    as_json = fmt == "json"
-    target = check_output(fmt, output, model=model, conflicts=tensors or files or formula or gpu is not None)
+    form = views.output_format(fmt, as_json)
+    target = views.output_target(form, output, model=model,
+                                 conflicts=tensors or files or formula or gpu is not None)
 
     if api.is_cache_root(model):
-        _cache_listing(model, fmt, wide)
+        views.check_format(api.CacheResult, form, hint=f"inspect {model}/models--ORG--NAME --format {form}")
+        views.emit(api.cache(model), form, wide=wide)
         return
-    from inspector.errors import SeveralFiles
-
     try:
         checkpoint = open_model(model, revision, endpoint, token, offline)
     except SeveralFiles as several:
-        _file_listing(model, several, revision, endpoint, token, offline, fmt, wide, gpu, context)
+        _file_listing(model, several, revision, endpoint, token, offline, form, wide, gpu, context)
         return
     if listing_options is not None:
         raise UsageError("--gpu with `inspect` answers for a folder or repo of several GGUF files",
                          hint=f"for one model: inspect estimate {model} --gpu {gpu}")
     if files:
-        from inspector.render.output import repo_files_table
-
-        listed = api.files(checkpoint)
-        if as_json:
-            emit_json(listed.to_dict())
-        else:
-            emit(repo_files_table(listed.checkpoint, listed.files), wide=wide)
+        views.emit(api.files(checkpoint), form, wide=wide)
         return
-    if fmt == "html":
-        emit_html(api.inspect(checkpoint).to_html(), target)
-        return
-    table = not as_json and fmt != "markdown" and not tensors
-    shown = api.inspect(checkpoint, tensors=tensors, collapse=collapse, formula=formula, summary=table)
-    report, rows, check = shown.report, shown.rows, shown.formula
-    if as_json:
-        emit_json(shown.to_dict())
-        return
-    if fmt == "markdown":
-        from inspector.render.output import report_markdown
-
-        streams.out(report_markdown(report))
-        return
-    if rows is not None:  # the list only, one tensor a line, ready for grep
-        streams.out("\n".join(tensor_lines(list(rows))) + "\n")
-        return
-    from rich.console import Group
-    from rich.text import Text
-
-    from inspector.render.output import estimate_line
-
-    est = shown.estimate
-    packed = (est.quant.method or "quantised", est.quant.logical_parameters) \
-        if est is not None and est.quant.method and report.summary.quant_elements else None
-    parts: list[Any] = [report_table(report, all_shards=shards, logical=packed)]
-    if est is not None:
-        parts.append(Text(estimate_line(est, shown.common), style="cyan"))
-    if check is not None:
-        parts.append(formula_table(check))
-    emit(Group(*parts), wide=wide)
+    summary = form == views.Format.TABLE and not tensors  # the table's last line: the estimate and the fit
+    shown = api.inspect(checkpoint, tensors=tensors and form != views.Format.HTML, collapse=collapse,
+                        formula=formula, summary=summary)
+    views.emit(shown, form, view=views.View(all_shards=shards), wide=wide, target=target)
 
 
 def _file_listing(model: str, several: SeveralFiles, revision: str | None, endpoint: str | None,
-                  token: str | None, offline: bool, fmt: str, wide: bool, gpu: str | None,
+                  token: str | None, offline: bool, form: views.Format, wide: bool, gpu: str | None,
                   context: str | None) -> None:
     """A folder or repo holding one model in several GGUF files: one row a file (its header only)."""
-    from inspector.errors import UsageError
-    from inspector.render.output import emit, files_table
-
-    if fmt == "html":
-        raise UsageError(f"--format html draws one model; {several.message}",
-                         hint=f"{several.hint} --format html" if several.hint else None) from None
-    as_json = fmt == "json"
-
+    views.check_format(api.FileListing, form, hint=f"{several.hint} --format {form}" if several.hint else None)
     name, rev = api.repo_and_revision(model)
     opened = [(file, open_model(f"{name}/{file}" + (f"@{rev}" if rev else ""), revision, endpoint, token, offline))
               for file in several.files]
-    listing = api.list_files(several.where, opened, gpu=gpu, context=context)
-    if as_json:
-        emit_json(listing.to_dict())
-    else:
-        emit(files_table(several.where, name, list(listing.rows), listing.budget, list(listing.notes)), wide=wide)
-
-
-def _cache_listing(root: str, fmt: str, wide: bool) -> None:
-    """``inspect $HF_HUB_CACHE``: every cached model with its counts, the way `hf cache ls` lists sizes."""
-    from inspector.errors import UsageError
-
-    if fmt == "html":
-        raise UsageError("--format html draws one model; this is a cache of many",
-                         hint=f"inspect {root}/models--ORG--NAME --format html")
-    from inspector.render.output import cache_table, emit
-
-    listed = api.cache(root)
-    if fmt == "json":
-        emit_json(listed.to_dict())
-    else:
-        emit(cache_table(listed.root, list(listed.rows)), wide=wide)
+    views.emit(api.list_files(several.where, opened, name=name, gpu=gpu, context=context), form, wide=wide)
 
 
 @app.command("diff", epilog=EXAMPLES["diff"],
@@ -315,28 +186,12 @@ def diff(
     wide: Wide = False,
     output: Output = None,
 ) -> None:
-    from inspector.render.diff import adapter_markdown, adapter_table, diff_markdown, diff_table, values_table
-    from inspector.render.output import emit
-
     gates = api.gates(fail_if)
-    fmt = output_format(fmt, as_json)
-    target = check_output(fmt, output)
+    form = views.output_format(fmt, as_json)
+    target = views.output_target(form, output)
     difference = api.diff(*open_models([a, b], endpoint, token, offline), values=values, sample_bytes=sample_bytes,
                           exact=exact, endpoint=endpoint, token=token, offline=offline)
-    if fmt == "html":
-        emit_html(difference.to_html(), target)
-    elif as_json or fmt == "json":
-        emit_json(difference.to_dict())
-    elif difference.adapter is not None and fmt == "markdown":  # a PEFT adapter against its base
-        streams.out(adapter_markdown(difference.adapter))
-    elif difference.adapter is not None:
-        emit(adapter_table(difference.adapter), wide=wide)
-    elif difference.result is not None and fmt == "markdown":
-        streams.out(diff_markdown(difference.result))
-    elif difference.result is not None:
-        emit(diff_table(difference.result, all_changes=all_changes), wide=wide)
-        if difference.values is not None:
-            emit(values_table(difference.values), wide=wide)
+    views.emit(difference, form, view=views.View(all_changes=all_changes), wide=wide, target=target)
     hit = difference.gates_hit(gates)
     if hit:
         say(f"--fail-if: {', '.join(hit)} changed")
@@ -357,22 +212,12 @@ def compare_cmd(
     output: Output = None,
 ) -> None:
     from inspector.errors import UsageError
-    from inspector.render.output import compare_markdown, compare_table, emit
 
     if not 2 <= len(models) <= 10:
         raise UsageError(f"compare takes 2 to 10 models, not {len(models)}")
-    fmt = output_format(fmt, as_json)
-    target = check_output(fmt, output)
-    compared = api.compare(*open_models(list(models), endpoint, token, offline))
-    result = compared.comparison
-    if fmt == "html":
-        emit_html(compared.to_html(), target)
-    elif as_json or fmt == "json":
-        emit_json(compared.to_dict())
-    elif fmt == "markdown":
-        streams.out(compare_markdown(result))
-    else:
-        emit(compare_table(result), wide=wide)
+    form = views.output_format(fmt, as_json)
+    target = views.output_target(form, output)
+    views.emit(api.compare(*open_models(list(models), endpoint, token, offline)), form, wide=wide, target=target)
 
 
 @app.command("estimate", epilog=EXAMPLES["estimate"],
@@ -413,31 +258,20 @@ def estimate_cmd(
     wide: Wide = False,
     output: Output = None,
 ) -> None:
-    from inspector.render.output import emit, estimate_markdown, estimate_table
-
-    fmt = output_format(fmt, as_json)
-    target = check_output(fmt, output)
-
+    form = views.output_format(fmt, as_json)
+    target = views.output_target(form, output)
     options = api.estimate_options(context=context, batch=batch, kv_dtype=kv_dtype, gpu=gpu, overhead=overhead,
                                    engine=engine, utilization=utilization, pipeline=pipeline,
                                    dtypes=[d.strip() for d in dtype.split(",") if d.strip()] if dtype else None)
     try:
         checkpoint = open_model(model, revision, endpoint, token, offline)
     except SeveralFiles as several:  # a GGUF repo of several quantisations: the fit of each file
-        _file_listing(model, several, revision, endpoint, token, offline, fmt, wide, gpu, context)
+        _file_listing(model, several, revision, endpoint, token, offline, form, wide, gpu, context)
         return
     done = api.estimate_with(checkpoint, options)
-    report, est, fitted = done.report, done.estimate, done.fit
-    for warning in (*est.warnings, *(fitted.warnings if fitted is not None else ())):
+    for warning in (*done.estimate.warnings, *(done.fit.warnings if done.fit is not None else ())):
         say(f"warning: {warning}")
-    if fmt == "json":
-        emit_json(done.to_dict())
-    elif fmt == "html":
-        emit_html(done.to_html(), target)
-    elif fmt == "markdown":
-        streams.out(estimate_markdown(report, est, fitted))
-    else:
-        emit(estimate_table(report, est, fitted), wide=wide)
+    views.emit(done, form, wide=wide, target=target)
 
 
 @app.command("train", epilog=EXAMPLES["train"],
@@ -478,23 +312,13 @@ def train_cmd(
     wide: Wide = False,
     output: Output = None,
 ) -> None:
-    from inspector.render.output import emit
-    from inspector.render.train import train_markdown, train_table
-
-    fmt = output_format(fmt, as_json)
-    target = check_output(fmt, output)
+    form = views.output_format(fmt, as_json)
+    target = views.output_target(form, output)
     options = api.train_options(method=method, rank=rank, alpha=alpha, targets=targets, optimizer=optimizer,
                                 precision=precision, batch=batch, seq=seq, checkpointing=checkpointing, gpu=gpu,
                                 zero=zero, fsdp=fsdp, offload=offload)
     done = api.train_with(open_model(model, revision, endpoint, token, offline), options)
-    if fmt == "json":
-        emit_json(done.to_dict())
-    elif fmt == "html":
-        emit_html(done.to_html(), target)
-    elif fmt == "markdown":
-        streams.out(train_markdown(done.report, done.train))
-    else:
-        emit(train_table(done.report, done.train), wide=wide)
+    views.emit(done, form, wide=wide, target=target)
 
 
 @app.command("plan", epilog=EXAMPLES["plan"],
@@ -526,22 +350,12 @@ def plan_cmd(
     wide: Wide = False,
     output: Output = None,
 ) -> None:
-    from inspector.render.output import emit
-    from inspector.render.plan import plan_markdown, plan_table
-
-    fmt = output_format(fmt, as_json)
-    target = check_output(fmt, output)
+    form = views.output_format(fmt, as_json)
+    target = views.output_target(form, output)
     options = api.plan_options(gpus=gpu, max_gpus=max_gpus, nodes=nodes, engine=engine, context=context,
                                objective=objective, utilization=utilization, kv_dtype=kv_dtype)
     done = api.plan_with(open_model(model, revision, endpoint, token, offline), options)
-    if fmt == "json":
-        emit_json(done.to_dict())
-    elif fmt == "html":
-        emit_html(done.to_html(), target)
-    elif fmt == "markdown":
-        streams.out(plan_markdown(done.report, done.plan))
-    else:
-        emit(plan_table(done.report, done.plan), wide=wide)
+    views.emit(done, form, wide=wide, target=target)
 
 
 @app.command("audit", epilog=EXAMPLES["audit"],
@@ -564,29 +378,17 @@ def audit_cmd(
     offline: Offline = False,
     wide: Wide = False,
 ) -> None:
-    from inspector.render.output import audit_json, audit_markdown, audit_table, emit
-
-    fmt = output_format(fmt, as_json)
-    if fmt == "html":
-        from inspector.errors import UsageError
-
-        raise UsageError("--format html draws show, diff, compare and estimate; an audit is a list of findings",
-                         hint=f"inspect audit {target} --format markdown")
-
+    form = views.output_format(fmt, as_json)
+    views.check_format(api.Audit, form, hint=f"inspect audit {target} --format markdown")
     checkpoint = open_model(target, revision, endpoint, token, offline, lenient=True)
     if deep and checkpoint.root is None:
         from inspector.errors import UsageError
 
         raise UsageError("--deep needs a local checkpoint folder or file")
     with ProgressBar() as progress:
-        result = api.audit(checkpoint, modeling=modeling, deep=deep, progress=progress).result
-    if fmt == "json":
-        emit_json(audit_json(result))
-    elif fmt == "markdown":
-        streams.out(audit_markdown(result))
-    else:
-        emit(audit_table(result), wide=wide)
-    if result.errors:
+        audited = api.audit(checkpoint, modeling=modeling, deep=deep, progress=progress)
+    views.emit(audited, form, wide=wide)
+    if audited.errors:
         raise typer.Exit(1)
 
 
@@ -608,21 +410,8 @@ def save(
 
 @app.command("aliases", epilog=EXAMPLES["aliases"],
              help="List the short names of bundled models (served offline).")
-def aliases(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
-    listed = api.aliases()
-    if as_json:
-        emit_json(listed.to_dict())
-        return
-    from rich.table import Table
-
-    t = Table(show_edge=False, pad_edge=False)
-    for col in ("alias", "repo", "what"):
-        t.add_column(col)
-    for a in listed.rows:
-        t.add_row(a.alias, a.repo_id, a.description)
-    from inspector.render.output import emit
-
-    emit(t)
+def aliases(as_json: AsJson = False, fmt: Format = "table", wide: Wide = False) -> None:
+    views.emit(api.aliases(), views.output_format(fmt, as_json), wide=wide)
 
 
 def _version_callback(value: bool) -> None:

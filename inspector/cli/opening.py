@@ -33,7 +33,7 @@ def open_model(model: str, revision: str | None, endpoint: str | None, token: st
 
 def load(model: str, revision: str | None, endpoint: str | None, token: str | None, offline: bool,
          *, lenient: bool = False, relay: Any = None) -> Any:
-    """``api.open_model`` with the CLI's Hub options; ``relay`` takes the progress (done, total)
+    """``api.open_model`` with the CLI's Hub options; ``relay`` takes the progress (phase, done, total)
     instead of a bar of its own."""
     from inspector import api
 
@@ -51,7 +51,7 @@ def open_models(models: list[str], endpoint: str | None, token: str | None, offl
     first model's error is the one reported when several fail."""
     from concurrent.futures import ThreadPoolExecutor
 
-    def quiet(done: int, total: int) -> None:
+    def quiet(phase: str, done: int, total: int) -> None:
         return None
 
     with ThreadPoolExecutor(max_workers=max(1, len(models)), thread_name_prefix="inspector-read") as pool:
@@ -93,9 +93,9 @@ class ReadAhead:
         current, cls._current = cls._current, None
         return current[1] if current is not None and current[1].spec == spec else None
 
-    def _progress(self, done: int, total: int) -> None:
+    def _progress(self, phase: str, done: int, total: int) -> None:
         if self.target is not None:
-            self.target(done, total)
+            self.target(phase, done, total)
 
     def _read(self) -> None:
         try:
@@ -115,29 +115,39 @@ def _progress_bars_disabled() -> bool:
 
 
 class ProgressBar:
-    """A rich progress bar on stderr for Hub fetches of many shards; silent when not a terminal."""
+    """A rich progress bar on stderr that names its phase: ``listing`` (a spinner while the Hub lists
+    the repo), ``headers n/N``, ``components n/N``, ``tensor data`` (bytes); a counted phase is drawn
+    from 8 steps (a repo of many shards, a deep scan). Transient, and silent when stderr is not a
+    terminal or huggingface_hub's progress bars are off."""
+
+    def __init__(self) -> None:
+        self.bar: Any = None
+        self.task: Any = None
 
     def __enter__(self) -> Any:
-        self.bar: Any = None
         from inspector.render.streams import stderr_is_terminal
 
         if not stderr_is_terminal() or _progress_bars_disabled():
             return None
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+        return self.update
 
-        from inspector.render.output import console
-
-        def update(done: int, total: int) -> None:
-            if total < 8:
+    def update(self, phase: str, done: int, total: int) -> None:
+        listing = phase == "listing"
+        if self.bar is None:
+            if not listing and total < 8:
                 return
-            if self.bar is None:
-                self.bar = Progress(TextColumn("headers"), BarColumn(), MofNCompleteColumn(),
-                                    console=console(stderr=True), transient=True)
-                self.bar.start()
-                self.task = self.bar.add_task("headers", total=total)
-            self.bar.update(self.task, completed=done)
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn
 
-        return update
+            from inspector.render.output import console
+
+            self.bar = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                console=console(stderr=True), transient=True)
+            self.task = self.bar.add_task(str(phase), total=None)
+            self.bar.start()
+        if listing:
+            self.bar.update(self.task, description=str(phase), completed=0, total=None, visible=True)
+        else:
+            self.bar.update(self.task, description=str(phase), completed=done, total=total, visible=total >= 8)
 
     def __exit__(self, *exc: object) -> None:
         if self.bar is not None:

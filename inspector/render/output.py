@@ -1089,6 +1089,27 @@ def _md_table(title: str | None, head: list[str], rows: list[list[str]], right: 
     return [*lead, "| " + " | ".join(head) + " |", rule, *("| " + " | ".join(r) + " |" for r in rows), ""]
 
 
+def table_markdown(renderable: RenderableType) -> str:
+    """A listing's rich table(s) as markdown: each table's title in bold, its columns and cells (already
+    sanitised, escaped for markdown here), right-aligned columns kept right; a line of text as a line."""
+    from rich.console import Group
+    from rich.table import Table
+
+    from inspector.render.text import markdown
+
+    lines: list[str] = []
+    for part in _leaves(renderable) if isinstance(renderable, Group) else [renderable]:
+        if isinstance(part, Table):
+            head = [markdown(_plain(c.header)) for c in part.columns]
+            cells = [[markdown(_plain(cell)) for cell in c.cells] for c in part.columns]
+            rows = [list(row) for row in zip(*cells, strict=True)] if cells else []
+            right = {i for i, c in enumerate(part.columns) if c.justify == "right"}
+            lines += _md_table(_plain(part.title) if part.title else None, head, rows, right)
+        else:
+            lines += [markdown(_plain(part)), ""]
+    return "\n".join(lines)
+
+
 def report_markdown(report: Report) -> str:
     """``inspect MODEL --format markdown``: headline figures, by role, by dtype, files. Every string
     from the checkpoint is escaped for markdown."""

@@ -13,7 +13,7 @@ from typing import Any, Final, Protocol, TypeVar
 
 from inspector.errors import HeaderError, InvalidCheckpointError, NotFoundError, SeveralFiles
 from inspector.formats.registry import NOT_WEIGHTS, SAFETENSORS, reader_named, readers, weight_suffixes
-from inspector.model import SIDE_FILES, Checkpoint, Component, WeightFile, natural_key
+from inspector.model import SIDE_FILES, Checkpoint, Component, Phase, Progress, WeightFile, natural_key
 from inspector.safeio import parse_json, parse_json_object, relative_name
 
 #: a diffusers pipeline's index: component folder → [library, class]
@@ -90,7 +90,6 @@ def index_shards(index: Mapping[str, Any], available: Iterable[str], where: str,
 # --- the one assembly --------------------------------------------------------------------------------
 
 T = TypeVar("T")
-Progress = Callable[[int, int], None]
 
 
 class Source(Protocol):
@@ -294,7 +293,7 @@ def assemble(source: Source, files: Mapping[str, int | None], *, lenient: bool =
     first_reads = first_read_hints(index) if source.remote else {}
     done = 0
     if progress:
-        progress(0, len(shards))
+        progress(Phase.HEADERS, 0, len(shards))
 
     def read(name: str) -> WeightFile | HeaderError:
         nonlocal done
@@ -306,7 +305,7 @@ def assemble(source: Source, files: Mapping[str, int | None], *, lenient: bool =
             result = exc
         done += 1  # each's reads may run on threads: the count only feeds a progress bar
         if progress:
-            progress(done, len(shards))
+            progress(Phase.HEADERS, done, len(shards))
         return result
 
     results = source.each(read, shards)
@@ -407,7 +406,7 @@ def _pipeline(source: Source, files: Mapping[str, int | None], *, lenient: bool,
             headers += [prefixed(h, name) for h in part.headers]
             errors += part.errors
         if progress:
-            progress(done + 1, len(listed))
+            progress(Phase.COMPONENTS, done + 1, len(listed))
     if not any(p is not None for *_, p in components):
         raise NotFoundError(f"{source.where}: a diffusers pipeline ({PIPELINE_INDEX}) whose components hold no weight "
                             "files this tool reads", hint="each component folder needs its .safetensors (or "

@@ -29,7 +29,7 @@ from typing import Any, Final, TypeVar
 
 from inspector.errors import HubUnreachable, InvalidCheckpointError, NetworkError, NotFoundError
 from inspector.formats.registry import SAFETENSORS, reader_for, reader_named
-from inspector.model import Checkpoint, FileEntry, WeightFile, natural_key
+from inspector.model import Checkpoint, FileEntry, Phase, Progress, WeightFile, natural_key
 from inspector.safeio import COMMIT, commit_id, relative_name
 from inspector.sources.assemble import assemble, small_files, stored_files, with_components
 from inspector.sources.header_cache import HeaderCache
@@ -45,7 +45,6 @@ STORED_EXTRA: Final[tuple[str, ...]] = ("generation_config.json", "quantize_conf
 #: header bytes one repo may hold in all (DeepSeek-V3's 163 headers are 11.5 MB)
 REPO_HEADER_BUDGET: Final = 256 * 1024 * 1024
 
-Progress = Callable[[int, int], None]
 T = TypeVar("T")
 
 
@@ -84,6 +83,8 @@ def open_hub(repo_id: str, revision: str | None = None, *, options: HubOptions |
     # listing, and kept when the server says they are at the commit the listing names
     early = None if warm or only is not None else _Early(hub, repo_id, rev)
     try:
+        if progress:
+            progress(Phase.LISTING, 0, 1)
         try:
             info = hub.repo_info(repo_id, rev, quick=cached)
         except HubUnreachable as exc:

@@ -143,6 +143,15 @@ class Hub:
             return "the token saved by `hf auth login`"
         return "no token"
 
+    def access_hint(self, no_token: str, with_token: str) -> str:
+        """What to do when the Hub refuses a read. With no token: log in. With a token, the account it
+        belongs to is the one without access: logging in again or setting HF_TOKEN would not help."""
+        from huggingface_hub import get_token
+
+        if self.options.token or get_token():
+            return f"{with_token} ({self.token_source()} is that account's)"
+        return f"{no_token}; log in with `hf auth login` or set HF_TOKEN"
+
     def headers(self) -> dict[str, str]:
         """huggingface_hub's request headers (user agent, token), built once per Hub: the token
         lookup reads the environment and files (0.2 s of CPU over a 195-request read, under yappi)."""
@@ -405,7 +414,9 @@ class _Translate:
             raise AccessError(
                 f"{repo} is gated: you need to accept its terms on the Hub before reading it "
                 f"(used {hub.token_source()})",
-                hint="request access on the model page, then log in with `hf auth login` or set HF_TOKEN",
+                hint=hub.access_hint("request access on the model page",
+                                     "the account has not been granted access yet: request it on the model page "
+                                     "with that account (the authors may approve it by hand)"),
             ) from None
         if isinstance(exc, hf.RevisionNotFoundError):
             raise NotFoundError(f"{where}: no such revision (branch, tag or commit)") from None
@@ -413,7 +424,8 @@ class _Translate:
             raise NotFoundError(
                 f"{repo}: no such repo on {hub.public}, or it is private and cannot be read with "
                 f"{hub.token_source()}",
-                hint="check the name; for a private repo, log in with `hf auth login` or set HF_TOKEN",
+                hint=hub.access_hint("check the name; a private repo needs a token",
+                                     "check the name; if it is private, the account needs read access to it"),
             ) from None
         if isinstance(exc, hf.EntryNotFoundError):
             raise NotFoundError(f"{where}: the repo lists {self.path} but the Hub does not serve it") from None
@@ -427,7 +439,8 @@ class _Translate:
                                    hint="wait a while; a token raises the limit") from None
             if status in (401, 403):
                 raise AccessError(f"{repo}: access denied (HTTP {status}) with {hub.token_source()}",
-                                  hint="log in with `hf auth login` or set HF_TOKEN") from None
+                                  hint=hub.access_hint("a private or gated repo needs a token",
+                                                      "the account has no access to this repo")) from None
             if status == 404:
                 raise NotFoundError(f"{where}: not found (HTTP 404)") from None
             raise NetworkError(f"{repo}: the Hub answered HTTP {status} after retries") from None

@@ -1,0 +1,254 @@
+"""The typed results of the library's commands (``inspector.api`` builds them, ``render.views``
+draws them): one record a command, whose ``to_dict()`` is that command's ``--json`` document."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from inspector.model import Checkpoint
+
+if TYPE_CHECKING:
+    from inspector.analysis.adapter import AdapterDiff
+    from inspector.analysis.audit import AuditResult
+    from inspector.analysis.compare import Comparison
+    from inspector.analysis.diff import Diff
+    from inspector.analysis.estimate import Estimate
+    from inspector.analysis.fit import Budget, CommonFit, Fit
+    from inspector.analysis.formula import FormulaCheck
+    from inspector.analysis.listing import CachedModel, FileRow, ListingRow, RepoFiles
+    from inspector.analysis.plan import Plan
+    from inspector.analysis.report import Report
+    from inspector.analysis.train import Train
+    from inspector.analysis.values import ValueDiff
+
+
+@dataclass(frozen=True, slots=True)
+class AliasRow:
+    alias: str
+    repo_id: str
+    description: str
+    bundled: bool  # its header snapshot ships in the package
+
+
+@dataclass(frozen=True, slots=True)
+class Aliases:
+    """``inspect aliases``: the short names of the bundled models."""
+
+    rows: tuple[AliasRow, ...]
+
+    def to_dict(self) -> dict[str, object]:
+        from inspector.render.output import SCHEMA_VERSION
+
+        return {"schema_version": SCHEMA_VERSION,
+                "aliases": [{"alias": r.alias, "repo_id": r.repo_id, "description": r.description,
+                             "bundled": r.bundled} for r in self.rows]}
+
+    def names(self) -> frozenset[str]:
+        return frozenset(r.alias.lower() for r in self.rows)
+
+
+@dataclass(frozen=True, slots=True)
+class CacheResult:
+    """``inspect $HF_HUB_CACHE``: every cached model with its counts (``status`` says why one has none)."""
+
+    root: str
+    rows: tuple[CachedModel, ...]
+
+    def to_dict(self) -> dict[str, object]:
+        from inspector.render.output import cache_json
+
+        return cache_json(self.root, list(self.rows))
+
+
+@dataclass(frozen=True, slots=True)
+class Inspection:
+    """``inspect MODEL``: the report (counts by role, dtype, layer block, file) and, when asked, the
+    tensor listing and the config-only formula."""
+
+    report: Report
+    rows: tuple[ListingRow, ...] | None = None
+    formula: FormulaCheck | None = None
+    #: with ``summary``: the estimate at the model's defaults and the smallest common budget it fits
+    #: (None where there is none: a figure unknown, an encoder)
+    estimate: Estimate | None = None
+    common: CommonFit | None = None
+
+    @property
+    def checkpoint(self) -> Checkpoint:
+        return self.report.checkpoint
+
+    @property
+    def parameters(self) -> int:
+        """Elements of tensors that are parameters (the headline figure)."""
+        return self.report.summary.parameters
+
+    @property
+    def bytes(self) -> int:
+        """Tensor data bytes, from the headers' offsets."""
+        return self.report.summary.bytes
+
+    def to_dict(self) -> dict[str, object]:
+        """The ``inspect MODEL --json`` document (schema ``inspector/schemas/show.schema.json``)."""
+        from inspector.render.output import report_json
+
+        return report_json(self.report, rows=list(self.rows) if self.rows is not None else None,
+                           formula=self.formula)
+
+
+
+@dataclass(frozen=True, slots=True)
+class Difference:
+    """``inspect diff A B``: the gap explained cause by cause, or an adapter set against its base."""
+
+    result: Diff | None = None
+    adapter: AdapterDiff | None = None
+    #: with ``values``: which tensors' bytes differ, from a few ranges of each
+    values: ValueDiff | None = None
+
+    @property
+    def delta(self) -> int:
+        """B's parameters minus A's (an adapter: the parameters it adds)."""
+        if self.result is not None:
+            return self.result.delta
+        assert self.adapter is not None
+        return self.adapter.parameters
+
+    def gates_hit(self, gates: Sequence[str]) -> list[str]:
+        """The ``--fail-if`` conditions (params, dtypes, shapes, any) this difference trips."""
+        from inspector.analysis.adapter import adapter_gates_hit
+        from inspector.analysis.diff import gates_hit
+
+        if self.result is not None:
+            return gates_hit(self.result, list(gates))
+        assert self.adapter is not None
+        return adapter_gates_hit(self.adapter, list(gates))
+
+    def to_dict(self) -> dict[str, object]:
+        """The ``inspect diff A B --json`` document (``diff.schema.json``, or ``adapter-diff`` for an adapter)."""
+        from inspector.render.diff import adapter_json, diff_json
+
+        if self.result is not None:
+            return diff_json(self.result, self.values)
+        assert self.adapter is not None
+        return adapter_json(self.adapter)
+
+
+
+@dataclass(frozen=True, slots=True)
+class ComparisonResult:
+    """``inspect compare M1 … Mn``: totals, config and parameters by role, one column a model."""
+
+    comparison: Comparison
+
+    def to_dict(self) -> dict[str, object]:
+        """The ``inspect compare --json`` document (``compare.schema.json``)."""
+        from inspector.render.output import compare_json
+
+        return compare_json(self.comparison)
+
+
+
+@dataclass(frozen=True, slots=True)
+class EstimateResult:
+    """``inspect estimate MODEL``: memory, KV cache, FLOPs, MoE active parameters, quantisation-aware
+    counts, each with its formula; with a GPU budget, the fit."""
+
+    report: Report
+    estimate: Estimate
+    fit: Fit | None = None
+
+    def to_dict(self) -> dict[str, object]:
+        """The ``inspect estimate --json`` document (``estimate.schema.json``)."""
+        from inspector.render.output import estimate_json
+
+        return estimate_json(self.report, self.estimate, self.fit)
+
+
+
+@dataclass(frozen=True, slots=True)
+class FileListing:
+    """A folder or repo holding one model in several files: a row a file (type, bytes, bits per
+    weight, parameters) and, with a budget, whether each fits and its largest context."""
+
+    where: str
+    #: how one file of it is named: ``NAME/FILE`` (the repo id or the folder as given)
+    name: str
+    rows: tuple[FileRow, ...]
+    budget: Budget | None
+    notes: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, object]:
+        """The ``inspect FOLDER|REPO --json`` document of such a folder (``files.schema.json``)."""
+        from inspector.render.output import files_json
+
+        return files_json(self.where, list(self.rows), self.budget, list(self.notes))
+
+
+@dataclass(frozen=True, slots=True)
+class FilesResult:
+    """``inspect MODEL --files``: every file of the folder or repo with its size and kind, and what a
+    download of all of them would fetch (from the listing: nothing is downloaded)."""
+
+    checkpoint: Checkpoint
+    files: RepoFiles
+
+    def to_dict(self) -> dict[str, object]:
+        """The ``inspect MODEL --files --json`` document (``repo-files.schema.json``)."""
+        from inspector.render.output import repo_files_json
+
+        return repo_files_json(self.checkpoint, self.files)
+
+
+@dataclass(frozen=True, slots=True)
+class Audit:
+    """``inspect audit``: the findings over a checkpoint opened leniently."""
+
+    result: AuditResult
+
+    @property
+    def errors(self) -> int:
+        """Error findings: the CLI exits 1 on any."""
+        return self.result.errors
+
+    @property
+    def ok(self) -> bool:
+        return self.result.errors == 0
+
+    def to_dict(self) -> dict[str, object]:
+        """The ``inspect audit --json`` document (``audit.schema.json``)."""
+        from inspector.render.output import audit_json
+
+        return audit_json(self.result)
+
+
+@dataclass(frozen=True, slots=True)
+class TrainResult:
+    """``inspect train MODEL``: the memory to fine-tune the model per GPU, term by term, and whether
+    it fits the budget."""
+
+    report: Report
+    train: Train
+
+    def to_dict(self) -> dict[str, object]:
+        """The ``inspect train --json`` document (``train.schema.json``)."""
+        from inspector.render.train import train_json
+
+        return train_json(self.report, self.train)
+
+
+
+@dataclass(frozen=True, slots=True)
+class PlanResult:
+    """``inspect plan MODEL``: every GPU × count × parallel layout, valid or not by the engine's own
+    rules, each valid one fitted, cheapest first."""
+
+    report: Report
+    plan: Plan
+
+    def to_dict(self) -> dict[str, object]:
+        """The ``inspect plan --json`` document (``plan.schema.json``)."""
+        from inspector.render.plan import plan_json
+
+        return plan_json(self.report, self.plan)

@@ -1,0 +1,397 @@
+"""The one renderer table: (result type, format) → renderer, and the one step that writes a result.
+
+Every command's output goes through ``emit``: the CLI names the result and the format, the table
+picks the renderer (a rich table for people, the ``--json`` document, markdown, a self-contained HTML
+page), and ``emit`` writes it to stdout (or an HTML page to ``-o FILE`` through the path guard). A
+format a result has no renderer for is a usage error, asked before any model is read
+(``check_format``). Adding an output is adding a row here, not an ``if`` in a command.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+from typing import TYPE_CHECKING, Final, Protocol
+
+from inspector.errors import UsageError
+from inspector.render import streams
+from inspector.render.results import (
+    Aliases,
+    Audit,
+    CacheResult,
+    ComparisonResult,
+    Difference,
+    EstimateResult,
+    FileListing,
+    FilesResult,
+    Inspection,
+    PlanResult,
+    TrainResult,
+)
+
+if TYPE_CHECKING:
+    from rich.console import RenderableType
+
+
+class Format(StrEnum):
+    """The one ``--format`` option's values (``--json`` is short for ``--format json``)."""
+
+    TABLE = "table"
+    JSON = "json"
+    MARKDOWN = "markdown"
+    HTML = "html"
+
+
+@dataclass(frozen=True, slots=True)
+class View:
+    """Options that pick what a table shows (never what a document holds)."""
+
+    #: diff: list every changed tensor
+    all_changes: bool = False
+    #: show: list every file, however many
+    all_shards: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Verbatim:
+    """Text written as it is (JSON, markdown, HTML, a tensor list): the renderer made it safe."""
+
+    text: str
+    #: JSON: strings from outside that were not valid Unicode, replaced (the writer says so)
+    replaced: int = 0
+
+
+class Result(Protocol):
+    def to_dict(self) -> dict[str, object]: ...
+
+
+
+# --- the renderers ----------------------------------------------------------------------------------
+
+
+def _json(result: Result, view: View) -> Verbatim:
+    from inspector.render.output import json_document
+
+    text, replaced = json_document(result.to_dict())
+    return Verbatim(text, replaced)
+
+
+def _show_table(r: Inspection, view: View) -> Verbatim | RenderableType:
+    from rich.console import Group
+    from rich.text import Text
+
+    from inspector.render.output import estimate_line, formula_table, report_table, tensor_lines
+
+    if r.rows is not None:  # the list only, one tensor a line, ready for grep
+        return Verbatim("\n".join(tensor_lines(list(r.rows))) + "\n")
+    est = r.estimate
+    packed = (est.quant.method or "quantised", est.quant.logical_parameters) \
+        if est is not None and est.quant.method and r.report.summary.quant_elements else None
+    parts: list[RenderableType] = [report_table(r.report, all_shards=view.all_shards, logical=packed)]
+    if est is not None:
+        parts.append(Text(estimate_line(est, r.common), style="cyan"))
+    if r.formula is not None:
+        parts.append(formula_table(r.formula))
+    return Group(*parts)
+
+
+def _show_markdown(r: Inspection, view: View) -> Verbatim:
+    from inspector.render.output import report_markdown
+
+    return Verbatim(report_markdown(r.report))
+
+
+def _show_html(r: Inspection, view: View) -> Verbatim:
+    """The page lists the tensors collapsed (one row per repeated layer or expert tensor)."""
+    from inspector.render.html import MAX_ROWS, show_html
+    from inspector.render.output import listing, report_json
+
+    rows = listing(r.report, True)
+    doc = report_json(r.report, rows=rows[:MAX_ROWS], formula=r.formula)
+    if len(rows) > MAX_ROWS:  # names that do not collapse (no repeated layers): the page stays small
+        notes = doc["notes"]
+        assert isinstance(notes, list)
+        notes.append(f"the page lists the first {MAX_ROWS:,} of {len(rows):,} tensor rows; all of them: "
+                     "inspect MODEL --json --tensors --collapse")
+    return Verbatim(show_html(doc))
+
+
+def _diff_table(r: Difference, view: View) -> RenderableType:
+    from rich.console import Group
+
+    from inspector.render.diff import adapter_table, diff_table, values_table
+
+    if r.adapter is not None:  # a PEFT adapter against its base
+        return adapter_table(r.adapter)
+    assert r.result is not None
+    parts = [diff_table(r.result, all_changes=view.all_changes)]
+    if r.values is not None:
+        parts.append(values_table(r.values))
+    return Group(*parts)
+
+
+def _diff_markdown(r: Difference, view: View) -> Verbatim:
+    from inspector.render.diff import adapter_markdown, diff_markdown
+
+    if r.adapter is not None:
+        return Verbatim(adapter_markdown(r.adapter))
+    assert r.result is not None
+    return Verbatim(diff_markdown(r.result))
+
+
+def _diff_html(r: Difference, view: View) -> Verbatim:
+    from inspector.render.html import diff_html
+
+    return Verbatim(diff_html(r.to_dict()))
+
+
+def _compare_table(r: ComparisonResult, view: View) -> RenderableType:
+    from inspector.render.output import compare_table
+
+    return compare_table(r.comparison)
+
+
+def _compare_markdown(r: ComparisonResult, view: View) -> Verbatim:
+    from inspector.render.output import compare_markdown
+
+    return Verbatim(compare_markdown(r.comparison))
+
+
+def _compare_html(r: ComparisonResult, view: View) -> Verbatim:
+    from inspector.render.html import compare_html
+
+    return Verbatim(compare_html(r.to_dict()))
+
+
+def _estimate_table(r: EstimateResult, view: View) -> RenderableType:
+    from inspector.render.output import estimate_table
+
+    return estimate_table(r.report, r.estimate, r.fit)
+
+
+def _estimate_markdown(r: EstimateResult, view: View) -> Verbatim:
+    from inspector.render.output import estimate_markdown
+
+    return Verbatim(estimate_markdown(r.report, r.estimate, r.fit))
+
+
+def _estimate_html(r: EstimateResult, view: View) -> Verbatim:
+    from inspector.render.html import estimate_html
+
+    return Verbatim(estimate_html(r.to_dict()))
+
+
+def _train_table(r: TrainResult, view: View) -> RenderableType:
+    from inspector.render.train import train_table
+
+    return train_table(r.report, r.train)
+
+
+def _train_markdown(r: TrainResult, view: View) -> Verbatim:
+    from inspector.render.train import train_markdown
+
+    return Verbatim(train_markdown(r.report, r.train))
+
+
+def _train_html(r: TrainResult, view: View) -> Verbatim:
+    from inspector.render.html import train_html
+
+    return Verbatim(train_html(r.to_dict()))
+
+
+def _plan_table(r: PlanResult, view: View) -> RenderableType:
+    from inspector.render.plan import plan_table
+
+    return plan_table(r.report, r.plan)
+
+
+def _plan_markdown(r: PlanResult, view: View) -> Verbatim:
+    from inspector.render.plan import plan_markdown
+
+    return Verbatim(plan_markdown(r.report, r.plan))
+
+
+def _plan_html(r: PlanResult, view: View) -> Verbatim:
+    from inspector.render.html import plan_html
+
+    return Verbatim(plan_html(r.to_dict()))
+
+
+def _audit_table(r: Audit, view: View) -> RenderableType:
+    from inspector.render.output import audit_table
+
+    return audit_table(r.result)
+
+
+def _audit_markdown(r: Audit, view: View) -> Verbatim:
+    from inspector.render.output import audit_markdown
+
+    return Verbatim(audit_markdown(r.result))
+
+
+def _listing_table(r: FileListing, view: View) -> RenderableType:
+    from inspector.render.output import files_table
+
+    return files_table(r.where, r.name, list(r.rows), r.budget, list(r.notes))
+
+
+def _files_table(r: FilesResult, view: View) -> RenderableType:
+    from inspector.render.output import repo_files_table
+
+    return repo_files_table(r.checkpoint, r.files)
+
+
+def _cache_table(r: CacheResult, view: View) -> RenderableType:
+    from inspector.render.output import cache_table
+
+    return cache_table(r.root, list(r.rows))
+
+
+def _aliases_table(r: Aliases, view: View) -> RenderableType:
+    from rich.table import Table
+
+    t = Table(show_edge=False, pad_edge=False)
+    for col in ("alias", "repo", "what"):
+        t.add_column(col)
+    for a in r.rows:
+        t.add_row(a.alias, a.repo_id, a.description)
+    return t
+
+
+def _as_markdown(draw: Callable[..., RenderableType]) -> Callable[..., Verbatim]:
+    """A listing's markdown: its table's cells as a markdown table (every cell escaped)."""
+
+    def markdown(r: Result, view: View) -> Verbatim:
+        from inspector.render.output import table_markdown
+
+        return Verbatim(table_markdown(draw(r, view)))
+
+    return markdown
+
+
+#: the one table: for each result type, the formats it is drawn in and the renderer of each
+RENDERERS: Final[Mapping[type, Mapping[Format, Callable[..., Verbatim | RenderableType]]]] = {
+    Inspection: {Format.TABLE: _show_table, Format.JSON: _json, Format.MARKDOWN: _show_markdown,
+                 Format.HTML: _show_html},
+    Difference: {Format.TABLE: _diff_table, Format.JSON: _json, Format.MARKDOWN: _diff_markdown,
+                 Format.HTML: _diff_html},
+    ComparisonResult: {Format.TABLE: _compare_table, Format.JSON: _json, Format.MARKDOWN: _compare_markdown,
+                       Format.HTML: _compare_html},
+    EstimateResult: {Format.TABLE: _estimate_table, Format.JSON: _json, Format.MARKDOWN: _estimate_markdown,
+                     Format.HTML: _estimate_html},
+    TrainResult: {Format.TABLE: _train_table, Format.JSON: _json, Format.MARKDOWN: _train_markdown,
+                  Format.HTML: _train_html},
+    PlanResult: {Format.TABLE: _plan_table, Format.JSON: _json, Format.MARKDOWN: _plan_markdown,
+                 Format.HTML: _plan_html},
+    Audit: {Format.TABLE: _audit_table, Format.JSON: _json, Format.MARKDOWN: _audit_markdown},
+    FileListing: {Format.TABLE: _listing_table, Format.JSON: _json, Format.MARKDOWN: _as_markdown(_listing_table)},
+    FilesResult: {Format.TABLE: _files_table, Format.JSON: _json, Format.MARKDOWN: _as_markdown(_files_table)},
+    CacheResult: {Format.TABLE: _cache_table, Format.JSON: _json, Format.MARKDOWN: _as_markdown(_cache_table)},
+    Aliases: {Format.TABLE: _aliases_table, Format.JSON: _json, Format.MARKDOWN: _as_markdown(_aliases_table)},
+}
+
+#: what each result is, in the usage error for a format it is not drawn in
+WHAT: Final[Mapping[type, str]] = {
+    Inspection: "a model", Difference: "a diff", ComparisonResult: "a comparison", EstimateResult: "an estimate",
+    TrainResult: "a training estimate", PlanResult: "a plan", Audit: "an audit (a list of findings)",
+    FileListing: "a listing of several model files", FilesResult: "a repo's file listing",
+    CacheResult: "a cache of many models", Aliases: "the alias list",
+}
+
+
+# --- choosing and writing -----------------------------------------------------------------------------
+
+
+def output_format(fmt: str, as_json: bool = False) -> Format:
+    """The one output format of a command: ``--format`` (table, json, markdown, html), ``--json`` its
+    short form."""
+    try:
+        chosen = Format(fmt)
+    except ValueError:
+        raise UsageError(f"--format: unknown format {fmt!r}", hint="use " + ", ".join(Format)) from None
+    if as_json and chosen not in (Format.TABLE, Format.JSON):
+        raise UsageError(f"--json and --format {fmt} ask for two formats", hint="give one of them")
+    return Format.JSON if as_json else chosen
+
+
+def check_format(kind: type, fmt: Format, hint: str | None = None) -> None:
+    """A usage error, before any model is read, when results of ``kind`` are not drawn in ``fmt``."""
+    if fmt in RENDERERS[kind]:
+        return
+    drawn = ", ".join(WHAT[k] for k, formats in RENDERERS.items() if fmt in formats)
+    raise UsageError(f"--format {fmt} draws {drawn}; not {WHAT[kind]}",
+                     hint=hint or "use " + " or ".join(f for f in Format if f in RENDERERS[kind]))
+
+
+def draw(result: Result, fmt: Format, view: View = View()) -> Verbatim | RenderableType:
+    """``result`` in ``fmt``: the renderer the table names for the pair."""
+    kind = type(result)
+    check_format(kind, fmt)
+    return RENDERERS[kind][fmt](result, view)
+
+
+def to_text(result: Result, fmt: Format | str = Format.HTML, view: View = View(), width: int = 100) -> str:
+    """``result`` in ``fmt`` as a string, as the CLI prints it piped (a table at ``width`` columns)."""
+    drawn = draw(result, output_format(str(fmt)), view)
+    if isinstance(drawn, Verbatim):
+        return drawn.text
+    from rich.console import Console
+
+    out = Console(width=width, soft_wrap=False, highlight=False, markup=False, emoji=False, color_system=None)
+    with out.capture() as captured:
+        out.print(drawn)
+    return "\n".join(line.rstrip() for line in captured.get().split("\n"))
+
+
+def emit(result: Result, fmt: Format, *, view: View = View(), wide: bool = False, target: Path | None = None) -> None:
+    """Write ``result`` in ``fmt``: to stdout, or (an HTML page) to ``target``, written whole through
+    the path guard. A table fits the terminal's width (see ``output.emit``)."""
+    drawn = draw(result, fmt, view)
+    if not isinstance(drawn, Verbatim):
+        from inspector.render.output import emit as emit_table
+
+        emit_table(drawn, wide=wide)
+        return
+    if drawn.replaced:
+        streams.say(f"warning: {drawn.replaced} string(s) from the checkpoint were not valid Unicode (lone "
+                    "surrogates); each such character is U+FFFD in the JSON")
+    if target is None:
+        streams.out(drawn.text)
+        return
+    from inspector.safeio import write_atomic
+
+    data = drawn.text.encode("utf-8")
+    written = write_atomic(target.parent, target.name, data, "-o")
+    streams.say(f"wrote {written} ({len(data):,} B)")
+
+
+def output_target(fmt: Format, output: str | None, *, model: str = "MODEL", conflicts: bool = False) -> Path | None:
+    """``-o FILE`` goes with ``--format html``; FILE may be new or a report this tool wrote before
+    (never another file of the user's). ``conflicts``: options that pick one part of a report
+    (--tensors, --files …), which the HTML page, a whole report, does not take. Checked before any
+    model is read."""
+    from inspector.render.html import is_report
+    from inspector.safeio import read_regular
+
+    if fmt == Format.HTML and conflicts:
+        raise UsageError("--format html draws the whole report", hint=f"inspect {model} --format html -o report.html")
+    if output is None:
+        return None
+    if fmt != Format.HTML:
+        raise UsageError("-o/--output writes an HTML report", hint="add --format html, or redirect stdout")
+    if output == "-":  # the usual spelling of stdout
+        return None
+    path = Path(output).expanduser()
+    if path.exists() and not path.is_dir() and not path.is_file():
+        raise UsageError(f"-o {output}: not a regular file (a device, a FIFO or a socket)",
+                         hint="give a file name, or -o - for stdout")
+    if path.is_dir():
+        raise UsageError(f"-o {output}: is a folder", hint="give a file name, e.g. -o report.html")
+    if path.is_symlink() or (path.exists() and not is_report(read_regular(path, 2048))):
+        raise UsageError(f"-o {output}: the file exists and is not a report this tool wrote; refusing to replace it",
+                         hint="give a new file name, or remove the file first")
+    if not path.parent.is_dir():
+        raise UsageError(f"-o {output}: no folder {path.parent}", hint="create the folder first")
+    return path

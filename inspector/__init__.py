@@ -50,15 +50,6 @@ __all__ = [
 
 if TYPE_CHECKING:
     from inspector.api import (
-        Audit,
-        ComparisonResult,
-        Difference,
-        EstimateResult,
-        FileListing,
-        FilesResult,
-        Inspection,
-        PlanResult,
-        TrainResult,
         audit,
         compare,
         diff,
@@ -72,6 +63,17 @@ if TYPE_CHECKING:
     )
     from inspector.errors import InspectorError
     from inspector.model import Checkpoint
+    from inspector.render.results import (
+        Audit,
+        ComparisonResult,
+        Difference,
+        EstimateResult,
+        FileListing,
+        FilesResult,
+        Inspection,
+        PlanResult,
+        TrainResult,
+    )
 
 
 def __getattr__(name: str) -> object:

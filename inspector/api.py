@@ -190,13 +190,13 @@ def diff(a: str | Checkpoint, b: str | Checkpoint, *, values: bool = False, samp
 
     sample = _sample_bytes(sample_bytes)
     if exact and not values:
-        raise UsageError("--exact goes with --values", hint="inspect diff A B --values --exact")
+        raise UsageError("⟨exact⟩ goes with ⟨values⟩", hint="inspect diff A B --values --exact")
     ca, cb = (open_model(m, endpoint=endpoint, token=token, offline=offline) for m in (a, b))
     ra, rb = (build_report(c) for c in align_formats(ca, cb))
     if (adapter_config(ra) is None) != (adapter_config(rb) is None):
         if values:
-            raise UsageError("--values compares the tensors two models share; an adapter adds its own",
-                             hint="inspect diff BASE ADAPTER (without --values)")
+            raise UsageError("⟨values⟩ compares the tensors two models share; an adapter adds its own",
+                             hint="diff the adapter against its base without ⟨values⟩")
         base, adapter = (ra, rb) if adapter_config(rb) is not None else (rb, ra)
         return Difference(adapter=diff_adapter(base, adapter))
     options = None
@@ -208,21 +208,21 @@ def diff(a: str | Checkpoint, b: str | Checkpoint, *, values: bool = False, samp
                       values=value_diff(ra, rb, sample, exact, options) if values else None)
 
 
-def gates(text: str | None) -> list[str]:
+def gates(fail_if: str | None) -> list[str]:
     """``--fail-if``'s comma-separated conditions (params, dtypes, shapes, any), checked; for
     ``Difference.gates_hit``."""
     from inspector.analysis.diff import parse_gates
 
-    return parse_gates(text)
+    return parse_gates(fail_if)
 
 
 def _sample_bytes(value: int | str) -> int:
     from inspector.analysis.fit import parse_count
     from inspector.errors import UsageError
 
-    n = parse_count(str(value), "--sample-bytes")
+    n = parse_count(str(value), "⟨sample_bytes⟩")
     if not 64 <= n <= 1 << 20:
-        raise UsageError(f"--sample-bytes {n:,} is not 64 to 1,048,576 bytes a tensor")
+        raise UsageError(f"⟨sample_bytes⟩ {n:,} is not 64 to 1,048,576 bytes a tensor")
     return n
 
 
@@ -264,8 +264,8 @@ def value_diff(a: Report, b: Report, sample_bytes: int, exact: bool, options: Hu
             ha = readers[0].sha256(s.file_a, s.ranges_a[0].start, s.nbytes)
             hb = readers[1].sha256(s.file_b, s.ranges_b[0].start, s.nbytes)
             if ha is None or hb is None:
-                raise UsageError("--exact hashes local files whole; one side is on the Hub",
-                                 hint="compare local copies, or drop --exact")
+                raise UsageError("⟨exact⟩ hashes local files whole; one side is on the Hub",
+                                 hint="compare local copies, or drop ⟨exact⟩")
             hashes[s.name] = (ha, hb)
     tensors = verdicts(plan, reads[0], reads[1], hashes)
     return ValueDiff(tuple(tensors), plan.weights_bytes, (readers[0].bytes_read, readers[1].bytes_read),
@@ -321,28 +321,28 @@ def estimate_options(*, context: int | str | None = None, batch: int | str = 1, 
     from inspector.errors import UsageError
 
     budget = parse_budget(gpu) if gpu else None
-    extra = parse_budget(overhead, "--overhead").per_device if overhead else None
+    extra = parse_budget(overhead, "⟨overhead⟩").per_device if overhead else None
     what_if = tuple(dtypes) if dtypes is not None else ("bf16", "fp8", "int4")
     if engine is not None and engine.lower() not in ENGINES:
-        raise UsageError(f"--engine: unknown {engine!r}", hint="use " + " or ".join(ENGINES))
+        raise UsageError(f"⟨engine⟩: unknown {engine!r}", hint="use " + " or ".join(ENGINES))
     util = _utilization(utilization)
     if util is not None and engine is not None and engine.lower() != "vllm":
-        raise UsageError("--utilization is vLLM's gpu_memory_utilization", hint="use it with --engine vllm")
-    stages = parse_count(str(pipeline), "--pipeline")
+        raise UsageError("⟨utilization⟩ is vLLM's gpu_memory_utilization", hint="use it with ⟨engine=vllm⟩")
+    stages = parse_count(str(pipeline), "⟨pipeline⟩")
     if budget is not None and (stages > budget.devices or budget.devices % stages):
-        raise UsageError(f"--pipeline {stages} does not divide the {budget.devices} devices of --gpu",
-                         hint="for example --gpu H100x4 --pipeline 2 (tensor parallel 2 in each of 2 stages)")
+        raise UsageError(f"⟨pipeline⟩ {stages} does not divide the {budget.devices} devices of ⟨gpu⟩",
+                         hint="for example ⟨gpu=H100x4⟩ ⟨pipeline=2⟩ (tensor parallel 2 in each of 2 stages)")
     if budget is None and (extra is not None or engine is not None or util is not None or stages > 1):
-        raise UsageError("--overhead, --engine, --utilization and --pipeline go with --gpu",
+        raise UsageError("⟨overhead⟩, ⟨engine⟩, ⟨utilization⟩ and ⟨pipeline⟩ go with ⟨gpu⟩",
                          hint="inspect estimate MODEL --gpu H100 --engine vllm --utilization 0.95")
     weights_dtype = None
     if budget is not None and dtypes is not None:
         if len(what_if) != 1:
-            raise UsageError("with --gpu, --dtype takes one dtype: the weights' width in the fit",
-                             hint="for example --dtype fp8")
+            raise UsageError("with ⟨gpu⟩, ⟨dtypes⟩ takes one dtype: the weights' width in the fit",
+                             hint="for example ⟨dtypes=fp8⟩")
         weights_dtype = what_if[0]
-    return EstimateOptions(parse_count(str(context), "--context") if context is not None else None,
-                           parse_count(str(batch), "--batch"), kv_dtype, what_if, budget, weights_dtype, extra,
+    return EstimateOptions(parse_count(str(context), "⟨context⟩") if context is not None else None,
+                           parse_count(str(batch), "⟨batch⟩"), kv_dtype, what_if, budget, weights_dtype, extra,
                            engine.lower() if engine else None, util, stages)
 
 
@@ -357,7 +357,7 @@ def _utilization(value: float | str | None) -> float | None:
     except ValueError:
         util = -1.0
     if not 0 < util <= 1:
-        raise UsageError(f"--utilization: {value!r} is not a fraction in (0, 1]", hint="for example 0.95")
+        raise UsageError(f"⟨utilization⟩: {value!r} is not a fraction in (0, 1]", hint="for example 0.95")
     return util
 
 
@@ -463,15 +463,15 @@ def train_options(*, method: str = "lora", rank: int | str = 16, alpha: float | 
 
     names = tuple(t.strip() for t in (targets.split(",") if isinstance(targets, str) else targets) if t.strip())
     if not names:
-        raise UsageError("--targets names no module", hint="all-linear, or q_proj,v_proj")
+        raise UsageError("⟨targets⟩ names no module", hint="all-linear, or q_proj,v_proj")
     try:
         rank_value, zero_value = int(rank), int(zero)
         alpha_value = float(alpha) if alpha is not None else None
     except ValueError:
-        raise UsageError(f"--rank, --alpha and --zero take numbers: {rank!r}, {alpha!r}, {zero!r}") from None
+        raise UsageError(f"⟨rank⟩, ⟨alpha⟩ and ⟨zero⟩ take numbers: {rank!r}, {alpha!r}, {zero!r}") from None
     options = TrainOptions(
         method=method.lower(), rank=rank_value, alpha=alpha_value, targets=names, optimizer=optimizer.lower(),
-        precision=precision.lower(), batch=parse_count(str(batch), "--batch"), seq=parse_count(str(seq), "--seq"),
+        precision=precision.lower(), batch=parse_count(str(batch), "⟨batch⟩"), seq=parse_count(str(seq), "⟨seq⟩"),
         checkpointing=checkpointing, budget=parse_budget(gpu) if gpu else None, zero=zero_value, fsdp=fsdp,
         offload=offload.lower())
     check_options(options)
@@ -538,16 +538,16 @@ def plan_options(*, gpus: str | Sequence[str] | None = None, max_gpus: int | str
     try:
         per_node, node_count = int(max_gpus), int(nodes)
     except ValueError:
-        raise UsageError(f"--max-gpus and --nodes take whole numbers: {max_gpus!r}, {nodes!r}") from None
+        raise UsageError(f"⟨max_gpus⟩ and ⟨nodes⟩ take whole numbers: {max_gpus!r}, {nodes!r}") from None
     if not 1 <= per_node <= MAX_GPUS or not 1 <= node_count <= MAX_GPUS or per_node * node_count > MAX_GPUS:
-        raise UsageError(f"--max-gpus {per_node} × --nodes {node_count}: 1 to {MAX_GPUS:,} GPUs in all")
+        raise UsageError(f"⟨max_gpus⟩ {per_node} × ⟨nodes⟩ {node_count}: 1 to {MAX_GPUS:,} GPUs in all")
     engine_name = (engine or "vllm").lower()
     if engine_name not in ENGINES:
-        raise UsageError(f"--engine: unknown {engine!r}", hint="use " + " or ".join(ENGINES))
+        raise UsageError(f"⟨engine⟩: unknown {engine!r}", hint="use " + " or ".join(ENGINES))
     if objective not in OBJECTIVES:
-        raise UsageError(f"--objective: unknown {objective!r}", hint="use " + ", ".join(OBJECTIVES))
+        raise UsageError(f"⟨objective⟩: unknown {objective!r}", hint="use " + ", ".join(OBJECTIVES))
     util = _utilization(utilization)
-    ctx = parse_count(str(context), "--context") if context is not None else SUMMARY_CONTEXT
+    ctx = parse_count(str(context), "⟨context⟩") if context is not None else SUMMARY_CONTEXT
     return PlanOptions(names, per_node * node_count, engine_name, ctx, objective, util, kv_dtype)
 
 

@@ -16,6 +16,10 @@ Exit codes are a contract, documented in ``--help`` and the README:
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
+from typing import Final
+
 EXIT_OK = 0
 EXIT_RESULT = 1
 EXIT_USAGE = 2
@@ -25,15 +29,43 @@ EXIT_NETWORK = 5
 EXIT_INTERNAL = 70
 
 
+#: a parameter named in an error: ``⟨engine⟩`` or ``⟨gpu=H100x4⟩`` (the name, and a value given to it)
+_PARAMETER: Final = re.compile("\u27e8([a-z_]+)(?:=([^\u27e9]*))?\u27e9")
+
+
+def _library_words(m: re.Match[str]) -> str:
+    return m.group(1) if m.group(2) is None else f"{m.group(1)}={m.group(2)}"
+
+
 class InspectorError(Exception):
-    """Base of every error the library raises on purpose."""
+    """Base of every error the library raises on purpose.
+
+    A message names the library's parameters, marked ``⟨name⟩`` (or ``⟨name=value⟩``) where it is
+    written: ``message`` and ``hint`` read ``engine`` (``gpu=H100x4``); ``worded`` puts another
+    name in their place (the CLI's boundary: ``--engine``, ``--gpu H100x4``), from one table."""
 
     exit_code = EXIT_INTERNAL
 
     def __init__(self, message: str, hint: str | None = None) -> None:
-        super().__init__(message)
-        self.message = message
-        self.hint = hint
+        self.template, self.hint_template = message, hint
+        self.message = _PARAMETER.sub(_library_words, message)
+        self.hint = _PARAMETER.sub(_library_words, hint) if hint is not None else None
+        super().__init__(self.message)
+
+    def worded(self, names: Mapping[str, str]) -> tuple[str, str | None]:
+        """The message and hint with each parameter called by ``names[parameter]`` (a value after it,
+        separated by a space). Every parameter the library marks has a name in the table (a test holds it)."""
+
+        def word(m: re.Match[str]) -> str:
+            return names[m.group(1)] if m.group(2) is None else f"{names[m.group(1)]} {m.group(2)}"
+
+        return _PARAMETER.sub(word, self.template), \
+            _PARAMETER.sub(word, self.hint_template) if self.hint_template is not None else None
+
+
+def parameters_named(text: str) -> set[str]:
+    """The parameters a message or hint marks (the test of the CLI's table reads the sources with it)."""
+    return {m.group(1) for m in _PARAMETER.finditer(text)}
 
 
 class UsageError(InspectorError):

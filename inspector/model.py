@@ -94,6 +94,11 @@ class WeightFile:
 
 #: where a checkpoint came from (see ``Checkpoint``)
 Origin = Literal["file", "folder", "hf-cache", "snapshot", "bundled", "hub"]
+#: each origin in words (the one table: titles, errors)
+ORIGIN_WORDS: Final[Mapping[str, str]] = {
+    "file": "file", "folder": "folder", "hf-cache": "Hugging Face cache", "snapshot": "header snapshot",
+    "bundled": "bundled header snapshot", "hub": "Hub repo",
+}
 #: what a tensor is: a parameter, saved state that is not one, or quantisation side data
 Kind = Literal["parameter", "buffer", "quant"]
 #: what a tensor does, as the role table names it ("other" when no pattern matches)

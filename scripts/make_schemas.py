@@ -125,7 +125,8 @@ COMPARE = document("compare", "inspect compare M1 … Mn --json", {
 FIT = obj({
     "budget_bytes": INT, "devices": INT, "batch": INT, "context": INT, "weights_bytes": INT,
     "weights_bytes_all_devices": INT, "replicated_bytes": INT, "replicated": STRS, "kv_bytes_per_token": INT,
-    "kv_bytes": INT, "kv_share": STR, "overhead_bytes": INT, "overhead_formula": STR, "total_bytes": INT,
+    "kv_bytes": INT, "kv_share": STR, "kv_formula": STR, "overhead_bytes": INT, "overhead_formula": STR,
+    "total_bytes": INT,
     "fits": NBOOL, "max_context": NINT, "max_context_capped": BOOL, "max_batch": NINT, "model_limit": NINT,
     "unknown": NSTR, "engine": {"enum": ["vllm", "llama.cpp", "diffusers"]}, "gpu": NSTR, "utilization": NNUM,
     "usable_bytes": INT, "terms": arr(obj({"name": STR, "bytes": INT, "formula": STR, "source": STR})),
@@ -141,7 +142,7 @@ ARCHITECTURE = obj({
 })
 ESTIMATE = document("estimate", "inspect estimate MODEL --json", {
     "model": MODEL, "context": INT, "batch": INT, "kv_dtype": STR, "no_tokens": NSTR,
-    "figures": arr(obj({"name": STR, "value": NNUM, "unit": STR, "formula": STR, "source": STR,
+    "figures": arr(obj({"name": STR, "label": STR, "value": NNUM, "unit": STR, "formula": STR, "source": STR,
                         "assumptions": STRS})),
     "quantization": obj({"method": NSTR, "bits": NINT, "source": STR, "logical_parameters": INT,
                          "stored_elements": INT, "overhead_elements": INT, "notes": STRS,

@@ -235,3 +235,40 @@ def test_a_json_error_is_a_json_document_on_stdout(cli, tmp_path) -> None:
         assert doc["error"]["exit"] == code and doc["error"]["message"] and r.err.strip(), args
         assert set(doc["error"]) == {"code", "exit", "message", "hint"}
     assert cli(str(tmp_path / "missing")).out == ""  # without --json, stdout stays empty
+
+
+def test_library_errors_name_parameters_and_the_cli_words_them_as_its_flags(cli) -> None:
+    """One table (``commands.FLAGS``) turns the library's parameter names into the CLI's flags: every
+    parameter any library module marks in an error has a flag there, and every flag there is an
+    option of some command (click's own list of options, not ours)."""
+    import ast
+
+    import typer
+
+    import inspector
+    from inspector.cli.commands import FLAGS, app
+    from inspector.errors import UsageError, parameters_named
+
+    marked: set[str] = set()
+    for path in (Path(inspector.__file__).parent).rglob("*.py"):
+        if "cli" in path.parts or path.name == "errors.py":  # errors.py: the docstring's example
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                marked |= parameters_named(node.value)
+    assert marked and marked <= set(FLAGS), marked - set(FLAGS)
+    options = {opt for command in typer.main.get_command(app).commands.values()  # type: ignore[attr-defined]
+               for param in command.params for opt in param.opts}
+    assert set(FLAGS.values()) <= options, set(FLAGS.values()) - options
+
+    with pytest.raises(UsageError) as caught:
+        inspector.estimate("gpt2", gpu="8GiB", engine="nope")
+    assert caught.value.message == "engine: unknown 'nope'" and "--" not in caught.value.message
+    run = cli("estimate", "gpt2", "--gpu", "8GiB", "--engine", "nope")
+    assert run.code == 2 and "Error: --engine: unknown 'nope'" in run.err
+    with pytest.raises(UsageError) as caught:
+        inspector.train("gpt2", method="qlora", precision="fp32")
+    assert caught.value.message.startswith("method=qlora computes in 16-bit: precision=fp32")
+    assert caught.value.hint == "precision=bf16-mixed"
+    run = cli("train", "gpt2", "--method", "qlora", "--precision", "fp32")
+    assert "--method qlora computes in 16-bit: --precision fp32" in run.err and "--precision bf16-mixed" in run.err

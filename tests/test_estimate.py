@@ -102,6 +102,32 @@ def test_sliding_window_layers_cap_the_cache(tmp_path: Path) -> None:
     assert value(e, "kv_bytes") == per_layer_token * (3 * 8 + 100)
 
 
+def test_a_windowed_fit_row_states_the_sum_it_is(tmp_path: Path, cli) -> None:
+    """The fit's KV row shows the arithmetic of its own figure (issue 41: it said per-token bytes ×
+    context, which a windowed model does not keep): 3 sliding layers at their window of 8 cells and
+    1 full layer at the context, each 2 (K, V) × 4 KV heads × head_dim 4 × 2 B a token; llama.cpp pads
+    the full layer's cells to 256 and keeps window + one micro-batch (512) for a sliding one, padded
+    (llama-kv-cache-iswa.cpp), so its formula names those cells."""
+    config, entries = tiny_llama(layers=4, hidden=16, heads=4, kv=4)
+    config.update({"model_type": "gemma3_text", "sliding_window": 8, "head_dim": 4,
+                   "layer_types": ["sliding_attention", "sliding_attention", "sliding_attention", "full_attention"]})
+    write_layout(tmp_path / "m" / "model.safetensors", entries)
+    (tmp_path / "m" / "config.json").write_text(json.dumps(config))
+    per_layer_token = 2 * 4 * 4 * 2
+    fit = cli("estimate", str(tmp_path / "m"), "--context", "100", "--kv-dtype", "bf16", "--gpu", "1GiB",
+              "--json").json()["fit"]
+    assert fit["kv_bytes"] == per_layer_token * (3 * 8 + 100)
+    assert fit["kv_formula"] == (f"({per_layer_token:,} B/token × 100 cells + {3 * per_layer_token:,} B/token "
+                                 "× 8 cells (window 8)) × batch 1")
+    table = cli("estimate", str(tmp_path / "m"), "--context", "100", "--kv-dtype", "bf16", "--gpu", "1GiB").out
+    assert fit["kv_formula"] in table
+    cpp = cli("estimate", str(tmp_path / "m"), "--context", "100", "--kv-dtype", "bf16", "--gpu", "1GiB",
+              "--engine", "llama.cpp", "--json").json()["fit"]
+    assert cpp["kv_bytes"] == per_layer_token * (256 + 3 * 256)
+    assert cpp["kv_formula"].startswith(f"({per_layer_token:,} B/token × 256 cells + {3 * per_layer_token:,} B/token "
+                                        "× 256 cells (window 8")
+
+
 def test_hybrid_layers_keep_constant_state(tmp_path: Path) -> None:
     config, entries = tiny_llama(layers=4, hidden=16, heads=4, kv=4)
     config.update({"model_type": "qwen3_next", "head_dim": 4,

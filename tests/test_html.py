@@ -438,3 +438,20 @@ def test_a_missing_or_renamed_field_fails_instead_of_drawing_a_zero() -> None:
     for read in (svg.as_int, svg.as_str, svg.as_obj, svg.as_objs, svg.as_list, svg.as_strs):
         with pytest.raises(DocumentError):  # a missing (null) or mistyped value is never read as 0, "" or {}
             read(None)
+
+
+def test_estimate_figures_are_labelled_in_words_not_json_keys(cli) -> None:
+    """Every figure the analysis names has one label (``FIGURE_LABELS``), used by the table, the JSON
+    document's ``label`` and the page; no JSON key is shown as a row's label."""
+    from inspector.render.output import FIGURE_LABELS
+
+    names = set()
+    for path in (ROOT / "inspector" / "analysis").glob("*.py"):
+        names |= set(re.findall(r'Figure\(\s*"([a-z_]+)"', path.read_text()))
+    assert names and names <= set(FIGURE_LABELS), names - set(FIGURE_LABELS)
+    page = cli("estimate", "llama3-8b", "--gpu", "24GiB", "--format", "html").out
+    table = page[page.index('id="figures"'):]
+    table = table[:table.index("</table>")]
+    cells = re.findall(r"<td[^>]*>([^<]*)</td>", table)
+    assert "weights, as stored" in cells and "KV cache per token" in cells
+    assert not [c for c in cells if re.fullmatch(r"[a-z]+(_[a-z]+)+", c)]

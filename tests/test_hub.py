@@ -130,7 +130,14 @@ def test_gated_missing_repo_and_revision(hub: HubServer) -> None:
     hub.add_files("acme/gated", {"config.json": b"{}", "model.safetensors": raw_header({})}, gated=True)
     with pytest.raises(errors.AccessError, match="gated") as info:
         open_hub("acme/gated", options=options(hub, token="hf_secret_value"))
-    assert "hf_secret_value" not in info.value.message and "--token" in info.value.message
+    assert "hf_secret_value" not in info.value.message and "the token passed as token" in info.value.message
+    # a token was given: the hint says its account lacks access, not to set HF_TOKEN
+    assert "request it on the model page with that account" in (info.value.hint or "")
+    assert "HF_TOKEN" not in (info.value.hint or "")
+    assert "--token" in info.value.worded({"token": "--token"})[0]
+    with pytest.raises(errors.AccessError) as info:  # no token at all: then logging in is the answer
+        open_hub("acme/gated", options=options(hub))
+    assert "log in with `hf auth login` or set HF_TOKEN" in (info.value.hint or "")
     with pytest.raises(errors.NotFoundError, match="no such repo"):
         open_hub("acme/nothing-here", options=options(hub))
     with pytest.raises(errors.NotFoundError, match="no such revision"):
@@ -231,7 +238,7 @@ def test_cli_from_the_hub_and_save(hub: HubServer, cli, tmp_path: Path, monkeypa
 def test_hub_reports_the_token_source_without_the_token(monkeypatch) -> None:
     monkeypatch.setenv("HF_TOKEN", "hf_abc")
     assert Hub(HubOptions()).token_source() == "the token in HF_TOKEN"
-    assert Hub(HubOptions(token="x")).token_source() == "the token given with --token"
+    assert Hub(HubOptions(token="x")).token_source() == "the token passed as ⟨token⟩"  # the CLI: --token
     json.dumps(HubOptions().__class__.__name__)
 
 
@@ -413,3 +420,17 @@ def test_cold_hub_reads_of_configs_transformers_must_read_are_whole_every_time(t
             # 2 (K, V) × layers × KV heads × head dim × 2 bytes (bf16/fp16)
             head_dim = getattr(text, "head_dim", None) or text.hidden_size // text.num_attention_heads
             assert kv["value"] == 2 * want[1] * want[3] * head_dim * 2, repo
+
+
+def test_progress_names_each_phase(hub: HubServer) -> None:
+    """The progress callback hears the phase with its count: the listing (one request), then the
+    headers 0…N of the 4 shards the real Llama 3 index names; nothing after the last header."""
+    heard: list[tuple[str, int, int]] = []
+    open_hub(LLAMA3, options=options(hub), progress=lambda phase, done, total: heard.append((phase, done, total)))
+    index = json.loads((bundled_path(ALIASES["llama3-8b"]) / "model.safetensors.index.json").read_text())
+    shards = len(set(index["weight_map"].values()))
+    assert heard[0] == ("listing", 0, 1)
+    headers = [h for h in heard if h[0] == "headers"]
+    assert headers[0] == ("headers", 0, shards) and headers[-1] == ("headers", shards, shards)
+    assert [d for _, d, _ in headers] == sorted(d for _, d, _ in headers) and len(headers) == shards + 1
+    assert {p for p, _, _ in heard} == {"listing", "headers"}

@@ -19,7 +19,7 @@ import re
 from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Final, Literal, NamedTuple
 
 from inspector.analysis.peft import is_frozen_copy, targets
 from inspector.analysis.report import Report
@@ -51,6 +51,15 @@ class AdapterModule:
         return core + (f" + {extra:,}" if extra else "")
 
 
+class AdapterProblem(NamedTuple):
+    """Where an adapter does not match its base, as peft's load would fail on it: ``shapes`` (a module
+    the base lacks, a shape that differs: most likely the wrong base) or ``params`` (an incomplete
+    pair, ranks that disagree)."""
+
+    gate: Literal["shapes", "params"]
+    text: str
+
+
 @dataclass(frozen=True, slots=True)
 class AdapterDiff:
     base: Report
@@ -62,7 +71,7 @@ class AdapterDiff:
     base_model: str | None
     modules: tuple[AdapterModule, ...]
     other: tuple[tuple[str, int], ...]  # adapter tensors that are no LoRA pair (modules_to_save): name, elements
-    problems: tuple[str, ...]
+    problems: tuple[AdapterProblem, ...]
     #: frozen copies of base layers saved beside the factors (``…embed_tokens.base_layer.weight``): name, elements
     frozen: tuple[tuple[str, int], ...] = ()
 
@@ -109,7 +118,7 @@ def diff_adapter(base: Report, adapter: Report) -> AdapterDiff:  # noqa: C901 (o
     groups: dict[str, _Group] = defaultdict(_Group)
     other: list[tuple[str, int]] = []
     frozen: list[tuple[str, int]] = []
-    problems: list[str] = []
+    problems: list[AdapterProblem] = []
     for t in adapter.tensors:
         name = t.info.name.removeprefix(PEFT_PREFIX)
         if is_frozen_copy(name):
@@ -145,29 +154,31 @@ def diff_adapter(base: Report, adapter: Report) -> AdapterDiff:  # noqa: C901 (o
     for local, g in groups.items():
         a, b = g.a, g.b
         if g.missing:
-            problems.append(f"{local}: the base has no such weight ({g.missing} adapter tensors without one)")
+            problems.append(AdapterProblem("shapes", f"{local}: the base has no such weight ({g.missing} adapter "
+                                           "tensors without one)"))
         if a is None or b is None or len(a) != 2 or len(b) != 2:
-            problems.append(f"{local}: not a complete lora_A/lora_B pair")
+            problems.append(AdapterProblem("params", f"{local}: not a complete lora_A/lora_B pair"))
             continue
         embedding = g.embedding
         rank = a[0]
         if b[1] != rank:
-            problems.append(f"{local}: lora_A has rank {rank}, lora_B {b[1]}")
+            problems.append(AdapterProblem("params", f"{local}: lora_A has rank {rank}, lora_B {b[1]}"))
         base_shape = g.base
         if base_shape is not None and len(base_shape) == 2:
             expected = {(b[0], a[1]), (a[1], b[0])} if conv1d else {(b[0], a[1])}
             if embedding:
                 expected = {(a[1], b[0])}  # lora_embedding_A [r, vocab], _B [hidden, r]
             if tuple(base_shape) not in expected:
-                problems.append(f"{local}: the adapter is [{b[0]:,} × {a[1]:,}], the base weight "
-                                f"[{base_shape[0]:,}, {base_shape[1]:,}]")
+                problems.append(AdapterProblem("shapes", f"{local}: the adapter is [{b[0]:,} × {a[1]:,}], the base "
+                                               f"weight [{base_shape[0]:,}, {base_shape[1]:,}]"))
         modules.append(AdapterModule(local, len(g.layers), rank, a, b, g.n, base_shape))
     modules.sort(key=lambda m: m.module)
     rank_cfg, alpha = config.get("r"), config.get("lora_alpha")
     if isinstance(rank_cfg, int) and not config.get("rank_pattern"):
         odd = sorted({m.rank for m in modules if m.rank != rank_cfg})
         if odd:
-            problems.append(f"adapter_config.json says r={rank_cfg}, the tensors have rank {', '.join(map(str, odd))}")
+            problems.append(AdapterProblem("params", f"adapter_config.json says r={rank_cfg}, the tensors have rank "
+                                                     f"{', '.join(map(str, odd))}"))
     base_model = config.get("base_model_name_or_path")
     return AdapterDiff(
         base=base, adapter=adapter,
@@ -190,7 +201,6 @@ def adapter_gates_hit(result: AdapterDiff, gates: list[str]) -> list[str]:
     the base lacks or whose shape differs (shapes), a rank the tensors and config disagree on or an
     incomplete pair (params), any of these (any). An adapter in another dtype than the base is normal
     (LoRA weights in F32 on a BF16 base) and trips nothing."""
-    shapes = [p for p in result.problems if "the base has no such weight" in p or "the base weight" in p]
-    params = [p for p in result.problems if p not in shapes]
-    triggered = {"params": bool(params), "shapes": bool(shapes), "any": bool(result.problems), "dtypes": False}
+    kinds = {p.gate for p in result.problems}
+    triggered = {"params": "params" in kinds, "shapes": "shapes" in kinds, "any": bool(kinds), "dtypes": False}
     return [g for g in gates if triggered[g]]

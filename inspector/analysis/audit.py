@@ -362,8 +362,8 @@ def deep_scan(inp: AuditInput, progress: Progress | None = None) -> list[Finding
     import numpy as np
 
     if inp.root is None:
-        raise InvalidCheckpointError("--deep reads tensor data, which a Hub repo or snapshot does not have locally",
-                                     hint="download the checkpoint, or audit without --deep")
+        raise InvalidCheckpointError("⟨deep⟩ reads tensor data, which a Hub repo or snapshot does not have locally",
+                                     hint="download the checkpoint, or audit without ⟨deep⟩")
     findings: list[Finding] = []
     total = sum(t.nbytes for h in inp.headers.values() for t in h.tensors)
     done = 0

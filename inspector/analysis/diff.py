@@ -802,7 +802,7 @@ def parse_gates(text: str | None) -> list[str]:
     gates = [g.strip() for g in (text or "").split(",") if g.strip()]
     unknown = [g for g in gates if g not in FAIL_IF]
     if unknown:
-        raise UsageError(f"--fail-if: unknown condition {unknown[0]!r}", hint="use " + ", ".join(FAIL_IF))
+        raise UsageError(f"⟨fail_if⟩: unknown condition {unknown[0]!r}", hint="use " + ", ".join(FAIL_IF))
     return gates
 
 

@@ -168,10 +168,10 @@ def estimate(report: Report, *, context: int | None = None, batch: int = 1, kv_d
     ctx = context or c.max_position or 4096
     kvd = (kv_dtype or _default_kv_dtype(c, report)).lower()
     if kvd not in USER_DTYPE_BYTES:
-        raise UsageError(f"--kv-dtype: unknown {kvd!r}", hint="use " + ", ".join(USER_DTYPE_BYTES))
+        raise UsageError(f"⟨kv_dtype⟩: unknown {kvd!r}", hint="use " + ", ".join(USER_DTYPE_BYTES))
     unknown = [d for d in what_if if d.lower() not in USER_DTYPE_BITS]
     if unknown:
-        raise UsageError(f"--dtype: unknown {unknown[0]!r}", hint="use " + ", ".join(USER_DTYPE_BITS))
+        raise UsageError(f"⟨dtypes⟩: unknown {unknown[0]!r}", hint="use " + ", ".join(USER_DTYPE_BITS))
     q = quantization(report)
     arch = arch or architecture(report.tensors, c)
     s = report.summary

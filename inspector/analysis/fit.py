@@ -58,10 +58,10 @@ class Budget:
     gpu: str | None = None
 
 
-def parse_budget(text: str, option: str = "--gpu") -> Budget:
+def parse_budget(text: str, option: str = "⟨gpu⟩") -> Budget:
     """``24GiB``, ``80GiBx2``, ``141GiBx8``, ``16GB`` (GB decimal, GiB binary; a bare ``G`` is GiB), or
     a named GPU: ``H100``, ``A100-40GB``, ``L4x2`` (its capacity as CUDA reports it, ``engines.GPUS``)."""
-    named = named_gpu(text) if option == "--gpu" else None
+    named = named_gpu(text) if option == "⟨gpu⟩" else None
     if named is not None:
         gpu, devices = named
         if not 1 <= devices <= 4096:
@@ -144,6 +144,9 @@ class Fit:
     curve: tuple[tuple[int, int], ...] = ()
     #: state-space and linear-attention layers: their fixed state at batch ``batch``, per device
     state_bytes: int = 0
+    #: how ``kv_bytes`` is reached, in figures: the bytes a token costs × the cells the engine keeps,
+    #: layers of one window together, × batch (÷ the devices that split it); "" when unknown
+    kv_formula: str = ""
 
 
 #: segments of the memory-against-context curve (``Fit.curve``)
@@ -309,7 +312,32 @@ def _group(report: Report, est: Estimate, budget: Budget, eng: Engine, settings:
         warnings=(), unknown=missing, engine=eng.name, terms=terms, usable_bytes=usable, utilization=util,
         kv_pool_bytes=pool, kv_pool_tokens=vllm_tokens(pool, per_token) if pool is not None and uniform else None,
         gpu=budget.gpu, weights_note=note, curve=tuple((x, total(x, est.batch)) for x in points) if known else (),
-        state_bytes=math.ceil(state * share * est.batch / n))
+        state_bytes=math.ceil(state * share * est.batch / n),
+        kv_formula=kv_formula(kv.layers if rows is None else kv.layers[rows.start:rows.stop], est.context, est.batch,
+                              eng, share, divisor) if known else "")
+
+
+def kv_formula(rows: tuple[tuple[int, int | None], ...], context: int, batch: int, eng: Engine, share: float,
+               divisor: int) -> str:
+    """The KV cache's figure as the sum it is (``cache_bytes``): per window, the bytes a token costs
+    in those layers × the cells the engine keeps for them at ``context`` (llama.cpp pads them), then
+    × batch, × a pipeline stage's share of the layers, ÷ the devices that split the heads."""
+    by_window: dict[int | None, int] = {}
+    for per_token, window in rows:
+        by_window[window] = by_window.get(window, 0) + per_token
+    parts = []
+    for window, per_token in sorted(by_window.items(), key=lambda item: item[0] or 0):
+        cells = eng.cells(context, window)
+        if window is None:
+            parts.append(f"{per_token:,} B/token × {cells:,} cells")
+        else:
+            rule = eng.window_rule(context, window)
+            parts.append(f"{per_token:,} B/token × {cells:,} cells (window {window:,}{'; ' + rule if rule else ''})")
+    text = " + ".join(parts) if len(parts) == 1 else "(" + " + ".join(parts) + ")"
+    text += f" × batch {batch}"
+    if share != 1.0:
+        text += f" × {share:.4g} of the layers (rounded up)"
+    return text + (f" ÷ {divisor} (rounded up)" if divisor > 1 else "")
 
 
 def _weights_only(report: Report, est: Estimate, budget: Budget, settings: Settings) -> Fit:
@@ -346,8 +374,8 @@ def _staged(report: Report, est: Estimate, budget: Budget, eng: Engine, settings
 
     layers = len(est.architecture.per_token_layers)
     if budget.devices % stages or not 1 < stages <= max(layers, 1):
-        raise UsageError(f"--pipeline {stages} does not divide {budget.devices} devices into stages of a model "
-                         f"of {layers} layers", hint="for example --gpu H100x4 --pipeline 2 (TP 2 × PP 2)")
+        raise UsageError(f"⟨pipeline⟩ {stages} does not divide {budget.devices} devices into stages of a model "
+                         f"of {layers} layers", hint="for example ⟨gpu=H100x4⟩ ⟨pipeline=2⟩ (TP 2 × PP 2)")
     tp = budget.devices // stages
     per_stage = vllm_stage_layers(layers, stages)
     stage_bytes = _stage_bytes(report, est, per_stage, host_input=eng.host_input)

@@ -31,7 +31,7 @@ def modeling_check(inp: AuditInput) -> list[Finding]:
     try:
         import torch
     except ImportError:
-        raise UsageError("--modeling builds the model on PyTorch's meta device and needs torch",
+        raise UsageError("⟨modeling⟩ builds the model on PyTorch's meta device and needs torch",
                          hint="pip install 'hf-inspector[torch]' (torch==2.13.0 installs a CPU build)") from None
     if not inp.config:
         return [Finding("model.unavailable", "warning", "no config.json: the model class is unknown")]

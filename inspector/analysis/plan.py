@@ -278,9 +278,9 @@ def plan(report: Report, est: Estimate, engine: Engine, *, gpus: Sequence[str] |
     """Every layout, checked and fitted, in ranking order (``objective``: fewest GPUs, then the most KV
     headroom; ``throughput``: the most sequences; ``context``: the longest context)."""
     if objective not in OBJECTIVES:
-        raise UsageError(f"--objective: unknown {objective!r}", hint="use " + ", ".join(OBJECTIVES))
+        raise UsageError(f"⟨objective⟩: unknown {objective!r}", hint="use " + ", ".join(OBJECTIVES))
     if not 1 <= max_gpus <= MAX_GPUS:
-        raise UsageError(f"--max-gpus {max_gpus} is not 1 to {MAX_GPUS:,}")
+        raise UsageError(f"⟨max_gpus⟩ {max_gpus} is not 1 to {MAX_GPUS:,}")
     if est.kv is None:
         raise UsageError("plan lays out a model that decodes tokens; this one decodes none",
                          hint="inspect estimate MODEL --gpu H100 for its weights")
@@ -323,7 +323,7 @@ def named(text: str) -> Gpu:
 
     found = named_gpu(text)
     if found is None or found[1] != 1:
-        raise UsageError(f"--gpu: unknown GPU {text!r}", hint="the known ones: " + ", ".join(GPUS))
+        raise UsageError(f"⟨gpus⟩: unknown GPU {text!r}", hint="the known ones: " + ", ".join(GPUS))
     return found[0]
 
 

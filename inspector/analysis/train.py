@@ -150,7 +150,7 @@ def adapted_modules(tensors: list[Tensor], targets: tuple[str, ...]) -> list[Ada
         if not found:
             leaves = sorted({m.rsplit(".", 1)[-1] for m, _ in linears + embeddings})
             near = difflib.get_close_matches(key, leaves, n=5, cutoff=0.4) or leaves[:8]
-            raise UsageError(f"--targets: {key!r} matches no linear layer or embedding of this model",
+            raise UsageError(f"⟨targets⟩: {key!r} matches no linear layer or embedding of this model",
                              hint="its modules include " + ", ".join(near))
         out += found
     unique = {a.module: a for a in out}
@@ -264,31 +264,31 @@ def check_options(options: TrainOptions) -> None:
     """Every option in its range, and the combinations that mean something; a usage error otherwise."""
     o = options
     if o.method not in METHODS:
-        raise UsageError(f"--method: unknown {o.method!r}", hint="use " + ", ".join(METHODS))
+        raise UsageError(f"⟨method⟩: unknown {o.method!r}", hint="use " + ", ".join(METHODS))
     if o.optimizer not in OPTIMIZERS:
-        raise UsageError(f"--optimizer: unknown {o.optimizer!r}", hint="use " + ", ".join(OPTIMIZERS))
+        raise UsageError(f"⟨optimizer⟩: unknown {o.optimizer!r}", hint="use " + ", ".join(OPTIMIZERS))
     if o.precision not in PRECISIONS:
-        raise UsageError(f"--precision: unknown {o.precision!r}", hint="use " + ", ".join(PRECISIONS))
+        raise UsageError(f"⟨precision⟩: unknown {o.precision!r}", hint="use " + ", ".join(PRECISIONS))
     if o.offload not in OFFLOADS:
-        raise UsageError(f"--offload: unknown {o.offload!r}", hint="use " + ", ".join(OFFLOADS))
+        raise UsageError(f"⟨offload⟩: unknown {o.offload!r}", hint="use " + ", ".join(OFFLOADS))
     if not 1 <= o.rank <= 65536:
-        raise UsageError(f"--rank {o.rank} is not 1 to 65,536")
+        raise UsageError(f"⟨rank⟩ {o.rank} is not 1 to 65,536")
     if not 1 <= o.batch <= 1 << 20 or not 1 <= o.seq <= 1 << 24:
-        raise UsageError("--batch and --seq are positive (at most 1,048,576 and 16,777,216)")
+        raise UsageError("⟨batch⟩ and ⟨seq⟩ are positive (at most 1,048,576 and 16,777,216)")
     if o.zero not in (0, 1, 2, 3):
-        raise UsageError(f"--zero {o.zero}: DeepSpeed's stages are 0, 1, 2 and 3")
+        raise UsageError(f"⟨zero⟩ {o.zero}: DeepSpeed's stages are 0, 1, 2 and 3")
     devices = o.budget.devices if o.budget else 1
     if (o.zero or o.fsdp) and devices < 2:
-        raise UsageError(f"--{'fsdp' if o.fsdp else f'zero {o.zero}'} shards the training state over several GPUs; "
-                         "with one GPU it shards nothing", hint="give the GPUs: --gpu H100x8")
+        raise UsageError(f"{'⟨fsdp⟩' if o.fsdp else f'⟨zero={o.zero}⟩'} shards the training state over several GPUs; "
+                         "with one GPU it shards nothing", hint="give the GPUs: ⟨gpu=H100x8⟩")
     if o.fsdp and o.zero:
-        raise UsageError("--fsdp and --zero are two ways to shard: give one", hint="--fsdp is ZeRO stage 3's layout")
+        raise UsageError("⟨fsdp⟩ and ⟨zero⟩ are two ways to shard: give one", hint="⟨fsdp⟩ is ZeRO stage 3's layout")
     if o.offload != "none" and not (o.zero or o.fsdp):
-        raise UsageError("--offload moves sharded state to the CPU: it goes with --zero or --fsdp",
-                         hint="--gpu RTX4090x2 --zero 2 --offload optimizer")
+        raise UsageError("⟨offload⟩ moves sharded state to the CPU: it goes with ⟨zero⟩ or ⟨fsdp⟩",
+                         hint="⟨gpu=RTX4090x2⟩ ⟨zero=2⟩ ⟨offload=optimizer⟩")
     if o.method == "qlora" and o.precision == "fp32":
-        raise UsageError("--method qlora computes in 16-bit: --precision fp32 does not apply",
-                         hint="--precision bf16-mixed")
+        raise UsageError("⟨method=qlora⟩ computes in 16-bit: ⟨precision=fp32⟩ does not apply",
+                         hint="⟨precision=bf16-mixed⟩")
 
 
 def train(report: Report, options: TrainOptions, arch: Architecture | None = None) -> Train:

@@ -19,12 +19,26 @@ import typer
 from inspector import __version__, api
 from inspector.cli.opening import ProgressBar, ReadAhead, open_model, open_models, say
 from inspector.errors import EXIT_INTERNAL, EXIT_USAGE, InspectorError, SeveralFiles
-from inspector.render import streams, views
+from inspector.render import results, streams, views
 
 EXIT_CODES_HELP = (
     "Exit codes: 0 ok · 1 a result to gate on (differences, audit errors) · 2 usage · "
     "3 not found or no access · 4 invalid checkpoint · 5 network · 70 internal error."
 )
+
+#: the library's parameters, as this command line spells them: the one table the error boundary words
+#: a library error with (``⟨engine⟩ …`` → ``--engine …``); a test holds every marked parameter here
+FLAGS: dict[str, str] = {
+    "alpha": "--alpha", "batch": "--batch", "context": "--context", "deep": "--deep", "dtypes": "--dtype",
+    "engine": "--engine", "exact": "--exact", "fail_if": "--fail-if", "force": "--force", "fsdp": "--fsdp",
+    "gpu": "--gpu", "gpus": "--gpu", "kv_dtype": "--kv-dtype", "max_gpus": "--max-gpus", "method": "--method",
+    "modeling": "--modeling", "nodes": "--nodes", "objective": "--objective", "offload": "--offload",
+    "optimizer": "--optimizer", "overhead": "--overhead", "pipeline": "--pipeline", "precision": "--precision",
+    "rank": "--rank", "revision": "--revision", "sample_bytes": "--sample-bytes", "seq": "--seq",
+    "targets": "--targets", "token": "--token", "utilization": "--utilization", "values": "--values",
+    "zero": "--zero",
+}
+
 
 def _examples(*lines: str) -> str:
     """An --help epilog of examples (``\\b``: click prints the block as it is)."""
@@ -128,7 +142,7 @@ def show(
                                  conflicts=tensors or files or formula or gpu is not None)
 
     if api.is_cache_root(model):
-        views.check_format(api.CacheResult, form, hint=f"inspect {model}/models--ORG--NAME --format {form}")
+        views.check_format(results.CacheResult, form, hint=f"inspect {model}/models--ORG--NAME --format {form}")
         views.emit(api.cache(model), form, wide=wide)
         return
     try:
@@ -152,7 +166,7 @@ def _file_listing(model: str, several: SeveralFiles, revision: str | None, endpo
                   token: str | None, offline: bool, form: views.Format, wide: bool, gpu: str | None,
                   context: str | None) -> None:
     """A folder or repo holding one model in several GGUF files: one row a file (its header only)."""
-    views.check_format(api.FileListing, form, hint=f"{several.hint} --format {form}" if several.hint else None)
+    views.check_format(results.FileListing, form, hint=f"{several.hint} --format {form}" if several.hint else None)
     name, rev = api.repo_and_revision(model)
     opened = [(file, open_model(f"{name}/{file}" + (f"@{rev}" if rev else ""), revision, endpoint, token, offline))
               for file in several.files]
@@ -162,7 +176,8 @@ def _file_listing(model: str, several: SeveralFiles, revision: str | None, endpo
 @app.command("diff", epilog=EXAMPLES["diff"],
              help="Compare two models and explain the parameter gap, cause by cause. "
                           "A and B: paths, aliases, Hub repos, or one repo at two revisions (repo@rev1 repo@rev2). "
-                          "Exit 0; with --fail-if, exit 1 when the named difference is found.")
+                          "Exit 0; with --fail-if, exit 1 when the named difference is found; an adapter "
+                          "that does not match the base (peft could not load it) exits 1.")
 def diff(
     a: Annotated[str, typer.Argument(help="the model to compare from")],
     b: Annotated[str, typer.Argument(help="the model to compare to")],
@@ -195,6 +210,11 @@ def diff(
     hit = difference.gates_hit(gates)
     if hit:
         say(f"--fail-if: {', '.join(hit)} changed")
+        raise typer.Exit(1)
+    if difference.adapter is not None and difference.adapter.problems:
+        count = len(difference.adapter.problems)
+        say(f"the adapter does not match this base ({count} problem{'s' if count > 1 else ''}: see above); "
+            "peft could not load it onto it")
         raise typer.Exit(1)
 
 
@@ -379,7 +399,7 @@ def audit_cmd(
     wide: Wide = False,
 ) -> None:
     form = views.output_format(fmt, as_json)
-    views.check_format(api.Audit, form, hint=f"inspect audit {target} --format markdown")
+    views.check_format(results.Audit, form, hint=f"inspect audit {target} --format markdown")
     checkpoint = open_model(target, revision, endpoint, token, offline, lenient=True)
     if deep and checkpoint.root is None:
         from inspector.errors import UsageError
@@ -494,7 +514,7 @@ def run(argv: list[str] | None) -> int:
     except InspectorError as exc:
         if debug:
             streams.debug_traceback()
-        return _fail(exc.message, exc.hint, exc.exit_code, json_errors=_wants_json(args))
+        return _fail(*exc.worded(FLAGS), exc.exit_code, json_errors=_wants_json(args))
     except typer.Abort:
         streams.say("Aborted.")
         return 130

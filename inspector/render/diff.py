@@ -264,7 +264,7 @@ def adapter_json(a: AdapterDiff) -> dict[str, object]:
                      "lora_b": list(m.shape_b), "formula": m.formula, "parameters": m.parameters,
                      "base_shape": list(m.base_shape) if m.base_shape is not None else None} for m in a.modules],
         "other": [{"tensor": name, "parameters": count} for name, count in a.other],
-        "problems": list(a.problems),
+        "problems": [p.text for p in a.problems],
     }
 
 
@@ -296,7 +296,7 @@ def adapter_table(a: AdapterDiff) -> RenderableType:
         t.add_row(sanitize(name), "1", "", "", "", "a frozen copy of the base layer (not trained)", n(count))
     t.add_row(Text("total", style="bold"), "", "", "", "", "", Text(n(a.parameters), style="bold"))
     parts += [t, Text("")]
-    for problem in a.problems:
+    for problem in (p.text for p in a.problems):
         parts.append(Text("problem: " + sanitize(problem), style="red"))
     return Group(*parts)
 
@@ -314,5 +314,5 @@ def adapter_markdown(a: AdapterDiff) -> str:
     for name, count in a.other:
         lines.append(f"| {markdown(name)} | 1 | | | | a whole copy (modules_to_save) | {n(count)} |")
     lines += [f"| **total** | | | | | | **{n(a.parameters)}** |", ""]
-    lines += [f"_problem: {markdown(p)}_" for p in a.problems]
+    lines += [f"_problem: {markdown(p.text)}_" for p in a.problems]
     return "\n".join(lines) + "\n"

@@ -434,8 +434,7 @@ def estimate_html(doc: Doc) -> str:
                 ("weights", as_int(fit["weights_bytes"]), gib(as_int(fit["weights_bytes"])),
                  opt_str(fit["weights_note"]) or "as the headers hold them"),
                 ("KV cache", as_int(fit["kv_bytes"]), gib(as_int(fit["kv_bytes"])),
-                 f"{_n(opt_int(fit['kv_bytes_per_token']))} B/token × {as_int(fit['context']):,} × batch "
-                 f"{as_int(fit['batch'])}; {as_str(fit['kv_share'])}"),
+                 f"{as_str(fit['kv_formula'])}; {as_str(fit['kv_share'])}"),
                 *((as_str(t["name"]), as_int(t["bytes"]), gib(as_int(t["bytes"])),
                    f"{as_str(t['formula'])} [{as_str(t['source'])}]") for t in as_objs(fit["terms"]))],
                 numeric=(1, 2), ident="fit-table"))
@@ -446,7 +445,7 @@ def estimate_html(doc: Doc) -> str:
             body.append(_notes([f"fit unknown: {as_str(fit['unknown'])}"], "note warn"))
     body += ["<h2>Figures</h2>\n", _table(
         ("figure", "value", "unit", "formula", "source"),
-        ((as_str(f["name"]), f["value"], as_str(f["unit"]), as_str(f["formula"]),
+        ((as_str(f["label"]), f["value"], as_str(f["unit"]), as_str(f["formula"]),
           as_str(f["source"])) for f in as_objs(doc["figures"])), numeric=(1,), ident="figures")]
     what_if = as_objs(doc["what_if"])
     if what_if:

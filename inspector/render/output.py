@@ -17,7 +17,7 @@ from inspector.analysis.listing import CachedModel, FileRow, ListingRow, RepoFil
 from inspector.analysis.report import Report
 from inspector.analysis.stats import Summary
 from inspector.formats.dtypes import DTYPE_BITS
-from inspector.model import Checkpoint
+from inspector.model import ORIGIN_WORDS, Checkpoint
 from inspector.render.text import sanitize
 
 if TYPE_CHECKING:  # rich is imported where a table is drawn: `inspect --json` never needs it; the result
@@ -366,8 +366,7 @@ def origin_text(c: Checkpoint) -> str:
     at = f" at revision {c.revision[:12]}" if c.revision else ""
     if c.origin == "bundled":
         return f"bundled header snapshot, rebuilt from config.json{at} by shape rules"
-    origin = {"hub": "Hub, headers only", "snapshot": "header snapshot", "hf-cache": "Hugging Face cache",
-              "folder": "folder", "file": "file"}.get(c.origin, c.origin)
+    origin = "Hub, headers only" if c.origin == "hub" else ORIGIN_WORDS[c.origin]
     return origin + (f", revision {c.revision[:12]}" if c.revision else "")
 
 
@@ -592,7 +591,8 @@ def formula_table(check: FormulaCheck) -> RenderableType:
 
 # --- estimate -------------------------------------------------------------------------------------
 
-_FIGURE_TITLES = {
+#: each estimate figure's label in tables and pages (its JSON ``name`` is the key a script reads)
+FIGURE_LABELS: Final = {
     "weights_bytes": "weights, as stored", "kv_bytes_per_token": "KV cache per token", "kv_bytes": "KV cache",
     "total_parameters": "parameters, total", "main_parameters": "parameters, main model",
     "active_parameters": "parameters, active per token", "flops_per_token_weights": "FLOPs per token, weights",
@@ -603,6 +603,13 @@ _FIGURE_TITLES = {
     "kv_bytes_per_input_token": "cross-attention K/V per input token",
     "state_bytes_per_sequence": "recurrent state per sequence", "flops_per_input_token": "FLOPs per input token",
 }
+
+
+def figure_label(name: str) -> str:
+    """A figure's label; a component's figure (``weights_bytes.unet``) is its kind's label and the
+    component (``weights, as stored: unet``)."""
+    kind, _, part = name.partition(".")
+    return f"{FIGURE_LABELS[kind]}: {part}" if part else FIGURE_LABELS[kind]
 
 
 def _value(v: int | float | None, unit: str) -> str:
@@ -624,7 +631,8 @@ def fit_json(f: Fit) -> dict[str, object]:
         "weights_bytes": f.weights_bytes, "weights_bytes_all_devices": f.weights_bytes_all,
         "replicated_bytes": f.replicated_bytes, "replicated": list(f.replicated),
         "kv_bytes_per_token": f.kv_bytes_per_token, "kv_bytes": f.kv_bytes, "kv_share": f.kv_share,
-        "overhead_bytes": f.overhead_bytes, "overhead_formula": f.overhead_formula, "total_bytes": f.total_bytes,
+        "kv_formula": f.kv_formula, "overhead_bytes": f.overhead_bytes, "overhead_formula": f.overhead_formula,
+        "total_bytes": f.total_bytes,
         "fits": f.fits, "max_context": f.max_context, "max_context_capped": f.max_context_capped,
         "max_batch": f.max_batch, "model_limit": f.model_limit, "unknown": f.unknown,
         "engine": f.engine, "gpu": f.gpu, "utilization": f.utilization, "usable_bytes": f.usable_bytes,
@@ -661,7 +669,7 @@ def fit_table(f: Fit) -> RenderableType:
              (f"; {f.weights_note}" if f.weights_note else "")),
             ("KV cache", f.kv_bytes, f.kv_share if f.engine == "diffusers" else "unknown (not counted)"
              if f.fits is None else
-             f"{f.kv_bytes_per_token:,} B/token × {f.context:,} × batch {f.batch}; {f.kv_share}")]
+             f"{f.kv_formula}; {f.kv_share}")]
     if f.state_bytes:
         rows.append(("recurrent state", f.state_bytes, f"state per sequence × batch {f.batch}"))
     rows += [(term.name, term.bytes, term.formula) for term in f.terms]
@@ -707,7 +715,8 @@ def estimate_json(report: Report, est: Estimate, fitted: Fit | None = None) -> d
         "schema_version": SCHEMA_VERSION,
         "model": model_json(c),
         "context": est.context, "batch": est.batch, "kv_dtype": est.kv_dtype, "no_tokens": est.no_tokens,
-        "figures": [{"name": f.name, "value": f.value, "unit": f.unit, "formula": f.formula, "source": f.source,
+        "figures": [{"name": f.name, "label": figure_label(f.name), "value": f.value, "unit": f.unit,
+                     "formula": f.formula, "source": f.source,
                      "assumptions": list(f.assumptions)} for f in est.figures],
         "quantization": {
             "method": q.method, "bits": q.bits, "source": q.source, "logical_parameters": q.logical_parameters,
@@ -790,7 +799,7 @@ def estimate_table(report: Report, est: Estimate, fitted: Fit | None = None) -> 
             if text not in notes:
                 notes.append(text)
             marks.append(str(notes.index(text) + 1))
-        t.add_row(_FIGURE_TITLES.get(f.name, f.name), _value(f.value, f.unit), sanitize(f.formula), ",".join(marks))
+        t.add_row(sanitize(figure_label(f.name)), _value(f.value, f.unit), sanitize(f.formula), ",".join(marks))
     parts += [t, Text("")]
     q = est.quant
     if q.method or q.overhead_elements:

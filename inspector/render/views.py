@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Final, Protocol
+from typing import TYPE_CHECKING, Final, Protocol, TypeVar
 
 from inspector.errors import UsageError
 from inspector.render import streams
@@ -65,6 +65,9 @@ class Verbatim:
 
 class Result(Protocol):
     def to_dict(self) -> dict[str, object]: ...
+
+
+R = TypeVar("R", bound=Result)
 
 
 
@@ -260,10 +263,10 @@ def _aliases_table(r: Aliases, view: View) -> RenderableType:
     return t
 
 
-def _as_markdown(draw: Callable[..., RenderableType]) -> Callable[..., Verbatim]:
+def _as_markdown(draw: Callable[[R, View], RenderableType]) -> Callable[[R, View], Verbatim]:
     """A listing's markdown: its table's cells as a markdown table (every cell escaped)."""
 
-    def markdown(r: Result, view: View) -> Verbatim:
+    def markdown(r: R, view: View) -> Verbatim:
         from inspector.render.output import table_markdown
 
         return Verbatim(table_markdown(draw(r, view)))
@@ -271,25 +274,39 @@ def _as_markdown(draw: Callable[..., RenderableType]) -> Callable[..., Verbatim]
     return markdown
 
 
+Renderer = Callable[[object, View], "Verbatim | RenderableType"]
+
+
+def _row(kind: type[R], table: Callable[[R, View], Verbatim | RenderableType],
+         markdown: Callable[[R, View], Verbatim | RenderableType],
+         html: Callable[[R, View], Verbatim | RenderableType] | None = None) -> dict[Format, Renderer]:
+    """One result type's renderers (JSON is its ``to_dict()`` for every type), each checked to be
+    given a result of that type."""
+
+    def checked(draw: Callable[[R, View], Verbatim | RenderableType]) -> Renderer:
+        def run(result: object, view: View) -> Verbatim | RenderableType:
+            assert isinstance(result, kind)
+            return draw(result, view)
+
+        return run
+
+    drawn = {Format.TABLE: table, Format.JSON: _json, Format.MARKDOWN: markdown, Format.HTML: html}
+    return {fmt: checked(draw) for fmt, draw in drawn.items() if draw is not None}
+
+
 #: the one table: for each result type, the formats it is drawn in and the renderer of each
-RENDERERS: Final[Mapping[type, Mapping[Format, Callable[..., Verbatim | RenderableType]]]] = {
-    Inspection: {Format.TABLE: _show_table, Format.JSON: _json, Format.MARKDOWN: _show_markdown,
-                 Format.HTML: _show_html},
-    Difference: {Format.TABLE: _diff_table, Format.JSON: _json, Format.MARKDOWN: _diff_markdown,
-                 Format.HTML: _diff_html},
-    ComparisonResult: {Format.TABLE: _compare_table, Format.JSON: _json, Format.MARKDOWN: _compare_markdown,
-                       Format.HTML: _compare_html},
-    EstimateResult: {Format.TABLE: _estimate_table, Format.JSON: _json, Format.MARKDOWN: _estimate_markdown,
-                     Format.HTML: _estimate_html},
-    TrainResult: {Format.TABLE: _train_table, Format.JSON: _json, Format.MARKDOWN: _train_markdown,
-                  Format.HTML: _train_html},
-    PlanResult: {Format.TABLE: _plan_table, Format.JSON: _json, Format.MARKDOWN: _plan_markdown,
-                 Format.HTML: _plan_html},
-    Audit: {Format.TABLE: _audit_table, Format.JSON: _json, Format.MARKDOWN: _audit_markdown},
-    FileListing: {Format.TABLE: _listing_table, Format.JSON: _json, Format.MARKDOWN: _as_markdown(_listing_table)},
-    FilesResult: {Format.TABLE: _files_table, Format.JSON: _json, Format.MARKDOWN: _as_markdown(_files_table)},
-    CacheResult: {Format.TABLE: _cache_table, Format.JSON: _json, Format.MARKDOWN: _as_markdown(_cache_table)},
-    Aliases: {Format.TABLE: _aliases_table, Format.JSON: _json, Format.MARKDOWN: _as_markdown(_aliases_table)},
+RENDERERS: Final[Mapping[type, Mapping[Format, Renderer]]] = {
+    Inspection: _row(Inspection, _show_table, _show_markdown, _show_html),
+    Difference: _row(Difference, _diff_table, _diff_markdown, _diff_html),
+    ComparisonResult: _row(ComparisonResult, _compare_table, _compare_markdown, _compare_html),
+    EstimateResult: _row(EstimateResult, _estimate_table, _estimate_markdown, _estimate_html),
+    TrainResult: _row(TrainResult, _train_table, _train_markdown, _train_html),
+    PlanResult: _row(PlanResult, _plan_table, _plan_markdown, _plan_html),
+    Audit: _row(Audit, _audit_table, _audit_markdown),
+    FileListing: _row(FileListing, _listing_table, _as_markdown(_listing_table)),
+    FilesResult: _row(FilesResult, _files_table, _as_markdown(_files_table)),
+    CacheResult: _row(CacheResult, _cache_table, _as_markdown(_cache_table)),
+    Aliases: _row(Aliases, _aliases_table, _as_markdown(_aliases_table)),
 }
 
 #: what each result is, in the usage error for a format it is not drawn in

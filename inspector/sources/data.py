@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Final, Protocol
 
 from inspector.errors import InvalidCheckpointError, NetworkError
-from inspector.model import Checkpoint
+from inspector.model import ORIGIN_WORDS, Checkpoint
 from inspector.safeio import inside, open_regular, pread_all
 from inspector.sources.transport import Hub, HubOptions
 
@@ -58,7 +58,7 @@ class _Counted:
             self.bytes_read += nbytes
             if self.requests > MAX_REQUESTS or self.bytes_read > MAX_BYTES:
                 raise InvalidCheckpointError(f"the value diff went over its budget ({MAX_REQUESTS:,} requests, "
-                                             f"{MAX_BYTES:,} bytes a side)", hint="ask for fewer --sample-bytes")
+                                             f"{MAX_BYTES:,} bytes a side)", hint="ask for fewer ⟨sample_bytes⟩")
 
 
 class LocalData(_Counted):
@@ -131,8 +131,8 @@ def data_reader(checkpoint: Checkpoint, options: HubOptions | None = None) -> Da
     if checkpoint.origin == "hub" and checkpoint.repo_id and checkpoint.revision:
         hub = Hub(options or HubOptions())
         if hub.offline:
-            raise NetworkError(f"{checkpoint.label}: --values reads tensor data from the Hub; offline mode is on",
+            raise NetworkError(f"{checkpoint.label}: ⟨values⟩ reads tensor data from the Hub; offline mode is on",
                                hint="run online, or on local copies of both")
         return HubData(hub, checkpoint.repo_id, checkpoint.revision)
-    raise InvalidCheckpointError(f"{checkpoint.label}: a {checkpoint.origin} holds headers only, no tensor data to "
-                                 "compare", hint="give --values a local folder or a Hub repo")
+    raise InvalidCheckpointError(f"{checkpoint.label}: a {ORIGIN_WORDS[checkpoint.origin]} holds headers only, no "
+                                 "tensor data to compare", hint="give ⟨values⟩ a local folder or a Hub repo")

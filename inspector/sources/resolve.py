@@ -92,7 +92,7 @@ def open_checkpoint(spec: str, *, hub: HubOpener | None = None, revision: str | 
     path = Path(spec).expanduser()
     if hub_url(spec) is None and path.exists():
         if revision:
-            raise UsageError(f"{spec}: --revision applies to Hub repos, not to a local path")
+            raise UsageError(f"{spec}: ⟨revision⟩ applies to Hub repos, not to a local path")
         return open_local(path, lenient=lenient)
     name, rev = split_revision(spec)
     rev = rev or revision

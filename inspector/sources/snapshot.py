@@ -342,7 +342,7 @@ def save_checkpoint(checkpoint: Checkpoint, folder: Path, *, force: bool = False
         if (old.get("repo_id"), old.get("revision")) != (checkpoint.repo_id, checkpoint.revision):
             what = f"{old.get('repo_id') or 'an unnamed model'}@{(old.get('revision') or 'unknown')[:12]}"
             raise UsageError(f"{folder} holds a snapshot of {what}; refusing to replace it",
-                             hint="choose another folder, or pass --force")
+                             hint="choose another folder, or pass ⟨force⟩")
     for h in checkpoint.headers:
         reader = reader_named(h.format)
         if reader is None or not reader.keeps_head:

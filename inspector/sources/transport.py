@@ -136,7 +136,7 @@ class Hub:
         from huggingface_hub import get_token
 
         if self.options.token:
-            return "the token given with --token"
+            return "the token passed as ⟨token⟩"
         if os.environ.get("HF_TOKEN"):
             return "the token in HF_TOKEN"
         if get_token():

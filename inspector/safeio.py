@@ -292,6 +292,24 @@ def regular_size(path: Path) -> int:
         os.close(fd)
 
 
+#: the most a JSON file from outside may take, local or remote: config, index, tokenizer config
+#: (DeepSeek-V3's index is 8 MB); a header snapshot's manifest has its own (snapshot.MANIFEST_BUDGET)
+JSON_BUDGET: Final = 64 * 1024 * 1024
+
+
+def read_json_file(path: Path, what: str | None = None) -> bytes:
+    """A local JSON file's bytes within ``JSON_BUDGET``: refused by its size before any byte is read."""
+    fd = open_regular(path)
+    try:
+        size = os.fstat(fd).st_size
+        if size > JSON_BUDGET:
+            raise InvalidCheckpointError(f"{what or path}: {size:,} bytes, over the {JSON_BUDGET:,}-byte budget of "
+                                         "a config or index this tool reads")
+        return pread_all(fd, JSON_BUDGET, 0, path)
+    finally:
+        os.close(fd)
+
+
 #: how deep a JSON document from outside may nest (configs nest 3–5 levels; 100,000 levels once
 #: exhausted the parser's recursion)
 MAX_JSON_DEPTH: Final = 64

@@ -254,3 +254,70 @@ def test_a_zip_python_cannot_read_is_a_named_pickle_error_not_exit_70(cli, tmp_p
         result = cli(*args)
         assert result.code in (EXIT_INVALID, 1), (args, result.code, result.err)
         assert "internal error" not in result.err and "Aborted" not in result.err
+
+
+def test_a_260_mb_local_config_is_refused_by_its_size_at_once(tmp_path: Path) -> None:
+    """Local config and index files are held to the 64 MiB budget a Hub read has (issue 40: a 260 MB
+    config.json ran past 120 s and 1.5 GB): refused from its size, before a byte is parsed. Timed and
+    measured in a child process (its peak resident set from the kernel)."""
+    import resource
+    import subprocess
+    import sys
+
+    folder = tmp_path / "m"
+    folder.mkdir()
+    with (folder / "config.json").open("wb") as fh:  # sparse: 260 MB long, a few bytes on disk
+        fh.write(b'{"model_type": "llama", "pad": "')
+        fh.truncate(260_000_000)
+    from helpers import write_raw
+
+    write_raw(folder / "model.safetensors", {"w": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}}, data=8)
+    start = time.monotonic()
+    run = subprocess.run([sys.executable, "-m", "inspector", str(folder), "--json"], capture_output=True, text=True,
+                         timeout=60)
+    elapsed = time.monotonic() - start
+    peak_mib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    assert run.returncode == EXIT_INVALID, run.stderr
+    assert "260,000,000 bytes, over the 67,108,864-byte budget" in run.stderr
+    assert json.loads(run.stdout)["error"]["exit"] == EXIT_INVALID
+    assert elapsed < 5 and peak_mib < 300, (elapsed, peak_mib)
+
+
+def test_a_table_of_thousands_of_distinct_layer_blocks_draws_in_json_time(tmp_path: Path) -> None:
+    """A 4.5 MB header whose 20,000 layers are all shaped differently (so none collapse): the table
+    draws ``MAX_TABLE_ROWS`` blocks and one row summing the rest, so it still adds up, in at most 2× the
+    time of the JSON document (issue 40: 25 s against 2.8 s). Timed in child processes."""
+    import subprocess
+    import sys
+
+    from helpers import write_raw
+
+    from inspector.render.output import MAX_TABLE_ROWS
+
+    header, offset = {}, 0
+    for i in range(20_000):
+        for part in ("self_attn.q_proj", "mlp.up_proj"):
+            shape = [i % 997 + 1, 2]
+            header[f"model.layers.{i}.{part}.weight"] = {"dtype": "BF16", "shape": shape,
+                                                          "data_offsets": [offset, offset + 4 * shape[0]]}
+            offset += 4 * shape[0]
+    folder = tmp_path / "m"
+    folder.mkdir()
+    write_raw(folder / "model.safetensors", header, data=offset)
+    (folder / "config.json").write_text(json.dumps({"model_type": "llama"}))
+    assert len(json.dumps(header)) > 4_500_000
+
+    def timed(*args: str) -> tuple[float, str]:
+        start = time.perf_counter()
+        run = subprocess.run([sys.executable, "-m", "inspector", str(folder), *args], capture_output=True, text=True,
+                             timeout=120, check=True)
+        return time.perf_counter() - start, run.stdout
+
+    as_json, doc = timed("--json")
+    as_table, table = timed()
+    blocks = json.loads(doc)["layer_groups"]
+    assert len(blocks) > 10_000
+    rest = sum(g["parameters_each"] * g["count"] for g in blocks[MAX_TABLE_ROWS:])
+    assert f"… {len(blocks) - MAX_TABLE_ROWS:,} more blocks" in table and f"{rest:,}" in table
+    assert len(table.splitlines()) < MAX_TABLE_ROWS + 100
+    assert as_table <= 2 * as_json + 0.5, (as_table, as_json)

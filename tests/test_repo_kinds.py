@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import json
 import shutil
+import time
 from pathlib import Path
 
 import pytest
-from helpers import FIXTURES
+from helpers import FIXTURES, raw_header
 
 from inspector import errors
 from inspector.formats.safetensors import encode_header
@@ -449,3 +450,51 @@ def test_repeated_module_entries_count_once(cli, tmp_path: Path) -> None:
     (folder / "modules.json").write_text(json.dumps(entries))
     r = cli(str(folder), "--json")
     assert r.code == errors.EXIT_INVALID and "over the 1,024 this tool reads" in r.err
+
+
+def test_a_pipeline_of_1000_components_over_the_hub_runs_on_a_bounded_pool(tmp_path: Path, online: None) -> None:
+    """1,000 listed components (issue 40: one thread each, "can't start new thread" under a 3.9 GB cap,
+    exit 70): read on ``COMPONENT_WORKERS`` threads plus the repo's request pool, under a 4 GB
+    address-space cap, exit 0, every component counted. The client runs in a child process that
+    samples its own thread count."""
+    import subprocess
+    import sys
+
+    from hubserver import HubServer
+
+    from inspector.sources.assemble import COMPONENT_WORKERS
+    from inspector.sources.transport import HubOptions
+
+    index: dict[str, object] = {"_class_name": "StableDiffusionPipeline", "_diffusers_version": "0.30.0"}
+    files: dict[str, object] = {}
+    for i in range(1000):
+        index[f"part{i}"] = ["diffusers", "AutoencoderKL"]
+        files[f"part{i}/config.json"] = b'{"_class_name": "AutoencoderKL"}'
+        files[f"part{i}/diffusion_pytorch_model.safetensors"] = raw_header(
+            {"w": {"dtype": "F32", "shape": [i + 1], "data_offsets": [0, 4 * (i + 1)]}}) + bytes(4 * (i + 1))
+    files["model_index.json"] = json.dumps(index).encode()
+    child = """
+import json, resource, sys, threading, time
+resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
+peak = [threading.active_count()]
+def sample():
+    while True:
+        peak[0] = max(peak[0], threading.active_count()); time.sleep(0.002)
+threading.Thread(target=sample, daemon=True).start()
+from inspector.cli.commands import run
+code = run(["acme/many-parts", "--endpoint", sys.argv[1], "--json"])
+print(json.dumps({"code": code, "peak_threads": peak[0]}), file=sys.stderr)
+"""
+    with HubServer() as server:
+        server.add_files("acme/many-parts", files)  # type: ignore[arg-type]
+        start = time.monotonic()
+        run = subprocess.run([sys.executable, "-c", child, server.url], capture_output=True, text=True, timeout=120)
+        elapsed = time.monotonic() - start
+    facts = json.loads(run.stderr.strip().splitlines()[-1])
+    assert facts["code"] == 0, run.stderr[-2000:]
+    doc = json.loads(run.stdout)
+    assert len([c for c in doc["components"] if c["tensors"]]) == 1000
+    assert doc["totals"]["parameters"] == sum(range(1, 1001))
+    # the sampler, the main thread, the component workers, the repo's request pool and its early reads
+    assert facts["peak_threads"] <= 2 + COMPONENT_WORKERS + HubOptions().workers + 8, facts
+    assert elapsed < 60, elapsed

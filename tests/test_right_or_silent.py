@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from helpers import save_real
 
 EXIT_USAGE = 2  # README "Exit codes"
@@ -163,3 +164,23 @@ def test_mlx_quantisation_is_counted_as_mlx_lm_wrote_it(cli) -> None:
         assert estimate["method"] == "mlx affine" and estimate["bits"] == bits
         assert estimate["logical_parameters"] == 361_088
         assert not any("no packed tensors" in note for note in estimate["notes"]), name
+
+
+@pytest.mark.parametrize("bits", [-1, 7, 0, "4"])
+def test_mlx_bits_mlx_lm_does_not_write_are_unknown_not_shown(cli, tmp_path: Path, bits: object) -> None:
+    """mlx-lm writes 2, 3, 4, 5, 6 or 8 bits (mlx.core.quantize's affine mode); a config that claims
+    another (issue 40: "quantised -1-bit") says the bits are unknown and draws no "-1-bit"."""
+    import shutil
+
+    source = Path(__file__).parent.parent / "fixtures" / "mlx" / "tiny-llama-4bit"
+    folder = tmp_path / "m"
+    shutil.copytree(source, folder)
+    config = json.loads((folder / "config.json").read_text())
+    config["quantization"]["bits"] = config["quantization_config"]["bits"] = bits
+    (folder / "config.json").write_text(json.dumps(config))
+    out = cli(str(folder)).out
+    assert f"{bits}-bit" not in out and "mlx" in out
+    q = cli("estimate", str(folder), "--json").json()["quantization"]
+    assert q["bits"] is None
+    if isinstance(bits, int) and bits > 0:
+        assert any("mlx-lm does not write" in note for note in q["notes"])

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from inspector.analysis.report import Report
-from inspector.analysis.roles import PACKING_DTYPES, quant_bits
+from inspector.analysis.roles import MLX_BITS, PACKING_DTYPES, quant_bits
 from inspector.analysis.stats import stored_elements
 from inspector.formats.dtypes import USER_DTYPE_BITS
 
@@ -61,6 +61,10 @@ def quantization(report: Report) -> Quant:
     bits = quant_bits(qc)
     looks = _looks_like(report)
     notes: list[str] = []
+    if method is not None and method.startswith("mlx") and bits is not None and bits not in MLX_BITS:
+        notes.append(f"config.json quantization says {bits} bits, which mlx-lm does not write "
+                     f"({', '.join(map(str, MLX_BITS))}): the bits are unknown")
+        bits = None
     if method is None and looks:
         method, source = looks, "tensors"
         notes.append(f"no quantization_config; the tensors look like {looks}")

@@ -143,6 +143,21 @@ def _folded(header: RenderableType, width: int) -> RenderableType:
     return Text(lines, style=header.style) if isinstance(header, Text) else lines
 
 
+#: the most rows one table draws (a table costs about half a millisecond a row to lay out); the rest
+#: are summed in one line naming what lists every one (``--json``, ``--tensors``) (issue 40: a
+#: 4.5 MB header drew 25 s of layer-block rows)
+MAX_TABLE_ROWS: Final = 200
+
+
+def capped(count: int, what: str, everything: str) -> RenderableType | None:
+    """The line under a table of ``count`` rows that drew only ``MAX_TABLE_ROWS``; None when all fit."""
+    from rich.text import Text
+
+    if count <= MAX_TABLE_ROWS:
+        return None
+    return Text(f"… {count - MAX_TABLE_ROWS:,} more {what} not drawn ({everything} lists every one)", style="dim")
+
+
 #: the narrowest a label column may be made: its longest word, up to this many characters
 LABEL_MIN_CAP = 32
 
@@ -356,8 +371,14 @@ def config_line(cfg: ModelConfig) -> str:
     if cfg.dtype:
         parts.append(cfg.dtype)
     if cfg.quantization:
-        q = cfg.quantization
-        parts.append(f"{q.get('quant_method', 'quantised')}" + (f" {q['bits']}-bit" if "bits" in q else ""))
+        from inspector.analysis.roles import MLX_BITS, quant_bits
+
+        named = cfg.quantization.get("quant_method")
+        mlx = "quantization" in cfg.raw  # mlx-lm's block: only the bits it writes are bits
+        bits = quant_bits(cfg.quantization)
+        bits = None if mlx and bits not in MLX_BITS else bits
+        parts.append((named if isinstance(named, str) else "mlx" if mlx else "quantised") +
+                     (f" {bits}-bit" if bits is not None else ""))
     return " · ".join(parts)
 
 
@@ -436,11 +457,15 @@ def report_table(report: Report, *, all_shards: bool = False, logical: tuple[str
         layers.add_column("bytes each", justify="right")
         stacks = {g.stack for g in s.layer_groups}
         alike = len({stack.rsplit(".", 1)[-1] for stack in stacks}) < len(stacks)  # two stacks' "layers"
-        for g in s.layer_groups:
+        for g in s.layer_groups[:MAX_TABLE_ROWS]:
             layers.add_row(sanitize(g.full_label if alike else g.label), n(g.tensors_each), n(g.parameters_each),
                            n(g.parameters_each * g.count), n(g.bytes_each))
+        rest = s.layer_groups[MAX_TABLE_ROWS:]
+        if rest:  # the table still sums: the blocks not drawn are one row
+            layers.add_row(f"… {len(rest):,} more blocks", "", "", n(sum(g.parameters_each * g.count for g in rest)),
+                           "", style="dim")
         layers.add_row("outside blocks", "", "", n(s.outside_layers_parameters), "", style="dim")
-        parts += [layers, Text("")]
+        parts += [layers, *filter(None, [capped(len(s.layer_groups), "layer blocks", "--json")]), Text("")]
 
     dtypes = Table(title="By dtype", title_justify="left", show_edge=False, pad_edge=False)
     dtypes.add_column("dtype")
@@ -502,12 +527,16 @@ def components_table(report: Report) -> RenderableType:
                           ("share", "right"), ("bytes", "right"), ("dtype", "left")):
         t.add_column(name, justify=justify)  # type: ignore[arg-type]
     total = report.summary.parameters or 1
-    for r in report.components:
+    for r in report.components[:MAX_TABLE_ROWS]:
         if not r.tensors:
             t.add_row(sanitize(r.name), sanitize(r.class_name or ""), "—", "no weights", "", "", "", style="dim")
             continue
         t.add_row(sanitize(r.name), sanitize(r.class_name or r.model_type or ""), n(r.tensors), n(r.parameters),
                   f"{100 * r.parameters / total:.2f}%", n(r.bytes), sanitize(", ".join(r.dtypes)))
+    rest = report.components[MAX_TABLE_ROWS:]
+    if rest:  # the table still sums to the total
+        t.add_row(f"… {len(rest):,} more", "", n(sum(r.tensors for r in rest)), n(sum(r.parameters for r in rest)),
+                  "", n(sum(r.bytes for r in rest)), "", style="dim")
     return t
 
 
@@ -912,7 +941,8 @@ def audit_table(result: AuditResult) -> RenderableType:
     for col in ("severity", "code", "where", "finding"):
         t.add_column(col)
     style = {"error": "red", "warning": "yellow", "info": "dim"}
-    for r in repeats(result.findings):  # by severity, the worst first; per-layer repeats on one row
+    rows = repeats(result.findings)
+    for r in rows[:MAX_TABLE_ROWS]:  # by severity, the worst first; per-layer repeats on one row
         f = r.first
         where = Text(sanitize(r.tensor or ""))
         if r.count > 1:
@@ -921,7 +951,7 @@ def audit_table(result: AuditResult) -> RenderableType:
         if files:
             where.append(("\n" if r.tensor else "") + files, style="dim")
         t.add_row(Text(f.severity, style=style[f.severity]), f.code, where, sanitize(f.message))
-    parts.append(t)
+    parts += [t, *filter(None, [capped(len(rows), "findings", "--json")])]
     verdict = "no errors" if result.errors == 0 else f"{result.errors} error(s)"
     parts.append(Text(f"{verdict}, {result.warnings} warning(s)", style="green" if result.errors == 0 else "red"))
     return Group(*parts)
@@ -1024,7 +1054,7 @@ def files_table(where: str, name: str, rows: list[FileRow], budget: Budget | Non
         columns += [("needs GiB", "right"), ("fits", "left"), ("largest context", "right"), ("", "left")]
     for col, just in columns:
         t.add_column(col, justify=just)  # type: ignore[arg-type]
-    for r in rows:
+    for r in rows[:MAX_TABLE_ROWS]:
         cells = [sanitize(r.file), r.kind, sanitize(r.type or "—"), n(r.bytes), n(r.parameters),
                  f"{r.bits_per_weight:.3f}" if r.bits_per_weight else "—"]
         if budget is not None:
@@ -1033,7 +1063,8 @@ def files_table(where: str, name: str, rows: list[FileRow], budget: Budget | Non
                       n(r.max_context) if r.max_context is not None else "—",
                       sanitize(r.note or ("loaded beside a model" if r.kind == "projector" else ""))]
         t.add_row(*cells)
-    return Group(t, *(Text(sanitize(note), style="dim") for note in notes or []))
+    return Group(t, *filter(None, [capped(len(rows), "files", "--json")]),
+                 *(Text(sanitize(note), style="dim") for note in notes or []))
 
 
 def repo_files_json(checkpoint: Checkpoint, files: RepoFiles) -> dict[str, object]:
@@ -1057,7 +1088,7 @@ def repo_files_table(checkpoint: Checkpoint, files: RepoFiles) -> RenderableType
               show_edge=False, pad_edge=False)
     for col, just in (("file", "left"), ("kind", "left"), ("bytes", "right"), ("", "left")):
         t.add_column(col, justify=just)  # type: ignore[arg-type]
-    for r in files.rows:
+    for r in files.rows[:MAX_TABLE_ROWS]:
         mark = "counted" if r.counted else ("another format or a copy: not counted" if r.kind == "weights" else "")
         t.add_row(sanitize(r.path), r.kind, n(r.size) if r.size is not None else "unknown", mark)
     share = f" ({files.weights_bytes / files.total_bytes:.1%})" if files.total_bytes else ""
@@ -1067,7 +1098,7 @@ def repo_files_table(checkpoint: Checkpoint, files: RepoFiles) -> RenderableType
                   f"{files.weights_bytes:,} B{share}"), Text(kinds, style="dim")]
     if files.unknown_sizes:
         lines.append(Text(f"{files.unknown_sizes} file(s) of unknown size (not in the total)", style="yellow"))
-    return Group(t, *lines)
+    return Group(t, *filter(None, [capped(len(files.rows), "files", "--files --json")]), *lines)
 
 
 def cache_json(root: str, rows: list[CachedModel]) -> dict[str, object]:
@@ -1077,16 +1108,18 @@ def cache_json(root: str, rows: list[CachedModel]) -> dict[str, object]:
 
 
 def cache_table(root: str, rows: list[CachedModel]) -> RenderableType:
+    from rich.console import Group
     from rich.table import Table
 
     t = Table(title=sanitize(f"Hugging Face cache {root}"), title_justify="left", show_edge=False, pad_edge=False)
     for col, just in (("repo", "left"), ("revision", "left"), ("parameters", "right"), ("bytes", "right"),
                       ("files", "right"), ("", "left")):
         t.add_column(col, justify=just)  # type: ignore[arg-type]
-    for r in rows:
+    for r in rows[:MAX_TABLE_ROWS]:
         t.add_row(sanitize(r.repo_id), sanitize(r.revision[:12]), n(r.parameters), n(r.bytes),
                   n(r.files), "" if r.status == "ok" else sanitize(r.status))
-    return t
+    more = capped(len(rows), "cached models", "--json")
+    return t if more is None else Group(t, more)
 
 
 # --- markdown for show, estimate and audit (pull-request comments) -----------------------------------

@@ -184,7 +184,18 @@ def pipeline_components(index: Mapping[str, Any], where: str) -> list[tuple[str,
             raise InvalidCheckpointError(f"{where}: {PIPELINE_INDEX}: component {key[:80]!r} is not a folder name "
                                          "with a [library, class] pair")
         out.append((key, library, cls))
+        if len(out) > MAX_COMPONENTS:
+            raise InvalidCheckpointError(f"{where}: {PIPELINE_INDEX} lists more than {MAX_COMPONENTS:,} components; "
+                                         "a diffusers pipeline has a handful (refusing to read them all)")
     return out
+
+
+#: the most components a pipeline's ``model_index.json`` may list (diffusers pipelines have 3 to 8; the
+#: largest known, 12); past it, a named refusal
+MAX_COMPONENTS: Final = 4096
+#: components of a remote pipeline read at once (each then shares the repo's pool of range requests):
+#: the threads one run starts for components, however many are listed
+COMPONENT_WORKERS: Final = 8
 
 
 #: the most modules a ``modules.json`` may list (sentence-transformers models have 2 to 5); past it, a
@@ -355,7 +366,8 @@ def _each_component(source: Source, files: Mapping[str, int | None], listed: lis
         return [_component(source, files, name, lenient) for name, _, _ in listed]
     from concurrent.futures import ThreadPoolExecutor
 
-    with ThreadPoolExecutor(max_workers=len(listed), thread_name_prefix="inspector-component") as pool:
+    workers = min(len(listed), COMPONENT_WORKERS)
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="inspector-component") as pool:
         return list(pool.map(lambda item: _component(source, files, item[0], lenient), listed))
 
 

@@ -27,10 +27,10 @@ from inspector.errors import (
 from inspector.formats.registry import SAFETENSORS, reader_by_magic, reader_for, weight_suffixes
 from inspector.formats.safetensors import without_gc
 from inspector.model import Checkpoint, FileEntry, Origin, WeightFile, natural_key
-from inspector.safeio import is_repo_id, open_regular, pread_all, read_ref, read_regular, regular_size
+from inspector.safeio import is_repo_id, open_regular, pread_all, read_json_file, read_ref, regular_size
 from inspector.sources.assemble import assemble, index_shards, json_object, pick_index, small_files, with_components
 from inspector.sources.bundled import ALIASES, bundled_path
-from inspector.sources.snapshot import JSON_BUDGET, is_snapshot, load_snapshot
+from inspector.sources.snapshot import is_snapshot, load_snapshot
 
 T = TypeVar("T")
 _SKIP_DIRS = {".git", ".cache", "__pycache__", ".huggingface"}
@@ -213,11 +213,7 @@ class LocalFolder:
         self.where = str(folder)
 
     def small(self, name: str) -> bytes:
-        path = self.folder / name
-        raw = read_regular(path, JSON_BUDGET + 1)
-        if len(raw) > JSON_BUDGET:
-            raise InvalidCheckpointError(f"{path}: over {JSON_BUDGET:,} bytes; not a config or index this tool reads")
-        return raw
+        return read_json_file(self.folder / name)
 
     def prefetch(self, names: list[str]) -> None:
         return None
@@ -278,10 +274,7 @@ def _list_files(folder: Path) -> list[FileEntry]:
 def _load_json(path: Path) -> dict[str, Any] | None:
     if not path.exists():
         return None
-    raw = read_regular(path, JSON_BUDGET + 1)
-    if len(raw) > JSON_BUDGET:
-        raise InvalidCheckpointError(f"{path}: over {JSON_BUDGET:,} bytes; not a config or index this tool reads")
-    return json_object(raw, str(path))
+    return json_object(read_json_file(path), str(path))
 
 
 def _hf_cache_snapshot(path: Path) -> tuple[Path, str, str | None] | None:

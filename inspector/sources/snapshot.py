@@ -41,6 +41,7 @@ from inspector.safeio import (
     gunzip_bounded,
     inside,
     parse_json_object,
+    read_json_file,
     read_regular,
     relative_name,
     write_folder,
@@ -54,8 +55,9 @@ T = TypeVar("T")
 FORMAT: Final = "inspector-header-snapshot"
 VERSION: Final = 2  # 2 adds each header's "format"; version 1 (safetensors only) still reads
 READABLE: Final = (1, 2)
-#: a stored JSON file (config, index) or the manifest
-JSON_BUDGET: Final = 256 * 1024 * 1024
+#: the manifest: every header's records (DeepSeek-V3's 91,991 tensors are about 20 MB); a stored
+#: config or index is held to safeio.JSON_BUDGET like any other
+MANIFEST_BUDGET: Final = 256 * 1024 * 1024
 #: temporary folders older than this, or of a process that is gone, are removed on the next write
 
 
@@ -75,7 +77,7 @@ def is_snapshot(folder: Path) -> bool:
 def read_manifest(folder: Path) -> dict[str, Any]:
     if not (folder / MANIFEST).exists():
         raise NotFoundError(f"{folder}: not a header snapshot (no {MANIFEST})")
-    manifest = parse_json_object(read_regular(folder / MANIFEST, JSON_BUDGET), f"{folder / MANIFEST}")
+    manifest = parse_json_object(read_regular(folder / MANIFEST, MANIFEST_BUDGET), f"{folder / MANIFEST}")
     if manifest.get("format") != FORMAT:
         raise InvalidCheckpointError(f"{folder / MANIFEST}: not an {FORMAT} manifest")
     if manifest.get("version") not in READABLE:
@@ -159,7 +161,7 @@ def load_snapshot(folder: Path, *, origin: Origin = "snapshot", label: str | Non
     index = LazyJSON(lambda: _read_json(folder, index_name, files) or {}) if index_name else None
     repo_id, revision, notes = _identity(manifest, folder)
     side = {n: doc for n in SIDE_FILES if (doc := _read_json(folder, n, files)) is not None}
-    smalls = {f.path: read_regular(inside(folder, f.path, f"{folder / MANIFEST}: stored file"), JSON_BUDGET)
+    smalls = {f.path: read_json_file(inside(folder, f.path, f"{folder / MANIFEST}: stored file"))
               for f in files if f.stored and (f.path in TOKENIZER_FILES or f.path == TOKENIZER_JSON)}
     return Checkpoint(
         label=label or repo_id or folder.name,
@@ -224,7 +226,7 @@ class SnapshotSource:
         f = self.files.get(name)
         if f is None or not f.stored:
             raise NotFoundError(f"{self.folder}: the snapshot does not store {name}")
-        return read_regular(inside(self.folder, name, f"{self.folder / MANIFEST}: stored file"), JSON_BUDGET)
+        return read_json_file(inside(self.folder, name, f"{self.folder / MANIFEST}: stored file"))
 
     def prefetch(self, names: list[str]) -> None:
         return None
@@ -268,7 +270,7 @@ def _read_json(folder: Path, name: str | None, files: list[SnapshotFile]) -> dic
         return None
     path = inside(folder, name, f"{folder / MANIFEST}: stored file")
     try:
-        raw = read_regular(path, JSON_BUDGET)
+        raw = read_json_file(path)
     except NotFoundError as exc:
         raise InvalidCheckpointError(f"{exc.message} (a file the snapshot lists)") from None
     return parse_json_object(raw, f"{path}")

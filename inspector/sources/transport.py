@@ -36,11 +36,10 @@ from inspector.errors import (
     NetworkError,
     NotFoundError,
 )
-from inspector.safeio import parse_json_object
+from inspector.safeio import JSON_BUDGET, parse_json_object
 
 RETRY_STATUS: Final = frozenset({408, 429, 500, 502, 503, 504})
 LISTING_BUDGET: Final = 32 * 1024 * 1024  # a listing of 100,000 files is about 20 MB
-JSON_BUDGET: Final = 64 * 1024 * 1024  # config, index (DeepSeek-V3's index is 8 MB)
 ERROR_BODY_BUDGET: Final = 64 * 1024
 DEFAULT_DEADLINE: Final = 25.0  # seconds for the whole Hub phase of one command (INSPECTOR_HUB_DEADLINE)
 DEFAULT_REQUEST_DEADLINE: Final = 20.0  # seconds for one request, however its bytes trickle

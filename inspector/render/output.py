@@ -149,13 +149,13 @@ def _folded(header: RenderableType, width: int) -> RenderableType:
 MAX_TABLE_ROWS: Final = 200
 
 
-def capped(count: int, what: str, everything: str) -> RenderableType | None:
-    """The line under a table of ``count`` rows that drew only ``MAX_TABLE_ROWS``; None when all fit."""
+def capped(count: int, what: str, everything: str) -> list[RenderableType]:
+    """The line under a table of ``count`` rows that drew only ``MAX_TABLE_ROWS`` (none when all fit)."""
     from rich.text import Text
 
     if count <= MAX_TABLE_ROWS:
-        return None
-    return Text(f"… {count - MAX_TABLE_ROWS:,} more {what} not drawn ({everything} lists every one)", style="dim")
+        return []
+    return [Text(f"… {count - MAX_TABLE_ROWS:,} more {what} not drawn ({everything} lists every one)", style="dim")]
 
 
 #: the narrowest a label column may be made: its longest word, up to this many characters
@@ -465,7 +465,7 @@ def report_table(report: Report, *, all_shards: bool = False, logical: tuple[str
             layers.add_row(f"… {len(rest):,} more blocks", "", "", n(sum(g.parameters_each * g.count for g in rest)),
                            "", style="dim")
         layers.add_row("outside blocks", "", "", n(s.outside_layers_parameters), "", style="dim")
-        parts += [layers, *filter(None, [capped(len(s.layer_groups), "layer blocks", "--json")]), Text("")]
+        parts += [layers, *capped(len(s.layer_groups), "layer blocks", "--json"), Text("")]
 
     dtypes = Table(title="By dtype", title_justify="left", show_edge=False, pad_edge=False)
     dtypes.add_column("dtype")
@@ -951,7 +951,7 @@ def audit_table(result: AuditResult) -> RenderableType:
         if files:
             where.append(("\n" if r.tensor else "") + files, style="dim")
         t.add_row(Text(f.severity, style=style[f.severity]), f.code, where, sanitize(f.message))
-    parts += [t, *filter(None, [capped(len(rows), "findings", "--json")])]
+    parts += [t, *capped(len(rows), "findings", "--json")]
     verdict = "no errors" if result.errors == 0 else f"{result.errors} error(s)"
     parts.append(Text(f"{verdict}, {result.warnings} warning(s)", style="green" if result.errors == 0 else "red"))
     return Group(*parts)
@@ -1063,7 +1063,7 @@ def files_table(where: str, name: str, rows: list[FileRow], budget: Budget | Non
                       n(r.max_context) if r.max_context is not None else "—",
                       sanitize(r.note or ("loaded beside a model" if r.kind == "projector" else ""))]
         t.add_row(*cells)
-    return Group(t, *filter(None, [capped(len(rows), "files", "--json")]),
+    return Group(t, *capped(len(rows), "files", "--json"),
                  *(Text(sanitize(note), style="dim") for note in notes or []))
 
 
@@ -1098,7 +1098,7 @@ def repo_files_table(checkpoint: Checkpoint, files: RepoFiles) -> RenderableType
                   f"{files.weights_bytes:,} B{share}"), Text(kinds, style="dim")]
     if files.unknown_sizes:
         lines.append(Text(f"{files.unknown_sizes} file(s) of unknown size (not in the total)", style="yellow"))
-    return Group(t, *filter(None, [capped(len(files.rows), "files", "--files --json")]), *lines)
+    return Group(t, *capped(len(files.rows), "files", "--files --json"), *lines)
 
 
 def cache_json(root: str, rows: list[CachedModel]) -> dict[str, object]:
@@ -1119,7 +1119,7 @@ def cache_table(root: str, rows: list[CachedModel]) -> RenderableType:
         t.add_row(sanitize(r.repo_id), sanitize(r.revision[:12]), n(r.parameters), n(r.bytes),
                   n(r.files), "" if r.status == "ok" else sanitize(r.status))
     more = capped(len(rows), "cached models", "--json")
-    return t if more is None else Group(t, more)
+    return Group(t, *more) if more else t
 
 
 # --- markdown for show, estimate and audit (pull-request comments) -----------------------------------

@@ -144,3 +144,28 @@ def llama3_8b_gguf(path: Path, main: str = "Q4_K", sensitive: str = "Q6_K") -> P
     info("output.weight", (vocab, hidden), sensitive)
     finish_gguf(w, data=False)
     return path
+
+
+#: a child process that runs the CLI and prints its exit code, seconds and peak resident set (VmHWM)
+_PEAK = r"""
+import json, sys, time
+from inspector.cli.commands import run
+t = time.perf_counter()
+code = run(sys.argv[1:])
+took = time.perf_counter() - t
+hwm = next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith("VmHWM:"))
+print(json.dumps({"code": code, "seconds": took, "peak_mb": hwm / 1024}))
+"""
+
+
+def measured(*args: str, env: dict[str, str] | None = None) -> dict[str, Any]:
+    """``inspect ARGS`` in a child process: {"code", "seconds", "peak_mb"} of that process alone (its
+    stdout's last line; what the command printed comes before it)."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", _PEAK, *args], capture_output=True, text=True, env=env,
+                          timeout=120, check=False)
+    facts: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    facts["stderr"] = done.stderr
+    return facts

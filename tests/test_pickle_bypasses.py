@@ -5,12 +5,10 @@ files counted as torch's nn.Module counts them; the audit's inventory of globals
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from helpers import measured
 
 ROOT = Path(__file__).resolve().parent.parent
 INPUTS = ROOT / ".test-inputs"
@@ -73,21 +71,7 @@ def test_the_format_confusions_name_their_reason(cases, cli) -> None:
 
 # the peak resident memory of this process image (VmHWM: ru_maxrss would carry over the forked test
 # runner's own peak across exec)
-_PEAK = r"""
-import json, sys, time
-from inspector.cli.commands import run
-t = time.perf_counter()
-code = run(sys.argv[1:])
-took = time.perf_counter() - t
-hwm = next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith("VmHWM:"))
-print(json.dumps({"code": code, "seconds": took, "peak_mb": hwm / 1024}))
-"""
-
-
-def _measured(*args: str, env: dict[str, str] | None = None) -> dict:
-    done = subprocess.run([sys.executable, "-c", _PEAK, *args], capture_output=True, text=True, env=env,
-                          timeout=120, check=False)
-    return json.loads(done.stdout.strip().splitlines()[-1])
+_measured = measured
 
 
 def test_the_shared_tuple_bomb_is_63_objects(cases) -> None:

@@ -130,3 +130,39 @@ def test_the_site_builds_strictly(tmp_path: Path) -> None:
     for name in ("inspector.api.inspect", "inspector.api.diff", "inspector.api.estimate", "inspector.api.train",
                  "inspector.api.plan", "inspector.api.audit"):
         assert f'id="{name}"' in api, name
+
+
+def test_the_budget_table_names_constants_that_exist_with_the_figures_it_states() -> None:
+    """docs/security.md's budget table: every constant it names exists, and the figure beside it is
+    that constant's value (in MiB, bytes, a ratio or a count, as written)."""
+    import importlib
+    import re
+
+    from inspector.sources.transport import HubOptions
+
+    modules = {"transport": "inspector.sources.transport", "safeio": "inspector.safeio",
+               "snapshot": "inspector.sources.snapshot", "hub": "inspector.sources.hub",
+               "torch_pickle": "inspector.formats.torch_pickle", "pickle_scan": "inspector.formats.pickle_scan",
+               "assemble": "inspector.sources.assemble", "output": "inspector.render.output"}
+    text = (ROOT / "docs" / "security.md").read_text()
+    table = text[text.index("  | what | budget | where |"):]
+    table = table[:table.index("\n\n")]
+    rows = [line for line in table.splitlines()[2:] if "`" in line.split("|")[3]]
+    assert len(rows) >= 10
+    values = {"HubOptions.workers": HubOptions().workers}
+    for line in rows:
+        figure, where = line.split("|")[2], line.split("|")[3]
+        last = None
+        for name in re.findall(r"`([A-Za-z_.]+)`", where):
+            module, _, attr = name.rpartition(".")
+            if name in modules:  # a module named whole: its constants are the figures' own names
+                continue
+            if name in values:
+                value = values[name]
+            elif module:
+                value = getattr(importlib.import_module(modules[module]), attr)
+                last = module
+            else:
+                value = getattr(importlib.import_module(modules[last or ""]), attr)
+            shown = {f"{value // 2**20} MiB", f"{value:,}", f"{value:,} B", f"{value}:1", f"{value}"}
+            assert any(s in figure for s in shown), (name, value, figure)

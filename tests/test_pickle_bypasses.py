@@ -172,3 +172,40 @@ def test_the_audit_inventory_of_a_real_and_a_malicious_pickle(cases, cli, tmp_pa
     refused = [(g["module"], g["name"]) for g in bad["pickle_globals"] if g["verdict"] == "refused"]
     assert refused == [("os", "system")]
     assert not canary.exists()
+
+
+def test_an_archive_of_many_compressed_pickles_is_refused_before_inflating(tmp_path: Path) -> None:
+    """Eight 63 MB pickles, LZMA-compressed into 76 kB, beside an empty data.pkl (issue 40: a 19.7 kB
+    zip reached 3.75 GB and 126 s): each entry's declared size against its compressed size is checked
+    before a byte is inflated (torch.save stores entries uncompressed, torch/serialization.py)."""
+    import zipfile
+
+    from make_pickle_cases import PROTO
+
+    big = PROTO + b"X" + (63 * 2**20).to_bytes(4, "little") + b"a" * (63 * 2**20) + b"."
+    path = tmp_path / "many.pt"
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_LZMA) as z:
+        z.writestr("archive/data.pkl", PROTO + b"}.")
+        for i in range(8):
+            z.writestr(f"archive/x{i}.pkl", big)
+        z.writestr("archive/version", "3\n")
+    assert path.stat().st_size < 100_000
+    got = _measured(str(path), "--json")
+    assert got["code"] == EXIT_INVALID and got["seconds"] < 2 and got["peak_mb"] < 300, got
+    assert "over 100:1" in got["stderr"]
+
+
+def test_a_pickle_of_millions_of_empty_sets_is_refused_within_the_budgets(tmp_path: Path) -> None:
+    """4 MB of EMPTY_SET opcodes in a data.pkl (issue 40: 1.5 GB and 12 s before a refusal or not):
+    the scan prices each container as CPython builds it and refuses past 256 MiB, before unpickling."""
+    import zipfile
+
+    from make_pickle_cases import PROTO
+
+    path = tmp_path / "sets.pt"
+    with zipfile.ZipFile(path, "w") as z:  # stored, as torch.save writes
+        z.writestr("archive/data.pkl", PROTO + b"}X\x01\x00\x00\x00k](" + b"\x8f" * 4_000_000 + b"es.")
+        z.writestr("archive/version", "3\n")
+    got = _measured(str(path), "--json")
+    assert got["code"] == EXIT_INVALID and got["seconds"] < 2 and got["peak_mb"] < 300, got
+    assert "builds containers of more than 268,435,456 bytes" in got["stderr"]

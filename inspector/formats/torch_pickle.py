@@ -36,6 +36,11 @@ from inspector.safeio import open_regular
 LEGACY_MAGIC: Final = 0x1950A86A20F9469CFC6C
 LEGACY_PROTOCOL: Final = 1001  # torch.serialization.PROTOCOL_VERSION
 MAX_PICKLE: Final = 64 * 1024 * 1024  # the largest pickle read: a 100,000-tensor data.pkl is ~20 MB
+#: every pickle of one archive together (data.pkl and the others scanned for the inventory)
+MAX_PICKLES: Final = 2 * MAX_PICKLE
+#: the most a compressed zip entry may expand: torch.save writes its entries stored (uncompressed); a
+#: re-zipped checkpoint's data.pkl deflates about 5:1. A 19.7 kB archive once expanded to 3.75 GB
+MAX_RATIO: Final = 100
 
 #: torch's untyped storage (torch ≥ 2.0 for dtypes without a typed storage class): sized in bytes
 UNTYPED: Final = "untyped"
@@ -263,9 +268,15 @@ def _read_zip(fh: Any, name: str, size: int) -> WeightFile:
         prefix = names[0].split("/", 1)[0] + "/" if "/" in names[0] else ""
         pkl = prefix + "data.pkl"
         entries = {i.filename: i for i in infos}
+        pickles = [i for i in infos if i.filename.endswith(".pkl")]
+        for info in pickles:
+            _check_expansion(info, name)
+        if sum(i.file_size for i in pickles) > MAX_PICKLES:
+            raise PickleError("pickle-too-large", f"its pickles declare {sum(i.file_size for i in pickles):,} bytes "
+                                                  f"together, over the {MAX_PICKLES:,}-byte budget", name)
         for other in sorted(n for n in names if n.endswith(".pkl") and n != pkl):  # every pickle, for the inventory
             if entries[other].file_size <= MAX_PICKLE:
-                _scan_all(archive.read(other), other, name, allowed_global, imports)
+                _scan_all(_read_entry(archive, entries[other], name), other, name, allowed_global, imports)
         script = next((n for n in names if n.rsplit("/", 1)[-1] in TORCHSCRIPT_ENTRIES or "/code/" in n
                        or n.startswith("code/")), None)
         if script is not None:
@@ -277,7 +288,7 @@ def _read_zip(fh: Any, name: str, size: int) -> WeightFile:
                                                  "checkpoint", name, imports=tuple(imports))
         if entries[pkl].file_size > MAX_PICKLE:
             raise PickleError("pickle-too-large", f"data.pkl is {entries[pkl].file_size:,} bytes", name)
-        data = archive.read(pkl)
+        data = _read_entry(archive, entries[pkl], name)
     except (zipfile.BadZipFile, zlib.error, NotImplementedError, RuntimeError, EOFError, OSError, ValueError,
             struct.error) as exc:  # unknown versions and compression methods, encryption, bad CRC, truncation
         raise PickleError("zip-invalid", f"not a readable zip ({type(exc).__name__}: {str(exc)[:80]})",
@@ -288,6 +299,31 @@ def _read_zip(fh: Any, name: str, size: int) -> WeightFile:
                if n.startswith(prefix + "data/")}
     records = _unpickle(data, name, imports)
     return _header(records, name, size, sizes, offsets, "pytorch zip", imports=imports)
+
+
+def _check_expansion(info: zipfile.ZipInfo, file: str) -> None:
+    """A compressed entry that declares more than ``MAX_RATIO`` times its compressed bytes is refused
+    before a byte of it is inflated."""
+    if info.compress_type != zipfile.ZIP_STORED and info.file_size > MAX_RATIO * max(info.compress_size, 1) + 65536:
+        raise PickleError("zip-bomb", f"{info.filename} declares {info.file_size:,} bytes from "
+                                      f"{info.compress_size:,} compressed (over {MAX_RATIO}:1); torch.save stores its "
+                                      "entries uncompressed: refusing to inflate it", file)
+
+
+def _read_entry(archive: zipfile.ZipFile, info: zipfile.ZipInfo, file: str) -> bytes:
+    """An entry's bytes, inflated a chunk at a time and cut off past its declared size (never past
+    ``MAX_PICKLE``), whatever its local header claims."""
+    limit = min(info.file_size, MAX_PICKLE)
+    out = bytearray()
+    with archive.open(info) as stream:
+        while len(out) <= limit:
+            chunk = stream.read(min(1 << 20, limit + 1 - len(out)))
+            if not chunk:
+                break
+            out += chunk
+    if len(out) > limit:
+        raise PickleError("zip-bomb", f"{info.filename} inflates past its declared {info.file_size:,} bytes", file)
+    return bytes(out)
 
 
 def _scan_all(data: bytes, where: str, file: str, allowed: Any, imports: list[Import]) -> None:

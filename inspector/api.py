@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from inspector.analysis.report import Report
     from inspector.analysis.train import TrainOptions
     from inspector.analysis.values import ValueDiff
+    from inspector.errors import SeveralFiles
     from inspector.sources.transport import HubOptions
 
 def open_model(model: str | Checkpoint, *, revision: str | None = None, endpoint: str | None = None,
@@ -390,6 +391,32 @@ def estimate_with(checkpoint: Checkpoint, options: EstimateOptions) -> EstimateR
 
 
 # --- several files of one model (GGUF quantisations) --------------------------------------------------
+
+#: the files of a several-file repo (GGUF quantisations) read at once
+FILE_WORKERS = 8
+
+
+def open_several(model: str, several: SeveralFiles, *, revision: str | None = None, endpoint: str | None = None,
+                 token: str | None = None, offline: bool = False) -> list[tuple[str, Checkpoint]]:
+    """Each file of a folder or repo that holds one model in several files (``SeveralFiles``), opened
+    on its own: with what the source already read where it can (a Hub repo's listing at its commit:
+    one header read a file), else by name (``MODEL/FILE``); ``FILE_WORKERS`` at a time, in order."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    name, rev = repo_and_revision(model)
+
+    def one(file: str) -> Checkpoint:
+        if several.opener is not None:
+            opened = several.opener(file)
+            assert isinstance(opened, Checkpoint)
+            return opened
+        return open_model(f"{name}/{file}" + (f"@{rev}" if rev else ""), revision=revision, endpoint=endpoint,
+                          token=token, offline=offline)
+
+    with ThreadPoolExecutor(max_workers=max(1, min(FILE_WORKERS, len(several.files))),
+                            thread_name_prefix="inspector-file") as pool:
+        return list(zip(several.files, pool.map(one, several.files), strict=True))
+
 
 def list_files(where: str, files: Sequence[tuple[str, Checkpoint]], *, name: str | None = None,
                gpu: str | None = None, context: int | str | None = None, kv_dtype: str | None = None) -> FileListing:

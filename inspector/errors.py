@@ -17,7 +17,7 @@ Exit codes are a contract, documented in ``--help`` and the README:
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Final
 
 EXIT_OK = 0
@@ -79,6 +79,9 @@ class SeveralFiles(UsageError):
         super().__init__(message, hint)
         self.files = files
         self.where = where
+        #: set by a source that can read one of the files with what it has already read (a Hub repo:
+        #: its listing at the commit), so that N files cost N header reads and no listing each
+        self.opener: Callable[[str], object] | None = None
 
 
 class NotFoundError(InspectorError):

@@ -265,3 +265,23 @@ def test_several_ggufs_are_listed_and_one_is_named(tmp_path: Path, cli, online: 
         single = cli("acme/ggufs/tiny.Q8_0.gguf", "--json").json()
         assert single["totals"]["bytes"] == one["totals"]["bytes"]
         assert "Q8_0" in cli("acme/ggufs").out
+
+
+def test_a_500_file_gguf_repo_is_listed_once(tmp_path: Path, cli, online: None, monkeypatch) -> None:
+    """500 quantisations of one model on the test Hub (issue 40: the listing fetched again for every
+    file, 1,006 requests): one listing, then each file's header at the listed commit, ≤ 510 requests;
+    every file listed with the count the local files give."""
+    from hubserver import HubServer
+
+    folder = tmp_path / "repo"
+    folder.mkdir()
+    write_tiny(folder / "tiny.Q8_0.gguf", types={"attn_q": "Q8_0", "ffn_gate": "Q8_0"})
+    blob = (folder / "tiny.Q8_0.gguf").read_bytes()
+    local = cli(str(folder / "tiny.Q8_0.gguf"), "--json").json()["totals"]["parameters"]
+    with HubServer() as server:
+        server.add_files("acme/many-ggufs", {f"tiny.{i:03d}.Q8_0.gguf": blob for i in range(500)})
+        monkeypatch.setenv("HF_ENDPOINT", server.url)
+        listed = cli("acme/many-ggufs", "--json").json()
+        requests = len(server.requests("GET")) + len(server.requests("HEAD"))
+    assert len(listed["files"]) == 500 and {f["parameters"] for f in listed["files"]} == {local}
+    assert requests <= 510, requests

@@ -167,9 +167,8 @@ def _file_listing(model: str, several: SeveralFiles, revision: str | None, endpo
                   context: str | None) -> None:
     """A folder or repo holding one model in several GGUF files: one row a file (its header only)."""
     views.check_format(results.FileListing, form, hint=f"{several.hint} --format {form}" if several.hint else None)
-    name, rev = api.repo_and_revision(model)
-    opened = [(file, open_model(f"{name}/{file}" + (f"@{rev}" if rev else ""), revision, endpoint, token, offline))
-              for file in several.files]
+    opened = api.open_several(model, several, revision=revision, endpoint=endpoint, token=token, offline=offline)
+    name, _ = api.repo_and_revision(model)
     views.emit(api.list_files(several.where, opened, name=name, gpu=gpu, context=context), form, wide=wide)
 
 

@@ -27,7 +27,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 from typing import Any, Final, TypeVar
 
-from inspector.errors import HubUnreachable, InvalidCheckpointError, NetworkError, NotFoundError
+from inspector.errors import HubUnreachable, InvalidCheckpointError, NetworkError, NotFoundError, SeveralFiles
 from inspector.formats.registry import SAFETENSORS, reader_for, reader_named
 from inspector.model import Checkpoint, FileEntry, Phase, Progress, WeightFile, natural_key
 from inspector.safeio import COMMIT, commit_id, relative_name
@@ -95,8 +95,12 @@ def open_hub(repo_id: str, revision: str | None = None, *, options: HubOptions |
         if local is not None:
             cache.set_ref(repo_id, rev, sha)
             return local
-        checkpoint, snapshot = fetch_checkpoint(hub, repo_id, sha, info, progress, lenient=lenient, only=only,
-                                                early=early)
+        try:
+            checkpoint, snapshot = fetch_checkpoint(hub, repo_id, sha, info, progress, lenient=lenient, only=only,
+                                                    early=early)
+        except SeveralFiles as several:  # each file is read at this commit with this listing: no listing again
+            several.opener = lambda name: fetch_checkpoint(hub, repo_id, sha, info, lenient=lenient, only=name)[0]
+            raise
     finally:
         if early is not None:
             early.close()

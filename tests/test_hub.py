@@ -38,9 +38,10 @@ def test_cold_fetch_reads_headers_only(hub: HubServer) -> None:
     assert s.parameters == ref("llama3-8b.parameters") and s.bytes == ref("llama3-8b.bytes")
     assert c.revision == "8cde5ca8380496c9a6cc7ef3a8b46a0372a1d920"
     gets = hub.requests("GET")
-    # info, config, index, one per shard, and guesses at a pipeline's model_index.json and a lone
-    # model.safetensors (404s here: sent beside the listing, they cost no round trip)
-    assert len(gets) <= len(c.headers) + 5
+    # info, config, index, one per shard, and a guess at a lone model.safetensors (a 404 here: sent
+    # beside the listing, it costs no round trip and saves one on a one-file repo); no model_index.json
+    assert len(gets) <= len(c.headers) + 4
+    assert not any(r.path.endswith("model_index.json") for r in gets)
     header_bytes = sum(h.data_start for h in c.headers)
     shard_bytes = sum(r.sent for r in gets if r.path.endswith(".safetensors"))
     assert header_bytes <= shard_bytes <= 1.25 * header_bytes
@@ -61,7 +62,7 @@ def test_deepseek_large_headers_need_no_second_read(hub: HubServer) -> None:
     c = open_hub("deepseek-ai/DeepSeek-V3", options=options(hub))
     assert summarize(c).tensors == 91_991
     gets = hub.requests("GET")
-    assert len(gets) <= 163 + 5  # the shards, the listing, and the small files and guesses sent beside it
+    assert len(gets) <= 163 + 4  # the shards, the listing, config, index and a guess at a lone model.safetensors
     header_bytes = sum(h.data_start for h in c.headers)
     shard_bytes = sum(r.sent for r in gets if r.path.endswith(".safetensors"))
     assert header_bytes <= shard_bytes <= 1.25 * header_bytes
@@ -304,14 +305,16 @@ def test_offline_env_through_the_console_script(tmp_path: Path) -> None:
 
 
 def test_a_one_file_repo_is_read_in_one_round_trip(hub: HubServer) -> None:
-    """Nothing cached: config.json, the index and model_index.json (absent here) and model.safetensors's
-    first bytes are asked for at the branch beside the listing, and used because the server's
-    X-Repo-Commit is the listing's commit. Figures: Qwen/Qwen3-0.6B's published count (fixtures/reference.json)."""
+    """Nothing cached: config.json, the index (absent here) and model.safetensors's first bytes are
+    asked for at the branch beside the listing, and used because the server's X-Repo-Commit is the
+    listing's commit; no guess at a pipeline's model_index.json (issue 39: a request every repo paid).
+    Figures: Qwen/Qwen3-0.6B's published count (fixtures/reference.json)."""
     hub.add_snapshot("acme/one-file", bundled_path(ALIASES["qwen3-0.6b"]))
     c = open_hub("acme/one-file", options=options(hub))
     assert summarize(c).parameters == ref("qwen3-0.6b.parameters")
     paths = sorted(r.path for r in hub.requests("GET"))
-    assert len(paths) == 5 and all("/resolve/main/" in p or p.startswith("/api/") for p in paths), paths
+    assert len(paths) == 4 and all("/resolve/main/" in p or p.startswith("/api/") for p in paths), paths
+    assert not any(p.endswith("model_index.json") for p in paths)
     assert c.config is not None and c.config["model_type"] == "qwen3"
 
 

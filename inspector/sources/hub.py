@@ -202,14 +202,15 @@ def repo_sizes(hub: Hub, info: Mapping[str, Any], repo_id: str) -> dict[str, int
 
 
 class _Early:
-    """Reads sent beside the listing, before the commit is known: config.json, the usual index, a
-    diffusers pipeline's model_index.json and the first bytes of a lone model.safetensors, at the
-    branch. The Hub names the commit it served in ``X-Repo-Commit``; an answer is used only when that
+    """Reads sent beside the listing, before the commit is known: config.json, the usual index and
+    the first bytes of a lone model.safetensors, at the branch (a pipeline's model_index.json is asked
+    for only once the listing has it: a guess at it cost every other repo a request, against the Hub's
+    rate limits). The Hub names the commit it served in ``X-Repo-Commit``; an answer is used only when that
     is the listing's commit and the listing has the file, so a branch that moves between the two calls
     costs a read again, never a mix of commits. A failed early read (a 404 for a file the repo does
     not have) is simply not used."""
 
-    NAMES: Final = ("config.json", "model.safetensors.index.json", "model_index.json", "model.safetensors")
+    NAMES: Final = ("config.json", "model.safetensors.index.json", "model.safetensors")
 
     def __init__(self, hub: Hub, repo_id: str, revision: str) -> None:
         self.pool = ThreadPoolExecutor(max_workers=len(self.NAMES))

@@ -285,3 +285,28 @@ def test_a_500_file_gguf_repo_is_listed_once(tmp_path: Path, cli, online: None, 
         requests = len(server.requests("GET")) + len(server.requests("HEAD"))
     assert len(listed["files"]) == 500 and {f["parameters"] for f in listed["files"]} == {local}
     assert requests <= 510, requests
+
+
+def test_a_gguf_set_is_cached_and_then_read_offline(tmp_path: Path, cli, online: None, monkeypatch) -> None:
+    """Once every file of a several-GGUF repo has been read, the repo is one cached snapshot (issue 40:
+    never cached, so `--offline` exited 3 after a good read): offline it lists the same files with the
+    same counts, and names one file as online, making no request."""
+    from hubserver import HubServer
+
+    folder = tmp_path / "repo"
+    folder.mkdir()
+    write_tiny(folder / "tiny.Q8_0.gguf", types={"attn_q": "Q8_0", "ffn_gate": "Q8_0"})
+    write_tiny(folder / "tiny.F16.gguf", types={"attn_q": "F16", "ffn_gate": "F16"})
+    with HubServer() as server:
+        server.add_files("acme/ggufs", {p.name: p.read_bytes() for p in folder.iterdir()})
+        monkeypatch.setenv("HF_ENDPOINT", server.url)
+        online_doc = cli("acme/ggufs", "--json").json()
+        server.clear_log()
+        offline = cli("acme/ggufs", "--offline", "--json")
+        assert server.log == []
+    assert offline.code == 0, offline.err
+    assert offline.json()["files"] == online_doc["files"]
+    assert [f["parameters"] for f in offline.json()["files"]] == \
+        [cli(str(folder / f["file"]), "--json").json()["totals"]["parameters"] for f in online_doc["files"]]
+    table = cli("acme/ggufs", "--offline").out
+    assert "tiny.F16.gguf" in table and "tiny.Q8_0.gguf" in table

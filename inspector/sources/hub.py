@@ -99,7 +99,8 @@ def open_hub(repo_id: str, revision: str | None = None, *, options: HubOptions |
             checkpoint, snapshot = fetch_checkpoint(hub, repo_id, sha, info, progress, lenient=lenient, only=only,
                                                     early=early)
         except SeveralFiles as several:  # each file is read at this commit with this listing: no listing again
-            several.opener = lambda name: fetch_checkpoint(hub, repo_id, sha, info, lenient=lenient, only=name)[0]
+            several.opener = _SetReader(hub, cache, repo_id, rev, sha, info, several.files, lenient,
+                                        use_cache=use_cache).read
             raise
     finally:
         if early is not None:
@@ -110,6 +111,42 @@ def open_hub(repo_id: str, revision: str | None = None, *, options: HubOptions |
         cache.put(snapshot)
         cache.set_ref(repo_id, rev, sha)
     return checkpoint
+
+
+class _SetReader:
+    """The files of a repo that holds one model in several files (GGUF quantisations), each read at
+    the listed commit on its own; once all are read, the repo is cached as one snapshot of them all,
+    which then answers offline and at a pinned commit as any repo's does (``load_snapshot`` raises
+    ``SeveralFiles`` for it again, with an opener of its own)."""
+
+    def __init__(self, hub: Hub, cache: HeaderCache, repo_id: str, rev: str, sha: str, info: Mapping[str, Any],
+                 files: list[str], lenient: bool, *, use_cache: bool) -> None:
+        self.hub, self.cache, self.repo_id, self.rev, self.sha, self.info = hub, cache, repo_id, rev, sha, info
+        self.files, self.lenient, self.use_cache = set(files), lenient, use_cache
+        self.snapshots: dict[str, dict[str, Any]] = {}
+        self.lock = threading.Lock()
+
+    def read(self, name: str) -> Checkpoint:
+        checkpoint, snapshot = fetch_checkpoint(self.hub, self.repo_id, self.sha, self.info, lenient=self.lenient,
+                                                only=name)
+        keepable = all(getattr(reader_named(h.format), "keeps_head", False) for h in checkpoint.headers)
+        with self.lock:
+            if keepable and not checkpoint.header_errors:
+                self.snapshots[name] = snapshot
+            whole = self.use_cache and set(self.snapshots) == self.files
+        if whole:
+            self._cache()
+        return checkpoint
+
+    def _cache(self) -> None:
+        parts = list(self.snapshots.values())
+        merged = {**parts[0], "headers": {}, "formats": {}, "stored": {}}
+        for part in parts:
+            merged["headers"].update(part["headers"])
+            merged["formats"].update(part["formats"])
+            merged["stored"].update(part["stored"])
+        self.cache.put(merged)
+        self.cache.set_ref(self.repo_id, self.rev, self.sha)
 
 
 def hub_opener(options: HubOptions, progress: Progress | None = None) -> HubOpener:

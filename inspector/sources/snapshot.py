@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, TypeVar
 
-from inspector.errors import HeaderError, InvalidCheckpointError, NotFoundError, UsageError
+from inspector.errors import HeaderError, InvalidCheckpointError, NotFoundError, SeveralFiles, UsageError
 from inspector.formats.gguf import GGUF_CONFIG
 from inspector.formats.registry import max_header, reader_for, reader_named
 from inspector.model import SIDE_FILES, Checkpoint, FileEntry, Origin, WeightFile
@@ -129,18 +129,30 @@ def read_header_bytes(folder: Path, relative: str, limit: int | None = None) -> 
 
 
 def load_snapshot(folder: Path, *, origin: Origin = "snapshot", label: str | None = None,
-                  strict: bool = True) -> Checkpoint:
+                  strict: bool = True, only: str | None = None) -> Checkpoint:
     """Read a header snapshot folder into a Checkpoint. Headers are validated as usual; with
     ``strict=False`` (the audit) a header that claims more data than the file holds is kept, for
-    the audit to report."""
+    the audit to report. A snapshot of several alternative files (one model in several GGUF
+    quantisations) is read as a folder of them is: ``SeveralFiles``, whose opener reads one
+    (``only``), labelled by its file."""
     manifest = read_manifest(folder)
     files = snapshot_files(manifest, folder)
     if any(f.stored and f.path in COMPOSITE_INDEXES for f in files):
         return _load_composite(folder, manifest, files, origin=origin, label=label, strict=strict)
+    if only is None:
+        from inspector.sources.assemble import weight_files
+
+        try:
+            weight_files([f.path for f in files if f.header is not None], label or folder.name)
+        except SeveralFiles as several:
+            several.opener = lambda name: load_snapshot(folder, origin=origin, label=label, strict=strict, only=name)
+            raise
+    elif not any(f.path == only and f.header is not None for f in files):
+        raise NotFoundError(f"{label or folder}: no file {only!r} in this snapshot")
     headers: list[WeightFile] = []
     errors: list[HeaderError] = []
     for f in files:
-        if f.header is None:
+        if f.header is None or (only is not None and f.path != only):
             continue
         reader = reader_named(f.format) if f.format else reader_for(f.path)
         if reader is None:
@@ -163,8 +175,9 @@ def load_snapshot(folder: Path, *, origin: Origin = "snapshot", label: str | Non
     side = {n: doc for n in SIDE_FILES if (doc := _read_json(folder, n, files)) is not None}
     smalls = {f.path: read_json_file(inside(folder, f.path, f"{folder / MANIFEST}: stored file"))
               for f in files if f.stored and (f.path in TOKENIZER_FILES or f.path == TOKENIZER_JSON)}
+    named = label or repo_id or folder.name
     return Checkpoint(
-        label=label or repo_id or folder.name,
+        label=named if only is None else f"{named}/{only}",
         origin=origin,
         location=str(folder),
         headers=tuple(headers),

@@ -413,9 +413,11 @@ def open_several(model: str, several: SeveralFiles, *, revision: str | None = No
         return open_model(f"{name}/{file}" + (f"@{rev}" if rev else ""), revision=revision, endpoint=endpoint,
                           token=token, offline=offline)
 
-    with ThreadPoolExecutor(max_workers=max(1, min(FILE_WORKERS, len(several.files))),
+    first = one(several.files[0])  # on this thread: what a read imports is imported before the pool starts
+    with ThreadPoolExecutor(max_workers=max(1, min(FILE_WORKERS, len(several.files) - 1)),
                             thread_name_prefix="inspector-file") as pool:
-        return list(zip(several.files, pool.map(one, several.files), strict=True))
+        rest = list(pool.map(one, several.files[1:]))
+    return list(zip(several.files, [first, *rest], strict=True))
 
 
 def list_files(where: str, files: Sequence[tuple[str, Checkpoint]], *, name: str | None = None,

@@ -33,12 +33,11 @@ MAX_INT_BYTES: Final = 1024
 #: item about 32, a dict's 24, a list's 8). A 100,000-tensor state dict builds about 35 MB; 4 MB of
 #: EMPTY_SET opcodes once built 1.5 GB of sets (issue 40)
 MAX_CONTAINER_BYTES: Final = 256 * 1024 * 1024
-#: what building each container costs, by opcode
-_BUILDS: Final = {"EMPTY_SET": 216, "FROZENSET": 216, "EMPTY_DICT": 64, "DICT": 64, "EMPTY_LIST": 56, "LIST": 56,
-                  "TUPLE": 40, "TUPLE1": 48, "TUPLE2": 56, "TUPLE3": 64}
-#: what each item a container takes costs, by opcode (the items come from the stack, to its mark)
-_ITEM: Final = {"ADDITEMS": 32, "FROZENSET": 32, "SETITEM": 24, "SETITEMS": 12, "DICT": 12, "APPEND": 8,
-                "APPENDS": 8, "LIST": 8, "TUPLE": 8}
+#: what each container-building opcode costs: (the container, each item it takes from the stack)
+_COSTS: Final = {"EMPTY_SET": (216, 0), "FROZENSET": (216, 32), "EMPTY_DICT": (64, 0), "DICT": (64, 12),
+                 "EMPTY_LIST": (56, 0), "LIST": (56, 8), "TUPLE": (40, 8), "TUPLE1": (48, 0), "TUPLE2": (56, 0),
+                 "TUPLE3": (64, 0), "ADDITEMS": (0, 32), "SETITEM": (0, 24), "SETITEMS": (0, 12), "APPEND": (0, 8),
+                 "APPENDS": (0, 8)}
 
 _STRINGS: Final = frozenset({"SHORT_BINUNICODE", "BINUNICODE", "BINUNICODE8", "UNICODE", "STRING", "BINSTRING",
                              "SHORT_BINSTRING"})
@@ -149,8 +148,9 @@ class _Scan:
             if isinstance(arg, int) and arg.bit_length() > 8 * MAX_INT_BYTES:
                 raise self.refuse("pickle-budget", f"an integer of more than {MAX_INT_BYTES:,} bytes")
             taken = stack.apply_counting(opcode)
-            if name in _BUILDS or name in _ITEM:
-                self.container_bytes += _BUILDS.get(name, 0) + _ITEM.get(name, 0) * max(taken, 1)
+            if name in _COSTS:
+                build, per_item = _COSTS[name]
+                self.container_bytes += build + per_item * max(taken, 1)
                 if self.container_bytes > MAX_CONTAINER_BYTES:
                     raise self.refuse("pickle-budget", f"builds containers of more than {MAX_CONTAINER_BYTES:,} "
                                                        "bytes when unpickled (sets, dicts, lists, tuples)")

@@ -223,6 +223,13 @@ class Checkpoint:
     #: chat_template.jinja …; ``analysis.tokenizer`` reads them), by path
     small_files: Mapping[str, bytes] = field(default_factory=dict)
 
+    @property
+    def kind(self) -> CheckpointKind:
+        """What the checkpoint is, decided once from the index it was read from: a diffusers
+        ``pipeline`` (``model_index.json``), sentence-transformers ``modules`` (``modules.json``), or
+        one ``model``. Analysis dispatches on this, never on file names."""
+        return COMPOSITE_KINDS[self.composite] if self.composite is not None else "model"
+
     def component(self, name: str) -> Checkpoint | None:
         """The checkpoint of one component with weights, by its folder name."""
         return next((c.checkpoint for c in self.components if c.name == name), None)
@@ -237,6 +244,10 @@ class Checkpoint:
 
 
 #: the side file whose key list the audit compares with the safetensors
+#: what a checkpoint is (``Checkpoint.kind``)
+CheckpointKind = Literal["model", "pipeline", "modules"]
+#: the index a multi-component repo is read from → its kind (the one table of it)
+COMPOSITE_KINDS: Final[Mapping[str, CheckpointKind]] = {"model_index.json": "pipeline", "modules.json": "modules"}
 BIN_INDEX = "pytorch_model.bin.index.json"
 #: a PEFT adapter's description (rank, target modules, base model), beside adapter_model.safetensors
 ADAPTER_CONFIG = "adapter_config.json"

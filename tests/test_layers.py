@@ -274,3 +274,14 @@ def test_the_fit_is_one_module() -> None:
                  if isinstance(node, ast.FunctionDef) and ("fit" in node.name.split("_") and "json" not in node.name
                                                             and "table" not in node.name and "html" not in node.name)]
     assert elsewhere == []
+
+
+def test_analysis_dispatches_on_the_kind_never_on_file_names() -> None:
+    """A checkpoint's kind (``Checkpoint.kind``: model, pipeline, modules) is decided from the index it
+    was read from, in one table (``model.COMPOSITE_KINDS``); no analysis or render module compares the
+    index's file name to learn it (issue 40: five sites did)."""
+    offenders = [f"{path.relative_to(ROOT)}:{n}" for layer in ("analysis", "render")
+                 for path in sorted((PACKAGE / layer).glob("*.py"))
+                 for n, line in enumerate(path.read_text().splitlines(), 1)
+                 if "model_index.json" in line or "modules.json" in line]
+    assert offenders == []

@@ -198,7 +198,7 @@ def diff_reports(a: Report, b: Report) -> Diff:
     notes: list[str] = []
     from inspector.analysis.estimate import no_tokens
 
-    piped = (a.checkpoint.composite == "model_index.json", b.checkpoint.composite == "model_index.json")
+    piped = (a.checkpoint.kind == "pipeline", b.checkpoint.kind == "pipeline")
     pipelines = all(piped)
     diffusion = not any(piped) and no_tokens(a) is not None and no_tokens(b) is not None
     causes = _component_causes(a, b, notes) if pipelines else _whole_causes(a, b) if any(piped) else \
@@ -355,7 +355,7 @@ def _whole_causes(a: Report, b: Report) -> tuple[Cause, ...]:
     causes: list[Cause] = []
     for side, sign in ((a, -1), (b, 1)):
         verb = "removed" if sign < 0 else "added"
-        if side.checkpoint.composite == "model_index.json":
+        if side.checkpoint.kind == "pipeline":
             parts = [(c.name, build_report(c.checkpoint).summary.parameters) for c in side.checkpoint.components
                      if c.checkpoint is not None]
         else:
@@ -367,7 +367,7 @@ def _whole_causes(a: Report, b: Report) -> tuple[Cause, ...]:
 
 
 def _one_pipeline_note(a: Report, b: Report) -> str:
-    pipe, model = (a, b) if a.checkpoint.composite == "model_index.json" else (b, a)
+    pipe, model = (a, b) if a.checkpoint.kind == "pipeline" else (b, a)
     classes = set(model.config.architectures)
     match = next((c.name for c in pipe.checkpoint.components if c.class_name in classes and c.checkpoint), None)
     def spec(c: Checkpoint) -> str:  # what to type for it: a folder's path, else its label (repo id)

@@ -143,7 +143,7 @@ def no_tokens(report: Report) -> str | None:
     config diffusers wrote: ``_class_name`` and ``_diffusers_version``). Their work depends on the
     image size, frames and steps, which no file gives."""
     c = report.checkpoint
-    if c.composite == "model_index.json":
+    if c.kind == "pipeline":
         return "a diffusion pipeline decodes no tokens"
     raw = c.config or {}
     if "_diffusers_version" in raw and isinstance(cls := raw.get("_class_name"), str):

@@ -93,7 +93,7 @@ def component_rows(checkpoint: Checkpoint, tensors: list[Tensor]) -> tuple[Compo
         row[2] += info.nbytes
         dtypes[key][info.dtype] += info.nbytes
     rows = []
-    if checkpoint.composite == "modules.json" and "" in counts:  # (1.x: the transformer is a module folder)
+    if checkpoint.kind == "modules" and "" in counts:  # (1.x: the transformer is a module folder)
         kind = (checkpoint.config or {}).get("model_type")
         t, p, b = counts[""]
         top = tuple(d for d, _ in dtypes[""].most_common())
@@ -113,7 +113,7 @@ def _notes(checkpoint: Checkpoint, config: ModelConfig, summary: Summary, tensor
            other: tuple[FileEntry, ...]) -> tuple[str, ...]:
     notes = list(checkpoint.notes)
     roles = {r.role for r in summary.by_role}
-    if "embedding" in roles and "lm_head" not in roles and not config.encoder_only and checkpoint.composite is None:
+    if "embedding" in roles and "lm_head" not in roles and not config.encoder_only and checkpoint.kind == "model":
         if config.tie_word_embeddings is False:
             notes.append("config says tie_word_embeddings=false, yet the checkpoint has no lm_head tensor "
                          "(transformers would initialise it randomly)")
@@ -162,8 +162,8 @@ def _notes(checkpoint: Checkpoint, config: ModelConfig, summary: Summary, tensor
                          "frozen copies of base layers (…base_layer.weight, peft's save_embedding_layers)")
     for name, value in config.unread:
         notes.append(f"config.json: {name} = {value} is not a count this tool reads; left unknown")
-    if checkpoint.composite == "model_index.json":
-        notes.append(f"a diffusers pipeline ({checkpoint.composite_class or 'model_index.json'}): every component's "
+    if checkpoint.kind == "pipeline":
+        notes.append(f"a diffusers pipeline ({checkpoint.composite_class or 'its class not named'}): every component's "
                      "tensors, named component.tensor; `inspect REPO/COMPONENT` reads one with its own config")
     if config.source == "raw" and checkpoint.config:
         diffusers_class = checkpoint.config.get("_class_name")  # a diffusers model's config, not transformers'

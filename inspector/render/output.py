@@ -403,7 +403,7 @@ def report_table(report: Report, *, all_shards: bool = False, logical: tuple[str
     title = Text()
     title.append(sanitize(c.label), style="bold")
     title.append(f"  ({sanitize(origin_text(c))})", style="dim")
-    line = config_line(report.config) if c.composite != "model_index.json" else \
+    line = config_line(report.config) if c.kind != "pipeline" else \
         f"{c.composite_class or 'pipeline'} ({c.composite}): " + ", ".join(
             f"{r.name} {r.class_name or ''}".strip() for r in report.components if r.tensors)
     parts: list[RenderableType] = [title, Text(sanitize(line), style="cyan"), Text("")]

@@ -498,3 +498,27 @@ print(json.dumps({"code": code, "peak_threads": peak[0]}), file=sys.stderr)
     # the sampler, the main thread, the component workers, the repo's request pool and its early reads
     assert facts["peak_threads"] <= 2 + COMPONENT_WORKERS + HubOptions().workers + 8, facts
     assert elapsed < 60, elapsed
+
+
+def test_local_pipeline_cost_is_linear_in_its_components(tmp_path: Path) -> None:
+    """1,000 and 4,000 listed components read from a folder (issue 40: 1.1 s and 6.1 s, each component
+    scanning the whole listing): the listing is split by folder once, so 4× the components cost about
+    4× (quadratic would be 16×). Each run timed in a child process."""
+    from helpers import measured
+
+    seconds = {}
+    for n in (1000, 4000):
+        root = tmp_path / f"pipe{n}"
+        index: dict[str, object] = {"_class_name": "StableDiffusionPipeline", "_diffusers_version": "0.30.0"}
+        for i in range(n):
+            index[f"part{i}"] = ["diffusers", "AutoencoderKL"]
+            folder = root / f"part{i}"
+            folder.mkdir(parents=True)
+            (folder / "config.json").write_text('{"_class_name": "AutoencoderKL"}')
+            (folder / "diffusion_pytorch_model.safetensors").write_bytes(raw_header(
+                {"w": {"dtype": "F32", "shape": [i + 1], "data_offsets": [0, 4 * (i + 1)]}}) + bytes(4 * (i + 1)))
+        (root / "model_index.json").write_text(json.dumps(index))
+        got = measured(str(root), "--json")
+        assert got["code"] == 0, got["stderr"][-500:]
+        seconds[n] = got["seconds"]
+    assert seconds[4000] < 8 * seconds[1000], seconds

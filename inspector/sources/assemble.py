@@ -13,7 +13,7 @@ from typing import Any, Final, Protocol, TypeVar
 
 from inspector.errors import HeaderError, InvalidCheckpointError, NotFoundError, SeveralFiles
 from inspector.formats.registry import NOT_WEIGHTS, SAFETENSORS, reader_named, readers, weight_suffixes
-from inspector.model import SIDE_FILES, Checkpoint, Component, Phase, Progress, WeightFile, natural_key
+from inspector.model import SIDE_FILES, Checkpoint, Component, FileEntry, Phase, Progress, WeightFile, natural_key
 from inspector.safeio import parse_json, parse_json_object, relative_name
 
 #: a diffusers pipeline's index: component folder → [library, class]
@@ -164,10 +164,16 @@ class Prefixed:
         return self.source.each(read, names)
 
 
-def sub_listing(files: Mapping[str, int | None], folder: str) -> dict[str, int | None]:
-    """The files below ``folder``, named relative to it."""
-    prefix = folder + "/"
-    return {name[len(prefix):]: size for name, size in files.items() if name.startswith(prefix)}
+def folders(files: Mapping[str, int | None]) -> dict[str, dict[str, int | None]]:
+    """Every top-level folder's files, named relative to it, in one pass over the listing (a
+    component's folder is one name: 4,000 components each scanning the whole listing once took
+    6.8 s)."""
+    out: dict[str, dict[str, int | None]] = {}
+    for name, size in files.items():
+        folder, slash, rest = name.partition("/")
+        if slash:
+            out.setdefault(folder, {})[rest] = size
+    return out
 
 
 def pipeline_components(index: Mapping[str, Any], where: str) -> list[tuple[str, str | None, str | None]]:
@@ -257,13 +263,18 @@ def with_components(base: Checkpoint, parts: Parts) -> Checkpoint:
     if not parts.components:
         return base
     out = []
+    below: dict[str, list[FileEntry]] = {}
+    for f in base.files:  # each component's files, in one pass
+        folder, slash, _ = f.path.partition("/")
+        if slash:
+            below.setdefault(folder, []).append(f)
     for name, library, cls, part in parts.components:
         sub = None
         if part is not None:
             sub = replace(base, label=f"{base.label}/{name}", location=f"{base.location}/{name}",
                           headers=part.headers, config=part.config, index=part.index, index_name=part.index_name,
                           index_error=part.index_error, header_errors=part.errors, side_json=part.side,
-                          files=tuple(f for f in base.files if f.path.startswith(name + "/")), components=(),
+                          files=tuple(below.get(name, ())), components=(),
                           composite=None, composite_class=None, notes=(), small_files=small_files(part))
         out.append(Component(name, library, cls, sub))
     return replace(base, components=tuple(out), composite=parts.composite, composite_class=parts.composite_class)
@@ -343,9 +354,9 @@ def _has_weights(names: Iterable[str]) -> bool:
     return any(n.endswith(suffixes) and not n.startswith(NOT_WEIGHTS) for n in names)
 
 
-def _component(source: Source, files: Mapping[str, int | None], folder: str, lenient: bool) -> Parts | None:
-    """What a component folder holds, read as its library loads it by default; None without weights."""
-    sub = sub_listing(files, folder)
+def _component(source: Source, sub: Mapping[str, int | None], folder: str, lenient: bool) -> Parts | None:
+    """What a component folder holds (``sub``: its files), read as its library loads it by default;
+    None without weights."""
     top = {p for p in sub if "/" not in p}
     if pick_index(top) is None and not _has_weights(top):
         return None
@@ -362,13 +373,14 @@ def _each_component(source: Source, files: Mapping[str, int | None], listed: lis
     """Every component read, in order; from a remote source all at once on threads of their own (each
     component's small files and headers then share the source's pool), so a pipeline costs the round
     trips of one component, not of each in turn."""
+    below = folders(files)
     if not source.remote or len(listed) < 2:
-        return [_component(source, files, name, lenient) for name, _, _ in listed]
+        return [_component(source, below.get(name, {}), name, lenient) for name, _, _ in listed]
     from concurrent.futures import ThreadPoolExecutor
 
     workers = min(len(listed), COMPONENT_WORKERS)
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="inspector-component") as pool:
-        return list(pool.map(lambda item: _component(source, files, item[0], lenient), listed))
+        return list(pool.map(lambda item: _component(source, below.get(item[0], {}), item[0], lenient), listed))
 
 
 def _composite(source: Source, files: Mapping[str, int | None], top: set[str], *, lenient: bool,
@@ -435,8 +447,9 @@ def _modules(source: Source, files: Mapping[str, int | None], parts: Parts, *, l
     listed = module_components(parse_json(raw, f"{source.where}: {MODULES_INDEX}"), source.where)
     components = []
     headers = list(parts.headers)
+    below = folders(files)
     for name, library, kind in listed:
-        part = _component(source, files, name, lenient)
+        part = _component(source, below.get(name, {}), name, lenient)
         components.append((name, library, kind, part))
         if part is not None:
             headers += [prefixed(h, name) for h in part.headers]

@@ -13,8 +13,10 @@ and every failing case (kind, seed, command, outcome); exit status 1 when any ca
 Kinds: safetensors (header JSON and bytes), gguf (a file gguf-py writes, bytes mutated), torch-legacy
 (the real lpips alex.pth, bytes mutated), torch-zip (a torch.save-shaped archive, entries mutated),
 config (config.json beside a valid model), index (model.safetensors.index.json), adapter (adapter_config.json
-beside a LoRA adapter), ref (an HF cache's refs/main), snapshot (a header snapshot's manifest), listing
-(a Hub listing, through the one JSON loader and the listing reader).
+beside a LoRA adapter), ref (an HF cache's refs/main), snapshot (a header snapshot's manifest), pipeline
+(a diffusers model_index.json over component folders), modules (a sentence-transformers modules.json),
+gguf-set (a folder of several GGUF files, some flipped), listing (a Hub listing, through the one JSON loader
+and the listing reader).
 """
 
 from __future__ import annotations
@@ -292,9 +294,55 @@ def gen_torch_zip(rng: random.Random, where: Path) -> Path:
     return where / "model.pt"
 
 
+def gen_pipeline(rng: random.Random, where: Path) -> Path:
+    """A diffusers pipeline: model_index.json (mutated: components, their [library, class] pairs,
+    folder names) over component folders with a config and weights each."""
+    index: object = {"_class_name": "StableDiffusionPipeline", "_diffusers_version": "0.30.0",
+                     "unet": ["diffusers", "UNet2DConditionModel"], "vae": ["diffusers", "AutoencoderKL"],
+                     "scheduler": ["diffusers", "PNDMScheduler"], "safety_checker": [None, None]}
+    for name in ("unet", "vae"):
+        (where / name).mkdir()
+        entries, data = _valid_entries(rng)
+        (where / name / "diffusion_pytorch_model.safetensors").write_bytes(_header(entries) + b"\0" * data)
+        (where / name / "config.json").write_text(json.dumps({"_class_name": name}))
+    for _ in range(rng.randint(1, 4)):
+        index = _mutate_value(rng, index)
+    (where / "model_index.json").write_text(json.dumps(index))
+    return where
+
+
+def gen_modules(rng: random.Random, where: Path) -> Path:
+    """A sentence-transformers model: the transformer at the top, modules.json (mutated: paths, types,
+    repeats) naming a Pooling and a Dense folder."""
+    _tiny_model(where)
+    (where / "config.json").write_text(json.dumps(LLAMA_CONFIG))
+    (where / "1_Pooling").mkdir()
+    (where / "1_Pooling" / "config.json").write_text("{}")
+    (where / "2_Dense").mkdir()
+    dense = {"linear.weight": {"dtype": "F32", "shape": [4, 16], "data_offsets": [0, 256]}}
+    (where / "2_Dense" / "model.safetensors").write_bytes(_header(dense) + b"\0" * 256)
+    modules: object = [{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+                       {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
+                       {"idx": 2, "name": "2", "path": "2_Dense", "type": "sentence_transformers.models.Dense"}]
+    for _ in range(rng.randint(1, 3)):
+        modules = _mutate_value(rng, modules)
+    (where / "modules.json").write_text(json.dumps(modules))
+    return where
+
+
+def gen_gguf_set(rng: random.Random, where: Path) -> Path:
+    """A folder of several GGUF files (one model in several quantisations, or a model and its mmproj),
+    some mutated: listed one row a file."""
+    for i in range(rng.randint(2, 4)):
+        blob = _gguf_bytes()
+        (where / f"model.Q{i}.gguf").write_bytes(_flip(rng, blob) if rng.random() < 0.4 else blob)
+    return where
+
+
 GENERATORS: dict[str, Callable[[random.Random, Path], Path]] = {
     "safetensors": gen_safetensors, "gguf": gen_gguf, "torch-legacy": gen_torch_legacy, "torch-zip": gen_torch_zip,
     "config": gen_config, "index": gen_index, "adapter": gen_adapter, "ref": gen_ref, "snapshot": gen_snapshot,
+    "pipeline": gen_pipeline, "modules": gen_modules, "gguf-set": gen_gguf_set,
 }
 
 

@@ -397,7 +397,8 @@ FILE_WORKERS = 8
 
 
 def open_several(model: str, several: SeveralFiles, *, revision: str | None = None, endpoint: str | None = None,
-                 token: str | None = None, offline: bool = False) -> list[tuple[str, Checkpoint]]:
+                 token: str | None = None, offline: bool = False,
+                 only_first: bool = False) -> list[tuple[str, Checkpoint]]:
     """Each file of a folder or repo that holds one model in several files (``SeveralFiles``), opened
     on its own: with what the source already read where it can (a Hub repo's listing at its commit:
     one header read a file), else by name (``MODEL/FILE``); ``FILE_WORKERS`` at a time, in order."""
@@ -414,6 +415,8 @@ def open_several(model: str, several: SeveralFiles, *, revision: str | None = No
                           token=token, offline=offline)
 
     first = one(several.files[0])  # on this thread: what a read imports is imported before the pool starts
+    if only_first:
+        return [(several.files[0], first)]
     with ThreadPoolExecutor(max_workers=max(1, min(FILE_WORKERS, len(several.files) - 1)),
                             thread_name_prefix="inspector-file") as pool:
         rest = list(pool.map(one, several.files[1:]))
@@ -435,6 +438,23 @@ def list_files(where: str, files: Sequence[tuple[str, Checkpoint]], *, name: str
 
 
 # --- the files of a repo --------------------------------------------------------------------------
+
+def files_of_several(model: str, several: SeveralFiles, *, revision: str | None = None,
+                     endpoint: str | None = None, token: str | None = None, offline: bool = False) -> FilesResult:
+    """``inspect MODEL --files`` of a folder or repo of several GGUF files: every file as the source
+    listed it, each model file counted on its own (one file's header is read, for the origin)."""
+    from dataclasses import replace
+
+    from inspector.analysis.listing import repo_files
+    from inspector.model import FileEntry, natural_key
+
+    first = open_several(model, several, revision=revision, endpoint=endpoint, token=token, offline=offline,
+                         only_first=True)[0][1]
+    entries = tuple(FileEntry(p, s) for p, s in sorted(several.listing.items(), key=lambda kv: natural_key(kv[0])))
+    whole = replace(first, label=several.where if first.origin != "hub" else first.repo_id or several.where,
+                    headers=(), files=entries, components=())
+    return FilesResult(whole, repo_files(whole, counted=frozenset(several.files)))
+
 
 def files(model: str | Checkpoint, *, revision: str | None = None, endpoint: str | None = None,
           token: str | None = None, offline: bool = False) -> FilesResult:

@@ -82,6 +82,8 @@ class SeveralFiles(UsageError):
         #: set by a source that can read one of the files with what it has already read (a Hub repo:
         #: its listing at the commit), so that N files cost N header reads and no listing each
         self.opener: Callable[[str], object] | None = None
+        #: the folder's or repo's files with their sizes, as the source listed them (``--files``)
+        self.listing: Mapping[str, int | None] = {}
 
 
 class NotFoundError(InspectorError):

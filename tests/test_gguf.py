@@ -310,3 +310,27 @@ def test_a_gguf_set_is_cached_and_then_read_offline(tmp_path: Path, cli, online:
         [cli(str(folder / f["file"]), "--json").json()["totals"]["parameters"] for f in online_doc["files"]]
     table = cli("acme/ggufs", "--offline").out
     assert "tiny.F16.gguf" in table and "tiny.Q8_0.gguf" in table
+
+
+def test_files_of_a_gguf_set_lists_every_file(tmp_path: Path, cli, online: None, monkeypatch) -> None:
+    """`--files` on a folder or repo of several GGUF files (issue 40: ignored there) lists every file
+    with the size the folder holds, each GGUF counted (each is read on its own), the config as config."""
+    from hubserver import HubServer
+
+    folder = tmp_path / "repo"
+    folder.mkdir()
+    write_tiny(folder / "tiny.Q8_0.gguf", types={"attn_q": "Q8_0", "ffn_gate": "Q8_0"})
+    write_tiny(folder / "tiny.F16.gguf", types={"attn_q": "F16", "ffn_gate": "F16"})
+    (folder / "README.md").write_text("# tiny\n")
+    sizes = {p.name: p.stat().st_size for p in folder.iterdir()}
+    local = cli(str(folder), "--files", "--json").json()
+    assert {f["path"]: f["size"] for f in local["files"]} == sizes
+    assert {f["path"] for f in local["files"] if f["counted"]} == {"tiny.Q8_0.gguf", "tiny.F16.gguf"}
+    assert local["total_bytes"] == sum(sizes.values())
+    with HubServer() as server:
+        server.add_files("acme/ggufs", {p.name: p.read_bytes() for p in folder.iterdir()})
+        monkeypatch.setenv("HF_ENDPOINT", server.url)
+        remote = cli("acme/ggufs", "--files", "--json").json()
+        assert {f["path"]: f["size"] for f in remote["files"]} == sizes
+        assert remote["model"]["repo_id"] == "acme/ggufs"
+        assert "tiny.F16.gguf" in cli("acme/ggufs", "--files").out

@@ -210,12 +210,13 @@ def file_kind(path: str, weight_suffixes: tuple[str, ...]) -> str:
     return "other"
 
 
-def repo_files(checkpoint: Checkpoint) -> RepoFiles:
-    """The checkpoint's folder or repo, file by file, with each file's kind."""
+def repo_files(checkpoint: Checkpoint, counted: frozenset[str] | None = None) -> RepoFiles:
+    """The checkpoint's folder or repo, file by file, with each file's kind; ``counted``: the weight
+    files read (default: those whose headers it holds; a GGUF set: each file, read on its own)."""
     from inspector.formats.registry import weight_suffixes
 
     suffixes = weight_suffixes()
-    counted = {h.file for h in checkpoint.headers}
+    counted = counted if counted is not None else frozenset(h.file for h in checkpoint.headers)
     rows = tuple(RepoFile(f.path, f.size, kind := file_kind(f.path, suffixes),
                           kind == "weights" and f.path in counted)
                  for f in sorted(checkpoint.files, key=lambda f: natural_key(f.path)))

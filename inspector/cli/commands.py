@@ -148,6 +148,10 @@ def show(
     try:
         checkpoint = open_model(model, revision, endpoint, token, offline)
     except SeveralFiles as several:
+        if files:  # every file of the folder or repo, as listed
+            views.emit(api.files_of_several(model, several, revision=revision, endpoint=endpoint, token=token,
+                                            offline=offline), form, wide=wide)
+            return
         _file_listing(model, several, revision, endpoint, token, offline, form, wide, gpu, context)
         return
     if listing_options is not None:

@@ -304,6 +304,9 @@ def assemble(source: Source, files: Mapping[str, int | None], *, lenient: bool =
     try:
         index = json_object(index_raw, index_name or "index") if index_raw is not None else None
         shards = _shards(source.where, files, top, index, index_name, lenient, only)
+    except SeveralFiles as several:
+        several.listing = dict(files)  # what `--files` lists, with nothing read
+        raise
     except InvalidCheckpointError as exc:
         if not lenient or index_raw is None:
             raise

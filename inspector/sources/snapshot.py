@@ -146,6 +146,7 @@ def load_snapshot(folder: Path, *, origin: Origin = "snapshot", label: str | Non
             weight_files([f.path for f in files if f.header is not None], label or folder.name)
         except SeveralFiles as several:
             several.opener = lambda name: load_snapshot(folder, origin=origin, label=label, strict=strict, only=name)
+            several.listing = {f.path: f.size for f in files}
             raise
     elif not any(f.path == only and f.header is not None for f in files):
         raise NotFoundError(f"{label or folder}: no file {only!r} in this snapshot")

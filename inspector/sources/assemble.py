@@ -199,6 +199,10 @@ def pipeline_components(index: Mapping[str, Any], where: str) -> list[tuple[str,
 #: the most components a pipeline's ``model_index.json`` may list (diffusers pipelines have 3 to 8; the
 #: largest known, 12); past it, a named refusal
 MAX_COMPONENTS: Final = 4096
+#: the first read of a pipeline component's weights (no index says its header's size): diffusion
+#: headers are larger than a language model's (SD-1.5's UNet 84 kB, SDXL's about 200 kB), and a short
+#: first read costs a second round trip through the CDN redirect (issue 39)
+COMPONENT_FIRST_READ: Final = 256 * 1024
 #: components of a remote pipeline read at once (each then shares the repo's pool of range requests):
 #: the threads one run starts for components, however many are listed
 COMPONENT_WORKERS: Final = 8
@@ -316,6 +320,9 @@ def assemble(source: Source, files: Mapping[str, int | None], *, lenient: bool =
         shards = sorted({*(s for s in shards if s in files), *(p for p in top if p.endswith(".safetensors"))},
                         key=natural_key)
     first_reads = first_read_hints(index) if source.remote else {}
+    if source.remote and depth > 0:  # a pipeline component's unindexed weights: its whole header at once
+        first_reads.update({n: COMPONENT_FIRST_READ for n in shards if n not in first_reads
+                            and n.endswith(SAFETENSORS.suffixes)})
     done = 0
     if progress:
         progress(Phase.HEADERS, 0, len(shards))

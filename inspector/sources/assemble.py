@@ -319,10 +319,7 @@ def assemble(source: Source, files: Mapping[str, int | None], *, lenient: bool =
     if lenient:  # the audit reports shards the index does not name, and does not read missing ones
         shards = sorted({*(s for s in shards if s in files), *(p for p in top if p.endswith(".safetensors"))},
                         key=natural_key)
-    first_reads = first_read_hints(index) if source.remote else {}
-    if source.remote and depth > 0:  # a pipeline component's unindexed weights: its whole header at once
-        first_reads.update({n: COMPONENT_FIRST_READ for n in shards if n not in first_reads
-                            and n.endswith(SAFETENSORS.suffixes)})
+    first_reads = _first_reads(source, index, shards, depth)
     done = 0
     if progress:
         progress(Phase.HEADERS, 0, len(shards))
@@ -487,6 +484,17 @@ def _shards(where: str, files: Mapping[str, int | None], top: set[str], index: M
             f"{', '.join(others[:3])}{' …' if len(others) > 3 else ''}",
             hint="convert the checkpoint to safetensors, or look for a safetensors revision of it")
     raise NotFoundError(f"{where}: no weight files (safetensors, GGUF or torch) here")
+
+
+def _first_reads(source: Source, index: Mapping[str, Any] | None, shards: list[str], depth: int) -> dict[str, int]:
+    """Bytes to ask for first, per remote shard: as the index suggests; a pipeline component's
+    unindexed weights, ``COMPONENT_FIRST_READ``; else (a local file, a lone file) the reader's own."""
+    if not source.remote:
+        return {}
+    hints = first_read_hints(index)
+    if depth > 0:
+        hints.update({n: COMPONENT_FIRST_READ for n in shards if n not in hints and n.endswith(SAFETENSORS.suffixes)})
+    return hints
 
 
 def first_read_hints(index: Mapping[str, Any] | None) -> dict[str, int]:

@@ -187,48 +187,137 @@ class Component:
 
 
 @dataclass(frozen=True, slots=True)
-class Checkpoint:
-    """Everything the inspector reads of a model: never the weights themselves.
+class Provenance:
+    """Where a checkpoint came from: ``origin`` (``file``, ``folder``, ``hf-cache``, ``snapshot`` (a
+    header snapshot folder), ``bundled`` (one shipped with the package) or ``hub``), its location, the
+    repo and commit where known, the local folder holding the files (for reading tensor data), and
+    notes on how it was read."""
 
-    ``origin`` says where it came from: ``file``, ``folder``, ``hf-cache``, ``snapshot`` (a header
-    snapshot folder), ``bundled`` (a snapshot shipped with the package) or ``hub``.
-    """
-
-    label: str
     origin: Origin
     location: str
+    repo_id: str | None = None
+    revision: str | None = None
+    root: str | None = None
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Problems:
+    """What a lenient read (the audit) found and collected instead of raising."""
+
+    header_errors: tuple[HeaderError, ...] = ()
+    index_error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SideFiles:
+    """The small files read beside the weights: the index's name, side JSON documents
+    (``pytorch_model.bin.index.json``, ``adapter_config.json``) parsed, and tokenizer, chat-template
+    and generation files as read (``analysis.tokenizer`` reads them), by path."""
+
+    index_name: str | None = None
+    json: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    raw: Mapping[str, bytes] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Composition:
+    """A multi-component repo's index: the file it was read from (``model_index.json``,
+    ``modules.json``) and the class it names (``StableDiffusionPipeline``)."""
+
+    index_file: str
+    class_name: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Checkpoint:
+    """Everything the inspector reads of a model, never the weights themselves: what it is (label,
+    headers, config, index, files), where it came from (``provenance``), its parts (``components``,
+    with the ``composition`` that names them), the small files beside it (``side``) and what a lenient
+    read found (``problems``)."""
+
+    label: str
+    provenance: Provenance
     headers: tuple[WeightFile, ...]
     config: Mapping[str, Any] | None = None
     index: Mapping[str, Any] | None = None
-    repo_id: str | None = None
-    revision: str | None = None
     files: tuple[FileEntry, ...] = ()
-    notes: tuple[str, ...] = field(default_factory=tuple)
-    # lenient opens (the audit): what could not be read, collected instead of raised
-    header_errors: tuple[HeaderError, ...] = ()
-    index_name: str | None = None
-    index_error: str | None = None
-    #: small side files read alongside (``pytorch_model.bin.index.json``), by path
-    side_json: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
-    root: str | None = None  # the local folder holding the files (for reading tensor data)
+    side: SideFiles = field(default_factory=SideFiles)
     #: the parts of a multi-component repo (a diffusers pipeline's unet, vae, text_encoder …; a
     #: sentence-transformers model's modules), each with its own config; ``headers`` then hold every
     #: component's tensors, named ``component.tensor``
     components: tuple[Component, ...] = ()
-    #: the index file a multi-component repo is read from (``model_index.json``, ``modules.json``) and
-    #: the class it names (``StableDiffusionPipeline``)
-    composite: str | None = None
-    composite_class: str | None = None
-    #: small files read beside the weights, as read (tokenizer_config.json, generation_config.json,
-    #: chat_template.jinja …; ``analysis.tokenizer`` reads them), by path
-    small_files: Mapping[str, bytes] = field(default_factory=dict)
+    composition: Composition | None = None
+    problems: Problems = field(default_factory=Problems)
+
+    # -- the parts' fields, read by name ----------------------------------------------------------
+
+    @property
+    def origin(self) -> Origin:
+        return self.provenance.origin
+
+    @property
+    def location(self) -> str:
+        return self.provenance.location
+
+    @property
+    def repo_id(self) -> str | None:
+        return self.provenance.repo_id
+
+    @property
+    def revision(self) -> str | None:
+        return self.provenance.revision
+
+    @property
+    def root(self) -> str | None:
+        return self.provenance.root
+
+    @property
+    def notes(self) -> tuple[str, ...]:
+        return self.provenance.notes
+
+    @property
+    def header_errors(self) -> tuple[HeaderError, ...]:
+        return self.problems.header_errors
+
+    @property
+    def index_error(self) -> str | None:
+        return self.problems.index_error
+
+    @property
+    def index_name(self) -> str | None:
+        return self.side.index_name
+
+    @property
+    def side_json(self) -> Mapping[str, Mapping[str, Any]]:
+        return self.side.json
+
+    @property
+    def small_files(self) -> Mapping[str, bytes]:
+        return self.side.raw
+
+    @property
+    def composite(self) -> str | None:
+        """The index file a multi-component repo was read from (None: one model)."""
+        return self.composition.index_file if self.composition is not None else None
+
+    @property
+    def composite_class(self) -> str | None:
+        return self.composition.class_name if self.composition is not None else None
 
     @property
     def kind(self) -> CheckpointKind:
         """What the checkpoint is, decided once from the index it was read from: a diffusers
         ``pipeline`` (``model_index.json``), sentence-transformers ``modules`` (``modules.json``), or
         one ``model``. Analysis dispatches on this, never on file names."""
-        return COMPOSITE_KINDS[self.composite] if self.composite is not None else "model"
+        return COMPOSITE_KINDS[self.composition.index_file] if self.composition is not None else "model"
+
+    def with_notes(self, *notes: str, keep: bool = True) -> Checkpoint:
+        """The same checkpoint with ``notes`` after its own (``keep=False``: instead of them)."""
+        from dataclasses import replace
+
+        return replace(self, provenance=replace(self.provenance,
+                                                notes=(*(self.notes if keep else ()), *notes)))
 
     def component(self, name: str) -> Checkpoint | None:
         """The checkpoint of one component with weights, by its folder name."""

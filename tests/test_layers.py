@@ -285,3 +285,17 @@ def test_analysis_dispatches_on_the_kind_never_on_file_names() -> None:
                  for n, line in enumerate(path.read_text().splitlines(), 1)
                  if "model_index.json" in line or "modules.json" in line]
     assert offenders == []
+
+
+def test_a_checkpoint_is_a_few_typed_parts_not_a_wide_record() -> None:
+    """``Checkpoint`` holds what it is and its parts (issue 40: 19 fields, widened for each kind):
+    where it came from, the small files beside it and what a lenient read found are records of their
+    own; at most 10 fields."""
+    import dataclasses
+
+    from inspector.model import Checkpoint, Problems, Provenance, SideFiles
+
+    names = [f.name for f in dataclasses.fields(Checkpoint)]
+    assert len(names) <= 10, names
+    assert {"provenance", "side", "problems"} <= set(names)
+    assert all(dataclasses.is_dataclass(t) for t in (Provenance, SideFiles, Problems))

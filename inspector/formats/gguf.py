@@ -450,5 +450,5 @@ def with_gguf_names(checkpoint: Checkpoint, arch_name: str) -> Checkpoint:
         renamed = tuple(t._replace(name=names.get_name(t.name, try_suffixes=(".weight", ".bias")) or t.name)
                         for t in h.tensors)
         headers.append(replace(h, tensors=renamed))
-    return replace(checkpoint, headers=tuple(headers),
-                   notes=(*checkpoint.notes, "tensor names mapped to llama.cpp's by gguf-py's TensorNameMap"))
+    return replace(checkpoint, headers=tuple(headers)).with_notes(
+        "tensor names mapped to llama.cpp's by gguf-py's TensorNameMap")

@@ -13,7 +13,20 @@ from typing import Any, Final, Protocol, TypeVar
 
 from inspector.errors import HeaderError, InvalidCheckpointError, NotFoundError, SeveralFiles
 from inspector.formats.registry import NOT_WEIGHTS, SAFETENSORS, reader_named, readers, weight_suffixes
-from inspector.model import SIDE_FILES, Checkpoint, Component, FileEntry, Phase, Progress, WeightFile, natural_key
+from inspector.model import (
+    SIDE_FILES,
+    Checkpoint,
+    Component,
+    Composition,
+    FileEntry,
+    Phase,
+    Problems,
+    Progress,
+    Provenance,
+    SideFiles,
+    WeightFile,
+    natural_key,
+)
 from inspector.safeio import parse_json, parse_json_object, relative_name
 
 #: a diffusers pipeline's index: component folder → [library, class]
@@ -261,6 +274,15 @@ def small_files(parts: Parts) -> dict[str, bytes]:
     return {n: raw for n, raw in parts.stored.items() if n in TOKENIZER_FILES or n == TOKENIZER_JSON}
 
 
+def checkpoint_of(parts: Parts, *, label: str, provenance: Provenance, files: tuple[FileEntry, ...]) -> Checkpoint:
+    """The checkpoint an assembly read: its headers, config and index, the small files beside them and
+    what a lenient read collected, with its components."""
+    return with_components(Checkpoint(
+        label=label, provenance=provenance, headers=parts.headers, config=parts.config, index=parts.index,
+        files=files, side=SideFiles(parts.index_name, parts.side, small_files(parts)),
+        problems=Problems(parts.errors, parts.index_error)), parts)
+
+
 def with_components(base: Checkpoint, parts: Parts) -> Checkpoint:
     """``base`` (the repo's checkpoint) with its components, each a checkpoint of its own with its own
     config, index and files, labelled ``repo/component``."""
@@ -275,13 +297,15 @@ def with_components(base: Checkpoint, parts: Parts) -> Checkpoint:
     for name, library, cls, part in parts.components:
         sub = None
         if part is not None:
-            sub = replace(base, label=f"{base.label}/{name}", location=f"{base.location}/{name}",
-                          headers=part.headers, config=part.config, index=part.index, index_name=part.index_name,
-                          index_error=part.index_error, header_errors=part.errors, side_json=part.side,
-                          files=tuple(below.get(name, ())), components=(),
-                          composite=None, composite_class=None, notes=(), small_files=small_files(part))
+            sub = replace(base, label=f"{base.label}/{name}",
+                          provenance=replace(base.provenance, location=f"{base.location}/{name}", notes=()),
+                          headers=part.headers, config=part.config, index=part.index,
+                          side=SideFiles(part.index_name, part.side, small_files(part)),
+                          problems=Problems(part.errors, part.index_error),
+                          files=tuple(below.get(name, ())), components=(), composition=None)
         out.append(Component(name, library, cls, sub))
-    return replace(base, components=tuple(out), composite=parts.composite, composite_class=parts.composite_class)
+    composition = Composition(parts.composite, parts.composite_class) if parts.composite is not None else None
+    return replace(base, components=tuple(out), composition=composition)
 
 
 def assemble(source: Source, files: Mapping[str, int | None], *, lenient: bool = False, only: str | None = None,

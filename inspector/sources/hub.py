@@ -24,14 +24,13 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import replace
 from typing import Any, Final, TypeVar
 
 from inspector.errors import HubUnreachable, InvalidCheckpointError, NetworkError, NotFoundError, SeveralFiles
 from inspector.formats.registry import SAFETENSORS, reader_for, reader_named
-from inspector.model import Checkpoint, FileEntry, Phase, Progress, WeightFile, natural_key
+from inspector.model import Checkpoint, FileEntry, Phase, Progress, Provenance, WeightFile, natural_key
 from inspector.safeio import COMMIT, commit_id, relative_name
-from inspector.sources.assemble import assemble, small_files, stored_files, with_components
+from inspector.sources.assemble import assemble, checkpoint_of, stored_files
 from inspector.sources.header_cache import HeaderCache
 from inspector.sources.resolve import HubOpener
 from inspector.sources.snapshot import load_snapshot
@@ -173,8 +172,7 @@ def _local(cache: HeaderCache, repo_id: str, sha: str, hub: Hub, lenient: bool,
     if found is None:
         return None
     c = open_folder(found[0], origin="hf-cache", repo_id=repo_id, revision=sha, lenient=lenient)
-    return replace(c, notes=(*c.notes, *notes, f"files from the Hugging Face cache ({sha[:12]}), "
-                                                f"{hub.stats.requests} request(s)"))
+    return c.with_notes(*notes, f"files from the Hugging Face cache ({sha[:12]}), {hub.stats.requests} request(s)")
 
 
 def _from_cache(cache: HeaderCache, repo_id: str, sha: str, hub: Hub, notes: list[str],
@@ -182,7 +180,8 @@ def _from_cache(cache: HeaderCache, repo_id: str, sha: str, hub: Hub, notes: lis
     folder = cache.get(repo_id, sha)
     assert folder is not None
     c = load_snapshot(folder, origin="hub", label=repo_id, strict=not lenient)
-    return replace(c, notes=(*notes, f"headers from the cache ({sha[:12]}), {hub.stats.requests} request(s)"))
+    return c.with_notes(*notes, f"headers from the cache ({sha[:12]}), {hub.stats.requests} request(s)",
+                        keep=False)
 
 
 def _cached_sha(cache: HeaderCache, repo_id: str, revision: str | None) -> str | None:
@@ -210,8 +209,7 @@ def _offline(repo_id: str, revision: str | None, cache: HeaderCache, hub: Hub, w
     alias = BY_REPO.get(repo_id.lower())
     if alias is not None and revision is None:
         c = load_snapshot(bundled_path(alias), origin="bundled", label=alias.repo_id, strict=not lenient)
-        return replace(c, notes=(*c.notes, f"{why}: serving the bundled snapshot at commit "
-                                           f"{c.revision or 'unknown'} (offline)"))
+        return c.with_notes(f"{why}: serving the bundled snapshot at commit {c.revision or 'unknown'} (offline)")
     where = f"{repo_id}@{revision}" if revision else repo_id
     message = f"{where}: {why}, and no cached or bundled snapshot of {'that revision' if revision else 'it'} exists"
     hint = "run once online, or `inspect save REPO -o DIR` on a machine that is"
@@ -309,15 +307,11 @@ def fetch_checkpoint(hub: Hub, repo_id: str, sha: str, info: Mapping[str, Any],
              f"at commit {sha}"]
     if hub.stats.range_ignored:
         notes.append("the server ignored Range requests; only the header bytes were read")
-    checkpoint = with_components(Checkpoint(
+    checkpoint = checkpoint_of(
         # one file of several (a GGUF quantisation) is labelled by its file: two of one repo are told apart
-        label=repo_id if only is None else f"{repo_id}/{only}", origin="hub", location=f"{hub.public}/{repo_id}",
-        headers=parts.headers,
-        config=parts.config, index=parts.index, repo_id=repo_id, revision=sha,
-        files=tuple(FileEntry(p, s) for p, s in sorted(sizes.items(), key=lambda kv: natural_key(kv[0]))),
-        notes=tuple(notes), header_errors=parts.errors, index_name=parts.index_name, index_error=parts.index_error,
-        side_json=parts.side, small_files=small_files(parts),
-    ), parts)
+        parts, label=repo_id if only is None else f"{repo_id}/{only}",
+        provenance=Provenance("hub", f"{hub.public}/{repo_id}", repo_id, sha, notes=tuple(notes)),
+        files=tuple(FileEntry(p, s) for p, s in sorted(sizes.items(), key=lambda kv: natural_key(kv[0]))))
     snapshot = {
         "repo_id": repo_id, "revision": sha,
         "files": sorted(sizes.items()),

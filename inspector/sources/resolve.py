@@ -26,9 +26,9 @@ from inspector.errors import (
 )
 from inspector.formats.registry import SAFETENSORS, reader_by_magic, reader_for, weight_suffixes
 from inspector.formats.safetensors import without_gc
-from inspector.model import Checkpoint, FileEntry, Origin, WeightFile, natural_key
+from inspector.model import Checkpoint, FileEntry, Origin, Problems, Provenance, WeightFile, natural_key
 from inspector.safeio import is_repo_id, open_regular, pread_all, read_json_file, read_ref, regular_size
-from inspector.sources.assemble import assemble, index_shards, json_object, pick_index, small_files, with_components
+from inspector.sources.assemble import assemble, checkpoint_of, index_shards, json_object, pick_index
 from inspector.sources.bundled import ALIASES, bundled_path
 from inspector.sources.snapshot import is_snapshot, load_snapshot
 
@@ -176,8 +176,8 @@ def _open_file(path: Path, lenient: bool) -> Checkpoint:
         listing["config.json"] = None
     parts = assemble(LocalFolder(path.parent), listing, lenient=lenient, only=path.name)
     return Checkpoint(
-        label=path.name, origin="file", location=str(path), headers=parts.headers, config=parts.config,
-        files=(FileEntry(path.name, size),), header_errors=parts.errors, root=str(path.parent),
+        label=path.name, provenance=Provenance("file", str(path), root=str(path.parent)), headers=parts.headers,
+        config=parts.config, files=(FileEntry(path.name, size),), problems=Problems(parts.errors),
     )
 
 
@@ -194,12 +194,8 @@ def open_folder(folder: Path, *, origin: Origin, repo_id: str | None = None, rev
                 f"{folder}: only config files are cached for {repo_id} (a config-only download)",
                 hint=f"`inspect {repo_id}` reads the weight headers from the Hub") from None
         raise
-    return with_components(Checkpoint(
-        label=repo_id or folder.name, origin=origin, location=str(folder), headers=parts.headers,
-        config=parts.config, index=parts.index, repo_id=repo_id, revision=revision, files=tuple(files),
-        header_errors=parts.errors, index_name=parts.index_name, index_error=parts.index_error,
-        side_json=parts.side, root=str(folder), small_files=small_files(parts),
-    ), parts)
+    return checkpoint_of(parts, label=repo_id or folder.name, files=tuple(files),
+                         provenance=Provenance(origin, str(folder), repo_id, revision, root=str(folder)))
 
 
 class LocalFolder:

@@ -35,7 +35,7 @@ from typing import Any, Final, TypeVar
 from inspector.errors import HeaderError, InvalidCheckpointError, NotFoundError, SeveralFiles, UsageError
 from inspector.formats.gguf import GGUF_CONFIG
 from inspector.formats.registry import max_header, reader_for, reader_named
-from inspector.model import SIDE_FILES, Checkpoint, FileEntry, Origin, WeightFile
+from inspector.model import SIDE_FILES, Checkpoint, FileEntry, Origin, Problems, Provenance, SideFiles, WeightFile
 from inspector.safeio import (
     commit_id,
     gunzip_bounded,
@@ -179,19 +179,13 @@ def load_snapshot(folder: Path, *, origin: Origin = "snapshot", label: str | Non
     named = label or repo_id or folder.name
     return Checkpoint(
         label=named if only is None else f"{named}/{only}",
-        origin=origin,
-        location=str(folder),
+        provenance=Provenance(origin, str(folder), repo_id, revision, notes=notes),
         headers=tuple(headers),
         config=config,
         index=index,
-        repo_id=repo_id,
-        revision=revision,
         files=tuple(FileEntry(f.path, f.size) for f in files),
-        notes=notes,
-        header_errors=tuple(errors),
-        index_name=index_name,
-        side_json=side,
-        small_files=smalls,
+        side=SideFiles(index_name, side, smalls),
+        problems=Problems(tuple(errors)),
     )
 
 
@@ -211,18 +205,15 @@ def _load_composite(folder: Path, manifest: Mapping[str, Any], files: list[Snaps
     """A snapshot of a multi-component repo (a pipeline's model_index.json, a sentence-transformers
     modules.json stored): read again through the one assembly, over the stored files and headers
     as a folder would be, so its components are what a first read found."""
-    from inspector.sources.assemble import assemble, small_files, with_components
+    from inspector.sources.assemble import assemble, checkpoint_of
 
     source = SnapshotSource(folder, files, strict=strict)
     readable = {f.path: f.size for f in files if f.stored or f.header is not None}
     parts = assemble(source, readable, lenient=not strict)
     repo_id, revision, notes = _identity(manifest, folder)
-    return with_components(Checkpoint(
-        label=label or repo_id or folder.name, origin=origin, location=str(folder), headers=parts.headers,
-        config=parts.config, index=parts.index, repo_id=repo_id, revision=revision,
-        files=tuple(FileEntry(f.path, f.size) for f in files), notes=notes,
-        header_errors=parts.errors, index_name=parts.index_name, index_error=parts.index_error,
-        side_json=parts.side, small_files=small_files(parts)), parts)
+    return checkpoint_of(parts, label=label or repo_id or folder.name,
+                         provenance=Provenance(origin, str(folder), repo_id, revision, notes=notes),
+                         files=tuple(FileEntry(f.path, f.size) for f in files))
 
 
 class SnapshotSource:

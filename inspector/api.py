@@ -154,7 +154,6 @@ def inspect(model: str | Checkpoint, *, tensors: bool = False, collapse: bool = 
             token: str | None = None, offline: bool = False) -> Inspection:
     """What is inside ``model``: ``inspect MODEL`` (``--tensors``, ``--collapse``, ``--formula``);
     ``summary``: also the estimate and the smallest common budget it fits (the table's last line)."""
-    from inspector.analysis.formula import formula_check
     from inspector.analysis.report import build_report
     from inspector.errors import InspectorError, UsageError
     from inspector.render.output import listing
@@ -173,7 +172,12 @@ def inspect(model: str | Checkpoint, *, tensors: bool = False, collapse: bool = 
             common = common_fit(report, est)
         except InspectorError:
             pass
-    return Inspection(report, rows, formula_check(report) if formula else None, est, common)
+    check = None
+    if formula:
+        from inspector.analysis.formula import formula_check
+
+        check = formula_check(report)
+    return Inspection(report, rows, check, est, common)
 
 
 # --- diff ----------------------------------------------------------------------------------------

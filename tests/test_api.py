@@ -90,3 +90,16 @@ def test_a_hub_repo_through_the_test_server(online: None, tmp_path: Path, monkey
         assert r.parameters == ref("llama3-8b.parameters")
         assert r.checkpoint.origin == "hub" and r.to_dict()["model"]["origin"] == "hub"
         assert any(req.path.endswith(".safetensors") and req.range for req in server.requests("GET"))
+
+
+def test_a_json_show_imports_only_what_it_draws() -> None:
+    """`inspect MODEL --json` of a bundled model imports no HTML page renderer, no config-formula
+    check and no rich (issue 39: start-up; the page module and the formula were imported for every
+    run). Read from the child process's own sys.modules after the command."""
+    code = ("import sys; from inspector.cli.commands import run; code = run(['llama3-8b', '--json']); "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('inspector', 'rich')), file=sys.stderr)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    loaded = set(json.loads(done.stderr.strip().splitlines()[-1].replace("'", '"')))
+    assert "inspector.render.output" in loaded  # the JSON document's builder: it is drawn
+    assert not loaded & {"inspector.render.html", "inspector.render.svg", "inspector.analysis.formula",
+                         "inspector.analysis.train", "inspector.analysis.plan", "rich"}, loaded

@@ -389,9 +389,6 @@ def output_target(fmt: Format, output: str | None, *, model: str = "MODEL", conf
     (never another file of the user's). ``conflicts``: options that pick one part of a report
     (--tensors, --files …), which the HTML page, a whole report, does not take. Checked before any
     model is read."""
-    from inspector.render.html import is_report
-    from inspector.safeio import read_regular
-
     if fmt == Format.HTML and conflicts:
         raise UsageError("--format html draws the whole report", hint=f"inspect {model} --format html -o report.html")
     if output is None:
@@ -406,6 +403,9 @@ def output_target(fmt: Format, output: str | None, *, model: str = "MODEL", conf
                          hint="give a file name, or -o - for stdout")
     if path.is_dir():
         raise UsageError(f"-o {output}: is a folder", hint="give a file name, e.g. -o report.html")
+    from inspector.render.html import is_report
+    from inspector.safeio import read_regular
+
     if path.is_symlink() or (path.exists() and not is_report(read_regular(path, 2048))):
         raise UsageError(f"-o {output}: the file exists and is not a report this tool wrote; refusing to replace it",
                          hint="give a new file name, or remove the file first")

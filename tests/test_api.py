@@ -102,4 +102,5 @@ def test_a_json_show_imports_only_what_it_draws() -> None:
     loaded = set(json.loads(done.stderr.strip().splitlines()[-1].replace("'", '"')))
     assert "inspector.render.output" in loaded  # the JSON document's builder: it is drawn
     assert not loaded & {"inspector.render.html", "inspector.render.svg", "inspector.analysis.formula",
-                         "inspector.analysis.train", "inspector.analysis.plan", "rich"}, loaded
+                         "inspector.analysis.train", "inspector.analysis.plan", "inspector.analysis.fit",
+                         "inspector.analysis.engines", "rich"}, loaded

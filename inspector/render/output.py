@@ -12,7 +12,6 @@ import sys
 from typing import TYPE_CHECKING, Final
 
 from inspector.analysis.config import ModelConfig
-from inspector.analysis.fit import COMMON_BUDGETS_GIB
 from inspector.analysis.listing import CachedModel, FileRow, ListingRow, RepoFiles, collapsed_rows, tensor_rows
 from inspector.analysis.report import Report
 from inspector.analysis.stats import Summary
@@ -882,6 +881,8 @@ def estimate_line(est: Estimate, common: CommonFit | None = None) -> str:
     if est.quant.method:
         parts.append(f"{sanitize(est.quant.method)}: {n(est.quant.logical_parameters)} logical parameters")
     if common is not None:
+        from inspector.analysis.fit import COMMON_BUDGETS_GIB
+
         parts.append(f"fits {'one' if common.devices == 1 else f'{common.devices} ×'} {common.gib} GiB GPU"
                      f"{'' if common.devices == 1 else 's'} at {common.context:,} tokens of context"
                      if common.devices is not None else

@@ -200,6 +200,12 @@ def main() -> None:
         server.stop()
         shutil.rmtree(work, ignore_errors=True)
 
+    from benchmarks_results import save
+
+    saved = save("hub", {"repeat": args.repeat, "python_start_seconds": python_start, "rows": [
+        {"delay_seconds": latency, "shards": shards, "reader": label, "seconds": seconds, "requests": requests,
+         "bytes": nbytes, "error": error} for latency, shards, _repo, label, seconds, requests, nbytes, error in rows]})
+    print(f"saved {saved.relative_to(ROOT)}")
     print(f"cold reads, a fresh process and HF_HOME each; median of {args.repeat}; python -c pass "
           f"{python_start:.3f} s; hf-mem {'0.5.6' if has_hf_mem else 'not installed'}")
     print(f"{'delay':>6} {'shards':>6}  {'reader':52} {'seconds':>8} {'vs us':>6} {'requests':>8} {'bytes':>13}")

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from inspector.model import Checkpoint, Progress
 from inspector.render.results import (
@@ -397,7 +397,7 @@ def estimate_with(checkpoint: Checkpoint, options: EstimateOptions) -> EstimateR
 # --- several files of one model (GGUF quantisations) --------------------------------------------------
 
 #: the files of a several-file repo (GGUF quantisations) read at once
-FILE_WORKERS = 8
+FILE_WORKERS: Final = 8
 
 
 def open_several(model: str, several: SeveralFiles, *, revision: str | None = None, endpoint: str | None = None,

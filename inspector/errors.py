@@ -54,9 +54,13 @@ class InspectorError(Exception):
 
     def worded(self, names: Mapping[str, str]) -> tuple[str, str | None]:
         """The message and hint with each parameter called by ``names[parameter]`` (a value after it,
-        separated by a space). Every parameter the library marks has a name in the table (a test holds it)."""
+        separated by a space). Every parameter the library marks has a name in the table (a test holds
+        it); a marker the table does not know came from outside (a file name, a config value quoted in
+        the message) and is left as it was written."""
 
         def word(m: re.Match[str]) -> str:
+            if m.group(1) not in names:
+                return m.group(0)
             return names[m.group(1)] if m.group(2) is None else f"{names[m.group(1)]} {m.group(2)}"
 
         return _PARAMETER.sub(word, self.template), \

@@ -272,3 +272,13 @@ def test_library_errors_name_parameters_and_the_cli_words_them_as_its_flags(cli)
     assert caught.value.hint == "precision=bf16-mixed"
     run = cli("train", "gpt2", "--method", "qlora", "--precision", "fp32")
     assert "--method qlora computes in 16-bit: --precision fp32" in run.err and "--precision bf16-mixed" in run.err
+
+
+def test_a_marker_from_outside_in_an_error_is_left_as_written(cli, tmp_path: Path) -> None:
+    """A name from outside that looks like a parameter marker (a folder named ``⟨zzz⟩``) reaches the
+    error boundary as text: one clear line and its exit code, not an internal error."""
+    from inspector.errors import NotFoundError
+
+    assert NotFoundError("⟨zzz⟩/x: no such file").worded({"engine": "--engine"})[0] == "⟨zzz⟩/x: no such file"
+    run = cli(str(tmp_path / "⟨zzz⟩"))
+    assert run.code in (2, 3) and "internal error" not in run.err and "Error:" in run.err

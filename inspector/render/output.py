@@ -1177,7 +1177,10 @@ def report_markdown(report: Report) -> str:
         ["dtype", "tensors", "elements", "bytes"],
         [[markdown(d.dtype), n(d.tensors), n(d.elements), n(d.bytes)] for d in s.by_dtype], {1, 2, 3})
     lines += _md_table("Files",
-        ["file", "size", "tensors"], [[markdown(h.file), n(h.size), n(h.tensors)] for h in s.shards], {1, 2})
+        ["file", "size", "tensors"], [[markdown(h.file), n(h.size), n(h.tensors)] for h in s.shards[:MAX_TABLE_ROWS]],
+        {1, 2})
+    if len(s.shards) > MAX_TABLE_ROWS:
+        lines += [f"_… {len(s.shards) - MAX_TABLE_ROWS:,} more files not drawn (--json lists every one)_", ""]
     lines += [f"_{markdown(note)}_" for note in report.notes]
     return "\n".join(lines) + "\n"
 

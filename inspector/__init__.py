@@ -11,6 +11,7 @@ The library (``inspector.api``), one function per command, each returning a type
     inspector.estimate("llama3-8b", context="8k", gpu="24GiB").fit    # fits, largest context
     inspector.audit("./my-checkpoint").ok
     inspector.to_text(inspector.inspect("llama3-8b"), "html")       # the page --format html writes
+    inspector.inspect("org/private", hub=inspector.HubOptions(token="hf_…", endpoint="https://mirror"))
 
 Errors are the classes of ``inspector.errors`` (``InspectorError`` and its kin, each with the CLI's
 exit code). The names are imported on first use, so ``import inspector`` costs nothing.
@@ -30,6 +31,7 @@ __all__ = [
     "EstimateResult",
     "FileListing",
     "FilesResult",
+    "HubOptions",
     "Inspection",
     "InspectorError",
     "PlanResult",
@@ -74,6 +76,7 @@ if TYPE_CHECKING:
         PlanResult,
         TrainResult,
     )
+    from inspector.sources.transport import HubOptions
 
 
 def __getattr__(name: str) -> object:
@@ -86,6 +89,10 @@ def __getattr__(name: str) -> object:
         from inspector.model import Checkpoint
 
         return Checkpoint
+    if name == "HubOptions":
+        from inspector.sources.transport import HubOptions
+
+        return HubOptions
     if name in __all__:
         from inspector import api
 

@@ -13,7 +13,7 @@ of ``inspector.errors`` that the CLI maps to exit codes. Nothing here prints.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
@@ -43,25 +43,24 @@ if TYPE_CHECKING:
     from inspector.errors import SeveralFiles
     from inspector.sources.transport import HubOptions
 
-def open_model(model: str | Checkpoint, *, revision: str | None = None, endpoint: str | None = None,
-               token: str | None = None, offline: bool = False, lenient: bool = False,
-               progress: Progress | None = None,
-               on_wait: Callable[[str], None] | None = None) -> Checkpoint:
+def open_model(model: str | Checkpoint, *, revision: str | None = None, hub: HubOptions | None = None,
+               lenient: bool = False, progress: Progress | None = None) -> Checkpoint:
     """Open ``model`` from wherever it is (``sources.resolve.open_checkpoint``; the Hub through
-    huggingface_hub with ``endpoint``/``token``/``offline``, or their environment defaults).
+    huggingface_hub with ``hub``'s endpoint, token and offline switch, or their environment defaults:
+    ``HubOptions``, the one record of how to reach the Hub, which every function here takes as ``hub``).
     ``lenient``: problems are collected on the checkpoint instead of raised (what ``audit`` reads).
-    ``progress`` is told (phase, done, total) as a Hub repo's listing and headers arrive; ``on_wait``, in words, when a
-    read waits for the server (Retry-After). The one route by which every command opens a model."""
+    ``progress`` is told (phase, done, total) as a Hub repo's listing and headers arrive; ``hub.on_wait``, in
+    words, when a read waits for the server (Retry-After). The one route by which every command opens a model."""
     if isinstance(model, Checkpoint):
         return model
     from inspector.analysis.config import use_figure_store
     from inspector.sources.config_cache import DiskFigureStore
-    from inspector.sources.hub import HubOptions, hub_opener
+    from inspector.sources.hub import hub_opener
+    from inspector.sources.transport import HubOptions
     from inspector.sources.resolve import open_checkpoint
 
     use_figure_store(DiskFigureStore())
-    options = HubOptions(endpoint=endpoint, token=token, offline=True if offline else None, on_wait=on_wait)
-    return open_checkpoint(model, hub=hub_opener(options, progress), revision=revision, lenient=lenient)
+    return open_checkpoint(model, hub=hub_opener(hub or HubOptions(), progress), revision=revision, lenient=lenient)
 
 
 def repo_and_revision(spec: str) -> tuple[str, str | None]:
@@ -126,12 +125,12 @@ def cache(root: str | Path) -> CacheResult:
 
 
 def save(model: str | Checkpoint, folder: str | Path, *, force: bool = False, revision: str | None = None,
-         endpoint: str | None = None, token: str | None = None, offline: bool = False) -> Path:
+         hub: HubOptions | None = None) -> Path:
     """Write the model's header snapshot to ``folder`` (new, empty, or a snapshot of the same model;
     ``force`` replaces one of another model) and return the folder: inspect, diff or audit it offline."""
     from inspector.sources.snapshot import save_checkpoint
 
-    checkpoint = open_model(model, revision=revision, endpoint=endpoint, token=token, offline=offline)
+    checkpoint = open_model(model, revision=revision, hub=hub)
     return save_checkpoint(checkpoint, Path(folder), force=force)
 
 
@@ -150,8 +149,7 @@ def to_text(result: Inspection | Difference | ComparisonResult | EstimateResult 
 # --- show ----------------------------------------------------------------------------------------
 
 def inspect(model: str | Checkpoint, *, tensors: bool = False, collapse: bool = False, formula: bool = False,
-            summary: bool = False, revision: str | None = None, endpoint: str | None = None,
-            token: str | None = None, offline: bool = False) -> Inspection:
+            summary: bool = False, revision: str | None = None, hub: HubOptions | None = None) -> Inspection:
     """What is inside ``model``: ``inspect MODEL`` (``--tensors``, ``--collapse``, ``--formula``);
     ``summary``: also the estimate and the smallest common budget it fits (the table's last line)."""
     from inspector.analysis.report import build_report
@@ -160,7 +158,7 @@ def inspect(model: str | Checkpoint, *, tensors: bool = False, collapse: bool = 
 
     if collapse and not tensors:
         raise UsageError("collapse goes with tensors")
-    report = build_report(open_model(model, revision=revision, endpoint=endpoint, token=token, offline=offline))
+    report = build_report(open_model(model, revision=revision, hub=hub))
     rows = tuple(listing(report, collapse)) if tensors else None
     est = common = None
     if summary:
@@ -183,8 +181,7 @@ def inspect(model: str | Checkpoint, *, tensors: bool = False, collapse: bool = 
 # --- diff ----------------------------------------------------------------------------------------
 
 def diff(a: str | Checkpoint, b: str | Checkpoint, *, values: bool = False, sample_bytes: int | str = 1024,
-         exact: bool = False, endpoint: str | None = None, token: str | None = None,
-         offline: bool = False) -> Difference:
+         exact: bool = False, hub: HubOptions | None = None) -> Difference:
     """Why B differs from A (``inspect diff A B``). A PEFT adapter and its base (in either order) give
     the adapter's check against the base instead. ``values``: also which tensors' values differ, from
     ``sample_bytes`` of each (``--values``); ``exact``: local tensors hashed whole (``--exact``)."""
@@ -196,7 +193,7 @@ def diff(a: str | Checkpoint, b: str | Checkpoint, *, values: bool = False, samp
     sample = _sample_bytes(sample_bytes)
     if exact and not values:
         raise UsageError("⟨exact⟩ goes with ⟨values⟩", hint="inspect diff A B --values --exact")
-    ca, cb = (open_model(m, endpoint=endpoint, token=token, offline=offline) for m in (a, b))
+    ca, cb = (open_model(m, hub=hub) for m in (a, b))
     ra, rb = (build_report(c) for c in align_formats(ca, cb))
     if (adapter_config(ra) is None) != (adapter_config(rb) is None):
         if values:
@@ -204,13 +201,8 @@ def diff(a: str | Checkpoint, b: str | Checkpoint, *, values: bool = False, samp
                              hint="diff the adapter against its base without ⟨values⟩")
         base, adapter = (ra, rb) if adapter_config(rb) is not None else (rb, ra)
         return Difference(adapter=diff_adapter(base, adapter))
-    options = None
-    if values:
-        from inspector.sources.transport import HubOptions
-
-        options = HubOptions(endpoint=endpoint, token=token, offline=True if offline else None)
     return Difference(result=diff_reports(ra, rb),
-                      values=value_diff(ra, rb, sample, exact, options) if values else None)
+                      values=value_diff(ra, rb, sample, exact, hub) if values else None)
 
 
 def gates(fail_if: str | None) -> list[str]:
@@ -280,8 +272,7 @@ def value_diff(a: Report, b: Report, sample_bytes: int, exact: bool, options: Hu
 
 # --- compare -------------------------------------------------------------------------------------
 
-def compare(*models: str | Checkpoint, endpoint: str | None = None, token: str | None = None,
-            offline: bool = False) -> ComparisonResult:
+def compare(*models: str | Checkpoint, hub: HubOptions | None = None) -> ComparisonResult:
     """2 to 10 models side by side (``inspect compare``)."""
     from inspector.analysis.compare import compare as compare_reports
     from inspector.analysis.report import build_report
@@ -290,7 +281,7 @@ def compare(*models: str | Checkpoint, endpoint: str | None = None, token: str |
     if not 2 <= len(models) <= 10:
         raise UsageError(f"compare takes 2 to 10 models, not {len(models)}")
     return ComparisonResult(compare_reports([
-        build_report(open_model(m, endpoint=endpoint, token=token, offline=offline)) for m in models]))
+        build_report(open_model(m, hub=hub)) for m in models]))
 
 
 # --- estimate ------------------------------------------------------------------------------------
@@ -369,12 +360,11 @@ def _utilization(value: float | str | None) -> float | None:
 def estimate(model: str | Checkpoint, *, context: int | str | None = None, batch: int | str = 1,
              kv_dtype: str | None = None, dtypes: Sequence[str] | None = None, gpu: str | None = None,
              overhead: str | None = None, engine: str | None = None, utilization: float | str | None = None,
-             pipeline: int | str = 1, revision: str | None = None, endpoint: str | None = None,
-             token: str | None = None, offline: bool = False) -> EstimateResult:
+             pipeline: int | str = 1, revision: str | None = None, hub: HubOptions | None = None) -> EstimateResult:
     """``inspect estimate`` (options as ``estimate_options`` takes them)."""
     options = estimate_options(context=context, batch=batch, kv_dtype=kv_dtype, dtypes=dtypes, gpu=gpu,
                                overhead=overhead, engine=engine, utilization=utilization, pipeline=pipeline)
-    return estimate_with(open_model(model, revision=revision, endpoint=endpoint, token=token, offline=offline),
+    return estimate_with(open_model(model, revision=revision, hub=hub),
                          options)
 
 
@@ -400,8 +390,7 @@ def estimate_with(checkpoint: Checkpoint, options: EstimateOptions) -> EstimateR
 FILE_WORKERS: Final = 8
 
 
-def open_several(model: str, several: SeveralFiles, *, revision: str | None = None, endpoint: str | None = None,
-                 token: str | None = None, offline: bool = False,
+def open_several(model: str, several: SeveralFiles, *, revision: str | None = None, hub: HubOptions | None = None,
                  only_first: bool = False) -> list[tuple[str, Checkpoint]]:
     """Each file of a folder or repo that holds one model in several files (``SeveralFiles``), opened
     on its own: with what the source already read where it can (a Hub repo's listing at its commit:
@@ -415,8 +404,7 @@ def open_several(model: str, several: SeveralFiles, *, revision: str | None = No
             opened = several.opener(file)
             assert isinstance(opened, Checkpoint)
             return opened
-        return open_model(f"{name}/{file}" + (f"@{rev}" if rev else ""), revision=revision, endpoint=endpoint,
-                          token=token, offline=offline)
+        return open_model(f"{name}/{file}" + (f"@{rev}" if rev else ""), revision=revision, hub=hub)
 
     first = one(several.files[0])  # on this thread: what a read imports is imported before the pool starts
     if only_first:
@@ -444,7 +432,7 @@ def list_files(where: str, files: Sequence[tuple[str, Checkpoint]], *, name: str
 # --- the files of a repo --------------------------------------------------------------------------
 
 def files_of_several(model: str, several: SeveralFiles, *, revision: str | None = None,
-                     endpoint: str | None = None, token: str | None = None, offline: bool = False) -> FilesResult:
+                     hub: HubOptions | None = None) -> FilesResult:
     """``inspect MODEL --files`` of a folder or repo of several GGUF files: every file as the source
     listed it, each model file counted on its own (one file's header is read, for the origin)."""
     from dataclasses import replace
@@ -452,20 +440,18 @@ def files_of_several(model: str, several: SeveralFiles, *, revision: str | None 
     from inspector.analysis.listing import repo_files
     from inspector.model import FileEntry, natural_key
 
-    first = open_several(model, several, revision=revision, endpoint=endpoint, token=token, offline=offline,
-                         only_first=True)[0][1]
+    first = open_several(model, several, revision=revision, hub=hub, only_first=True)[0][1]
     entries = tuple(FileEntry(p, s) for p, s in sorted(several.listing.items(), key=lambda kv: natural_key(kv[0])))
     whole = replace(first, label=several.where if first.origin != "hub" else first.repo_id or several.where,
                     headers=(), files=entries, components=())
     return FilesResult(whole, repo_files(whole, counted=frozenset(several.files)))
 
 
-def files(model: str | Checkpoint, *, revision: str | None = None, endpoint: str | None = None,
-          token: str | None = None, offline: bool = False) -> FilesResult:
+def files(model: str | Checkpoint, *, revision: str | None = None, hub: HubOptions | None = None) -> FilesResult:
     """``inspect MODEL --files``."""
     from inspector.analysis.listing import repo_files
 
-    checkpoint = open_model(model, revision=revision, endpoint=endpoint, token=token, offline=offline)
+    checkpoint = open_model(model, revision=revision, hub=hub)
     return FilesResult(checkpoint, repo_files(checkpoint))
 
 
@@ -473,14 +459,14 @@ def files(model: str | Checkpoint, *, revision: str | None = None, endpoint: str
 
 def audit(model: str | Checkpoint, *, modeling: bool = False, deep: bool = False,
           progress: Progress | None = None, revision: str | None = None,
-          endpoint: str | None = None, token: str | None = None, offline: bool = False) -> Audit:
+          hub: HubOptions | None = None) -> Audit:
     """``inspect audit``: is the checkpoint whole and consistent? ``modeling`` also checks against
     the model class on PyTorch's meta device (the torch extra). ``deep`` also scans the tensor data
     for NaN, Inf and all-zero tensors: local files only (it reads the weights; never a Hub repo's),
     ``progress`` told (``Phase.DATA``, bytes done, bytes in all)."""
     from inspector.analysis import audit as audit_mod
 
-    checkpoint = open_model(model, revision=revision, endpoint=endpoint, token=token, offline=offline, lenient=True)
+    checkpoint = open_model(model, revision=revision, hub=hub, lenient=True)
     inp = audit_mod.audit_input(checkpoint)
     result = audit_mod.audit(inp)
     extra: list[audit_mod.Finding] = []
@@ -535,12 +521,12 @@ def train(model: str | Checkpoint, *, method: str = "lora", rank: int | str = 16
           targets: str | Sequence[str] = "all-linear", optimizer: str = "adamw", precision: str = "bf16-mixed",
           batch: int | str = 1, seq: int | str = 2048, checkpointing: bool = False, gpu: str | None = None,
           zero: int | str = 0, fsdp: bool = False, offload: str = "none", revision: str | None = None,
-          endpoint: str | None = None, token: str | None = None, offline: bool = False) -> TrainResult:
+          hub: HubOptions | None = None) -> TrainResult:
     """``inspect train``: the memory to fine-tune ``model`` (options as ``train_options`` takes them)."""
     checked = train_options(method=method, rank=rank, alpha=alpha, targets=targets, optimizer=optimizer,
                             precision=precision, batch=batch, seq=seq, checkpointing=checkpointing, gpu=gpu,
                             zero=zero, fsdp=fsdp, offload=offload)
-    return train_with(open_model(model, revision=revision, endpoint=endpoint, token=token, offline=offline), checked)
+    return train_with(open_model(model, revision=revision, hub=hub), checked)
 
 
 def train_with(checkpoint: Checkpoint, options: TrainOptions) -> TrainResult:
@@ -557,14 +543,13 @@ def train_with(checkpoint: Checkpoint, options: TrainOptions) -> TrainResult:
 def plan(model: str | Checkpoint, *, gpus: str | Sequence[str] | None = None, max_gpus: int | str = 8,
          nodes: int | str = 1, engine: str | None = None, context: int | str | None = None,
          objective: str = "gpus", utilization: float | str | None = None, kv_dtype: str | None = None,
-         revision: str | None = None, endpoint: str | None = None, token: str | None = None,
-         offline: bool = False) -> PlanResult:
+         revision: str | None = None, hub: HubOptions | None = None) -> PlanResult:
     """``inspect plan``: ``gpus`` the GPU names to consider (comma-separated or a list; default every
     named GPU), ``max_gpus`` per node and ``nodes``, ``engine`` vllm (default) or llama.cpp, the
     ``context`` each sequence holds (default 8k), ``objective`` gpus, throughput or context."""
     options = plan_options(gpus=gpus, max_gpus=max_gpus, nodes=nodes, engine=engine, context=context,
                            objective=objective, utilization=utilization, kv_dtype=kv_dtype)
-    return plan_with(open_model(model, revision=revision, endpoint=endpoint, token=token, offline=offline), options)
+    return plan_with(open_model(model, revision=revision, hub=hub), options)
 
 
 @dataclass(frozen=True, slots=True)

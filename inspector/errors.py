@@ -217,3 +217,44 @@ class PickleError(HeaderError):
         self.rule = rule
         #: the globals the file's pickles name, read before the refusal (``model.Import`` rows)
         self.imports = imports
+
+
+class ProblemSink:
+    """Where a read sends a problem it could read past: a header that does not parse, an index that
+    is broken, a shard the index names that is not there, tensor data that claims bytes past the end
+    of its file. Decided once, where a model is opened (``resolve.open_checkpoint``), and carried by
+    the source every reader reads through, never threaded as a flag.
+
+    ``RAISE`` (every command but the audit) raises each at once. ``COLLECT`` (the audit) reads on: a
+    header's or the index's error becomes data on the checkpoint (``Checkpoint.problems``), the
+    files' ends are left to the audit's own findings (``checked_size`` is None), and every top-level
+    weight file is read whether the index names it or not (``collects``)."""
+
+    __slots__ = ("collects",)
+
+    def __init__(self, collects: bool) -> None:
+        self.collects = collects
+
+    def __repr__(self) -> str:
+        return "COLLECT" if self.collects else "RAISE"
+
+    def header(self, error: HeaderError) -> HeaderError:
+        """The error, to keep, when this sink collects; raised otherwise."""
+        if not self.collects:
+            raise error
+        return error
+
+    def index(self, error: InvalidCheckpointError) -> str:
+        """The index's error in words, to keep, when this sink collects; raised otherwise."""
+        if not self.collects:
+            raise error
+        return error.message
+
+    def checked_size(self, size: int | None) -> int | None:
+        """The file size a reader checks its records against: the file's own, or None when the
+        audit checks the end of each file itself (a finding, not an error)."""
+        return None if self.collects else size
+
+
+RAISE: Final = ProblemSink(False)
+COLLECT: Final = ProblemSink(True)

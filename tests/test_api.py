@@ -86,7 +86,7 @@ def test_a_hub_repo_through_the_test_server(online: None, tmp_path: Path, monkey
     a = ALIASES["llama3-8b"]
     with HubServer() as server:
         server.add_snapshot(a.repo_id, bundled_path(a))
-        r = inspector.inspect(a.repo_id, endpoint=server.url)
+        r = inspector.inspect(a.repo_id, hub=inspector.HubOptions(endpoint=server.url))
         assert r.parameters == ref("llama3-8b.parameters")
         assert r.checkpoint.origin == "hub" and r.to_dict()["model"]["origin"] == "hub"
         assert any(req.path.endswith(".safetensors") and req.range for req in server.requests("GET"))
@@ -104,3 +104,15 @@ def test_a_json_show_imports_only_what_it_draws() -> None:
     assert not loaded & {"inspector.render.html", "inspector.render.svg", "inspector.analysis.formula",
                          "inspector.analysis.train", "inspector.analysis.plan", "inspector.analysis.fit",
                          "inspector.analysis.engines", "rich"}, loaded
+
+
+def test_every_library_function_reaches_the_hub_through_one_options_record() -> None:
+    """Issue 40: endpoint, token and offline ran through 38 signatures. Each public function that opens a
+    model takes one ``hub: HubOptions`` (the record huggingface_hub's endpoint, token and offline switch
+    live in, with the transport's limits) and none of the three loose parameters."""
+    import inspect as introspect
+
+    for name in ("open_model", "inspect", "diff", "compare", "estimate", "audit", "train", "plan", "files", "save"):
+        params = introspect.signature(getattr(inspector.api, name)).parameters
+        assert "hub" in params and not {"endpoint", "token", "offline", "on_wait"} & set(params), name
+    assert inspector.HubOptions(token="x").token == "x"

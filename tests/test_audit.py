@@ -13,6 +13,7 @@ import pytest
 from helpers import save_real, tiny_llama
 
 from inspector.analysis import audit as audit_mod
+from inspector.errors import COLLECT
 from inspector.sources.resolve import open_local
 
 
@@ -36,7 +37,7 @@ def build(root: Path, *, shards: int = 2, config: dict | None = None, entries: l
 
 
 def codes(path: Path) -> dict[str, list[audit_mod.Finding]]:
-    result = audit_mod.audit(audit_mod.audit_input(open_local(path, lenient=True)))
+    result = audit_mod.audit(audit_mod.audit_input(open_local(path, problems=COLLECT)))
     out: dict[str, list[audit_mod.Finding]] = {}
     for f in result.findings:
         out.setdefault(f.code, []).append(f)
@@ -194,7 +195,7 @@ def test_deep_flags_nan_inf_and_zero(tmp_path: Path, cli) -> None:
     save_file({"a.weight": np.array([1.0, np.nan], np.float32), "b.weight": np.array([np.inf, 1], np.float16),
                "c.weight": np.zeros(4, np.float32), "d.weight": np.ones(3, np.float32)},
               str(root / "model.safetensors"))
-    found = {(f.code, f.tensor) for f in audit_mod.deep_scan(audit_mod.audit_input(open_local(root, lenient=True)))}
+    found = {(f.code, f.tensor) for f in audit_mod.deep_scan(audit_mod.audit_input(open_local(root, problems=COLLECT)))}
     assert found == {("tensor.nan", "a.weight"), ("tensor.inf", "b.weight"), ("tensor.zero", "c.weight")}
     r = cli("audit", str(root), "--deep")
     assert r.code == 1 and "tensor.nan" in r.out
@@ -238,7 +239,7 @@ def test_one_wrong_config_value_is_one_row_and_the_missing_shard_comes_first(tmp
     cfg["num_key_value_heads"] = 2  # wrong: every k_proj and v_proj of the 8 layers contradicts it
     root = build(tmp_path / "m", config=cfg, entries=ents)
     (root / SHARD2).unlink()
-    result = audit_mod.audit(audit_mod.audit_input(open_local(root, lenient=True)))
+    result = audit_mod.audit(audit_mod.audit_input(open_local(root, problems=COLLECT)))
     assert result.findings[0].code == "index.missing-shard"
     wrong = [f for f in result.findings if f.code == "config.num_key_value_heads"]
     rows = [r for r in audit_mod.repeats(result.findings) if r.first.code == "config.num_key_value_heads"]

@@ -299,3 +299,35 @@ def test_a_checkpoint_is_a_few_typed_parts_not_a_wide_record() -> None:
     assert len(names) <= 10, names
     assert {"provenance", "side", "problems"} <= set(names)
     assert all(dataclasses.is_dataclass(t) for t in (Provenance, SideFiles, Problems))
+
+
+def test_what_a_read_does_with_a_problem_is_a_sink_decided_once_not_a_flag() -> None:
+    """Issue 40: a ``lenient`` flag ran through 21 signatures. The audit's leniency is now a problem sink
+    (``errors.ProblemSink``) decided where a model is opened and carried by the source; no function
+    below the opening seam (``api.open_model``, ``resolve.open_checkpoint``, the CLI's opening) takes a
+    ``lenient`` parameter, and no reader takes a ``strict`` one."""
+    seams = {("api.py", "open_model"), ("resolve.py", "open_checkpoint"), ("opening.py", "open_model"),
+             ("opening.py", "load")}
+    found = [f"{path.relative_to(ROOT)}:{node.name}" for path in sorted(PACKAGE.rglob("*.py"))
+             for node in ast.walk(ast.parse(path.read_text()))
+             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+             and (path.name, node.name) not in seams
+             and {a.arg for a in (*node.args.args, *node.args.kwonlyargs)} & {"lenient", "strict"}]
+    assert found == []
+
+
+def test_the_audit_sink_collects_and_the_default_raises(tmp_path: Path) -> None:
+    """The two sinks on one broken folder: the default raises the header's error at once; the audit's
+    keeps it, reads the good file, and has every top-level safetensors file read."""
+    from helpers import raw_header
+
+    from inspector.errors import COLLECT, UnknownDtype
+    from inspector.sources.resolve import open_local
+
+    (tmp_path / "a.safetensors").write_bytes(raw_header({"x": {"dtype": "F99", "shape": [1], "data_offsets": [0, 4]}}))
+    (tmp_path / "b.safetensors").write_bytes(raw_header({}))
+    with pytest.raises(UnknownDtype):
+        open_local(tmp_path)
+    c = open_local(tmp_path, problems=COLLECT)
+    assert [e.rule for e in c.problems.header_errors] == ["unknown-dtype"] and [h.file for h in c.headers] == \
+        ["b.safetensors"]

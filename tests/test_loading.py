@@ -152,7 +152,7 @@ def test_open_hub_lenient_collects_header_errors(online: None) -> None:
         server.add_files("acme/broken", {"a.safetensors": raw_header({"x": {"dtype": "F99", "shape": [1],
                                                                             "data_offsets": [0, 4]}}),
                                          "b.safetensors": raw_header({})})
-        c = open_hub("acme/broken", options=HubOptions(endpoint=server.url, timeout=5), lenient=True)
+        c = open_hub("acme/broken", options=HubOptions(endpoint=server.url, timeout=5), problems=errors.COLLECT)
         assert [e.rule for e in c.header_errors] == ["unknown-dtype"] and len(c.headers) == 1
         with pytest.raises(errors.UnknownDtype):
             open_hub("acme/broken", options=HubOptions(endpoint=server.url, timeout=5, use_cache=False))

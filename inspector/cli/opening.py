@@ -19,33 +19,37 @@ def say(message: str) -> None:
     say_line(message)
 
 
-def open_model(model: str, revision: str | None, endpoint: str | None, token: str | None, offline: bool,
-               *, lenient: bool = False) -> Any:
+def hub_options(endpoint: str | None, token: str | None, offline: bool) -> Any:
+    """The one ``HubOptions`` of a run, from ``--endpoint``, ``--token`` and ``--offline``: told in words
+    on stderr when a read waits for the server."""
+    from inspector.sources.transport import HubOptions
+
+    return HubOptions(endpoint=endpoint, token=token, offline=True if offline else None, on_wait=say)
+
+
+def open_model(model: str, revision: str | None, hub: Any, *, lenient: bool = False) -> Any:
     """Open MODEL from wherever it is (the one resolver), with a progress bar on a terminal for
     many-shard Hub repos. ``lenient``: for the audit, problems are collected, not raised. A read
     begun before the command line was parsed (``ReadAhead``) is taken over when it is this one."""
     early = ReadAhead.take_over(model)
-    if early is not None and (revision, endpoint, token, offline, lenient) == (None, None, None, False, False):
+    if early is not None and revision is None and not lenient and hub == hub_options(None, None, False):
         with ProgressBar() as bar:
             return early.result(bar)
-    return load(model, revision, endpoint, token, offline, lenient=lenient)
+    return load(model, revision, hub, lenient=lenient)
 
 
-def load(model: str, revision: str | None, endpoint: str | None, token: str | None, offline: bool,
-         *, lenient: bool = False, relay: Any = None) -> Any:
-    """``api.open_model`` with the CLI's Hub options; ``relay`` takes the progress (phase, done, total)
+def load(model: str, revision: str | None, hub: Any, *, lenient: bool = False, relay: Any = None) -> Any:
+    """``api.open_model`` with the run's ``HubOptions``; ``relay`` takes the progress (phase, done, total)
     instead of a bar of its own."""
     from inspector import api
 
     if relay is not None:
-        return api.open_model(model, revision=revision, endpoint=endpoint, token=token, offline=offline,
-                              lenient=lenient, progress=relay, on_wait=say)
+        return api.open_model(model, revision=revision, hub=hub, lenient=lenient, progress=relay)
     with ProgressBar() as bar:  # drawn only once a Hub read of many headers reports progress
-        return api.open_model(model, revision=revision, endpoint=endpoint, token=token, offline=offline,
-                              lenient=lenient, progress=bar, on_wait=say)
+        return api.open_model(model, revision=revision, hub=hub, lenient=lenient, progress=bar)
 
 
-def open_models(models: list[str], endpoint: str | None, token: str | None, offline: bool) -> list[Any]:
+def open_models(models: list[str], hub: Any) -> list[Any]:
     """Several models read at once (two Hub repos cost the round trips of one): both sides of a
     diff, the columns of a compare. No progress bar, as several cannot share the terminal; the
     first model's error is the one reported when several fail."""
@@ -55,7 +59,7 @@ def open_models(models: list[str], endpoint: str | None, token: str | None, offl
         return None
 
     with ThreadPoolExecutor(max_workers=max(1, len(models)), thread_name_prefix="inspector-read") as pool:
-        futures = [pool.submit(load, m, None, endpoint, token, offline, relay=quiet) for m in models]
+        futures = [pool.submit(load, m, None, hub, relay=quiet) for m in models]
         return [f.result() for f in futures]
 
 
@@ -99,7 +103,7 @@ class ReadAhead:
 
     def _read(self) -> None:
         try:
-            self.future.set_result(load(self.spec, None, None, None, False, relay=self._progress))
+            self.future.set_result(load(self.spec, None, hub_options(None, None, False), relay=self._progress))
         except BaseException as exc:  # handed to the main thread, raised there
             self.future.set_exception(exc)
 

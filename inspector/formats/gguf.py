@@ -226,7 +226,7 @@ class GgufScan:
         return -(-self.at // alignment) * alignment if self.infos else self.at
 
     def finish(self, blob: bytes | bytearray, file_size: int | None) -> tuple[WeightFile, dict[str, Any], int]:
-        """The records, once ``feed`` returned None; ``file_size`` (None for the audit's lenient read)
+        """The records, once ``feed`` returned None; ``file_size`` (None when the audit's sink checks the end)
         is checked against the end of the tensor data."""
         import gguf
 

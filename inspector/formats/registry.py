@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Any, Final, Protocol
 
-from inspector.errors import ShortRead
+from inspector.errors import RAISE, ProblemSink, ShortRead
 from inspector.formats.safetensors import MAX_HEADER_BYTES, PREFIX_BYTES, parse_header, read_header_length
 from inspector.model import WeightFile
 
@@ -72,11 +72,11 @@ class Reader(Protocol):
         quantisations), never to be added up, rather than shards of one model."""
         ...
 
-    def read(self, source: ByteSource, *, file: str, first: int | None = None, lenient: bool = False,
+    def read(self, source: ByteSource, *, file: str, first: int | None = None, problems: ProblemSink = RAISE,
              prefix: bytes | None = None) -> WeightFile:
         """The file's records from ``source``. ``first``: bytes to ask for first (an estimate from
-        the index); ``prefix``: the file's first bytes, already at hand; ``lenient`` (the audit):
-        the end-of-file checks are left to the caller."""
+        the index); ``prefix``: the file's first bytes, already at hand; ``problems``: the run's sink
+        (the audit's leaves the end-of-file checks to the audit)."""
         ...
 
     def parse(self, blob: bytes | bytearray, *, file: str, file_size: int | None) -> WeightFile:
@@ -116,7 +116,7 @@ class PrefixReader:
         time); a format whose header length is not stored up front parses on where it stopped."""
         return _Stateless(self, file, file_size)
 
-    def read(self, source: ByteSource, *, file: str, first: int | None = None, lenient: bool = False,
+    def read(self, source: ByteSource, *, file: str, first: int | None = None, problems: ProblemSink = RAISE,
              prefix: bytes | None = None) -> WeightFile:
         size = source.size
         session = self.session(file=file, file_size=size)
@@ -143,7 +143,7 @@ class PrefixReader:
                 if not isinstance(blob, bytearray):
                     blob = bytearray(blob)
                 source.read_into(blob, len(blob), total - len(blob))
-        return session.parse(blob, file_size=None if lenient else size)
+        return session.parse(blob, file_size=problems.checked_size(size))
 
 
 class PrefixSession(Protocol):
@@ -274,7 +274,7 @@ class TorchPickle:
     keeps_head = False
     alternatives = False
 
-    def read(self, source: ByteSource, *, file: str, first: int | None = None, lenient: bool = False,
+    def read(self, source: ByteSource, *, file: str, first: int | None = None, problems: ProblemSink = RAISE,
              prefix: bytes | None = None) -> WeightFile:
         from inspector.errors import InvalidCheckpointError
         from inspector.formats.torch_pickle import RangeFile, read_torch_stream

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Final, Protocol, TypeVar
 
-from inspector.errors import HeaderError, InvalidCheckpointError, NotFoundError, SeveralFiles
+from inspector.errors import RAISE, HeaderError, InvalidCheckpointError, NotFoundError, ProblemSink, SeveralFiles
 from inspector.formats.registry import NOT_WEIGHTS, SAFETENSORS, reader_named, readers, weight_suffixes
 from inspector.model import (
     SIDE_FILES,
@@ -80,10 +80,10 @@ def weight_files(names: Iterable[str], where: str) -> list[str]:
 
 
 def index_shards(index: Mapping[str, Any], available: Iterable[str], where: str, index_name: str | None,
-                 *, lenient: bool = False) -> list[str]:
+                 problems: ProblemSink = RAISE) -> list[str]:
     """The shards an index names, in natural order; an invalid weight_map or a named shard that
-    is not available is an invalid checkpoint (``inspect audit`` lists every such problem, and
-    asks with ``lenient`` for the names whether present or not)."""
+    is not available is an invalid checkpoint (``inspect audit`` lists every such problem: its
+    collecting sink asks for the names whether present or not)."""
 
     weight_map = index.get("weight_map")
     if not isinstance(weight_map, dict) or not all(isinstance(v, str) for v in weight_map.values()):
@@ -92,7 +92,7 @@ def index_shards(index: Mapping[str, Any], available: Iterable[str], where: str,
                     for v in set(weight_map.values())), key=natural_key)  # 163 names, not 91,991 entries
     have = set(available)
     missing = [n for n in names if n not in have]
-    if missing and not lenient:
+    if missing and not problems.collects:
         raise InvalidCheckpointError(
             f"{where}: the index names {len(missing)} shard(s) it does not have, first {missing[0]!r}",
             hint="`inspect audit` lists every inconsistency",
@@ -119,6 +119,11 @@ class Source(Protocol):
         """Whether every read is a round trip (the index's hints then size the first reads)."""
         ...
 
+    @property
+    def problems(self) -> ProblemSink:
+        """Where this run's readers send what they could read past (``errors.ProblemSink``)."""
+        ...
+
     def small(self, name: str) -> bytes:
         """A small file (config, index, side file) whole, within the JSON budget."""
         ...
@@ -127,7 +132,7 @@ class Source(Protocol):
         """These small files will be asked for: a remote source starts them at once."""
         ...
 
-    def read_file(self, name: str, *, first: int | None, lenient: bool) -> WeightFile:
+    def read_file(self, name: str, *, first: int | None) -> WeightFile:
         """One weight file's records, through ``Reader.read`` over a byte source of its own."""
         ...
 
@@ -163,6 +168,7 @@ class Prefixed:
         self.source, self.prefix = source, folder + "/"
         self.where = f"{source.where}/{folder}"
         self.remote = source.remote
+        self.problems = source.problems
 
     def small(self, name: str) -> bytes:
         return self.source.small(self.prefix + name)
@@ -170,8 +176,8 @@ class Prefixed:
     def prefetch(self, names: list[str]) -> None:
         self.source.prefetch([self.prefix + n for n in names])
 
-    def read_file(self, name: str, *, first: int | None, lenient: bool) -> WeightFile:
-        return self.source.read_file(self.prefix + name, first=first, lenient=lenient)
+    def read_file(self, name: str, *, first: int | None) -> WeightFile:
+        return self.source.read_file(self.prefix + name, first=first)
 
     def each(self, read: Callable[[str], T], names: list[str]) -> list[T]:
         return self.source.each(read, names)
@@ -276,7 +282,7 @@ def small_files(parts: Parts) -> dict[str, bytes]:
 
 def checkpoint_of(parts: Parts, *, label: str, provenance: Provenance, files: tuple[FileEntry, ...]) -> Checkpoint:
     """The checkpoint an assembly read: its headers, config and index, the small files beside them and
-    what a lenient read collected, with its components."""
+    what the audit's sink collected, with its components."""
     return with_components(Checkpoint(
         label=label, provenance=provenance, headers=parts.headers, config=parts.config, index=parts.index,
         files=files, side=SideFiles(parts.index_name, parts.side, small_files(parts)),
@@ -308,18 +314,19 @@ def with_components(base: Checkpoint, parts: Parts) -> Checkpoint:
     return replace(base, components=tuple(out), composition=composition)
 
 
-def assemble(source: Source, files: Mapping[str, int | None], *, lenient: bool = False, only: str | None = None,
+def assemble(source: Source, files: Mapping[str, int | None], *, only: str | None = None,
              extra: tuple[str, ...] = (), progress: Progress | None = None, depth: int = 0) -> Parts:
     """The one assembly of a checkpoint from a folder or repo listing (``files``: every file with its
     size): the index (``pick_index``) and the shards it names, else the weight files of the first
     format the listing has (``weight_files``); each shard's records; config.json and the side files.
-    ``only``: one weight file (one GGUF of several). ``lenient`` (the audit): header errors, a broken
-    index and missing shards are collected instead of raised, and top-level safetensors files the
-    index does not name are read too. ``extra``: more small files to keep (generation_config …)."""
+    ``only``: one weight file (one GGUF of several). The source's sink decides what a problem does
+    (``errors.ProblemSink``): the audit's collects header errors, a broken index and missing shards,
+    and has top-level safetensors files the index does not name read too. ``extra``: more small files to
+    keep (generation_config …)."""
     top = {p for p in files if "/" not in p}
     index_name = pick_index(top)
     if only is None and index_name is None and depth == 0 and \
-            (composite := _composite(source, files, top, lenient=lenient, progress=progress)) is not None:
+            (composite := _composite(source, files, top, progress=progress)) is not None:
         return composite
     smalls = [n for n in ("config.json", *extra, *SIDE_FILES, *TOKENIZER_FILES) if n in files]
     size = files.get(TOKENIZER_JSON) if TOKENIZER_JSON in files else None
@@ -331,16 +338,16 @@ def assemble(source: Source, files: Mapping[str, int | None], *, lenient: bool =
     index_error: str | None = None
     try:
         index = json_object(index_raw, index_name or "index") if index_raw is not None else None
-        shards = _shards(source.where, files, top, index, index_name, lenient, only)
+        shards = _shards(source, files, top, index, index_name, only)
     except SeveralFiles as several:
         several.listing = dict(files)  # what `--files` lists, with nothing read
         raise
     except InvalidCheckpointError as exc:
-        if not lenient or index_raw is None:
+        if index_raw is None:
             raise
-        index, index_error = None, exc.message
-        shards = _shards(source.where, files, top, None, None, lenient, only)
-    if lenient:  # the audit reports shards the index does not name, and does not read missing ones
+        index, index_error = None, source.problems.index(exc)
+        shards = _shards(source, files, top, None, None, only)
+    if source.problems.collects:  # the audit reports shards the index does not name, and does not read missing ones
         shards = sorted({*(s for s in shards if s in files), *(p for p in top if p.endswith(".safetensors"))},
                         key=natural_key)
     first_reads = _first_reads(source, index, shards, depth)
@@ -351,11 +358,9 @@ def assemble(source: Source, files: Mapping[str, int | None], *, lenient: bool =
     def read(name: str) -> WeightFile | HeaderError:
         nonlocal done
         try:
-            result: WeightFile | HeaderError = source.read_file(name, first=first_reads.get(name), lenient=lenient)
+            result: WeightFile | HeaderError = source.read_file(name, first=first_reads.get(name))
         except HeaderError as exc:
-            if not lenient:
-                raise
-            result = exc
+            result = source.problems.header(exc)
         done += 1  # each's reads may run on threads: the count only feeds a progress bar
         if progress:
             progress(Phase.HEADERS, done, len(shards))
@@ -376,7 +381,7 @@ def assemble(source: Source, files: Mapping[str, int | None], *, lenient: bool =
         stored=stored,
     )
     if only is None and depth == 0 and MODULES_INDEX in top:
-        parts = _modules(source, files, parts, lenient=lenient)
+        parts = _modules(source, files, parts)
     return parts
 
 
@@ -385,7 +390,7 @@ def _has_weights(names: Iterable[str]) -> bool:
     return any(n.endswith(suffixes) and not n.startswith(NOT_WEIGHTS) for n in names)
 
 
-def _component(source: Source, sub: Mapping[str, int | None], folder: str, lenient: bool) -> Parts | None:
+def _component(source: Source, sub: Mapping[str, int | None], folder: str) -> Parts | None:
     """What a component folder holds (``sub``: its files), read as its library loads it by default;
     None without weights."""
     top = {p for p in sub if "/" not in p}
@@ -396,35 +401,35 @@ def _component(source: Source, sub: Mapping[str, int | None], folder: str, lenie
         default = [n for n in DEFAULT_WEIGHTS if n in top]
         variants = sorted(n for n in top if n.endswith(".safetensors"))
         only = default[0] if default else (variants[0] if len(variants) > 1 else None)
-    return assemble(Prefixed(source, folder), sub, lenient=lenient, only=only, depth=1)
+    return assemble(Prefixed(source, folder), sub, only=only, depth=1)
 
 
-def _each_component(source: Source, files: Mapping[str, int | None], listed: list[tuple[str, str | None, str | None]],
-                    lenient: bool) -> list[Parts | None]:
+def _each_component(source: Source, files: Mapping[str, int | None],
+                    listed: list[tuple[str, str | None, str | None]]) -> list[Parts | None]:
     """Every component read, in order; from a remote source all at once on threads of their own (each
     component's small files and headers then share the source's pool), so a pipeline costs the round
     trips of one component, not of each in turn."""
     below = folders(files)
     if not source.remote or len(listed) < 2:
-        return [_component(source, below.get(name, {}), name, lenient) for name, _, _ in listed]
+        return [_component(source, below.get(name, {}), name) for name, _, _ in listed]
     from concurrent.futures import ThreadPoolExecutor
 
     workers = min(len(listed), COMPONENT_WORKERS)
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="inspector-component") as pool:
-        return list(pool.map(lambda item: _component(source, below.get(item[0], {}), item[0], lenient), listed))
+        return list(pool.map(lambda item: _component(source, below.get(item[0], {}), item[0]), listed))
 
 
-def _composite(source: Source, files: Mapping[str, int | None], top: set[str], *, lenient: bool,
+def _composite(source: Source, files: Mapping[str, int | None], top: set[str], *,
                progress: Progress | None) -> Parts | None:
     """A repo whose index names the folders that hold its weights: a diffusers pipeline, or a
     sentence-transformers model whose transformer is a folder of its own (``0_Transformer/``, as
     sentence-transformers 1.x saved it) with nothing at the top. None: read the top level as usual
     (a sentence-transformers model with the transformer at the top joins its modules later)."""
     if PIPELINE_INDEX in top:
-        return _pipeline_if_any(source, files, top, lenient=lenient, progress=progress)
+        return _pipeline_if_any(source, files, top, progress=progress)
     if MODULES_INDEX not in top or _has_weights(top):
         return None
-    parts = _modules(source, files, Parts(None, None, None, (), (), None, {}, {}), lenient=lenient)
+    parts = _modules(source, files, Parts(None, None, None, (), (), None, {}, {}))
     if not parts.headers:
         return None
     # the model's config is the transformer's (the first module that has one)
@@ -432,20 +437,20 @@ def _composite(source: Source, files: Mapping[str, int | None], top: set[str], *
     return replace(parts, config=config)
 
 
-def _pipeline_if_any(source: Source, files: Mapping[str, int | None], top: set[str], *, lenient: bool,
+def _pipeline_if_any(source: Source, files: Mapping[str, int | None], top: set[str], *,
                      progress: Progress | None) -> Parts | None:
     """A folder with model_index.json is the pipeline diffusers loads from it: weight files beside
     it (SD-1.5's v1-5-pruned*.safetensors) are single-file alternatives for ``from_single_file``,
     not part of it. None when no component has weights but the top level has (those are read)."""
     try:
-        return _pipeline(source, files, lenient=lenient, progress=progress)
+        return _pipeline(source, files, progress=progress)
     except NotFoundError:
         if not _has_weights(top):
             raise
         return None
 
 
-def _pipeline(source: Source, files: Mapping[str, int | None], *, lenient: bool, progress: Progress | None) -> Parts:
+def _pipeline(source: Source, files: Mapping[str, int | None], *, progress: Progress | None) -> Parts:
     """A diffusers pipeline: each component with weights read on its own; the whole repo's records
     are every component's, named ``component.tensor``."""
     raw = source.small(PIPELINE_INDEX)
@@ -454,7 +459,7 @@ def _pipeline(source: Source, files: Mapping[str, int | None], *, lenient: bool,
     headers: list[WeightFile] = []
     errors: list[HeaderError] = []
     listed = pipeline_components(index, source.where)
-    for done, ((name, library, cls), part) in enumerate(zip(listed, _each_component(source, files, listed, lenient),
+    for done, ((name, library, cls), part) in enumerate(zip(listed, _each_component(source, files, listed),
                                                              strict=True)):
         components.append((name, library, cls, part))
         if part is not None:
@@ -472,7 +477,7 @@ def _pipeline(source: Source, files: Mapping[str, int | None], *, lenient: bool,
                  composite=PIPELINE_INDEX, composite_class=cls_name if isinstance(cls_name, str) else None)
 
 
-def _modules(source: Source, files: Mapping[str, int | None], parts: Parts, *, lenient: bool) -> Parts:
+def _modules(source: Source, files: Mapping[str, int | None], parts: Parts) -> Parts:
     """A sentence-transformers model: its modules' weights (a Dense head) join the transformer's."""
     raw = source.small(MODULES_INDEX)
     listed = module_components(parse_json(raw, f"{source.where}: {MODULES_INDEX}"), source.where)
@@ -480,7 +485,7 @@ def _modules(source: Source, files: Mapping[str, int | None], parts: Parts, *, l
     headers = list(parts.headers)
     below = folders(files)
     for name, library, kind in listed:
-        part = _component(source, below.get(name, {}), name, lenient)
+        part = _component(source, below.get(name, {}), name)
         components.append((name, library, kind, part))
         if part is not None:
             headers += [prefixed(h, name) for h in part.headers]
@@ -490,16 +495,17 @@ def _modules(source: Source, files: Mapping[str, int | None], parts: Parts, *, l
                    errors=parts.errors + tuple(e for *_, p in components if p is not None for e in p.errors))
 
 
-def _shards(where: str, files: Mapping[str, int | None], top: set[str], index: Mapping[str, Any] | None,
-            index_name: str | None, lenient: bool, only: str | None) -> list[str]:
+def _shards(source: Source, files: Mapping[str, int | None], top: set[str], index: Mapping[str, Any] | None,
+            index_name: str | None, only: str | None) -> list[str]:
+    where = source.where
     if only is not None:
         if only not in files:
             raise NotFoundError(f"{where}: no file {only!r} at this revision")
         return [only]
     if index is not None:
-        return index_shards(index, files, where, index_name, lenient=lenient)
+        return index_shards(index, files, where, index_name, source.problems)
     names = weight_files(top, where)
-    if names or lenient:
+    if names or source.problems.collects:
         return names
     others = sorted(p for p in files if p.endswith(weight_suffixes()))
     if others:

@@ -112,7 +112,7 @@ class HubData(_Counted):
         def one(span: Span) -> bytes:
             file, start, length = span
             self.count(1, length)
-            body = self.hub.read_range(self.repo_id, self.sha, file, start, length, strict=True)
+            body = self.hub.read_range(self.repo_id, self.sha, file, start, length, range_only=True)
             return bytes(body)
 
         with ThreadPoolExecutor(max_workers=WORKERS) as pool:

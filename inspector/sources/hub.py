@@ -26,7 +26,15 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Final, TypeVar
 
-from inspector.errors import HubUnreachable, InvalidCheckpointError, NetworkError, NotFoundError, SeveralFiles
+from inspector.errors import (
+    RAISE,
+    HubUnreachable,
+    InvalidCheckpointError,
+    NetworkError,
+    NotFoundError,
+    ProblemSink,
+    SeveralFiles,
+)
 from inspector.formats.registry import SAFETENSORS, reader_for, reader_named
 from inspector.model import Checkpoint, FileEntry, Phase, Progress, Provenance, WeightFile, natural_key
 from inspector.safeio import COMMIT, commit_id, relative_name
@@ -52,14 +60,14 @@ T = TypeVar("T")
 
 def open_hub(repo_id: str, revision: str | None = None, *, options: HubOptions | None = None,
              progress: Progress | None = None, hub: Hub | None = None,
-             cache: HeaderCache | None = None, lenient: bool = False, only: str | None = None) -> Checkpoint:
+             cache: HeaderCache | None = None, problems: ProblemSink = RAISE, only: str | None = None) -> Checkpoint:
     """Read a Hub repo's config, index and headers. See the module docstring.
 
     Before any range request, a complete snapshot in the Hugging Face cache (``HF_HUB_CACHE``,
     where ``snapshot_download`` and transformers put them) or in the header cache answers: a pinned
     commit makes no request, a branch only the listing call. ``revision`` None means the default
     branch; offline, it may then be served by the newest cached snapshot. A revision the user named
-    is served only by its own snapshot (exit 3 if none). ``lenient``: see ``source.open_checkpoint``.
+    is served only by its own snapshot (exit 3 if none). ``problems``: the run's sink (``errors.ProblemSink``).
     ``only``: one weight file of the repo (one GGUF of several); read afresh, never cached.
     """
     hub = hub or Hub(options)
@@ -67,12 +75,12 @@ def open_hub(repo_id: str, revision: str | None = None, *, options: HubOptions |
     rev = revision or "main"
     use_cache = hub.options.use_cache and only is None
     if COMMIT.match(rev):
-        local = _local(cache, repo_id, rev, hub, lenient) if use_cache else None
+        local = _local(cache, repo_id, rev, hub, problems) if use_cache else None
         if local is not None:
             return local
     if hub.offline:
         return _offline(repo_id, revision, cache, hub, "offline mode is on (HF_HUB_OFFLINE)", unreachable=False,
-                        lenient=lenient)
+                        problems=problems)
     from inspector.sources.bundled import BY_REPO
 
     # when a cached or bundled snapshot can stand in, an unresponsive Hub costs seconds, not a minute
@@ -88,17 +96,17 @@ def open_hub(repo_id: str, revision: str | None = None, *, options: HubOptions |
             info = hub.repo_info(repo_id, rev, quick=cached)
         except HubUnreachable as exc:
             return _offline(repo_id, revision, cache, hub, f"the Hub is unreachable ({exc.message})",
-                            unreachable=True, lenient=lenient)
+                            unreachable=True, problems=problems)
         sha = commit_id(info["sha"], f"{hub.public}: the listing of {repo_id}: sha")
-        local = _local(cache, repo_id, sha, hub, lenient) if use_cache else None
+        local = _local(cache, repo_id, sha, hub, problems) if use_cache else None
         if local is not None:
             cache.set_ref(repo_id, rev, sha)
             return local
         try:
-            checkpoint, snapshot = fetch_checkpoint(hub, repo_id, sha, info, progress, lenient=lenient, only=only,
+            checkpoint, snapshot = fetch_checkpoint(hub, repo_id, sha, info, progress, problems=problems, only=only,
                                                     early=early)
         except SeveralFiles as several:  # each file is read at this commit with this listing: no listing again
-            several.opener = _SetReader(hub, cache, repo_id, rev, sha, info, several.files, lenient,
+            several.opener = _SetReader(hub, cache, repo_id, rev, sha, info, several.files, problems,
                                         use_cache=use_cache).read
             raise
     finally:
@@ -119,14 +127,14 @@ class _SetReader:
     ``SeveralFiles`` for it again, with an opener of its own)."""
 
     def __init__(self, hub: Hub, cache: HeaderCache, repo_id: str, rev: str, sha: str, info: Mapping[str, Any],
-                 files: list[str], lenient: bool, *, use_cache: bool) -> None:
+                 files: list[str], problems: ProblemSink, *, use_cache: bool) -> None:
         self.hub, self.cache, self.repo_id, self.rev, self.sha, self.info = hub, cache, repo_id, rev, sha, info
-        self.files, self.lenient, self.use_cache = set(files), lenient, use_cache
+        self.files, self.problems, self.use_cache = set(files), problems, use_cache
         self.snapshots: dict[str, dict[str, Any]] = {}
         self.lock = threading.Lock()
 
     def read(self, name: str) -> Checkpoint:
-        checkpoint, snapshot = fetch_checkpoint(self.hub, self.repo_id, self.sha, self.info, lenient=self.lenient,
+        checkpoint, snapshot = fetch_checkpoint(self.hub, self.repo_id, self.sha, self.info, problems=self.problems,
                                                 only=name)
         keepable = all(getattr(reader_named(h.format), "keeps_head", False) for h in checkpoint.headers)
         with self.lock:
@@ -152,34 +160,34 @@ def hub_opener(options: HubOptions, progress: Progress | None = None) -> HubOpen
     """The resolver's Hub hook (``resolve.open_checkpoint(hub=…)``) with these options: quiet
     huggingface_hub logging, ``progress`` told (done, total) as headers arrive."""
 
-    def open_repo(repo_id: str, revision: str | None, lenient: bool, only: str | None) -> Checkpoint:
+    def open_repo(repo_id: str, revision: str | None, problems: ProblemSink, only: str | None) -> Checkpoint:
         from huggingface_hub.utils import logging as hf_logging
 
         hf_logging.set_verbosity_error()  # type: ignore[no-untyped-call]
-        return open_hub(repo_id, revision, options=options, progress=progress, lenient=lenient, only=only)
+        return open_hub(repo_id, revision, options=options, progress=progress, problems=problems, only=only)
 
     return open_repo
 
 
-def _local(cache: HeaderCache, repo_id: str, sha: str, hub: Hub, lenient: bool,
+def _local(cache: HeaderCache, repo_id: str, sha: str, hub: Hub, problems: ProblemSink,
            notes: tuple[str, ...] = ()) -> Checkpoint | None:
     """The snapshot at ``sha`` from the header cache, else from the Hugging Face cache."""
     if cache.get(repo_id, sha):
-        return _from_cache(cache, repo_id, sha, hub, list(notes), lenient)
+        return _from_cache(cache, repo_id, sha, hub, list(notes), problems)
     from inspector.sources.resolve import hf_cache_folder, open_folder
 
     found = hf_cache_folder(repo_id, sha)
     if found is None:
         return None
-    c = open_folder(found[0], origin="hf-cache", repo_id=repo_id, revision=sha, lenient=lenient)
+    c = open_folder(found[0], origin="hf-cache", repo_id=repo_id, revision=sha, problems=problems)
     return c.with_notes(*notes, f"files from the Hugging Face cache ({sha[:12]}), {hub.stats.requests} request(s)")
 
 
 def _from_cache(cache: HeaderCache, repo_id: str, sha: str, hub: Hub, notes: list[str],
-                lenient: bool = False) -> Checkpoint:
+                problems: ProblemSink = RAISE) -> Checkpoint:
     folder = cache.get(repo_id, sha)
     assert folder is not None
-    c = load_snapshot(folder, origin="hub", label=repo_id, strict=not lenient)
+    c = load_snapshot(folder, origin="hub", label=repo_id, problems=problems)
     return c.with_notes(*notes, f"headers from the cache ({sha[:12]}), {hub.stats.requests} request(s)",
                         keep=False)
 
@@ -198,9 +206,9 @@ def _cached_sha(cache: HeaderCache, repo_id: str, revision: str | None) -> str |
 
 
 def _offline(repo_id: str, revision: str | None, cache: HeaderCache, hub: Hub, why: str, *,
-             unreachable: bool, lenient: bool = False) -> Checkpoint:
+             unreachable: bool, problems: ProblemSink = RAISE) -> Checkpoint:
     sha = _cached_sha(cache, repo_id, revision)
-    local = _local(cache, repo_id, sha, hub, lenient, (f"{why}: serving the cached snapshot at commit {sha} "
+    local = _local(cache, repo_id, sha, hub, problems, (f"{why}: serving the cached snapshot at commit {sha} "
                                                        "(offline)",)) if sha else None
     if local is not None:
         return local
@@ -208,7 +216,7 @@ def _offline(repo_id: str, revision: str | None, cache: HeaderCache, hub: Hub, w
 
     alias = BY_REPO.get(repo_id.lower())
     if alias is not None and revision is None:
-        c = load_snapshot(bundled_path(alias), origin="bundled", label=alias.repo_id, strict=not lenient)
+        c = load_snapshot(bundled_path(alias), origin="bundled", label=alias.repo_id, problems=problems)
         return c.with_notes(f"{why}: serving the bundled snapshot at commit {c.revision or 'unknown'} (offline)")
     where = f"{repo_id}@{revision}" if revision else repo_id
     message = f"{where}: {why}, and no cached or bundled snapshot of {'that revision' if revision else 'it'} exists"
@@ -293,16 +301,16 @@ class _Budget:
 
 
 def fetch_checkpoint(hub: Hub, repo_id: str, sha: str, info: Mapping[str, Any],
-                     progress: Progress | None = None, *, lenient: bool = False,
+                     progress: Progress | None = None, *, problems: ProblemSink = RAISE,
                      only: str | None = None, early: _Early | None = None) -> tuple[Checkpoint, dict[str, Any]]:
     """The cold path, through the one assembly (``assemble.assemble``) over this repo at ``sha``:
-    small files and every header concurrently, each header parsed on arrival. ``lenient`` (the
-    audit): header errors, a broken index and missing shards are collected. ``early``: reads already
+    small files and every header concurrently, each header parsed on arrival. ``problems``: the run's
+    sink (the audit's collects header errors, a broken index and missing shards). ``early``: reads already
     sent at the branch, used where they are at ``sha``."""
     sizes = repo_sizes(hub, info, repo_id)
     with ThreadPoolExecutor(max_workers=max(1, min(hub.options.workers, len(sizes) or 1))) as pool:
-        repo = HubRepo(hub, repo_id, sha, sizes, pool, early)
-        parts = assemble(repo, sizes, lenient=lenient, only=only, extra=STORED_EXTRA, progress=progress)
+        repo = HubRepo(hub, repo_id, sha, sizes, pool, early, problems)
+        parts = assemble(repo, sizes, only=only, extra=STORED_EXTRA, progress=progress)
     notes = [f"read {hub.stats.requests} request(s), {hub.stats.bytes:,} bytes from {hub.public} "
              f"at commit {sha}"]
     if hub.stats.range_ignored:
@@ -328,8 +336,9 @@ class HubRepo:
     repo within one budget."""
 
     def __init__(self, hub: Hub, repo_id: str, sha: str, sizes: Mapping[str, int | None], pool: ThreadPoolExecutor,
-                 early: _Early | None) -> None:
+                 early: _Early | None, problems: ProblemSink = RAISE) -> None:
         self.hub, self.repo_id, self.sha, self.sizes, self.pool, self.early = hub, repo_id, sha, sizes, pool, early
+        self.problems = problems
         self.where = repo_id
         self.remote = True
         self.budget = _Budget(REPO_HEADER_BUDGET)
@@ -350,25 +359,26 @@ class HubRepo:
         future = self.pending.get(name)
         return future.result() if future is not None else self.hub.read_json(self.repo_id, self.sha, name)
 
-    def read_file(self, name: str, *, first: int | None, lenient: bool) -> WeightFile:
+    def read_file(self, name: str, *, first: int | None) -> WeightFile:
         return read_header(self.hub, self.repo_id, self.sha, name, self.sizes.get(name), first, self.budget,
-                           lenient=lenient, prefix=self._ready(name))
+                           problems=self.problems, prefix=self._ready(name))
 
     def each(self, read: Callable[[str], T], names: list[str]) -> list[T]:
         return list(self.pool.map(read, names))
 
 
 def read_header(hub: Hub, repo_id: str, sha: str, name: str, size: int | None, first: int | None,
-                budget: _Budget | None = None, *, lenient: bool = False, prefix: bytes | None = None) -> WeightFile:
+                budget: _Budget | None = None, *, problems: ProblemSink = RAISE,
+                prefix: bytes | None = None) -> WeightFile:
     """One file's records through its format's reader (``Reader.read``, the one read loop): each
-    range reserved from the repo's budget before it is asked for. ``lenient`` (the audit) leaves the
-    end-of-file checks to the caller. ``prefix``: the file's first bytes, already read (an early
+    range reserved from the repo's budget before it is asked for. ``problems``: the run's sink (the
+    audit's leaves the end-of-file checks to the audit). ``prefix``: the file's first bytes, already read (an early
     read at the branch)."""
     budget = budget or _Budget(REPO_HEADER_BUDGET)
     reader = reader_for(name) or SAFETENSORS
     if prefix is not None:
         budget.take(len(prefix), name)
-    return reader.read(RemoteFile(hub, repo_id, sha, name, size, budget), file=name, first=first, lenient=lenient,
+    return reader.read(RemoteFile(hub, repo_id, sha, name, size, budget), file=name, first=first, problems=problems,
                        prefix=prefix)
 
 

@@ -17,11 +17,14 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from inspector.errors import (
+    COLLECT,
+    RAISE,
     ConfigOnly,
     InspectorError,
     InvalidCheckpointError,
     NotFoundError,
     NotRegularFile,
+    ProblemSink,
     UsageError,
 )
 from inspector.formats.registry import SAFETENSORS, reader_by_magic, reader_for, weight_suffixes
@@ -35,9 +38,9 @@ from inspector.sources.snapshot import is_snapshot, load_snapshot
 T = TypeVar("T")
 _SKIP_DIRS = {".git", ".cache", "__pycache__", ".huggingface"}
 
-#: A hook the Hub layer installs: (repo_id, revision, lenient) -> Checkpoint. Kept as a seam so this
+#: A hook the Hub layer installs: (repo_id, revision, problems, only) -> Checkpoint. Kept as a seam so this
 #: module stays transport-free.
-HubOpener = Callable[[str, "str | None", bool, "str | None"], Checkpoint]
+HubOpener = Callable[[str, "str | None", ProblemSink, "str | None"], Checkpoint]
 
 
 _HUB_URL = re.compile(r"^(?:https?://(?:www\.)?huggingface\.co/|hf://)(?:models/)?"
@@ -83,17 +86,22 @@ def looks_like_repo_id(name: str) -> bool:
 @without_gc()
 def open_checkpoint(spec: str, *, hub: HubOpener | None = None, revision: str | None = None,
                     lenient: bool = False) -> Checkpoint:
-    """The one place that turns what the user typed into a checkpoint. ``lenient`` (the audit):
-    per-file header errors, a broken index and missing shards are collected on the checkpoint
-    instead of raised, and no end-of-file check is applied to the headers (the audit makes its own).
-    Raises NotFoundError with a hint when nothing matches."""
+    """The one place that turns what the user typed into a checkpoint, and the one place a run's
+    problem sink is decided (``errors.ProblemSink``, carried by every source from here). ``lenient``
+    (the audit): per-file header errors, a broken index and missing shards are collected on the
+    checkpoint instead of raised, and no end-of-file check is applied to the headers (the audit makes
+    its own). Raises NotFoundError with a hint when nothing matches."""
+    return _open(spec, hub, revision, COLLECT if lenient else RAISE)
+
+
+def _open(spec: str, hub: HubOpener | None, revision: str | None, problems: ProblemSink) -> Checkpoint:
     if not spec:
         raise UsageError("no model given", hint="inspect PATH | ALIAS | ORG/NAME")
     path = Path(spec).expanduser()
     if hub_url(spec) is None and path.exists():
         if revision:
             raise UsageError(f"{spec}: ⟨revision⟩ applies to Hub repos, not to a local path")
-        return open_local(path, lenient=lenient)
+        return open_local(path, problems=problems)
     name, rev = split_revision(spec)
     rev = rev or revision
     only = component = None
@@ -104,14 +112,14 @@ def open_checkpoint(spec: str, *, hub: HubOpener | None = None, revision: str | 
         # org/name/COMPONENT: one component of a pipeline
         name, component = "/".join(parts[:2]), parts[2]
     if component is not None:
-        return pick_component(open_checkpoint(name, hub=hub, revision=rev, lenient=lenient), component)
+        return pick_component(_open(name, hub, rev, problems), component)
     alias = ALIASES.get(name.lower())
     if alias is not None and rev is None and only is None:
-        return load_snapshot(bundled_path(alias), origin="bundled", label=alias.repo_id, strict=not lenient)
+        return load_snapshot(bundled_path(alias), origin="bundled", label=alias.repo_id, problems=problems)
     if alias is not None:
         name = alias.repo_id
     if looks_like_repo_id(name) and "/" in name and hub is not None:
-        return hub(name, rev, lenient, only)
+        return hub(name, rev, problems, only)
     if looks_like_repo_id(name) and "/" in name:
         raise NotFoundError(f"{spec}: not a local path, and Hub access is not available here")
     if name.count("/") == 1 and not name.startswith((".", "/", "~")) and reader_for(name) is None \
@@ -149,22 +157,22 @@ def did_you_mean(word: str, choices: Iterable[str]) -> str | None:
     return found[0] if found else None
 
 
-def open_local(path: Path, *, lenient: bool = False) -> Checkpoint:
+def open_local(path: Path, *, problems: ProblemSink = RAISE) -> Checkpoint:
     """Open a local file or folder, reading only headers."""
     if path.is_file():
-        return _open_file(path, lenient)
+        return _open_file(path, problems)
     if not path.is_dir():
         raise NotFoundError(f"{path}: not a file or folder")
     if is_snapshot(path):
-        return load_snapshot(path, strict=not lenient)
+        return load_snapshot(path, problems=problems)
     cache = _hf_cache_snapshot(path)
     if cache is not None:
         folder, repo_id, revision = cache
-        return open_folder(folder, origin="hf-cache", repo_id=repo_id, revision=revision, lenient=lenient)
-    return open_folder(path, origin="folder", lenient=lenient)
+        return open_folder(folder, origin="hf-cache", repo_id=repo_id, revision=revision, problems=problems)
+    return open_folder(path, origin="folder", problems=problems)
 
 
-def _open_file(path: Path, lenient: bool) -> Checkpoint:
+def _open_file(path: Path, problems: ProblemSink) -> Checkpoint:
     if reader_for(path.name) is None and path.name.endswith(weight_suffixes()):
         raise InvalidCheckpointError(
             f"{path}: a {path.suffix} file; the inspector reads safetensors, GGUF and torch files",
@@ -174,7 +182,7 @@ def _open_file(path: Path, lenient: bool) -> Checkpoint:
     listing: dict[str, int | None] = {path.name: size}
     if (path.parent / "config.json").exists():
         listing["config.json"] = None
-    parts = assemble(LocalFolder(path.parent), listing, lenient=lenient, only=path.name)
+    parts = assemble(LocalFolder(path.parent, problems), listing, only=path.name)
     return Checkpoint(
         label=path.name, provenance=Provenance("file", str(path), root=str(path.parent)), headers=parts.headers,
         config=parts.config, files=(FileEntry(path.name, size),), problems=Problems(parts.errors),
@@ -182,12 +190,12 @@ def _open_file(path: Path, lenient: bool) -> Checkpoint:
 
 
 def open_folder(folder: Path, *, origin: Origin, repo_id: str | None = None, revision: str | None = None,
-                lenient: bool = False) -> Checkpoint:
+                problems: ProblemSink = RAISE) -> Checkpoint:
     """A local folder (or an HF cache snapshot) through the one assembly (``assemble.assemble``)."""
     files = _list_files(folder)
     listing = {f.path: f.size for f in files}
     try:
-        parts = assemble(LocalFolder(folder), listing, lenient=lenient)
+        parts = assemble(LocalFolder(folder, problems), listing)
     except NotFoundError:
         if "config.json" in listing and repo_id:
             raise ConfigOnly(
@@ -204,8 +212,8 @@ class LocalFolder:
 
     remote = False
 
-    def __init__(self, folder: Path) -> None:
-        self.folder = folder
+    def __init__(self, folder: Path, problems: ProblemSink = RAISE) -> None:
+        self.folder, self.problems = folder, problems
         self.where = str(folder)
 
     def small(self, name: str) -> bytes:
@@ -214,24 +222,25 @@ class LocalFolder:
     def prefetch(self, names: list[str]) -> None:
         return None
 
-    def read_file(self, name: str, *, first: int | None, lenient: bool) -> WeightFile:
-        return read_local_header(self.folder / name, name, lenient=lenient)
+    def read_file(self, name: str, *, first: int | None) -> WeightFile:
+        return read_local_header(self.folder / name, name, problems=self.problems)
 
     def each(self, read: Callable[[str], T], names: list[str]) -> list[T]:
         return [read(n) for n in names]
 
 
-def read_local_header(path: Path, name: str, *, lenient: bool = False) -> WeightFile:
+def read_local_header(path: Path, name: str, *, problems: ProblemSink = RAISE) -> WeightFile:
     """Read and validate one file's records through its format's reader (``Reader.read``: as many
     leading bytes as it needs, never the data). Only a regular file is opened (a FIFO named like a
-    shard would block forever). ``lenient`` (the audit) leaves the end-of-file checks to the caller."""
+    shard would block forever). ``problems``: the run's sink (the audit's leaves the end-of-file checks
+    to the audit)."""
     try:
         fd = open_regular(path)
     except NotRegularFile as exc:
         raise NotRegularFile(exc.message.removeprefix(f"{path}: "), name) from None
     try:
         reader = reader_for(name) or reader_by_magic(os.pread(fd, 8, 0)) or SAFETENSORS
-        return reader.read(LocalFile(fd, path), file=name, lenient=lenient)
+        return reader.read(LocalFile(fd, path), file=name, problems=problems)
     finally:
         os.close(fd)
 

@@ -32,7 +32,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, TypeVar
 
-from inspector.errors import HeaderError, InvalidCheckpointError, NotFoundError, SeveralFiles, UsageError
+from inspector.errors import (
+    RAISE,
+    HeaderError,
+    InvalidCheckpointError,
+    NotFoundError,
+    ProblemSink,
+    SeveralFiles,
+    UsageError,
+)
 from inspector.formats.gguf import GGUF_CONFIG
 from inspector.formats.registry import max_header, reader_for, reader_named
 from inspector.model import SIDE_FILES, Checkpoint, FileEntry, Origin, Problems, Provenance, SideFiles, WeightFile
@@ -129,23 +137,24 @@ def read_header_bytes(folder: Path, relative: str, limit: int | None = None) -> 
 
 
 def load_snapshot(folder: Path, *, origin: Origin = "snapshot", label: str | None = None,
-                  strict: bool = True, only: str | None = None) -> Checkpoint:
-    """Read a header snapshot folder into a Checkpoint. Headers are validated as usual; with
-    ``strict=False`` (the audit) a header that claims more data than the file holds is kept, for
-    the audit to report. A snapshot of several alternative files (one model in several GGUF
+                  problems: ProblemSink = RAISE, only: str | None = None) -> Checkpoint:
+    """Read a header snapshot folder into a Checkpoint. Headers are validated as usual; with the
+    audit's collecting sink (``problems``) a header that claims more data than the file holds is kept,
+    for the audit to report. A snapshot of several alternative files (one model in several GGUF
     quantisations) is read as a folder of them is: ``SeveralFiles``, whose opener reads one
     (``only``), labelled by its file."""
     manifest = read_manifest(folder)
     files = snapshot_files(manifest, folder)
     if any(f.stored and f.path in COMPOSITE_INDEXES for f in files):
-        return _load_composite(folder, manifest, files, origin=origin, label=label, strict=strict)
+        return _load_composite(folder, manifest, files, origin=origin, label=label, problems=problems)
     if only is None:
         from inspector.sources.assemble import weight_files
 
         try:
             weight_files([f.path for f in files if f.header is not None], label or folder.name)
         except SeveralFiles as several:
-            several.opener = lambda name: load_snapshot(folder, origin=origin, label=label, strict=strict, only=name)
+            several.opener = lambda name: load_snapshot(folder, origin=origin, label=label, problems=problems,
+                                                          only=name)
             several.listing = {f.path: f.size for f in files}
             raise
     elif not any(f.path == only and f.header is not None for f in files):
@@ -161,11 +170,9 @@ def load_snapshot(folder: Path, *, origin: Origin = "snapshot", label: str | Non
                                          hint="upgrade the inspector")
         blob = read_header_bytes(folder, f.header, reader.max_header)
         try:
-            headers.append(reader.parse(blob, file=f.path, file_size=f.size if strict else None))
+            headers.append(reader.parse(blob, file=f.path, file_size=problems.checked_size(f.size)))
         except HeaderError as exc:
-            if strict:
-                raise
-            errors.append(exc)
+            errors.append(problems.header(exc))
     config = _read_json(folder, "config.json", files)
     if config is None and len(headers) == 1 and (reader := reader_named(headers[0].format)) is not None:
         config = reader.config(headers[0])  # a file that carries its own (GGUF metadata), as assemble reads it
@@ -201,15 +208,15 @@ def _identity(manifest: Mapping[str, Any], folder: Path) -> tuple[str | None, st
 
 
 def _load_composite(folder: Path, manifest: Mapping[str, Any], files: list[SnapshotFile], *, origin: Origin,
-                    label: str | None, strict: bool) -> Checkpoint:
+                    label: str | None, problems: ProblemSink) -> Checkpoint:
     """A snapshot of a multi-component repo (a pipeline's model_index.json, a sentence-transformers
     modules.json stored): read again through the one assembly, over the stored files and headers
     as a folder would be, so its components are what a first read found."""
     from inspector.sources.assemble import assemble, checkpoint_of
 
-    source = SnapshotSource(folder, files, strict=strict)
+    source = SnapshotSource(folder, files, problems)
     readable = {f.path: f.size for f in files if f.stored or f.header is not None}
-    parts = assemble(source, readable, lenient=not strict)
+    parts = assemble(source, readable)
     repo_id, revision, notes = _identity(manifest, folder)
     return checkpoint_of(parts, label=label or repo_id or folder.name,
                          provenance=Provenance(origin, str(folder), repo_id, revision, notes=notes),
@@ -222,8 +229,8 @@ class SnapshotSource:
 
     remote = False
 
-    def __init__(self, folder: Path, files: list[SnapshotFile], *, strict: bool) -> None:
-        self.folder, self.strict = folder, strict
+    def __init__(self, folder: Path, files: list[SnapshotFile], problems: ProblemSink = RAISE) -> None:
+        self.folder, self.problems = folder, problems
         self.where = str(folder)
         self.files = {f.path: f for f in files}
 
@@ -236,13 +243,13 @@ class SnapshotSource:
     def prefetch(self, names: list[str]) -> None:
         return None
 
-    def read_file(self, name: str, *, first: int | None, lenient: bool) -> WeightFile:
+    def read_file(self, name: str, *, first: int | None) -> WeightFile:
         f = self.files.get(name)
         reader = reader_named(f.format) if f is not None and f.format else reader_for(name)
         if f is None or f.header is None or reader is None:
             raise InvalidCheckpointError(f"{self.folder}: the snapshot holds no header of {name}")
         blob = read_header_bytes(self.folder, f.header, reader.max_header)
-        return reader.parse(blob, file=name, file_size=f.size if self.strict else None)
+        return reader.parse(blob, file=name, file_size=self.problems.checked_size(f.size))
 
     def each(self, read: Callable[[str], T], names: list[str]) -> list[T]:
         return [read(n) for n in names]

@@ -52,6 +52,10 @@ Waiting = Callable[[str], None]
 
 @dataclass(frozen=True, slots=True)
 class HubOptions:
+    """How to reach the Hub: the one record every library function takes (``hub=``) and the CLI builds
+    once from ``--endpoint``, ``--token`` and ``--offline``. None: huggingface_hub's own setting
+    (``HF_ENDPOINT``, the saved token or ``HF_TOKEN``, ``HF_HUB_OFFLINE``)."""
+
     endpoint: str | None = None
     token: str | None = None
     offline: bool | None = None  # None: huggingface_hub's HF_HUB_OFFLINE
@@ -209,10 +213,10 @@ class Hub:
 
     def read_range(self, repo_id: str, sha: str, path: str, start: int, length: int,
                    into: bytearray | None = None, *, commit: list[str] | None = None,
-                   strict: bool = False) -> bytearray:
+                   range_only: bool = False) -> bytearray:
         """Bytes ``[start, start + length)`` of a file (fewer at its end), appended to ``into`` (a
         new buffer if None) without an intermediate copy. A 206 that brings fewer bytes than asked
-        (legal) is continued from where it stopped. ``commit``: as for ``read_json``. ``strict``: a
+        (legal) is continued from where it stopped. ``commit``: as for ``read_json``. ``range_only``: a
         server that ignores the range (200, the whole file) is refused rather than read up to the
         range (tensor data lies deep in a file: reading up to it would download the weights)."""
         url = self.file_url(repo_id, sha, path)
@@ -221,7 +225,7 @@ class Hub:
         for _ in range(MAX_CONTINUATIONS + 1):
             got = len(buf) - base
             size = self._get(url, repo_id, sha, path, start=start + got, limit=length - got, into=buf,
-                             commit=commit, strict=strict)
+                             commit=commit, range_only=range_only)
             now = len(buf) - base
             if now >= length or now == got or (size is not None and start + now >= size):
                 return buf
@@ -233,7 +237,7 @@ class Hub:
     def _get(self, url: str, repo_id: str, revision: str, path: str | None, *, start: int = 0, limit: int,
              into: bytearray, whole: bool = False, params: dict[str, str] | None = None,
              unreachable_after: float | None = None, commit: list[str] | None = None,
-             strict: bool = False) -> int | None:
+             range_only: bool = False) -> int | None:
         """GET ``url`` (a byte range unless ``whole``), append the body to ``into``, return the
         file's size when the answer tells it; ``commit`` gets the answer's ``X-Repo-Commit`` (the
         Hub sets it on the first answer, before any redirect to a CDN)."""
@@ -274,7 +278,7 @@ class Hub:
                     if commit is not None:
                         commit += [v for r in (*response.history, response)
                                    if (v := r.headers.get("X-Repo-Commit"))][:1]
-                    if strict and not whole and status == 200 and start > 0:
+                    if range_only and not whole and status == 200 and start > 0:
                         raise NetworkError(f"{what}: the server ignored the range request and sent the whole file; "
                                            "not reading it (that would download the weights)")
                     return self._body(response, start, limit, whole, what, deadline, into)
@@ -291,7 +295,7 @@ class Hub:
         import httpx2
         from huggingface_hub.utils import hf_raise_for_status
 
-        body = b"".join(_decoded(response, ERROR_BODY_BUDGET, deadline, "error body", lenient=True))
+        body = b"".join(_decoded(response, ERROR_BODY_BUDGET, deadline, "error body", best_effort=True))
         headers = {k: v for k, v in response.headers.items() if k.lower() not in ("content-encoding",
                                                                                    "content-length")}
         copy = httpx2.Response(response.status_code, headers=headers, content=body[:ERROR_BODY_BUDGET],
@@ -351,9 +355,10 @@ class Hub:
         return _Translate(self, repo_id, revision, path)
 
 
-def _decoded(response: Any, cap: int, deadline: float, what: str, *, lenient: bool = False) -> Iterator[bytes]:
+def _decoded(response: Any, cap: int, deadline: float, what: str, *, best_effort: bool = False) -> Iterator[bytes]:
     """The body as it streams, inflated when the server compressed it, never more than ``cap``
-    bytes of output, and never past ``deadline``."""
+    bytes of output, and never past ``deadline``. ``best_effort`` (an error body, read only for its
+    words): what arrives before an unknown encoding, a corrupt stream or a dropped connection, silently."""
     import httpx2
 
     encoding = response.headers.get("Content-Encoding", "identity").strip().lower()
@@ -363,7 +368,7 @@ def _decoded(response: Any, cap: int, deadline: float, what: str, *, lenient: bo
         inflater = zlib.decompressobj()
     elif encoding in ("identity", ""):
         inflater = None
-    elif lenient:
+    elif best_effort:
         return
     else:
         raise NetworkError(f"{what}: the server used an unsupported content encoding {encoding[:40]!r}")
@@ -379,7 +384,7 @@ def _decoded(response: Any, cap: int, deadline: float, what: str, *, lenient: bo
                 try:
                     chunk = inflater.decompress(raw, cap - out + 1)
                 except zlib.error:
-                    if lenient:
+                    if best_effort:
                         return
                     raise NetworkError(f"{what}: corrupt compressed body") from None
             out += len(chunk)
@@ -387,7 +392,7 @@ def _decoded(response: Any, cap: int, deadline: float, what: str, *, lenient: bo
             if out >= cap:
                 return
     except (httpx2.TransportError, httpx2.StreamError) as exc:
-        if lenient:
+        if best_effort:
             return
         raise _Retryable(type(exc).__name__) from None
 

@@ -1,6 +1,6 @@
 """Cold Hub reads side by side, each reader a fresh process with an empty HF_HOME.
 
-    python benchmarks/bench_hub.py [--latency 0,0.05,0.15] [--repeat 5] [--shards 1,15,191,1000]
+    python benchmarks/bench_hub.py [--latency 0,0.05,0.15] [--repeat 5] [--shards 1,2,4,15,191,1000]
 
 Runs the local Hub server of the tests (scripts/hubserver.py) in a process of its own, with a set delay
 before every answer (standing for the round trip), serving full-size virtual files:
@@ -9,13 +9,15 @@ before every answer (standing for the round trip), serving full-size virtual fil
 shards   repo
 =======  ===========================================================================================
 1        Qwen/Qwen3-0.6B, the bundled snapshot (the real repo is one model.safetensors)
+2        microsoft/phi-2, the bundled snapshot (2 shards)
+4        meta-llama/Meta-Llama-3-8B, the bundled snapshot (4 shards)
 15       Llama-3-70B re-sharded into 15 files (greedy sharding at the size that gives 15)
 191      a Llama-3.1-405B-shaped repo at transformers' 5 GB shards (191, as the real repo)
 1000     DeepSeek-V3 re-sharded into 1,000 files (MB-sized headers in total, MoE experts)
 =======  ===========================================================================================
 
-Readers, each timed from process start to exit (median of --repeat), with the requests and bytes
-the server answered:
+Readers, each timed from process start to exit (median of --repeat), with its CPU time (user + sys of
+the child, median) and the requests and bytes the server answered:
 
 * inspector: ``inspect REPO --json`` (the console script; it also parses config.json and counts)
 * huggingface_hub ``get_safetensors_metadata`` (``HfApi(endpoint=…)``)
@@ -25,8 +27,8 @@ the server answered:
   httpx client's ``send`` is patched in its process to send them to the local server instead
 
 and two reference lines: ``python -c pass`` (interpreter start) and the floor: the round trips any
-reader must wait for one after another (1 for a single file: its header; 2 for a sharded repo: the
-file list or index, then every header at once) × the delay, plus interpreter start.
+reader must wait for one after another (one: a single file's header, or a sharded repo's one answer on
+its default branch) × the delay, plus interpreter start.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ import argparse
 import compileall
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -92,6 +95,10 @@ def repos(work: Path, wanted: set[int]) -> list[tuple[int, str, Path]]:
     found = []
     if 1 in wanted:
         found.append((1, "Qwen/Qwen3-0.6B", bundled_path(ALIASES["qwen3-0.6b"])))
+    if 2 in wanted:
+        found.append((2, "microsoft/phi-2", bundled_path(ALIASES["phi-2"])))
+    if 4 in wanted:
+        found.append((4, "meta-llama/Meta-Llama-3-8B", bundled_path(ALIASES["llama3-8b"])))
     if 15 in wanted:
         found.append((15, "bench/Llama-3-70B-15-shards",
                       resharded(ms.LLAMA3_70B, ms.llama_like, "bench/Llama-3-70B-15-shards", 15, work)))
@@ -125,18 +132,22 @@ class RemoteHub:
         self.proc.wait()
 
 
-def timed(command: list[str], env: dict[str, str]) -> tuple[float, str]:
+def timed(command: list[str], env: dict[str, str]) -> tuple[float, float, str]:
+    """(wall seconds, CPU seconds of the child: user + sys, the last line of its error or "")."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     done = subprocess.run(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     elapsed = time.perf_counter() - start
-    return elapsed, "" if done.returncode == 0 else (done.stderr.strip().splitlines() or ["failed"])[-1]
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+    return elapsed, cpu, "" if done.returncode == 0 else (done.stderr.strip().splitlines() or ["failed"])[-1]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--latency", default="0,0.05,0.15", help="seconds before every answer, comma-separated")
     parser.add_argument("--repeat", type=int, default=5, help="runs per cell; the median is printed")
-    parser.add_argument("--shards", default="1,15,191,1000", help="which repos, by shard count")
+    parser.add_argument("--shards", default="1,2,4,15,191,1000", help="which repos, by shard count")
     args = parser.parse_args()
     latencies = [float(x) for x in args.latency.split(",")]
     work = Path(tempfile.mkdtemp(prefix="bench-hub-"))
@@ -156,7 +167,7 @@ def main() -> None:
     base_env.update(HF_HUB_DISABLE_TELEMETRY="1", HF_HUB_DISABLE_PROGRESS_BARS="1", HF_ENDPOINT=server.url)
     start_times = [timed([sys.executable, "-c", "pass"], base_env)[0] for _ in range(args.repeat)]
     python_start = statistics.median(start_times)
-    rows: list[tuple[float, int, str, str, float | None, int, int, str]] = []
+    rows: list[tuple[float, int, str, str, float | None, float | None, int, int, str]] = []
     try:
         for latency in latencies:
             server.control(f"latency?seconds={latency}")
@@ -171,6 +182,7 @@ def main() -> None:
                 # one run of every reader in turn, --repeat times: a slow spell of the machine
                 # falls on all of them rather than on one
                 times: dict[str, list[float]] = {label: [] for label, _ in readers}
+                cpus: dict[str, list[float]] = {label: [] for label, _ in readers}
                 errors: dict[str, str] = {}
                 logs: dict[str, list[dict[str, Any]]] = {}
                 for _ in range(args.repeat):
@@ -179,7 +191,7 @@ def main() -> None:
                             continue
                         home = work / f"home-{time.perf_counter_ns()}"
                         server.control("clear")
-                        elapsed, error = timed(command, {**base_env, "HF_HOME": str(home)})
+                        elapsed, cpu, error = timed(command, {**base_env, "HF_HOME": str(home)})
                         log = server.control("log")
                         shutil.rmtree(home, ignore_errors=True)
                         assert isinstance(log, list)
@@ -188,14 +200,15 @@ def main() -> None:
                             errors[label] = error
                         else:
                             times[label].append(elapsed)
+                            cpus[label].append(cpu)
                 for label, _ in readers:
                     log = logs[label]
                     rows.append((latency, shards, repo, label,
                                  statistics.median(times[label]) if times[label] else None,
-                                 len(log), sum(e["sent"] for e in log), errors.get(label, "")))
-                trips = 1 if shards == 1 else 2
-                rows.append((latency, shards, repo, f"floor: {trips} round trip(s) + python start",
-                             trips * latency + python_start, 0, 0, ""))
+                                 statistics.median(cpus[label]) if cpus[label] else None, len(log),
+                                 sum(e["sent"] for e in log), errors.get(label, "")))
+                rows.append((latency, shards, repo, "floor: 1 round trip + python start",
+                             latency + python_start, None, 0, 0, ""))
     finally:
         server.stop()
         shutil.rmtree(work, ignore_errors=True)
@@ -203,20 +216,24 @@ def main() -> None:
     from benchmarks_results import save
 
     saved = save("hub", {"repeat": args.repeat, "python_start_seconds": python_start, "rows": [
-        {"delay_seconds": latency, "shards": shards, "reader": label, "seconds": seconds, "requests": requests,
-         "bytes": nbytes, "error": error} for latency, shards, _repo, label, seconds, requests, nbytes, error in rows]})
+        {"delay_seconds": latency, "shards": shards, "reader": label, "seconds": seconds, "cpu_seconds": cpu,
+         "requests": requests, "bytes": nbytes, "error": error}
+        for latency, shards, _repo, label, seconds, cpu, requests, nbytes, error in rows]})
     print(f"saved {saved.relative_to(ROOT)}")
     print(f"cold reads, a fresh process and HF_HOME each; median of {args.repeat}; python -c pass "
           f"{python_start:.3f} s; hf-mem {'0.5.6' if has_hf_mem else 'not installed'}")
-    print(f"{'delay':>6} {'shards':>6}  {'reader':52} {'seconds':>8} {'vs us':>6} {'requests':>8} {'bytes':>13}")
+    print(f"{'delay':>6} {'shards':>6}  {'reader':52} {'seconds':>8} {'vs us':>6} {'cpu s':>6} {'requests':>8} "
+          f"{'bytes':>13}")
     ours: dict[tuple[float, int], float] = {}
-    for latency, shards, _repo, label, seconds, requests, nbytes, error in rows:
+    for latency, shards, _repo, label, seconds, cpu, requests, nbytes, error in rows:
         if label.startswith("inspector") and seconds:
             ours[(latency, shards)] = seconds
         us = ours.get((latency, shards))
         ratio = f"{seconds / us:5.2f}x" if seconds and us else ""
         shown = f"{seconds:8.3f}" if seconds is not None else f"  failed: {error[:60]}"
-        print(f"{latency * 1000:4.0f}ms {shards:6d}  {label:52} {shown} {ratio:>6} {requests:8d} {nbytes:13,d}")
+        cpu_shown = f"{cpu:6.3f}" if cpu is not None else ""
+        print(f"{latency * 1000:4.0f}ms {shards:6d}  {label:52} {shown} {ratio:>6} {cpu_shown:>6} {requests:8d} "
+              f"{nbytes:13,d}")
 
 
 if __name__ == "__main__":

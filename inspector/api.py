@@ -56,8 +56,8 @@ def open_model(model: str | Checkpoint, *, revision: str | None = None, hub: Hub
     from inspector.analysis.config import use_figure_store
     from inspector.sources.config_cache import DiskFigureStore
     from inspector.sources.hub import hub_opener
-    from inspector.sources.transport import HubOptions
     from inspector.sources.resolve import open_checkpoint
+    from inspector.sources.transport import HubOptions
 
     use_figure_store(DiskFigureStore())
     return open_checkpoint(model, hub=hub_opener(hub or HubOptions(), progress), revision=revision, lenient=lenient)

@@ -218,6 +218,10 @@ class SideFiles:
     index_name: str | None = None
     json: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     raw: Mapping[str, bytes] = field(default_factory=dict)
+    #: files made from another answer rather than read: the index whose weight_map the Hub's one-request
+    #: answer leaves out, rebuilt from the shard headers (it cannot disagree with them: the audit reads
+    #: the real one)
+    rebuilt: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)

@@ -106,6 +106,10 @@ class HubState:
         self.settled = threading.Condition(self.lock)
         self.cdn_url = ""
         self.listing_patch: dict[str, dict[str, Any]] = {}  # repo → keys replaced in its listing
+        # repo → keys replaced in its one-request answer (safetensors-metadata), and the commit it names
+        # (X-Repo-Commit; the real Hub's answer is not known to carry one, so by default none is sent)
+        self.metadata_patch: dict[str, dict[str, Any]] = {}
+        self.metadata_commit: dict[str, str] = {}
 
     def settle(self) -> None:
         """Wait (briefly: a stalled answer is not waited for) until every answered request is logged."""
@@ -350,6 +354,8 @@ def _make_handler(state: HubState) -> type[BaseHTTPRequestHandler]:
             revision = repo.resolve("main") if repo else None
             if repo is None or revision is None:
                 return self._error(401, "RepoNotFound", f"Repository Not Found for url: {repo_id}")
+            if repo.gated:
+                return self._error(403, "GatedRepo", f"Access to model {repo_id} is restricted.")
             index_file = revision.files.get(index_name)
             if index_file is None:
                 return self._error(404, "EntryNotFound", f"{index_name} does not exist")
@@ -359,9 +365,10 @@ def _make_handler(state: HubState) -> type[BaseHTTPRequestHandler]:
                 f = revision.files[shard]
                 n = int.from_bytes(f.read(0, 8), "little")
                 headers[shard] = json.loads(f.read(8, 8 + n))
-            body = json.dumps({"index": {k: v for k, v in index.items() if k != "weight_map"},
-                               "headers": headers}).encode()
-            self._send(200, body, {"Content-Type": "application/json"}, head)
+            doc = {"index": {k: v for k, v in index.items() if k != "weight_map"}, "headers": headers}
+            doc.update(state.metadata_patch.get(repo_id, {}))
+            extra = {"X-Repo-Commit": state.metadata_commit[repo_id]} if repo_id in state.metadata_commit else {}
+            self._send(200, json.dumps(doc).encode(), {"Content-Type": "application/json", **extra}, head)
 
         def _lookup(self, rest: str) -> tuple[Repo, Revision, str, VFile] | None:
             repo_part, _, tail = rest.partition("/resolve/")

@@ -283,13 +283,13 @@ with HubServer() as s:
 
 def test_retry_after_of_a_day_fails_at_once_and_a_short_one_is_said(hub: HubServer) -> None:
     tiny_repo(hub, "t/rate")
-    hub.state.faults.append(Fault("429", r"/api/models/", times=1, value=86400))
+    hub.state.faults.append(Fault("429", r"/api/models/t/rate/revision/", times=1, value=86400))  # the listing
     start = time.monotonic()
     with pytest.raises(errors.NetworkError, match="asks to wait 86,400 s") as info:
         open_hub("t/rate", options=options(hub))
     assert time.monotonic() - start < 5 and info.value.exit_code == errors.EXIT_NETWORK
     said: list[str] = []
-    hub.state.faults.append(Fault("429", r"/api/models/", times=1, value=1))
+    hub.state.faults.append(Fault("429", r"/api/models/t/rate/revision/", times=1, value=1))
     c = open_hub("t/rate", options=options(hub, on_wait=said.append))
     assert c.tensor_count > 0 and len(said) == 1 and "wait 1 s" in said[0]
 

@@ -18,6 +18,7 @@ index.tensor-not-in-shard  error     the index places a tensor in a shard whose 
 index.tensor-not-indexed   error     a shard holds a tensor the index does not list
 index.total-size           warning   metadata.total_size differs from the headers' data bytes
 index.orphan-shard         warning   a .safetensors file the index does not name
+index.rebuilt              warning   a snapshot's index was rebuilt from its headers: not checked
 tensor.duplicate           error     a tensor in two shards
 weights.bin-disagrees      warning   pytorch_model.bin.index.json lists other tensors than the safetensors
 config.<field>             error     a tensor's shape contradicts config.json (field named)
@@ -110,8 +111,8 @@ class AuditResult:
 
 
 def audit_input(checkpoint: Checkpoint) -> AuditInput:
-    """What the checks read, from a checkpoint opened leniently (``source.open_checkpoint(...,
-    lenient=True)``): header errors, a broken index and missing shards arrive as data."""
+    """What the checks read, from a checkpoint opened with the audit's sink (``resolve.open_checkpoint(...,
+    lenient=True)``, ``errors.COLLECT``): header errors, a broken index and missing shards arrive as data."""
     bin_index = checkpoint.side_json.get(BIN_INDEX)
     return AuditInput(
         label=checkpoint.label, location=checkpoint.location, remote=checkpoint.origin == "hub",
@@ -234,6 +235,11 @@ def _index_checks(inp: AuditInput, add: Callable[[Finding], None]) -> None:  # n
             add(Finding("tensor.duplicate", "error", f"the tensor is in {len(shards)} shards: {', '.join(shards)}",
                         shards[0], tensor))
     if inp.index is None:
+        return
+    if inp.checkpoint is not None and inp.index_name in inp.checkpoint.side.rebuilt:
+        add(Finding("index.rebuilt", "warning", "the index's weight_map was rebuilt from the shard headers (the Hub's "
+                    "one-request answer leaves it out), so it was not checked: audit the repo itself, online",
+                    inp.index_name))
         return
     weight_map = inp.index.get("weight_map")
     if not isinstance(weight_map, dict):

@@ -315,20 +315,19 @@ def with_components(base: Checkpoint, parts: Parts) -> Checkpoint:
 
 
 def assemble(source: Source, files: Mapping[str, int | None], *, only: str | None = None,
-             extra: tuple[str, ...] = (), progress: Progress | None = None, depth: int = 0) -> Parts:
+             progress: Progress | None = None, depth: int = 0) -> Parts:
     """The one assembly of a checkpoint from a folder or repo listing (``files``: every file with its
     size): the index (``pick_index``) and the shards it names, else the weight files of the first
     format the listing has (``weight_files``); each shard's records; config.json and the side files.
     ``only``: one weight file (one GGUF of several). The source's sink decides what a problem does
     (``errors.ProblemSink``): the audit's collects header errors, a broken index and missing shards,
-    and has top-level safetensors files the index does not name read too. ``extra``: more small files to
-    keep (generation_config …)."""
+    and has top-level safetensors files the index does not name read too."""
     top = {p for p in files if "/" not in p}
     index_name = pick_index(top)
     if only is None and index_name is None and depth == 0 and \
             (composite := _composite(source, files, top, progress=progress)) is not None:
         return composite
-    smalls = [n for n in ("config.json", *extra, *SIDE_FILES, *TOKENIZER_FILES) if n in files]
+    smalls = [n for n in ("config.json", *SIDE_FILES, *TOKENIZER_FILES) if n in files]
     size = files.get(TOKENIZER_JSON) if TOKENIZER_JSON in files else None
     if size is not None and not source.remote and size <= TOKENIZER_JSON_BUDGET and depth == 0:
         smalls.append(TOKENIZER_JSON)

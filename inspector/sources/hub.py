@@ -24,6 +24,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import replace
 from typing import Any, Final, TypeVar
 
 from inspector.errors import (
@@ -47,8 +48,10 @@ from inspector.sources.transport import FetchStats, Hub, HubOptions
 __all__ = ["FetchStats", "HeaderCache", "Hub", "HubOptions", "fetch_checkpoint", "open_hub", "read_header",
            "repo_sizes"]
 
-#: small files kept beside config.json and the side files (a header snapshot holds them)
-STORED_EXTRA: Final[tuple[str, ...]] = ("generation_config.json", "quantize_config.json")
+#: the first read of a lone model.safetensors sent beside the listing (its size unknown then): a header
+#: past it costs a second round trip through the CDN redirect (a 13B GPTQ file's is 135 kB, a VLM's in one
+#: file about 100 kB), and 256 KiB more on the wire is milliseconds against a round trip's 50-150
+LONE_FILE_FIRST_READ: Final = 256 * 1024
 #: header bytes one repo may hold in all (DeepSeek-V3's 163 headers are 11.5 MB)
 REPO_HEADER_BUDGET: Final = 256 * 1024 * 1024
 
@@ -88,7 +91,8 @@ def open_hub(repo_id: str, revision: str | None = None, *, options: HubOptions |
     cached = warm or (revision is None and repo_id.lower() in BY_REPO)
     # nothing cached to stand in: the files most repos have are asked for at the branch beside the
     # listing, and kept when the server says they are at the commit the listing names
-    early = None if warm or only is not None else _Early(hub, repo_id, rev)
+    early = None if warm or only is not None else \
+        _Early(hub, repo_id, rev, one_request=rev == "main" and not problems.collects)
     try:
         if progress:
             progress(Phase.LISTING, 0, 1)
@@ -171,9 +175,12 @@ def hub_opener(options: HubOptions, progress: Progress | None = None) -> HubOpen
 
 def _local(cache: HeaderCache, repo_id: str, sha: str, hub: Hub, problems: ProblemSink,
            notes: tuple[str, ...] = ()) -> Checkpoint | None:
-    """The snapshot at ``sha`` from the header cache, else from the Hugging Face cache."""
+    """The snapshot at ``sha`` from the header cache, else from the Hugging Face cache. The audit reads
+    the real index: a cached snapshot whose index was rebuilt (``SideFiles.rebuilt``) does not serve it."""
     if cache.get(repo_id, sha):
-        return _from_cache(cache, repo_id, sha, hub, list(notes), problems)
+        cached = _from_cache(cache, repo_id, sha, hub, list(notes), problems)
+        if not (problems.collects and cached.side.rebuilt):
+            return cached
     from inspector.sources.resolve import hf_cache_folder, open_folder
 
     found = hf_cache_folder(repo_id, sha)
@@ -244,6 +251,12 @@ def repo_sizes(hub: Hub, info: Mapping[str, Any], repo_id: str) -> dict[str, int
     return sizes
 
 
+#: the index the one-request answer is asked for (``get_sharded_safetensors_metadata``'s default)
+ONE_REQUEST_INDEX: Final = "model.safetensors.index.json"
+#: the most bytes the one answer may take: every shard's header of a repo, as the range reads' budget
+ONE_REQUEST_BUDGET: Final = REPO_HEADER_BUDGET
+
+
 class _Early:
     """Reads sent beside the listing, before the commit is known: config.json, the usual index and
     the first bytes of a lone model.safetensors, at the branch (a pipeline's model_index.json is asked
@@ -251,28 +264,63 @@ class _Early:
     rate limits). The Hub names the commit it served in ``X-Repo-Commit``; an answer is used only when that
     is the listing's commit and the listing has the file, so a branch that moves between the two calls
     costs a read again, never a mix of commits. A failed early read (a 404 for a file the repo does
-    not have) is simply not used."""
+    not have) is simply not used.
 
-    NAMES: Final = ("config.json", "model.safetensors.index.json", "model.safetensors")
+    ``one_request`` (the default branch, read for its figures, not audited): the Hub's one answer for a
+    sharded repo (``Hub.sharded_metadata``) is asked for in place of the index, so a cold sharded read is
+    the listing's round trip and no other; it is used only as ``rebuilt_from_metadata`` checks it against
+    the listing, and else the index and the shards are read as without it."""
 
-    def __init__(self, hub: Hub, repo_id: str, revision: str) -> None:
+    NAMES: Final = ("config.json", ONE_REQUEST_INDEX, "model.safetensors")
+
+    def __init__(self, hub: Hub, repo_id: str, revision: str, *, one_request: bool = False) -> None:
         self.pool = ThreadPoolExecutor(max_workers=len(self.NAMES))
-        self.futures = {n: self.pool.submit(self._read, hub, repo_id, revision, n) for n in self.NAMES}
+        names = [n for n in self.NAMES if not (one_request and n == ONE_REQUEST_INDEX)]
+        self.futures = {n: self.pool.submit(self._read, hub, repo_id, revision, n) for n in names}
+        self.answer = self.pool.submit(self._read_answer, hub, repo_id) if one_request else None
+        self.lock = threading.Lock()
+        self.rebuilt: dict[str, bytes] | None = None
+        self.decided = False
 
     @staticmethod
     def _read(hub: Hub, repo_id: str, revision: str, name: str) -> tuple[bytes, str] | None:
         commit: list[str] = []
         try:
             if reader_for(name) is not None:
-                body = bytes(hub.read_range(repo_id, revision, name, 0, SAFETENSORS.first_read(None),
-                                            commit=commit))
+                first = SAFETENSORS.first_read(LONE_FILE_FIRST_READ)
+                body = bytes(hub.read_range(repo_id, revision, name, 0, first, commit=commit))
             else:
                 body = hub.read_json(repo_id, revision, name, commit=commit)
         except Exception:  # a guess that failed: the plan reads what the listing names
             return None
         return (body, commit[0]) if commit else None
 
+    @staticmethod
+    def _read_answer(hub: Hub, repo_id: str) -> tuple[bytes, str | None] | None:
+        commit: list[str] = []
+        try:
+            body = hub.sharded_metadata(repo_id, ONE_REQUEST_INDEX, ONE_REQUEST_BUDGET, commit)
+        except Exception:  # no such endpoint (a mirror), not sharded, gated, over its budget: read by range
+            return None
+        return body, (commit[0] if commit else None)
+
+    def from_answer(self, sha: str, sizes: Mapping[str, int | None]) -> dict[str, bytes] | None:
+        """The index and shard headers the one answer gives, once checked against the listing (decided
+        once); None when there was no answer or it did not check out."""
+        if self.answer is None:
+            return None
+        with self.lock:
+            if not self.decided:
+                self.decided = True
+                got = self.answer.result()
+                self.rebuilt = None if got is None else rebuilt_from_metadata(got[0], got[1], sha, sizes,
+                                                                              ONE_REQUEST_INDEX)
+            return self.rebuilt
+
     def get(self, name: str, sha: str, sizes: Mapping[str, int | None]) -> bytes | None:
+        rebuilt = self.from_answer(sha, sizes)
+        if rebuilt is not None and name in rebuilt:
+            return rebuilt[name]
         future = self.futures.get(name)
         if future is None or name not in sizes:
             return None
@@ -281,6 +329,70 @@ class _Early:
 
     def close(self) -> None:
         self.pool.shutdown(wait=False, cancel_futures=True)
+
+
+def rebuilt_from_metadata(body: bytes, commit: str | None, sha: str, sizes: Mapping[str, int | None],
+                          index_name: str) -> dict[str, bytes] | None:
+    """The index and each shard's header bytes from the Hub's one answer (``{"index": …, "headers":
+    {shard: header}}``), or None unless every part of it checks out against the listing at ``sha``:
+    the commit it names (where it names one) is the listing's; the listing has the index and every
+    shard; no tensor is in two shards; no shard is left out (every top-level safetensors file the
+    listing has is in it, or the index's total_size is the data its headers hold); and each shard's
+    header length is proved by the file's listed size (size − 8 − the end of its last tensor's data)
+    to be the safetensors writer's compact JSON of that header, padded to 8 bytes or not. The bytes are
+    that JSON, padded to the proved length, so the records, their offsets and where the data starts
+    are the file's; a header another writer spaced
+    out cannot be proved, and then the whole answer is set aside. The index's weight_map, which the
+    answer leaves out, is rebuilt from the headers (the audit reads the real one)."""
+    import json
+
+    from inspector.formats.safetensors import MAX_HEADER_BYTES
+    from inspector.safeio import parse_json_object
+
+    if (commit is not None and commit != sha) or index_name not in sizes:
+        return None
+    try:
+        doc = parse_json_object(body, "safetensors-metadata")
+    except InvalidCheckpointError:
+        return None
+    index, headers = doc.get("index"), doc.get("headers")
+    if not isinstance(index, dict) or not isinstance(headers, dict) or not headers or len(headers) > len(sizes):
+        return None
+    out: dict[str, bytes] = {}
+    weight_map: dict[str, str] = {}
+    data = 0
+    for shard, header in headers.items():
+        size = sizes.get(shard)
+        if not isinstance(header, dict) or size is None or reader_for(shard) is not SAFETENSORS:
+            return None
+        end = 0
+        for name, entry in header.items():
+            if name == "__metadata__":
+                continue
+            offsets = entry.get("data_offsets") if isinstance(entry, dict) else None
+            if not isinstance(offsets, list) or len(offsets) != 2 or not all(type(o) is int for o in offsets) \
+                    or name in weight_map:
+                return None
+            weight_map[name] = shard
+            end = max(end, offsets[1])
+            data += offsets[1] - offsets[0]
+        try:
+            compact = json.dumps(header, separators=(",", ":"), ensure_ascii=False).encode()
+        except (UnicodeEncodeError, ValueError):
+            return None
+        length = size - 8 - end
+        if length not in (len(compact), -(-len(compact) // 8) * 8) or length > MAX_HEADER_BYTES:
+            return None
+        out[shard] = length.to_bytes(8, "little") + compact + b" " * (length - len(compact))
+    # every shard the index names is in the answer: all the listing's top-level safetensors files are,
+    # or (a stray consolidated.safetensors beside the shards) the index's total_size is the data they hold
+    listed = {n for n in sizes if "/" not in n and reader_for(n) is SAFETENSORS}
+    meta = index.get("metadata")
+    total = meta.get("total_size") if isinstance(meta, dict) else None
+    if not listed <= headers.keys() and not (type(total) is int and total == data):
+        return None
+    out[index_name] = json.dumps({**index, "weight_map": weight_map}, ensure_ascii=False).encode()
+    return out
 
 
 class _Budget:
@@ -310,9 +422,14 @@ def fetch_checkpoint(hub: Hub, repo_id: str, sha: str, info: Mapping[str, Any],
     sizes = repo_sizes(hub, info, repo_id)
     with ThreadPoolExecutor(max_workers=max(1, min(hub.options.workers, len(sizes) or 1))) as pool:
         repo = HubRepo(hub, repo_id, sha, sizes, pool, early, problems)
-        parts = assemble(repo, sizes, only=only, extra=STORED_EXTRA, progress=progress)
+        parts = assemble(repo, sizes, only=only, progress=progress)
     notes = [f"read {hub.stats.requests} request(s), {hub.stats.bytes:,} bytes from {hub.public} "
              f"at commit {sha}"]
+    answered = early.from_answer(sha, sizes) if early is not None and only is None else None
+    rebuilt = frozenset(n for n in answered or () if n == parts.index_name)
+    if rebuilt:
+        notes.append("the shard headers in one request (the Hub's safetensors-metadata answer); the index's "
+                     "weight_map rebuilt from them")
     if hub.stats.range_ignored:
         notes.append("the server ignored Range requests; only the header bytes were read")
     checkpoint = checkpoint_of(
@@ -320,12 +437,15 @@ def fetch_checkpoint(hub: Hub, repo_id: str, sha: str, info: Mapping[str, Any],
         parts, label=repo_id if only is None else f"{repo_id}/{only}",
         provenance=Provenance("hub", f"{hub.public}/{repo_id}", repo_id, sha, notes=tuple(notes)),
         files=tuple(FileEntry(p, s) for p, s in sorted(sizes.items(), key=lambda kv: natural_key(kv[0]))))
+    if rebuilt:
+        checkpoint = replace(checkpoint, side=replace(checkpoint.side, rebuilt=rebuilt))
     snapshot = {
         "repo_id": repo_id, "revision": sha,
         "files": sorted(sizes.items()),
         "headers": {h.file: h.head for h in parts.headers}, "formats": {h.file: h.format for h in parts.headers},
         "stored": stored_files(parts),  # a pipeline's component configs too: the snapshot is assembled again
         "provenance": f"read from {hub.public} by inspector (headers only)",
+        "rebuilt": sorted(rebuilt),
     }
     return checkpoint, snapshot
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import gzip
 import json
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, TypeVar
@@ -76,6 +76,7 @@ class SnapshotFile:
     header: str | None = None  # relative path of the stored header bytes
     stored: bool = False  # the whole file is stored in the snapshot
     format: str | None = None  # the reader of the header bytes (version 2); None: by the file's suffix
+    rebuilt: bool = False  # a stored file made from another answer, not read (``SideFiles.rebuilt``)
 
 
 def is_snapshot(folder: Path) -> bool:
@@ -117,6 +118,7 @@ def snapshot_files(manifest: Mapping[str, Any], folder: Path) -> list[SnapshotFi
             header=header,
             stored=bool(entry.get("stored")),
             format=fmt if isinstance(fmt, str) else None,
+            rebuilt=entry.get("rebuilt") is True,
         ))
     return files
 
@@ -191,7 +193,7 @@ def load_snapshot(folder: Path, *, origin: Origin = "snapshot", label: str | Non
         config=config,
         index=index,
         files=tuple(FileEntry(f.path, f.size) for f in files),
-        side=SideFiles(index_name, side, smalls),
+        side=SideFiles(index_name, side, smalls, frozenset(f.path for f in files if f.stored and f.rebuilt)),
         problems=Problems(tuple(errors)),
     )
 
@@ -301,6 +303,7 @@ def write_snapshot(
     stored: Mapping[str, bytes],
     provenance: str,
     formats: Mapping[str, str] | None = None,
+    rebuilt: Collection[str] = (),
     compress_over: int | None = 65536,
     compress_level: int = 1,
 ) -> None:
@@ -336,6 +339,8 @@ def write_snapshot(
         elif path in stored:
             blobs[path] = stored[path]
             entry["stored"] = True
+            if path in rebuilt:  # made from another answer, not read (``SideFiles.rebuilt``)
+                entry["rebuilt"] = True
         entries.append(entry)
     manifest = {"format": FORMAT, "version": VERSION, "repo_id": repo_id, "revision": revision,
                 "provenance": provenance, "files": entries}
@@ -390,7 +395,7 @@ def save_checkpoint(checkpoint: Checkpoint, folder: Path, *, force: bool = False
     provenance = f"saved by inspector from {checkpoint.origin} {source}"
     write_snapshot(folder, repo_id=checkpoint.repo_id, revision=checkpoint.revision,
                    files=sorted(sizes.items()), headers=headers, stored=stored, provenance=provenance,
-                   formats=formats)
+                   formats=formats, rebuilt=checkpoint.side.rebuilt)
     return folder.resolve()
 
 

@@ -193,6 +193,17 @@ class Hub:
             raise NetworkError(f"{self.public}: the repo listing for {repo_id} has no commit SHA")
         return info
 
+    def sharded_metadata(self, repo_id: str, index_name: str, limit: int, commit: list[str]) -> bytes:
+        """``GET /api/models/{repo}/safetensors-metadata/{index}``: the Hub's one answer for a sharded repo
+        on its default branch (what huggingface_hub's ``get_sharded_safetensors_metadata`` asks for): the
+        index without its weight map and every shard's parsed header, as JSON, at most ``limit`` bytes.
+        ``commit`` gets the answer's ``X-Repo-Commit``, where it has one."""
+        url = f"{self.endpoint}/api/models/{repo_id}/safetensors-metadata/{quote(index_name, safe='/')}"
+        body = bytearray()
+        self._get(url, repo_id, "main", f"{index_name} (safetensors-metadata)", limit=limit, into=body, whole=True,
+                  commit=commit)
+        return bytes(body)
+
     def file_url(self, repo_id: str, sha: str, path: str) -> str:
         # huggingface_hub's own template and quoting (hf_hub_url's), without importing its
         # file_download module: 60 ms of a cold run that reads no file through it

@@ -166,6 +166,7 @@ def measured(*args: str, env: dict[str, str] | None = None) -> dict[str, Any]:
 
     done = subprocess.run([sys.executable, "-c", _PEAK, *args], capture_output=True, text=True, env=env,
                           timeout=120, check=False)
-    facts: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
-    facts["stderr"] = done.stderr
+    lines = done.stdout.strip().splitlines()
+    facts: dict[str, Any] = json.loads(lines[-1])
+    facts["stderr"], facts["stdout"] = done.stderr, "\n".join(lines[:-1])
     return facts

@@ -238,7 +238,7 @@ def test_a_json_error_is_a_json_document_on_stdout(cli, tmp_path) -> None:
 
 
 def test_library_errors_name_parameters_and_the_cli_words_them_as_its_flags(cli) -> None:
-    """One table (``commands.FLAGS``) turns the library's parameter names into the CLI's flags: every
+    """One table (``boundary.FLAGS``) turns the library's parameter names into the CLI's flags: every
     parameter any library module marks in an error has a flag there, and every flag there is an
     option of some command (click's own list of options, not ours)."""
     import ast
@@ -246,7 +246,8 @@ def test_library_errors_name_parameters_and_the_cli_words_them_as_its_flags(cli)
     import typer
 
     import inspector
-    from inspector.cli.commands import FLAGS, app
+    from inspector.cli.boundary import FLAGS
+    from inspector.cli.commands import app
     from inspector.errors import UsageError, parameters_named
 
     marked: set[str] = set()

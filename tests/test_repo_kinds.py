@@ -527,3 +527,32 @@ def test_local_pipeline_cost_is_linear_in_its_components(tmp_path: Path) -> None
         assert got["code"] == 0, got["stderr"][-500:]
         seconds[n] = got["seconds"]
     assert seconds[4000] < 8 * seconds[1000], seconds
+
+
+def test_files_of_a_300000_file_listing_is_linear_and_bounded(tmp_path: Path, online: None) -> None:
+    """`--files` on a listing of 300,000 files (issue 40: past 90 s with 577 MB): every file is listed
+    in the JSON, the table is capped (``output.MAX_TABLE_ROWS`` rows and one line for the rest), and the
+    child process stays within 60 s and 1 GB. 30,000 files first: ten times the files cost less than
+    20 times the time (no quadratic step)."""
+    import os
+
+    from helpers import measured
+    from hubserver import HubServer, VFile
+
+    from inspector.render.output import MAX_TABLE_ROWS
+
+    head = raw_header({"w": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}})
+    with HubServer() as server:
+        for n in (30_000, 300_000):
+            files: dict[str, VFile | bytes] = {f"data/part-{i:06d}.txt": VFile(10, b"", False) for i in range(n)}
+            files["model.safetensors"] = VFile(len(head) + 8, head, True)
+            server.add_files(f"acme/files-{n}", files)
+        env = {**os.environ, "HF_ENDPOINT": server.url, "HF_HUB_OFFLINE": "0"}
+        got = {n: measured(f"acme/files-{n}", "--files", "--json", env=env) for n in (30_000, 300_000)}
+        table = measured("acme/files-300000", "--files", env=env)
+    for n, facts in got.items():
+        assert facts["code"] == 0, facts["stderr"][-500:]
+    assert got[300_000]["seconds"] < 60 and got[300_000]["peak_mb"] < 1024, got[300_000]
+    assert got[300_000]["seconds"] < 20 * max(got[30_000]["seconds"], 0.5), got
+    assert table["code"] == 0 and table["seconds"] < 60, table
+    assert f"{300_001 - MAX_TABLE_ROWS:,}" in table["stdout"], table["stdout"][-300:]

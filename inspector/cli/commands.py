@@ -8,7 +8,6 @@ subcommand, so to inspect a folder called ``diff`` write ``./diff`` (or ``inspec
 from __future__ import annotations
 
 import gc
-import itertools
 import os
 import sys
 from pathlib import Path
@@ -17,28 +16,15 @@ from typing import Annotated, Any, NoReturn
 import typer
 
 from inspector import __version__, api
+from inspector.cli.boundary import guarded, wants_json
 from inspector.cli.opening import ProgressBar, ReadAhead, hub_options, open_model, open_models, say
-from inspector.errors import EXIT_INTERNAL, EXIT_USAGE, InspectorError, SeveralFiles
+from inspector.errors import EXIT_USAGE, SeveralFiles
 from inspector.render import results, streams, views
 
 EXIT_CODES_HELP = (
     "Exit codes: 0 ok · 1 a result to gate on (differences, audit errors) · 2 usage · "
     "3 not found or no access · 4 invalid checkpoint · 5 network · 70 internal error."
 )
-
-#: the library's parameters, as this command line spells them: the one table the error boundary words
-#: a library error with (``⟨engine⟩ …`` → ``--engine …``); a test holds every marked parameter here
-FLAGS: dict[str, str] = {
-    "alpha": "--alpha", "batch": "--batch", "context": "--context", "deep": "--deep", "dtypes": "--dtype",
-    "engine": "--engine", "exact": "--exact", "fail_if": "--fail-if", "force": "--force", "fsdp": "--fsdp",
-    "gpu": "--gpu", "gpus": "--gpu", "kv_dtype": "--kv-dtype", "max_gpus": "--max-gpus", "method": "--method",
-    "modeling": "--modeling", "nodes": "--nodes", "objective": "--objective", "offload": "--offload",
-    "optimizer": "--optimizer", "overhead": "--overhead", "pipeline": "--pipeline", "precision": "--precision",
-    "rank": "--rank", "revision": "--revision", "sample_bytes": "--sample-bytes", "seq": "--seq",
-    "targets": "--targets", "token": "--token", "utilization": "--utilization", "values": "--values",
-    "zero": "--zero",
-}
-
 
 def _examples(*lines: str) -> str:
     """An --help epilog of examples (``\\b``: click prints the block as it is)."""
@@ -152,7 +138,7 @@ def show(
             views.emit(api.files_of_several(model, several, revision=revision,
                                             hub=hub_options(endpoint, token, offline)), form, wide=wide)
             return
-        _file_listing(model, several, revision, hub_options(endpoint, token, offline), form, wide, gpu, context)
+        file_listing(model, several, revision, hub_options(endpoint, token, offline), form, wide, gpu, context)
         return
     if listing_options is not None:
         raise UsageError("--gpu with `inspect` answers for a folder or repo of several GGUF files",
@@ -166,7 +152,7 @@ def show(
     views.emit(shown, form, view=views.View(all_shards=shards), wide=wide, target=target)
 
 
-def _file_listing(model: str, several: SeveralFiles, revision: str | None, hub: Any, form: views.Format, wide: bool,
+def file_listing(model: str, several: SeveralFiles, revision: str | None, hub: Any, form: views.Format, wide: bool,
                   gpu: str | None,
                   context: str | None) -> None:
     """A folder or repo holding one model in several GGUF files: one row a file (its header only)."""
@@ -290,7 +276,7 @@ def estimate_cmd(
     try:
         checkpoint = open_model(model, revision, hub_options(endpoint, token, offline))
     except SeveralFiles as several:  # a GGUF repo of several quantisations: the fit of each file
-        _file_listing(model, several, revision, hub_options(endpoint, token, offline), form, wide, gpu, context)
+        file_listing(model, several, revision, hub_options(endpoint, token, offline), form, wide, gpu, context)
         return
     done = api.estimate_with(checkpoint, options)
     for warning in (*done.estimate.warnings, *(done.fit.warnings if done.fit is not None else ())):
@@ -503,22 +489,24 @@ def main(argv: list[str] | None = None) -> NoReturn:
 
 
 def run(argv: list[str] | None) -> int:
-    """Run the command line ``argv`` (default: the process's) and return its exit code: the one
-    place that turns exceptions into ``Error: …`` and an exit code."""
+    """Run the command line ``argv`` (default: the process's) and return its exit code, inside the one
+    error boundary (``boundary.guarded``); typer's own usage errors are worded here."""
     args = list(sys.argv[1:] if argv is None else argv)
-    debug = bool(os.environ.get("INSPECTOR_DEBUG") or os.environ.get("HF_DEBUG"))
     # Header records are small immutable tuples with no reference cycles: the cyclic collector
     # would only rescan them, about a sixth of the time on DeepSeek-V3's 91,991 tensors.
     gc.disable()
     try:
-        ReadAhead.start(args)  # already begun when the console script started this process
-        command = typer.main.get_command(app)
+        return guarded(args, lambda: _typer_run(args))
+    finally:
+        gc.enable()
+
+
+def _typer_run(args: list[str]) -> int:
+    ReadAhead.start(args)  # already begun when the console script started this process
+    command = typer.main.get_command(app)
+    try:
         code = command.main(args=_route(args), prog_name=prog_name(), standalone_mode=False)
         return code if isinstance(code, int) else 0
-    except InspectorError as exc:
-        if debug:
-            streams.debug_traceback()
-        return _fail(*exc.worded(FLAGS), exc.exit_code, json_errors=_wants_json(args))
     except typer.Abort:
         streams.say("Aborted.")
         return 130
@@ -530,34 +518,6 @@ def run(argv: list[str] | None) -> int:
             streams.error(str(exc))
         code = getattr(exc, "exit_code", EXIT_USAGE)
         code = code if isinstance(code, int) and code else EXIT_USAGE
-        if _wants_json(args):
+        if wants_json(args):
             streams.error_json(str(getattr(exc, "message", exc)), None, code)
         return code
-    except KeyboardInterrupt:
-        streams.say("Interrupted.")
-        return 130
-    except BrokenPipeError:
-        return 0
-    except Exception as exc:
-        if debug:
-            streams.debug_traceback()
-        return _fail(f"internal error: {type(exc).__name__}: {exc}",
-                     "this is a bug; run again with INSPECTOR_DEBUG=1 for a traceback and report it", EXIT_INTERNAL,
-                     json_errors=_wants_json(args))
-    finally:
-        gc.enable()
-
-
-def _fail(message: str, hint: str | None, code: int, *, json_errors: bool = False) -> int:
-    """``Error: …`` and ``hint: …`` on stderr as plain, sanitised text; with ``--json``, the same as a
-    JSON document on stdout."""
-    streams.error(message, hint)
-    if json_errors:
-        streams.error_json(message, hint, code)
-    return code
-
-
-def _wants_json(args: list[str]) -> bool:
-    """Whether the command line asks for JSON (``--json``, ``--format json``, ``--format=json``)."""
-    return "--json" in args or "--format=json" in args or any(
-        a == "--format" and b == "json" for a, b in itertools.pairwise(args))

@@ -92,6 +92,11 @@ class ReadAhead:
             cls._current = (list(args), cls(rest[0]))
 
     @classmethod
+    def started(cls, args: list[str]) -> bool:
+        """Whether the read for this command line has begun (and not been taken over)."""
+        return cls._current is not None and cls._current[0] == args
+
+    @classmethod
     def take_over(cls, spec: str) -> ReadAhead | None:
         """The read begun for ``spec``, once: a second open of the same model reads again."""
         current, cls._current = cls._current, None

@@ -1,0 +1,111 @@
+"""Issue 39: ``inspect ORG/NAME --json`` answered without typer (``launch.quick``), the fast twin of the
+typer command (``commands.run``): the same exit code, stdout and stderr on every command line it takes,
+and None (the typer commands answer) on every other."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from helpers import raw_header, ref
+from hubserver import HubServer
+
+from inspector.cli import commands, launch
+from inspector.cli.opening import ReadAhead
+from inspector.sources.bundled import ALIASES, bundled_path
+
+LLAMA3 = ALIASES["llama3-8b"].repo_id
+
+
+def fresh_home(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, name: str) -> None:
+    """A cold cache for each run, so that both read from the Hub (their notes name the requests)."""
+    import huggingface_hub.constants as constants
+
+    home = tmp_path / name
+    home.mkdir()
+    monkeypatch.setenv("HF_HOME", str(home))
+    monkeypatch.setattr(constants, "HF_HOME", str(home))
+
+
+def tiny_gguf(path: Path) -> bytes:
+    """A small GGUF written by gguf-py (one F32 tensor of 32 values)."""
+    import gguf
+    import numpy as np
+    from helpers import finish_gguf
+
+    w = gguf.GGUFWriter(str(path), "llama")
+    w.add_block_count(1)
+    w.add_tensor("token_embd.weight", np.zeros((4, 8), dtype=np.float32))
+    finish_gguf(w)
+    return path.read_bytes()
+
+
+@pytest.fixture
+def hub(online: None, monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
+    with HubServer() as server:
+        server.add_snapshot(LLAMA3, bundled_path(ALIASES["llama3-8b"]))
+        server.add_files("acme/gated", {"model.safetensors": raw_header({})}, gated=True)
+        blob = tiny_gguf(tmp_path / "tiny.gguf")
+        server.add_files("acme/two-gguf", {"tiny.Q4_0.gguf": blob, "tiny.Q8_0.gguf": blob})
+        monkeypatch.setenv("HF_ENDPOINT", server.url)
+        yield server
+
+
+@pytest.mark.parametrize("args", [
+    [LLAMA3, "--json"],
+    ["show", LLAMA3, "--json"],
+    ["acme/no-such-repo", "--json"],
+    ["acme/gated", "--json"],
+    ["acme/two-gguf", "--json"],
+])
+def test_the_quick_path_answers_as_the_typer_command(hub: HubServer, args: list[str], capsys, monkeypatch,
+                                                     tmp_path: Path) -> None:
+    fresh_home(monkeypatch, tmp_path, "quick")
+    ReadAhead.start(args)
+    quick = launch.quick(args)
+    q = capsys.readouterr()
+    fresh_home(monkeypatch, tmp_path, "typer")
+    typed = commands.run(args)
+    t = capsys.readouterr()
+    assert quick is not None
+    assert (quick, q.out, q.err) == (typed, t.out, t.err)
+    doc = json.loads(q.out)
+    if args[-2] == LLAMA3:
+        assert quick == 0 and doc["totals"]["parameters"] == ref("llama3-8b.parameters")
+    elif args[-2] == "acme/two-gguf":
+        assert quick == 0 and [f["parameters"] for f in doc["files"]] == [32, 32]  # 4 x 8, as written
+    else:
+        assert quick == 3 and doc["error"]["exit"] == 3
+
+
+@pytest.mark.parametrize("args", [
+    [LLAMA3], [LLAMA3, "--json", "--tensors"], [LLAMA3, "--wide", "--json"], ["diff", "a/b", "c/d", "--json"],
+    ["llama3-8b", "--json"], [LLAMA3, "--json", "--revision", "main"],
+])
+def test_any_other_command_line_is_left_to_typer(args: list[str]) -> None:
+    ReadAhead.start(args)
+    assert launch.quick(args) is None
+    ReadAhead.take_over(args[0] if "/" in args[0] else "")
+
+
+def test_the_console_script_imports_no_typer_for_it(hub: HubServer, tmp_path: Path) -> None:
+    """The point of the twin: a cold ``inspect ORG/NAME --json`` process never imports typer or click."""
+    import os
+
+    child = ("import sys; sys.argv = ['inspect', sys.argv[1], '--json']\n"
+             "import atexit, os\n"
+             "from inspector.cli import launch\n"
+             "real_exit = os._exit\n"
+             "def done(code):\n"
+             "    print(sorted(m for m in sys.modules if m.split('.')[0] in ('typer', 'click', 'rich')),"
+             " file=sys.stderr); sys.stderr.flush(); real_exit(code)\n"
+             "os._exit = done\n"
+             "launch.entry()\n")
+    env = {**os.environ, "HF_HOME": str(tmp_path), "HF_ENDPOINT": hub.url, "HF_HUB_OFFLINE": "0"}
+    run = subprocess.run([sys.executable, "-c", child, LLAMA3], capture_output=True, text=True, env=env, timeout=60)
+    assert run.returncode == 0, run.stderr
+    assert json.loads(run.stdout)["totals"]["parameters"] == ref("llama3-8b.parameters")
+    assert run.stderr.strip().splitlines()[-1] == "[]", run.stderr

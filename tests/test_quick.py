@@ -81,11 +81,50 @@ def test_the_quick_path_answers_as_the_typer_command(hub: HubServer, args: list[
         assert quick == 3 and doc["error"]["exit"] == 3
 
 
+@pytest.mark.parametrize("case", ["folder", "alias", "broken", "missing-shard", "typo"])
+def test_local_paths_and_aliases_answer_as_the_typer_command(case: str, capsys, tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """A folder, a bundled alias, a broken header (exit 4), a missing shard (exit 4): the same exit code,
+    stdout and stderr both ways; a typo of a command (``dif``) is left to typer, which names ``diff``."""
+    from helpers import save_real
+
+    monkeypatch.chdir(tmp_path)
+    folder = tmp_path / "m"
+    save_real(folder / "model.safetensors", {"w": ("F32", (4, 8))})
+    if case == "broken":
+        (folder / "model.safetensors").write_bytes(raw_header({"w": {"dtype": "F99", "shape": [1],
+                                                                     "data_offsets": [0, 4]}}))
+    if case == "missing-shard":
+        (folder / "model.safetensors.index.json").write_text(json.dumps({"weight_map": {"w": "gone.safetensors"}}))
+    args = {"alias": ["llama3-8b", "--json"], "typo": ["dif", "--json"]}.get(case, [str(folder), "--json"])
+    quick = launch.quick(args)
+    q = capsys.readouterr()
+    if case == "typo":
+        assert quick is None
+        return
+    typed = commands.run(args)
+    t = capsys.readouterr()
+    assert quick is not None and (quick, q.out, q.err) == (typed, t.out, t.err)
+    expected = {"folder": 0, "alias": 0, "broken": 4, "missing-shard": 4}[case]
+    assert quick == expected, q.err
+    if case == "folder":
+        assert json.loads(q.out)["totals"]["parameters"] == 32  # 4 x 8, as written
+
+
+def test_the_command_names_are_the_typer_apps() -> None:
+    """``launch.COMMANDS`` (a word the quick path never reads as a model) is the typer app's command list."""
+    names = {c.name for c in commands.app.registered_commands if c.name}
+    assert names == launch.COMMANDS
+
+
 @pytest.mark.parametrize("args", [
     [LLAMA3], [LLAMA3, "--json", "--tensors"], [LLAMA3, "--wide", "--json"], ["diff", "a/b", "c/d", "--json"],
-    ["llama3-8b", "--json"], [LLAMA3, "--json", "--revision", "main"],
+    ["llama3", "--json"], [LLAMA3, "--json", "--revision", "main"], ["diff", "--json"], ["--json", "--json"],
 ])
-def test_any_other_command_line_is_left_to_typer(args: list[str]) -> None:
+def test_any_other_command_line_is_left_to_typer(args: list[str], tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "diff").mkdir()  # a folder named like a command is the command (write ./diff for the folder)
     ReadAhead.start(args)
     assert launch.quick(args) is None
     ReadAhead.take_over(args[0] if "/" in args[0] else "")

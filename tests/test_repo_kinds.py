@@ -550,7 +550,7 @@ def test_files_of_a_300000_file_listing_is_linear_and_bounded(tmp_path: Path, on
         env = {**os.environ, "HF_ENDPOINT": server.url, "HF_HUB_OFFLINE": "0"}
         got = {n: measured(f"acme/files-{n}", "--files", "--json", env=env) for n in (30_000, 300_000)}
         table = measured("acme/files-300000", "--files", env=env)
-    for n, facts in got.items():
+    for facts in got.values():
         assert facts["code"] == 0, facts["stderr"][-500:]
     assert got[300_000]["seconds"] < 60 and got[300_000]["peak_mb"] < 1024, got[300_000]
     assert got[300_000]["seconds"] < 20 * max(got[30_000]["seconds"], 0.5), got

@@ -37,16 +37,35 @@ def entry() -> NoReturn:
 
 
 def quick(args: list[str]) -> int | None:
-    """``inspect [show] ORG/NAME --json`` without typer and click (about 70 ms of a cold run's CPU), in
-    the same error boundary, with the read ``ReadAhead`` began; None for any other command line (the
-    typer commands answer it). The twin of ``commands.show`` for that one form: a test runs both on the
-    same command lines and compares exit code, stdout and stderr."""
+    """``inspect [show] MODEL --json`` without typer and click (about 70 ms of a cold run's CPU), in the
+    same error boundary: MODEL a Hub repo whose read ``ReadAhead`` began, a path that exists or a bundled
+    alias; None for any other command line (the typer commands answer it). The twin of ``commands.show``
+    for that one form: a test runs both on the same command lines and compares exit code, stdout and
+    stderr."""
     rest = args[1:] if args[:1] == ["show"] else args
-    if len(rest) != 2 or rest[1] != "--json" or not ReadAhead.started(args):
+    if len(rest) != 2 or rest[1] != "--json" or not (ReadAhead.started(args) or _local_or_alias(rest[0])):
         return None
     from inspector.cli.boundary import guarded
 
     return guarded(args, lambda: _show_json(rest[0]))
+
+
+#: the typer app's commands (a test holds this to ``commands.app``): a first word that names one is that
+#: command, never a model, even where a folder of that name exists
+COMMANDS: frozenset[str] = frozenset({"show", "diff", "compare", "estimate", "train", "plan", "audit", "save",
+                                      "aliases"})
+
+
+def _local_or_alias(model: str) -> bool:
+    """A path that exists (not a Hugging Face cache root, which ``show`` lists) or a bundled alias, that
+    names no command and is no option."""
+    if model in COMMANDS or model.startswith("-"):
+        return False
+    from inspector import api
+
+    if os.path.exists(model):
+        return not api.is_cache_root(model)
+    return api.is_alias(model)
 
 
 def _show_json(model: str) -> int:

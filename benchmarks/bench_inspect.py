@@ -195,6 +195,20 @@ def main() -> None:
                      child("ours", str(big), args.repeat)))
         big_s, big_kb = cli_seconds([str(big), "--json"], args.repeat)
 
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from benchmarks_results import save
+
+    saved = save("inspect", {
+        "repeat": args.repeat,
+        "library": [{"input": name, "reader": reader, "seconds": r["seconds"], "peak_mb": r["peak_kb"] / 1024,
+                     "result": r["result"]} for name, reader, r in rows],
+        "cli": {"help_seconds": help_s, "bundled_deepseek_v3_json_seconds": cli_s,
+                "deepseek_v3_folder_json_seconds": cli_folder_s, "million_tensors_json_seconds": big_s,
+                "million_tensors_peak_mb": big_kb / 1024},
+        "first_runs": [{"input": label, "inspect_seconds": ours, "get_local_safetensors_metadata_seconds": theirs,
+                        "ratio": theirs / ours} for label, ours, theirs in first_runs],
+    })
+    print(f"saved {saved.relative_to(ROOT)}")
     print(f"{'input':32} {'reader':50} {'seconds':>8} {'peak MB':>8} {'+MB':>6}  result")
     for name, reader, r in rows:
         print(f"{name:32} {reader:50} {r['seconds']:8.3f} {r['peak_kb'] / 1024:8.1f} "

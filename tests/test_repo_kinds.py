@@ -556,3 +556,37 @@ def test_files_of_a_300000_file_listing_is_linear_and_bounded(tmp_path: Path, on
     assert got[300_000]["seconds"] < 20 * max(got[30_000]["seconds"], 0.5), got
     assert table["code"] == 0 and table["seconds"] < 60, table
     assert f"{300_001 - MAX_TABLE_ROWS:,}" in table["stdout"], table["stdout"][-300:]
+
+
+def test_repeated_module_entries_over_the_hub_cost_a_few_requests(cli, tmp_path: Path, online: None,
+                                                                  monkeypatch) -> None:
+    """Issue 40 over the test Hub (10,000 entries cost 10,008 requests and 72 s): 999 entries naming one
+    Dense folder are one folder read, counted once, in at most 20 requests; 10,000 are refused by name
+    (over the documented 1,024) after the listing and modules.json."""
+    import json
+
+    from helpers import raw_header
+    from hubserver import HubServer
+
+    def st(shape: list[int]) -> bytes:
+        n = shape[0] * shape[1]
+        return raw_header({"w": {"dtype": "F32", "shape": shape, "data_offsets": [0, 4 * n]}}) + bytes(4 * n)
+
+    base = {"model.safetensors": st([32, 8]), "config.json": b'{"model_type": "bert", "hidden_size": 8}',
+            "2_Dense/model.safetensors": st([4, 8]), "2_Dense/config.json": b'{"in_features": 8, "out_features": 4}'}
+    entries = [{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"}]
+    with HubServer() as server:
+        monkeypatch.setenv("HF_ENDPOINT", server.url)
+        for repo, count in (("acme/st-999", 999), ("acme/st-10000", 10_000)):
+            dense = [{"idx": i, "name": str(i), "path": "2_Dense", "type": "sentence_transformers.models.Dense"}
+                     for i in range(1, count + 1)]
+            server.add_files(repo, {**base, "modules.json": json.dumps(entries + dense).encode()})
+        server.clear_log()
+        r = cli("acme/st-999", "--json")
+        assert r.code == 0, r.err
+        assert r.json()["totals"]["parameters"] == 32 * 8 + 4 * 8
+        assert len(server.requests()) <= 20, [e.path for e in server.requests()]
+        server.clear_log()
+        r = cli("acme/st-10000", "--json")
+        assert r.code == errors.EXIT_INVALID and "over the 1,024 this tool reads" in r.err
+        assert len(server.requests()) <= 20

@@ -206,3 +206,15 @@ def test_every_bundled_repo_is_read_in_at_most_its_shards_plus_3_requests(online
         ranged = open_hub(a.repo_id, c.revision, options=HubOptions(endpoint=server.url, timeout=5, use_cache=False))
     assert requests <= len(c.headers) + 3, (requests, len(c.headers))
     assert tensors(c) == tensors(ranged)
+
+
+def test_offline_the_audit_reads_the_rebuilt_snapshot_and_says_so(hub: HubServer, cli, monkeypatch) -> None:
+    """Offline there is no real index to read: the audit is served the cached snapshot an inspect left
+    (its index rebuilt from the headers), makes no request, and says the index was not checked."""
+    monkeypatch.setenv("HF_ENDPOINT", hub.url)
+    assert cli(LLAMA3, "--json").code == 0
+    hub.clear_log()
+    audit = cli("audit", LLAMA3, "--offline", "--json")
+    assert audit.code == 0, audit.err
+    assert "index.rebuilt" in {f["code"] for f in audit.json()["findings"]}
+    assert hub.log == []

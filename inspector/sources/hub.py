@@ -174,12 +174,13 @@ def hub_opener(options: HubOptions, progress: Progress | None = None) -> HubOpen
 
 
 def _local(cache: HeaderCache, repo_id: str, sha: str, hub: Hub, problems: ProblemSink,
-           notes: tuple[str, ...] = ()) -> Checkpoint | None:
+           notes: tuple[str, ...] = (), *, online: bool = True) -> Checkpoint | None:
     """The snapshot at ``sha`` from the header cache, else from the Hugging Face cache. The audit reads
-    the real index: a cached snapshot whose index was rebuilt (``SideFiles.rebuilt``) does not serve it."""
+    the real index: online, a cached snapshot whose index was rebuilt (``SideFiles.rebuilt``) does not
+    serve it; offline it does, and the audit says the index was not checked (``index.rebuilt``)."""
     if cache.get(repo_id, sha):
         cached = _from_cache(cache, repo_id, sha, hub, list(notes), problems)
-        if not (problems.collects and cached.side.rebuilt):
+        if not (online and problems.collects and cached.side.rebuilt):
             return cached
     from inspector.sources.resolve import hf_cache_folder, open_folder
 
@@ -216,7 +217,7 @@ def _offline(repo_id: str, revision: str | None, cache: HeaderCache, hub: Hub, w
              unreachable: bool, problems: ProblemSink = RAISE) -> Checkpoint:
     sha = _cached_sha(cache, repo_id, revision)
     local = _local(cache, repo_id, sha, hub, problems, (f"{why}: serving the cached snapshot at commit {sha} "
-                                                       "(offline)",)) if sha else None
+                                                       "(offline)",), online=False) if sha else None
     if local is not None:
         return local
     from inspector.sources.bundled import BY_REPO, bundled_path

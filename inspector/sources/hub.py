@@ -427,7 +427,8 @@ def fetch_checkpoint(hub: Hub, repo_id: str, sha: str, info: Mapping[str, Any],
     notes = [f"read {hub.stats.requests} request(s), {hub.stats.bytes:,} bytes from {hub.public} "
              f"at commit {sha}"]
     answered = early.from_answer(sha, sizes) if early is not None and only is None else None
-    rebuilt = frozenset(n for n in answered or () if n == parts.index_name)
+    # the index the assembly read is the one the answer rebuilt (``_Early.get`` served it)
+    rebuilt = frozenset({parts.index_name}) if answered and parts.index_name in answered else frozenset()
     if rebuilt:
         notes.append("the shard headers in one request (the Hub's safetensors-metadata answer); the index's "
                      "weight_map rebuilt from them")

@@ -2,9 +2,9 @@
 
 It imports nothing heavy: a plain ``inspect ORG/NAME`` (only output flags) starts its Hub read on
 a thread (``opening.ReadAhead``) before typer, rich and the commands are imported, so that their
-import overlaps the first round trips; ``inspect ORG/NAME --json``, what scripts send most, is answered
-without typer at all (``quick``, the twin of the typer command, held equal to it by a test). The
-process ends without tearing down the interpreter.
+import overlaps the first round trips; ``inspect MODEL --json`` (a Hub repo, a path or an alias), what
+scripts send most, is answered without typer at all (``quick``, the twin of the typer command, held equal
+to it by a test). The process ends without tearing down the interpreter.
 """
 
 from __future__ import annotations

@@ -66,8 +66,11 @@ def logical(tensors: list[Tensor], quantization: object) -> list[Tensor]:
 @without_gc()
 def build_report(checkpoint: Checkpoint) -> Report:
     config = load_config(checkpoint.config)
-    tensors = logical(placed(checkpoint.tensors()), config.quantization)
+    tensors = placed(checkpoint.tensors())
     summary = summarize_tensors(tensors, checkpoint)
+    if not PACKING_DTYPES.isdisjoint(row.dtype for row in summary.by_dtype):  # the summary's dtypes: no pass of 1M
+        tensors = logical(tensors, config.quantization)
+        summary = summarize_tensors(tensors, checkpoint)
     other = other_weight_files(checkpoint)
     return Report(checkpoint, config, summary, tensors, other, _notes(checkpoint, config, summary, tensors, other),
                   component_rows(checkpoint, tensors), tokenizer_summary(checkpoint, config))

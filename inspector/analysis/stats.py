@@ -16,7 +16,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from itertools import repeat
-from operator import itemgetter
+from operator import attrgetter, itemgetter
 from typing import NamedTuple
 
 from inspector.analysis.roles import PACKING_DTYPES, ROLE_ORDER, Placement, classify_all
@@ -137,24 +137,28 @@ def summarize_tensors(tensors: list[Tensor], checkpoint: Checkpoint | None = Non
     roles: dict[Role, list[int]] = defaultdict(lambda: [0, 0, 0, 0, 0, 0])
     # dtype → [tensors, parameters, elements, bytes]
     dtypes: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0, 0])
+    # (stack, layer) → its tensors, in order: the layer blocks, gathered in the same pass (``by_layer``)
+    cells: dict[tuple[str, int], list[Tensor]] = {}
+    cell: list[Tensor] = []
+    last_stack: str | None = None
+    last_layer: int | None = None
     params = buffers = quant = nbytes = outside = 0
-    for info, place in tensors:
-        n = info.numel
-        b = info.end - info.begin
-        row = roles[place.role]
+    for t in tensors:  # one pass; records unpacked (a NamedTuple's field by name is a call)
+        (_, dtype, _, begin, end, _, n), (kind, role, stack, layer, _) = t
+        b = end - begin
+        row = roles[role]
         row[0] += 1
         row[4] += b
-        d = dtypes[info.dtype]
+        d = dtypes[dtype]
         d[0] += 1
         d[2] += n
         d[3] += b
         nbytes += b
-        kind = place.kind
         if kind == "parameter":
             params += n
             row[1] += n
             d[1] += n
-            if place.layer is None:
+            if layer is None:
                 outside += n
         elif kind == "quant":
             quant += n
@@ -163,6 +167,16 @@ def summarize_tensors(tensors: list[Tensor], checkpoint: Checkpoint | None = Non
         else:
             buffers += n
             row[3] += n
+        if layer is not None and stack is not None:
+            if layer == last_layer and stack == last_stack:  # a layer's tensors mostly come together
+                cell.append(t)
+                continue
+            cell = cells.get((stack, layer))  # type: ignore[assignment]
+            if cell is None:
+                cell = cells[(stack, layer)] = [t]
+            else:
+                cell.append(t)
+            last_stack, last_layer = stack, layer
     stored = params  # packed words once: only a packing dtype can hold several weights an element
     if not PACKING_DTYPES.isdisjoint(dtypes):
         stored -= sum(info.numel - stored_elements(info) for info, place in tensors
@@ -189,7 +203,7 @@ def summarize_tensors(tensors: list[Tensor], checkpoint: Checkpoint | None = Non
         bytes=nbytes,
         by_role=by_role,
         by_dtype=by_dtype,
-        layer_groups=layer_groups(tensors),
+        layer_groups=_collapse(_stacks(cells)),
         shards=shards,
         outside_layers_parameters=outside,
     )
@@ -209,20 +223,39 @@ def by_layer(tensors: Iterable[Tensor]) -> dict[str, dict[int, list[Tensor]]]:
     return stacks
 
 
-@without_gc()
+def _stacks(cells: dict[tuple[str, int], list[Tensor]]) -> dict[str, dict[int, list[Tensor]]]:
+    """``by_layer``'s answer from the (stack, layer) cells ``summarize_tensors`` gathered."""
+    stacks: dict[str, dict[int, list[Tensor]]] = defaultdict(dict)
+    for (stack, layer), members in cells.items():
+        stacks[stack][layer] = members
+    return stacks
+
+
 def layer_groups(tensors: Iterable[Tensor]) -> tuple[LayerGroup, ...]:
     """Collapse each stack's layers into runs of identical blocks (names, shapes and dtypes)."""
+    return _collapse(by_layer(tensors))
+
+
+_INFO = itemgetter(0)
+_DTYPE = attrgetter("dtype")
+_SHAPE = attrgetter("shape")
+
+
+@without_gc()
+def _collapse(stacks: dict[str, dict[int, list[Tensor]]]) -> tuple[LayerGroup, ...]:
     groups: list[LayerGroup] = []
-    for stack, layers in sorted(by_layer(tensors).items(), key=lambda kv: natural_key(kv[0])):
+    for stack, layers in sorted(stacks.items(), key=lambda kv: natural_key(kv[0])):
         run: list[int] = []
-        run_sig: list[tuple[str, str, tuple[int, ...]]] = []
+        run_sig: tuple[list[str], list[str], list[tuple[int, ...]]] = ([], [], [])
         for index in sorted(layers):
-            members = layers[index]
+            infos = list(map(_INFO, layers[index]))
             cut = len(stack) + len(str(index)) + 2
-            sig = [(t.info.name[cut:], t.info.dtype, t.info.shape) for t in members]
+            # names inside the layer, dtypes, shapes: compared as three lists (C loops; a header's
+            # shapes and dtypes are shared objects, so most comparisons are by identity)
+            sig = ([name[cut:] for name in map(_INFO, infos)], list(map(_DTYPE, infos)), list(map(_SHAPE, infos)))
             # the same names, dtypes and shapes; in the same order unless the input shuffles them
             # (sorting every layer was most of the time on a million tensors)
-            if run and index == run[-1] + 1 and (sig == run_sig or sorted(sig) == sorted(run_sig)):
+            if run and index == run[-1] + 1 and (sig == run_sig or sorted(zip(*sig)) == sorted(zip(*run_sig))):
                 run.append(index)
                 continue
             if run:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
-from typing import Any, Final, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Final, Protocol, TypeVar
 
 from inspector.errors import RAISE, HeaderError, InvalidCheckpointError, NotFoundError, ProblemSink, SeveralFiles
 from inspector.formats.registry import NOT_WEIGHTS, SAFETENSORS, reader_named, readers, weight_suffixes
@@ -28,6 +28,9 @@ from inspector.model import (
     natural_key,
 )
 from inspector.safeio import parse_json, parse_json_object, relative_name
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future, ThreadPoolExecutor
 
 #: a diffusers pipeline's index: component folder → [library, class]
 PIPELINE_INDEX: Final = "model_index.json"
@@ -418,6 +421,32 @@ def _each_component(source: Source, files: Mapping[str, int | None],
         return list(pool.map(lambda item: _component(source, below.get(item[0], {}), item[0]), listed))
 
 
+#: the most folders with weights a remote pipeline's listing may have for their reads to start beside
+#: model_index.json's (``_pipeline``); past it, only the folders model_index.json lists are read
+MAX_EARLY_COMPONENTS: Final = 16
+
+
+def _early_components(source: Source, files: Mapping[str, int | None]
+                      ) -> tuple[dict[str, Future[Parts | None]], ThreadPoolExecutor] | None:
+    """The reads of every folder with weights in a remote pipeline's listing, started before
+    model_index.json is in: a folder's read (``_component``) depends on its files alone, and diffusers
+    pipelines list every such folder, so the components cost no round trip after the index's (SD-1.5:
+    3 round trips → 2). None for a local source, or a listing of more than ``MAX_EARLY_COMPONENTS``
+    such folders (the index then decides what is read)."""
+    if not source.remote:
+        return None
+    below = folders(files)
+    weighty = [name for name, sub in below.items()
+               if (top := [p for p in sub if "/" not in p]) and (pick_index(top) is not None or _has_weights(top))]
+    if not weighty or len(weighty) > MAX_EARLY_COMPONENTS:
+        return None
+    from concurrent.futures import ThreadPoolExecutor
+
+    pool = ThreadPoolExecutor(max_workers=min(len(weighty), COMPONENT_WORKERS),
+                              thread_name_prefix="inspector-component")
+    return {name: pool.submit(_component, source, below[name], name) for name in weighty}, pool
+
+
 def _composite(source: Source, files: Mapping[str, int | None], top: set[str], *,
                progress: Progress | None) -> Parts | None:
     """A repo whose index names the folders that hold its weights: a diffusers pipeline, or a
@@ -452,14 +481,24 @@ def _pipeline_if_any(source: Source, files: Mapping[str, int | None], top: set[s
 def _pipeline(source: Source, files: Mapping[str, int | None], *, progress: Progress | None) -> Parts:
     """A diffusers pipeline: each component with weights read on its own; the whole repo's records
     are every component's, named ``component.tensor``."""
-    raw = source.small(PIPELINE_INDEX)
-    index = json_object(raw, f"{source.where}: {PIPELINE_INDEX}")
+    early = _early_components(source, files)
+    try:
+        raw = source.small(PIPELINE_INDEX)
+        index = json_object(raw, f"{source.where}: {PIPELINE_INDEX}")
+        listed = pipeline_components(index, source.where)
+        if early is None:
+            read = _each_component(source, files, listed)
+        else:  # each listed folder's read, started early, taken in the index's order (its error, if any)
+            below = folders(files)
+            read = [early[0][name].result() if name in early[0] else _component(source, below.get(name, {}), name)
+                    for name, _, _ in listed]
+    finally:
+        if early is not None:  # a folder the index does not list is read and set aside
+            early[1].shutdown(wait=True)
     components = []
     headers: list[WeightFile] = []
     errors: list[HeaderError] = []
-    listed = pipeline_components(index, source.where)
-    for done, ((name, library, cls), part) in enumerate(zip(listed, _each_component(source, files, listed),
-                                                             strict=True)):
+    for done, ((name, library, cls), part) in enumerate(zip(listed, read, strict=True)):
         components.append((name, library, cls, part))
         if part is not None:
             headers += [prefixed(h, name) for h in part.headers]

@@ -98,6 +98,7 @@ def main() -> None:
                ("hf-mem 0.5.6 (host rewritten)", [sys.executable, "-c", HF_MEM_JSON, server.url, REPO])]
     print(f"{REPO} (shape of the real listing), cold, a fresh process and HF_HOME each; median of {args.repeat}")
     print(f"{'delay':>6}  {'reader':34} {'seconds':>8} {'requests':>8} {'bytes':>10}  per-component parameters")
+    rows: list[dict[str, object]] = []
     try:
         for latency in (float(x) for x in args.latency.split(",")):
             server.control(f"latency?seconds={latency}")
@@ -121,9 +122,15 @@ def main() -> None:
                 shown, requests, sent = seen[label]
                 seconds = f"{statistics.median(times[label]):.3f}" if times[label] else "—"
                 print(f"{latency:>6.2f}  {label:34} {seconds:>8} {requests:>8} {sent:>10,}  {shown}")
+                rows.append({"delay_seconds": latency, "reader": label,
+                             "seconds": statistics.median(times[label]) if times[label] else None,
+                             "requests": requests, "bytes": sent, "components": shown})
     finally:
         server.stop()
         shutil.rmtree(work, ignore_errors=True)
+    from benchmarks_results import save
+
+    print(f"saved {save('pipeline', {'repo': REPO, 'repeat': args.repeat, 'rows': rows}).relative_to(ROOT)}")
 
 
 if __name__ == "__main__":

@@ -84,6 +84,8 @@ def _flat(value: Any, prefix: str) -> Iterator[tuple[str, str]]:
 
 
 def _scalar(value: Any) -> str:
+    if value is None:
+        return ""
     if isinstance(value, float):
         return f"{value:.4g}"
     if isinstance(value, int) and not isinstance(value, bool):
@@ -103,10 +105,27 @@ def results_page() -> str:
         out += [f"## {path.stem}", "",
                 f"`benchmarks/bench_{path.stem}.py` · {saved['when']} · commit `{str(saved['commit'])[:12]}` · "
                 f"{machine['platform']} {machine['processor']}, {machine['cpus']} CPUs · Python {saved['python']} · "
-                f"{packages}", "", "| figure | value |", "|---|---|"]
-        out += [f"| `{key}` | {value} |" for key, value in _flat(saved["figures"], "")]
-        out.append("")
+                f"{packages}", ""]
+        figures, tables = [], []
+        for key, value in saved["figures"].items():
+            (tables if _rows_of_scalars(value) else figures).append((key, value))
+        if figures:
+            out += ["| figure | value |", "|---|---|"]
+            out += [f"| `{k}` | {v} |" for key, value in figures for k, v in _flat(value, key)]
+            out.append("")
+        for key, rows in tables:  # a list of records of scalars: one table, a column a field
+            columns = list(dict.fromkeys(k for row in rows for k in row))
+            out += [f"### {key}", "", "| " + " | ".join(f"`{c}`" for c in columns) + " |",
+                    "|" + "---|" * len(columns)]
+            out += ["| " + " | ".join(_scalar(row[c]) if c in row else "" for c in columns) + " |" for row in rows]
+            out.append("")
     return "\n".join(out)
+
+
+def _rows_of_scalars(value: Any) -> bool:
+    """A list of records whose fields are all scalars (rows of one table)."""
+    return isinstance(value, list) and bool(value) and all(
+        isinstance(row, dict) and all(not isinstance(v, dict | list) for v in row.values()) for row in value)
 
 
 PAGES = {"schema-reference.md": schema_page, "benchmark-results.md": results_page}

@@ -255,7 +255,8 @@ def _collapse(stacks: dict[str, dict[int, list[Tensor]]]) -> tuple[LayerGroup, .
             sig = ([name[cut:] for name in map(_INFO, infos)], list(map(_DTYPE, infos)), list(map(_SHAPE, infos)))
             # the same names, dtypes and shapes; in the same order unless the input shuffles them
             # (sorting every layer was most of the time on a million tensors)
-            if run and index == run[-1] + 1 and (sig == run_sig or sorted(zip(*sig)) == sorted(zip(*run_sig))):
+            if run and index == run[-1] + 1 and (
+                    sig == run_sig or sorted(zip(*sig, strict=True)) == sorted(zip(*run_sig, strict=True))):
                 run.append(index)
                 continue
             if run:

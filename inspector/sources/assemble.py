@@ -426,7 +426,7 @@ def _each_component(source: Source, files: Mapping[str, int | None],
 MAX_EARLY_COMPONENTS: Final = 16
 
 
-def _early_components(source: Source, files: Mapping[str, int | None]
+def _early_components(source: Source, below: Mapping[str, Mapping[str, int | None]]
                       ) -> tuple[dict[str, Future[Parts | None]], ThreadPoolExecutor] | None:
     """The reads of every folder with weights in a remote pipeline's listing, started before
     model_index.json is in: a folder's read (``_component``) depends on its files alone, and diffusers
@@ -435,7 +435,6 @@ def _early_components(source: Source, files: Mapping[str, int | None]
     such folders (the index then decides what is read)."""
     if not source.remote:
         return None
-    below = folders(files)
     weighty = [name for name, sub in below.items()
                if (top := [p for p in sub if "/" not in p]) and (pick_index(top) is not None or _has_weights(top))]
     if not weighty or len(weighty) > MAX_EARLY_COMPONENTS:
@@ -481,7 +480,8 @@ def _pipeline_if_any(source: Source, files: Mapping[str, int | None], top: set[s
 def _pipeline(source: Source, files: Mapping[str, int | None], *, progress: Progress | None) -> Parts:
     """A diffusers pipeline: each component with weights read on its own; the whole repo's records
     are every component's, named ``component.tensor``."""
-    early = _early_components(source, files)
+    below = folders(files)
+    early = _early_components(source, below)
     try:
         raw = source.small(PIPELINE_INDEX)
         index = json_object(raw, f"{source.where}: {PIPELINE_INDEX}")
@@ -489,7 +489,6 @@ def _pipeline(source: Source, files: Mapping[str, int | None], *, progress: Prog
         if early is None:
             read = _each_component(source, files, listed)
         else:  # each listed folder's read, started early, taken in the index's order (its error, if any)
-            below = folders(files)
             read = [early[0][name].result() if name in early[0] else _component(source, below.get(name, {}), name)
                     for name, _, _ in listed]
     finally:

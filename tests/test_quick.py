@@ -131,7 +131,8 @@ def test_any_other_command_line_is_left_to_typer(args: list[str], tmp_path: Path
 
 
 def test_the_console_script_imports_no_typer_for_it(hub: HubServer, tmp_path: Path) -> None:
-    """The point of the twin: a cold ``inspect ORG/NAME --json`` process never imports typer or click."""
+    """The point of the twin: a cold ``inspect ORG/NAME --json`` process never imports typer or click
+    (nor rich, nor the tensor listing's module, which only ``--tensors`` draws: issue 39's start-up CPU)."""
     import os
 
     child = ("import sys; sys.argv = ['inspect', sys.argv[1], '--json']\n"
@@ -139,7 +140,8 @@ def test_the_console_script_imports_no_typer_for_it(hub: HubServer, tmp_path: Pa
              "from inspector.cli import launch\n"
              "real_exit = os._exit\n"
              "def done(code):\n"
-             "    print(sorted(m for m in sys.modules if m.split('.')[0] in ('typer', 'click', 'rich')),"
+             "    print(sorted(m for m in sys.modules if m.split('.')[0] in ('typer', 'click', 'rich')"
+             " or m == 'inspector.analysis.listing'),"
              " file=sys.stderr); sys.stderr.flush(); real_exit(code)\n"
              "os._exit = done\n"
              "launch.entry()\n")

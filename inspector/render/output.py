@@ -12,7 +12,6 @@ import sys
 from typing import TYPE_CHECKING, Final
 
 from inspector.analysis.config import ModelConfig
-from inspector.analysis.listing import CachedModel, FileRow, ListingRow, RepoFiles, collapsed_rows, tensor_rows
 from inspector.analysis.report import Report
 from inspector.analysis.stats import Summary
 from inspector.formats.dtypes import DTYPE_BITS
@@ -29,6 +28,7 @@ if TYPE_CHECKING:  # rich is imported where a table is drawn: `inspect --json` n
     from inspector.analysis.estimate import Estimate
     from inspector.analysis.fit import Budget, CommonFit, Fit
     from inspector.analysis.formula import FormulaCheck
+    from inspector.analysis.listing import CachedModel, FileRow, ListingRow, RepoFiles
 
 #: 2: every document names its model in one shape (``model_json``)
 SCHEMA_VERSION = 2
@@ -317,6 +317,8 @@ def totals_json(s: Summary) -> dict[str, int]:
 
 
 def listing(report: Report, collapse: bool) -> list[ListingRow]:
+    from inspector.analysis.listing import collapsed_rows, tensor_rows  # only where tensors are listed
+
     if collapse:
         return collapsed_rows(report.tensors, report.summary.layer_groups)
     return tensor_rows(report.tensors)

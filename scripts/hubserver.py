@@ -90,6 +90,7 @@ class Logged:
     status: int
     sent: int
     origin: str
+    authorized: bool = False  # the request carried an Authorization header (a token)
 
 
 class HubState:
@@ -288,7 +289,7 @@ def _make_handler(state: HubState) -> type[BaseHTTPRequestHandler]:
                 if logged:
                     with state.lock:
                         state.log.append(Logged(self.command, path, self.headers.get("Range"), self._status,
-                                                self._sent, origin))
+                                                self._sent, origin, self.headers.get("Authorization") is not None))
                         state.inflight -= 1
                         state.settled.notify_all()
 

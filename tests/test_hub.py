@@ -92,6 +92,54 @@ def test_unindexed_repo_and_a_header_larger_than_the_first_read(hub: HubServer) 
     assert len(ranges) == 2 and ranges[0] == "bytes=0-262143" and ranges[1].startswith("bytes=262144-")
 
 
+def test_a_second_range_goes_straight_to_the_cdn_without_the_token(hub: HubServer) -> None:
+    """Issue 39: the second read of a header larger than the first goes to the address the first read was
+    redirected to (the real Hub's CDN), one round trip instead of two, and without the token, which a
+    redirect to another origin drops (httpx's rule; the token is the Hub's, not the CDN's)."""
+    obj, offset = {}, 0
+    for i in range(1600):  # ~400 kB of header: past the 256 KiB first read
+        obj[f"t{i:05d}." + "x" * 200] = {"dtype": "F32", "shape": [1], "data_offsets": [offset, offset + 4]}
+        offset += 4
+    head = raw_header(obj)
+    hub.add_files("acme/big-header", {"model.safetensors": VFile(len(head) + offset, head, True)})
+    hub.state.redirect = True
+    c = open_hub("acme/big-header", options=options(hub, token="hf_not_for_the_cdn"))
+    assert c.tensor_count == 1600
+    reads = [r for r in hub.requests("GET") if r.path.endswith("model.safetensors") and r.status != 404]
+    # the first range: the Hub (302, with the token), then the CDN; the second: the CDN alone
+    assert sorted((r.origin, r.status) for r in reads) == [("cdn", 206), ("cdn", 206), ("hub", 302)], reads
+    assert [r.authorized for r in reads if r.origin == "hub"] == [True]
+    assert not any(r.authorized for r in reads if r.origin == "cdn")
+
+
+def test_an_expired_cdn_address_falls_back_to_the_file_s_own(hub: HubServer) -> None:
+    """Where the remembered CDN address no longer answers (a signed URL expires), the file's own address
+    is asked again, as at first: the header is still read whole."""
+    obj, offset = {}, 0
+    for i in range(1600):
+        obj[f"t{i:05d}." + "x" * 200] = {"dtype": "F32", "shape": [1], "data_offsets": [offset, offset + 4]}
+        offset += 4
+    head = raw_header(obj)
+    hub.add_files("acme/big-header", {"model.safetensors": VFile(len(head) + offset, head, True)})
+    hub.state.redirect = True
+    state = hub.state
+    original = state.take_fault
+
+    def expire_second(kind: str, path: str):  # the CDN's second answer for the file: 403, as an expired signature
+        if kind == "5xx" and path.startswith("/cdn/") and path.endswith("model.safetensors"):
+            expire_second.seen += 1
+            if expire_second.seen == 2:
+                return Fault("5xx", value=403)
+        return original(kind, path)
+    expire_second.seen = 0  # type: ignore[attr-defined]
+    state.take_fault = expire_second  # type: ignore[method-assign]
+    c = open_hub("acme/big-header", options=options(hub))
+    assert c.tensor_count == 1600
+    reads = [(r.origin, r.status) for r in hub.requests("GET") if r.path.endswith("model.safetensors")
+             and r.status != 404]
+    assert sorted(reads) == [("cdn", 206), ("cdn", 206), ("cdn", 403), ("hub", 302), ("hub", 302)], reads
+
+
 def test_redirects_to_a_cdn_keep_the_range(hub: HubServer) -> None:
     hub.state.redirect = True
     c = open_hub(LLAMA3, options=options(hub))

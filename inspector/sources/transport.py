@@ -36,7 +36,7 @@ from inspector.errors import (
     NetworkError,
     NotFoundError,
 )
-from inspector.safeio import JSON_BUDGET, parse_json_object
+from inspector.safeio import COMMIT, JSON_BUDGET, parse_json_object
 
 RETRY_STATUS: Final = frozenset({408, 429, 500, 502, 503, 504})
 LISTING_BUDGET: Final = 32 * 1024 * 1024  # a listing of 100,000 files is about 20 MB
@@ -126,6 +126,9 @@ class Hub:
         self.stats = FetchStats()
         self._headers: dict[str, str] | None = None
         self._headers_lock = threading.Lock()
+        # a file's address → where the server redirected its first range read (the real Hub: its CDN);
+        # the file's next ranges go there directly (``_get``), one round trip each instead of two
+        self._moved: dict[str, str] = {}
 
     # -- token -------------------------------------------------------------------------------
 
@@ -263,6 +266,10 @@ class Hub:
             headers["Accept-Encoding"] = "identity"
         what = path or "the repo listing"
         base = len(into)
+        # a later range of a file whose first one was redirected goes straight to where it moved, with
+        # the token only where the redirect would have kept it (the same origin; httpx drops it otherwise)
+        target = self._moved.get(url, url) if not whole and commit is None else url
+        sent = headers if target == url or _origin(target) == _origin(url) else _without_token(headers)
         attempt = 0
         while True:
             attempt += 1
@@ -276,10 +283,14 @@ class Hub:
             timeout = httpx2.Timeout(idle, connect=min(idle, unreachable_after or idle))
             try:
                 with self._translated(repo_id, revision, path), \
-                        get_session().stream("GET", url, headers=headers, params=params,
+                        get_session().stream("GET", target, headers=sent, params=params,
                                              timeout=timeout) as response:
                     self.stats.add(requests=1)
                     status = response.status_code
+                    if target != url and status >= 400:  # the moved address no longer answers (a signed
+                        target, sent = url, headers     # CDN address expires): the file's own, as at first
+                        self._moved.pop(url, None)
+                        continue
                     if status in RETRY_STATUS and attempt <= self.options.max_retries:
                         self._wait(attempt, response.headers.get("Retry-After"), what, status)
                         self.stats.add(retries=1)
@@ -292,6 +303,8 @@ class Hub:
                     if range_only and not whole and status == 200 and start > 0:
                         raise NetworkError(f"{what}: the server ignored the range request and sent the whole file; "
                                            "not reading it (that would download the weights)")
+                    if response.history and not whole and target == url and path is not None:
+                        self._remember_move(repo_id, revision, path, response)
                     return self._body(response, start, limit, whole, what, deadline, into)
             except _Retryable as exc:
                 if attempt > self.options.max_retries:
@@ -301,6 +314,14 @@ class Hub:
                     ) from None
                 self.stats.add(retries=1)
                 self._wait(attempt, None, what, None)
+
+    def _remember_move(self, repo_id: str, revision: str, path: str, response: Any) -> None:
+        """Where a file's range read was redirected, kept under the file's address at its commit: the
+        commit asked for, or (a read at a branch) the one the Hub's answer names, never a guess."""
+        named = next((v for r in (*response.history, response) if (v := r.headers.get("X-Repo-Commit"))), None)
+        at = revision if COMMIT.match(revision) else named
+        if at is not None and COMMIT.match(at) and named in (None, at):
+            self._moved[self.file_url(repo_id, at, path)] = str(response.url)
 
     def _raise_for_status(self, response: Any, deadline: float) -> None:
         import httpx2
@@ -364,6 +385,16 @@ class Hub:
 
     def _translated(self, repo_id: str, revision: str, path: str | None) -> _Translate:
         return _Translate(self, repo_id, revision, path)
+
+
+def _origin(url: str) -> tuple[str, str | None, int | None]:
+    """Scheme, host and port: what decides whether a redirect keeps the token."""
+    parts = urlsplit(url)
+    return parts.scheme.lower(), (parts.hostname or "").lower() or None, parts.port
+
+
+def _without_token(headers: dict[str, str]) -> dict[str, str]:
+    return {k: v for k, v in headers.items() if k.lower() not in ("authorization", "cookie")}
 
 
 def _decoded(response: Any, cap: int, deadline: float, what: str, *, best_effort: bool = False) -> Iterator[bytes]:

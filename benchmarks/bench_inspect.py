@@ -122,21 +122,26 @@ def materialise(snapshot: Path, out: Path) -> Path:
 
 
 def million(out: Path) -> Path:
-    """A folder with one sparse safetensors file of 1,000,000 tensors in the writer's layout."""
+    """A folder with one sparse safetensors file of 1,000,000 tensors in the writer's layout: as
+    safetensors' own writer orders a header, by dtype (the widest first), then by name, with the
+    data in that order."""
     import struct
 
     out.mkdir(parents=True, exist_ok=True)
-    header: dict[str, dict] = {}
-    offset = 0
+    entries: list[tuple[str, str, list[int], int]] = []  # name, dtype, shape, bytes
     for layer in range(61):
         for expert in range(5464):
             for w in ("w1", "w3", "w2"):
-                header[f"layers.{layer}.experts.{expert}.{w}.weight"] = {
-                    "dtype": "BF16", "shape": [2, 2], "data_offsets": [offset, offset + 8]}
-                offset += 8
-    while len(header) < 1_000_000:
-        header[f"extra.{len(header)}.weight"] = {"dtype": "F32", "shape": [4], "data_offsets": [offset, offset + 16]}
-        offset += 16
+                entries.append((f"layers.{layer}.experts.{expert}.{w}.weight", "BF16", [2, 2], 8))
+    while len(entries) < 1_000_000:
+        entries.append((f"extra.{len(entries)}.weight", "F32", [4], 16))
+    width = {"F32": 4, "BF16": 2}
+    entries.sort(key=lambda e: (-width[e[1]], e[0]))
+    header: dict[str, dict] = {}
+    offset = 0
+    for name, dtype, shape, nbytes in entries:
+        header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [offset, offset + nbytes]}
+        offset += nbytes
     blob = json.dumps(header, separators=(",", ":")).encode()
     blob += b" " * (-len(blob) % 8)
     with (out / "model.safetensors").open("wb") as f:

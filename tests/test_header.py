@@ -324,3 +324,18 @@ def test_the_fast_path_takes_the_writers_layout(text: str, chunk: int, monkeypat
     assert metadata == expected.pop("__metadata__", {})
     assert [(t.name, t.dtype, list(t.shape), [t.begin, t.end]) for t in tensors] == [
         (k, v["dtype"], v["shape"], v["data_offsets"]) for k, v in expected.items()]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.lists(st.text(alphabet="ab.0123", min_size=0, max_size=4), max_size=40), max_size=6),
+       st.booleans())
+def test_the_distinct_names_check_answers_as_a_set(runs: list[list[str]], ascending: bool) -> None:
+    """``safetensors.distinct`` (issue 39: a writer's header is a few ascending runs of names, merged by
+    sorting instead of hashed) against its plain twin, ``len(set(names)) == len(names)``: runs sorted or
+    as drawn, with and without repeats, across the 64-run line where it turns to the set."""
+    from inspector.formats.safetensors import distinct
+
+    names = [n for run in runs for n in (sorted(run) if ascending else run)]
+    assert distinct(names) == (len(set(names)) == len(names))
+    many = [n for i in range(70) for n in (f"b{i}", f"a{i}")]  # 70 runs of two: past the line
+    assert distinct(many) and not distinct([*many, "a3"])

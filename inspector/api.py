@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from inspector.analysis.report import Report
     from inspector.analysis.train import TrainOptions
     from inspector.analysis.values import ValueDiff
-    from inspector.errors import SeveralFiles
+    from inspector.errors import ProblemSink, SeveralFiles
     from inspector.sources.transport import HubOptions
 
 def open_model(model: str | Checkpoint, *, revision: str | None = None, hub: HubOptions | None = None,
@@ -55,12 +55,20 @@ def open_model(model: str | Checkpoint, *, revision: str | None = None, hub: Hub
         return model
     from inspector.analysis.config import use_figure_store
     from inspector.sources.config_cache import DiskFigureStore
-    from inspector.sources.hub import hub_opener
     from inspector.sources.resolve import open_checkpoint
     from inspector.sources.transport import HubOptions
 
+    options = hub or HubOptions()
+
+    def open_repo(repo_id: str, revision: str | None, problems: ProblemSink, only: str | None) -> Checkpoint:
+        # the Hub's reader (and its cache, pool and hashing) is imported when a Hub repo is opened: a
+        # local folder or an alias never needs it (10 ms of a local run)
+        from inspector.sources.hub import hub_opener
+
+        return hub_opener(options, progress)(repo_id, revision, problems, only)
+
     use_figure_store(DiskFigureStore())
-    return open_checkpoint(model, hub=hub_opener(hub or HubOptions(), progress), revision=revision, lenient=lenient)
+    return open_checkpoint(model, hub=open_repo, revision=revision, lenient=lenient)
 
 
 def repo_and_revision(spec: str) -> tuple[str, str | None]:

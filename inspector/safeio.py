@@ -20,9 +20,7 @@ import contextlib
 import errno
 import os
 import re
-import shutil
 import stat
-import tempfile
 import threading
 import time
 import zlib
@@ -175,6 +173,9 @@ def write_folder(folder: Path, files: Mapping[str, bytes], field: str, *,
     ``folder`` may already exist only where ``replaceable`` says so (the old one is moved aside, then
     removed); when a concurrent writer renamed its copy in first and ``written_by_another`` accepts
     it, ours is dropped. Leftovers of killed runs beside it are removed first (``clean_stale``)."""
+    import shutil  # (with tempfile: imported by the runs that write, not by every read)
+    import tempfile
+
     folder = folder.resolve()
     if folder.exists() and not (folder.is_dir() and (replaceable(folder) or not any(folder.iterdir()))):
         raise InvalidCheckpointError(f"{folder} exists and is not replaceable here; refusing to overwrite it")
@@ -207,6 +208,8 @@ def _tmp_prefix(name: str) -> str:
 def clean_stale(parent: Path) -> None:
     """Remove temporary folders that killed runs left in ``parent``: those of a process that no
     longer exists, or older than an hour (another machine sharing the folder)."""
+    import shutil
+
     try:
         candidates = [p for p in parent.iterdir() if p.name.startswith(".") and ".tmp-" in p.name]
     except OSError:

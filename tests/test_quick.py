@@ -150,3 +150,26 @@ def test_the_console_script_imports_no_typer_for_it(hub: HubServer, tmp_path: Pa
     assert run.returncode == 0, run.stderr
     assert json.loads(run.stdout)["totals"]["parameters"] == ref("llama3-8b.parameters")
     assert run.stderr.strip().splitlines()[-1] == "[]", run.stderr
+
+
+def test_a_local_read_imports_no_hub_reader(tmp_path: Path) -> None:
+    """Issue 39: ``inspect ALIAS --json`` (and a folder) reads nothing remote, so a cold process imports
+    neither the Hub's reader (its cache, thread pool and hashing), nor the thread pool's module and
+    logging, nor the temporary-file machinery only writes need."""
+    import os
+
+    child = ("import sys; sys.argv = ['inspect', sys.argv[1], '--json']\n"
+             "import os\n"
+             "from inspector.cli import launch\n"
+             "real_exit = os._exit\n"
+             "def done(code):\n"
+             "    print(sorted(m for m in sys.modules if m in ('inspector.sources.hub', 'concurrent.futures',"
+             " 'logging', 'tempfile', 'shutil')), file=sys.stderr); sys.stderr.flush(); real_exit(code)\n"
+             "os._exit = done\n"
+             "launch.entry()\n")
+    env = {**os.environ, "HF_HOME": str(tmp_path)}
+    run = subprocess.run([sys.executable, "-c", child, "llama3-8b"], capture_output=True, text=True, env=env,
+                         timeout=60)
+    assert run.returncode == 0, run.stderr
+    assert json.loads(run.stdout)["totals"]["parameters"] == ref("llama3-8b.parameters")
+    assert run.stderr.strip().splitlines()[-1] == "[]", run.stderr

@@ -10,8 +10,8 @@ Inputs:
   * one sparse file whose header lists 1,000,000 tensors (Mixtral-style expert names, 94 MB of
     JSON: huggingface_hub refuses headers over 25 MB, so only we read it).
 
-Each library reader runs in a fresh process with the cyclic collector as Python starts it (the
-CLI pauses it; a library caller may not); the CLI rows are whole processes with an empty HF_HOME
+Each library reader runs in a fresh process through its public entry point (ours, ``inspector.inspect``
+and ``inspector.open_model``, pauses the cyclic collector itself: ``inspector.pause``); the CLI rows are whole processes with an empty HF_HOME
 (a first run: no config cache).
 
 Each reader runs in a fresh process; the figures are the best wall time of --repeat runs and the
@@ -34,12 +34,11 @@ CHILD = r"""
 import json, resource, sys, time
 what, path = sys.argv[1], sys.argv[2]
 if what == "ours":
-    from inspector.sources.resolve import open_checkpoint
-    from inspector.analysis.report import build_report
-    run = lambda: build_report(open_checkpoint(path)).summary.hub_total
+    import inspector  # the library's entry point (the collector paused there, as for every caller)
+    run = lambda: inspector.inspect(path).report.summary.hub_total
 elif what == "ours-headers":
-    from inspector.sources.resolve import open_checkpoint
-    run = lambda: open_checkpoint(path).tensor_count
+    import inspector
+    run = lambda: inspector.open_model(path).tensor_count
 else:
     from huggingface_hub import get_local_safetensors_metadata
     def run():

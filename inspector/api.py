@@ -4,7 +4,8 @@ Each function opens its model(s) the way the CLI does (a path, an HF cache folde
 an alias, or a Hub repo ``org/name[@revision]`` with the same defaults: ``HF_ENDPOINT``, ``HF_TOKEN``
 or the saved login, ``HF_HUB_OFFLINE``, the header cache) and returns a frozen result whose
 ``to_dict()`` is the CLI's ``--json`` document of the same command. Errors are the typed exceptions
-of ``inspector.errors`` that the CLI maps to exit codes. Nothing here prints.
+of ``inspector.errors`` that the CLI maps to exit codes. Nothing here prints. Each function that
+opens or analyses a model runs with the cyclic collector paused (``inspector.pause``).
 
     >>> import inspector
     >>> inspector.inspect("llama3-8b").parameters
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
 from inspector.model import Checkpoint, Progress
+from inspector.pause import paused
 from inspector.render.results import (
     Aliases,
     AliasRow,
@@ -43,6 +45,7 @@ if TYPE_CHECKING:
     from inspector.errors import ProblemSink, SeveralFiles
     from inspector.sources.transport import HubOptions
 
+@paused()
 def open_model(model: str | Checkpoint, *, revision: str | None = None, hub: HubOptions | None = None,
                lenient: bool = False, progress: Progress | None = None) -> Checkpoint:
     """Open ``model`` from wherever it is (``sources.resolve.open_checkpoint``; the Hub through
@@ -132,6 +135,7 @@ def cache(root: str | Path) -> CacheResult:
 # --- save ------------------------------------------------------------------------------------------
 
 
+@paused()
 def save(model: str | Checkpoint, folder: str | Path, *, force: bool = False, revision: str | None = None,
          hub: HubOptions | None = None) -> Path:
     """Write the model's header snapshot to ``folder`` (new, empty, or a snapshot of the same model;
@@ -156,6 +160,7 @@ def to_text(result: Inspection | Difference | ComparisonResult | EstimateResult 
 
 # --- show ----------------------------------------------------------------------------------------
 
+@paused()
 def inspect(model: str | Checkpoint, *, tensors: bool = False, collapse: bool = False, formula: bool = False,
             summary: bool = False, revision: str | None = None, hub: HubOptions | None = None) -> Inspection:
     """What is inside ``model``: ``inspect MODEL`` (``--tensors``, ``--collapse``, ``--formula``);
@@ -188,6 +193,7 @@ def inspect(model: str | Checkpoint, *, tensors: bool = False, collapse: bool = 
 
 # --- diff ----------------------------------------------------------------------------------------
 
+@paused()
 def diff(a: str | Checkpoint, b: str | Checkpoint, *, values: bool = False, sample_bytes: int | str = 1024,
          exact: bool = False, hub: HubOptions | None = None) -> Difference:
     """Why B differs from A (``inspect diff A B``). A PEFT adapter and its base (in either order) give
@@ -280,6 +286,7 @@ def value_diff(a: Report, b: Report, sample_bytes: int, exact: bool, options: Hu
 
 # --- compare -------------------------------------------------------------------------------------
 
+@paused()
 def compare(*models: str | Checkpoint, hub: HubOptions | None = None) -> ComparisonResult:
     """2 to 10 models side by side (``inspect compare``)."""
     from inspector.analysis.compare import compare as compare_reports
@@ -365,6 +372,7 @@ def _utilization(value: float | str | None) -> float | None:
     return util
 
 
+@paused()
 def estimate(model: str | Checkpoint, *, context: int | str | None = None, batch: int | str = 1,
              kv_dtype: str | None = None, dtypes: Sequence[str] | None = None, gpu: str | None = None,
              overhead: str | None = None, engine: str | None = None, utilization: float | str | None = None,
@@ -376,6 +384,7 @@ def estimate(model: str | Checkpoint, *, context: int | str | None = None, batch
                          options)
 
 
+@paused()
 def estimate_with(checkpoint: Checkpoint, options: EstimateOptions) -> EstimateResult:
     """The estimate of an open checkpoint with checked options."""
     from inspector.analysis.engines import ENGINES
@@ -398,6 +407,7 @@ def estimate_with(checkpoint: Checkpoint, options: EstimateOptions) -> EstimateR
 FILE_WORKERS: Final = 8
 
 
+@paused()
 def open_several(model: str, several: SeveralFiles, *, revision: str | None = None, hub: HubOptions | None = None,
                  only_first: bool = False) -> list[tuple[str, Checkpoint]]:
     """Each file of a folder or repo that holds one model in several files (``SeveralFiles``), opened
@@ -439,6 +449,7 @@ def list_files(where: str, files: Sequence[tuple[str, Checkpoint]], *, name: str
 
 # --- the files of a repo --------------------------------------------------------------------------
 
+@paused()
 def files_of_several(model: str, several: SeveralFiles, *, revision: str | None = None,
                      hub: HubOptions | None = None) -> FilesResult:
     """``inspect MODEL --files`` of a folder or repo of several GGUF files: every file as the source
@@ -455,6 +466,7 @@ def files_of_several(model: str, several: SeveralFiles, *, revision: str | None 
     return FilesResult(whole, repo_files(whole, counted=frozenset(several.files)))
 
 
+@paused()
 def files(model: str | Checkpoint, *, revision: str | None = None, hub: HubOptions | None = None) -> FilesResult:
     """``inspect MODEL --files``."""
     from inspector.analysis.listing import repo_files
@@ -465,6 +477,7 @@ def files(model: str | Checkpoint, *, revision: str | None = None, hub: HubOptio
 
 # --- audit ---------------------------------------------------------------------------------------
 
+@paused()
 def audit(model: str | Checkpoint, *, modeling: bool = False, deep: bool = False,
           progress: Progress | None = None, revision: str | None = None,
           hub: HubOptions | None = None) -> Audit:
@@ -525,6 +538,7 @@ def train_options(*, method: str = "lora", rank: int | str = 16, alpha: float | 
     return options
 
 
+@paused()
 def train(model: str | Checkpoint, *, method: str = "lora", rank: int | str = 16, alpha: float | str | None = None,
           targets: str | Sequence[str] = "all-linear", optimizer: str = "adamw", precision: str = "bf16-mixed",
           batch: int | str = 1, seq: int | str = 2048, checkpointing: bool = False, gpu: str | None = None,
@@ -537,6 +551,7 @@ def train(model: str | Checkpoint, *, method: str = "lora", rank: int | str = 16
     return train_with(open_model(model, revision=revision, hub=hub), checked)
 
 
+@paused()
 def train_with(checkpoint: Checkpoint, options: TrainOptions) -> TrainResult:
     """The training memory of an open checkpoint with checked options."""
     from inspector.analysis.report import build_report
@@ -548,6 +563,7 @@ def train_with(checkpoint: Checkpoint, options: TrainOptions) -> TrainResult:
 
 # --- plan ------------------------------------------------------------------------------------------
 
+@paused()
 def plan(model: str | Checkpoint, *, gpus: str | Sequence[str] | None = None, max_gpus: int | str = 8,
          nodes: int | str = 1, engine: str | None = None, context: int | str | None = None,
          objective: str = "gpus", utilization: float | str | None = None, kv_dtype: str | None = None,
@@ -597,6 +613,7 @@ def plan_options(*, gpus: str | Sequence[str] | None = None, max_gpus: int | str
     return PlanOptions(names, per_node * node_count, engine_name, ctx, objective, util, kv_dtype)
 
 
+@paused()
 def plan_with(checkpoint: Checkpoint, options: PlanOptions) -> PlanResult:
     from inspector.analysis.engines import ENGINES
     from inspector.analysis.estimate import estimate as estimate_report

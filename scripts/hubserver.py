@@ -157,14 +157,16 @@ class HubServer:
     def add_snapshot(self, repo_id: str, folder: Path, *, sha: str | None = None, branch: str | None = "main",
                      gated: bool = False, sizes: dict[str, int] | None = None) -> str:
         """Serve a header snapshot as the repo's files (virtual full-size safetensors)."""
-        from inspector.sources.snapshot import read_header_bytes, read_manifest, snapshot_files
+        from inspector.sources.snapshot import StoredHeaders, read_manifest, snapshot_files
 
         manifest = read_manifest(folder)
         files: dict[str, VFile | bytes] = {}
-        for f in snapshot_files(manifest, folder):
+        listed = snapshot_files(manifest, folder)
+        stored_headers = StoredHeaders(folder, listed)
+        for f in listed:
             size = (sizes or {}).get(f.path, f.size)
             if f.header:
-                files[f.path] = VFile(size or 0, read_header_bytes(folder, f.header), lfs=True)
+                files[f.path] = VFile(size or 0, stored_headers.read(f), lfs=True)
             elif f.stored:
                 files[f.path] = (folder / f.path).read_bytes()
             else:

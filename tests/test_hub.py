@@ -227,6 +227,32 @@ def test_index_naming_a_missing_shard(hub: HubServer) -> None:
         open_hub("acme/broken", options=options(hub))
 
 
+def test_the_cache_keeps_every_header_of_a_repo_in_one_pack(hub: HubServer) -> None:
+    """163 shards cached as one file of headers (snapshot version 3), not 163: creating a file is most of
+    the cost of caching a many-shard repo. Read back at the pinned commit without a request, every header
+    is the byte string the server's files begin with (the bundled snapshot it serves)."""
+    from inspector.sources.snapshot import StoredHeaders, read_manifest, snapshot_files
+
+    repo = "deepseek-ai/DeepSeek-V3"
+    first = open_hub(repo, options=options(hub))
+    folder = HeaderCache(endpoint=hub.url).get(repo, first.revision)
+    assert folder is not None
+    kept = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
+    assert "headers.pack.gz" in kept and not any(k.startswith("headers/") for k in kept)
+    assert len(kept) <= 5, kept  # the manifest, the pack, and the stored config and index (and generation file)
+    assert read_manifest(folder)["version"] == 3
+    hub.clear_log()
+    again = open_hub(repo, first.revision, options=options(hub))
+    assert hub.log == []
+    served = bundled_path(ALIASES["deepseek-v3"])
+    listed = snapshot_files(read_manifest(served), served)
+    stored = StoredHeaders(served, listed)
+    truth = {f.path: stored.read(f) for f in listed if f.header is not None}
+    assert len(again.headers) == len(truth) == 163
+    assert {h.file: h.head for h in again.headers} == truth
+    assert [h.tensors for h in again.headers] == [h.tensors for h in first.headers]
+
+
 def test_offline_serves_the_cache_then_the_bundle(hub: HubServer, monkeypatch) -> None:
     first = open_hub(LLAMA3, options=options(hub))
     hub.clear_log()

@@ -16,7 +16,7 @@ PACKAGE = ROOT / "inspector"
 
 #: the layers, and the layers each may import (ARCHITECTURE.md: cli → render → analysis → sources |
 #: formats → model/errors/safeio); the package's __init__ is the public API, above all but the CLI
-BASE = ("inspector.model", "inspector.errors", "inspector.safeio")
+BASE = ("inspector.model", "inspector.errors", "inspector.safeio", "inspector.pause")
 ALLOWED: dict[str, set[str]] = {
     "base": {"base"},
     "formats": {"base", "formats"},
@@ -331,3 +331,53 @@ def test_the_audit_sink_collects_and_the_default_raises(tmp_path: Path) -> None:
     c = open_local(tmp_path, problems=COLLECT)
     assert [e.rule for e in c.problems.header_errors] == ["unknown-dtype"] and [h.file for h in c.headers] == \
         ["b.safetensors"]
+
+
+def gc_calls(root: Path) -> list[str]:
+    """Every use of ``gc`` outside ``pause.py``, and every use of the pause outside the two entry points."""
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        rel = path.relative_to(root).as_posix()
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            if rel != "pause.py" and isinstance(node, ast.Import | ast.ImportFrom) and (
+                    any(a.name == "gc" for a in node.names) if isinstance(node, ast.Import) else node.module == "gc"):
+                found.append(f"{rel}: imports gc")
+            if rel not in ("api.py", "cli/launch.py", "pause.py") and isinstance(node, ast.ImportFrom) and (
+                    node.module == "inspector.pause" or (node.module == "inspector" and
+                                                         any(a.name == "pause" for a in node.names))):
+                found.append(f"{rel}: pauses the collector below the entry points")
+    return found
+
+
+def test_the_collector_is_paused_in_one_place_at_the_two_entry_points() -> None:
+    """Issue 39: ``gc`` is touched only by ``inspector/pause.py``, used by the console script
+    (``cli/launch.py``) and the library (``api.py``) and nowhere below them."""
+    assert gc_calls(PACKAGE) == []
+    tree = ast.parse((PACKAGE / "api.py").read_text())
+    paused = {node.name for node in tree.body if isinstance(node, ast.FunctionDef)
+              and any(isinstance(d, ast.Call) and getattr(d.func, "id", None) == "paused" for d in node.decorator_list)}
+    assert {"open_model", "inspect", "diff", "compare", "estimate", "audit", "train", "plan", "save", "files"} <= paused
+
+
+def test_the_collector_check_catches_a_planted_pause(tmp_path: Path) -> None:
+    root = tmp_path / "inspector"
+    (root / "analysis").mkdir(parents=True)
+    (root / "analysis" / "stats.py").write_text("import gc\nfrom inspector.pause import paused\n")
+    (root / "pause.py").write_text("import gc\n")
+    assert gc_calls(root) == ["analysis/stats.py: imports gc",
+                              "analysis/stats.py: pauses the collector below the entry points"]
+
+
+def test_a_library_call_runs_paused_and_gives_the_collector_back(monkeypatch) -> None:
+    import gc
+
+    import inspector
+    from inspector.analysis import report
+
+    seen: list[bool] = []
+    real = report.build_report
+    monkeypatch.setattr(report, "build_report", lambda c: seen.append(gc.isenabled()) or real(c))
+    assert gc.isenabled()
+    inspector.inspect("llama3-8b")
+    assert seen == [False] and gc.isenabled()

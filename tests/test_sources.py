@@ -136,6 +136,85 @@ def test_snapshot_manifest_cannot_point_outside(tmp_path: Path) -> None:
         open_checkpoint(str(snap))
 
 
+@pytest.mark.parametrize("compress_over", [None, 10])
+def test_a_packed_snapshot_reads_as_the_same_headers_one_file_each(tmp_path: Path, compress_over) -> None:
+    """``write_snapshot(pack=True)`` (the header cache's layout) against the per-file layout of the same
+    headers: the same records and bytes, the headers in one file (raw, or gzip-compressed whole)."""
+    from inspector.sources.snapshot import write_snapshot
+
+    folder, params = tiny_folder(tmp_path / "m", shards=3)
+    headers = {}
+    for f in sorted(folder.glob("*.safetensors")):
+        data = f.read_bytes()
+        headers[f.name] = data[: 8 + int.from_bytes(data[:8], "little")]
+    files = [(f.name, f.stat().st_size) for f in sorted(folder.iterdir())]
+    stored = {n: (folder / n).read_bytes() for n in ("config.json", "model.safetensors.index.json")}
+    for name, pack in (("apart", False), ("packed", True)):
+        write_snapshot(tmp_path / name, repo_id="acme/tiny", revision=None, files=files, headers=headers,
+                       stored=stored, provenance="test", compress_over=compress_over, pack=pack)
+    pack_name = "headers.pack" if compress_over is None else "headers.pack.gz"
+    assert sorted(p.name for p in (tmp_path / "packed").iterdir()) == sorted(
+        ["inspector-snapshot.json", "config.json", "model.safetensors.index.json", pack_name])
+    apart, packed = open_checkpoint(str(tmp_path / "apart")), open_checkpoint(str(tmp_path / "packed"))
+    assert {h.file: h.head for h in packed.headers} == headers  # the bytes the files begin with
+    assert [h.tensors for h in packed.headers] == [h.tensors for h in apart.headers]
+    assert summarize(packed).parameters == params
+
+
+def _packed(tmp_path: Path, spans: list[object], pack: bytes, name: str = "headers.pack") -> Path:
+    snap = tmp_path / "snap"
+    snap.mkdir()
+    (snap / name).write_bytes(pack)
+    (snap / "inspector-snapshot.json").write_text(json.dumps({
+        "format": "inspector-header-snapshot", "version": 3, "repo_id": None, "revision": None,
+        "files": [{"path": f"m-{i}.safetensors", "size": 1 << 20, "header": name, "span": span}
+                  for i, span in enumerate(spans)]}))
+    return snap
+
+
+def _header(n: int) -> bytes:
+    body = json.dumps({"w": {"dtype": "F32", "shape": [n], "data_offsets": [0, 4 * n]}}).encode()
+    return len(body).to_bytes(8, "little") + body
+
+
+@pytest.mark.parametrize(("spans", "text"), [
+    ([[0, 10**6]], r"short of the 1,000,000"),  # past the pack's end
+    ([[0, "12"]], r"span is not \[offset, length\]"),
+    ([[5]], r"span is not \[offset, length\]"),
+    ([[-1, 4]], r"span is not \[offset, length\]"),
+    ([[0, 2**40]], r"span is not \[offset, length\]"),  # past any pack's budget
+])
+def test_a_packed_snapshot_s_bad_spans_are_refused_by_name(tmp_path: Path, spans, text) -> None:
+    snap = _packed(tmp_path, spans, _header(3))
+    with pytest.raises(errors.InvalidCheckpointError, match=text):
+        open_checkpoint(str(snap))
+
+
+def test_a_pack_is_read_only_as_far_as_its_spans_reach(tmp_path: Path, monkeypatch) -> None:
+    """Two headers in the first 140 bytes of a 64 MiB pack: 140 bytes are read, not 64 MiB."""
+    from inspector import safeio
+    from inspector.sources import snapshot
+
+    a, b = _header(3), _header(5)
+    snap = _packed(tmp_path, [[0, len(a)], [len(a), len(b)]], a + b + b"\0" * (64 << 20))
+    asked: list[int] = []
+    real = safeio.read_regular
+    monkeypatch.setattr(snapshot, "read_regular", lambda path, limit, offset=0: asked.append(limit) or real(
+        path, limit, offset))
+    c = open_checkpoint(str(snap))
+    assert [h.head for h in c.headers] == [a, b]
+    assert asked == [snapshot.MANIFEST_BUDGET, len(a) + len(b)]  # the manifest, then the pack's 140 bytes
+
+
+def test_a_gzip_bomb_pack_is_refused(tmp_path: Path) -> None:
+    import gzip
+
+    head = _header(3)
+    snap = _packed(tmp_path, [[0, len(head)]], gzip.compress(head + b"\0" * (8 << 20)), "headers.pack.gz")
+    with pytest.raises(errors.InvalidCheckpointError, match="compression bomb"):
+        open_checkpoint(str(snap))
+
+
 def test_snapshot_save_round_trip(tmp_path: Path) -> None:
     from inspector.sources.snapshot import write_snapshot
 

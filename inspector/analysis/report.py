@@ -11,7 +11,6 @@ from inspector.analysis.roles import PACKING_DTYPES, logical_elements, module_bi
 from inspector.analysis.stats import Summary, Tensor, placed, stored_elements, summarize_tensors
 from inspector.analysis.tokenizer import TokenizerSummary, tokenizer_summary
 from inspector.formats.registry import weight_suffixes
-from inspector.formats.safetensors import without_gc
 from inspector.model import ADAPTER_CONFIG, Checkpoint, FileEntry
 
 
@@ -63,7 +62,6 @@ def logical(tensors: list[Tensor], quantization: object) -> list[Tensor]:
     return out
 
 
-@without_gc()
 def build_report(checkpoint: Checkpoint) -> Report:
     config = load_config(checkpoint.config)
     tensors = placed(checkpoint.tensors())

@@ -21,7 +21,6 @@ from typing import NamedTuple
 
 from inspector.analysis.roles import PACKING_DTYPES, ROLE_ORDER, Placement, classify_all
 from inspector.formats.dtypes import dtype_sort_key
-from inspector.formats.safetensors import without_gc
 from inspector.model import Checkpoint, Role, TensorInfo, WeightFile, natural_key
 
 
@@ -112,7 +111,6 @@ class Summary:
 _NAME = itemgetter(0)
 
 
-@without_gc()
 def placed(tensors: Iterable[TensorInfo]) -> list[Tensor]:
     infos = tensors if isinstance(tensors, list | tuple) else list(tensors)
     # Tensor without its Python-level __new__, in C loops
@@ -241,7 +239,6 @@ _DTYPE = attrgetter("dtype")
 _SHAPE = attrgetter("shape")
 
 
-@without_gc()
 def _collapse(stacks: dict[str, dict[int, list[Tensor]]]) -> tuple[LayerGroup, ...]:
     groups: list[LayerGroup] = []
     for stack, layers in sorted(stacks.items(), key=lambda kv: natural_key(kv[0])):

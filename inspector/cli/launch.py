@@ -9,11 +9,11 @@ to it by a test). The process ends without tearing down the interpreter.
 
 from __future__ import annotations
 
-import gc
 import os
 import sys
 from typing import NoReturn
 
+from inspector import pause
 from inspector.cli.opening import ReadAhead
 
 
@@ -21,9 +21,7 @@ def entry() -> NoReturn:
     """The console script. Ends the process without tearing down the interpreter: freeing
     DeepSeek-V3's ~100,000 header records one by one takes longer than the rest of the exit.
     Output is flushed first; nothing of ours relies on finalizers."""
-    # Header records are small immutable tuples with no reference cycles: the cyclic collector
-    # would only rescan them, about a sixth of the time on DeepSeek-V3's 91,991 tensors.
-    gc.disable()
+    pause.for_the_process()  # before the read-ahead's thread begins (inspector.pause)
     ReadAhead.start(sys.argv[1:])
     code = quick(sys.argv[1:])
     if code is None:

@@ -11,14 +11,12 @@ following the Rust reference's ``validate``.
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import json
 import math
 import operator
 import re
 import struct
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from itertools import accumulate, chain, islice, repeat
 from typing import Any, Final
 
@@ -48,21 +46,6 @@ METADATA_KEY: Final = "__metadata__"
 _U64_MAX: Final = 2**64 - 1
 
 
-@contextlib.contextmanager
-def without_gc() -> Iterator[None]:
-    """Pause the cyclic collector while many records are built (a header, a listing): they are
-    tuples without reference cycles, and the collector would only rescan them, over and over as
-    they accumulate (DeepSeek-V3's 91,991 tensors: 40 % of the parse). Nests; restores the state
-    it found. Also a decorator, a fresh pause per call."""
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
-
-
 def read_header_length(prefix: bytes | bytearray, *, file: str | None = None, file_size: int | None = None) -> int:
     """Decode and check the 8-byte length prefix. ``prefix`` may be longer than 8 bytes."""
     if len(prefix) < PREFIX_BYTES:
@@ -86,7 +69,6 @@ def read_header_length(prefix: bytes | bytearray, *, file: str | None = None, fi
     return int(n)
 
 
-@without_gc()
 def parse_header(blob: bytes | bytearray, *, file: str = "<bytes>", file_size: int | None = None) -> WeightFile:
     """Parse and validate a header from the first bytes of a safetensors file.
 

@@ -28,7 +28,6 @@ from inspector.errors import (
     UsageError,
 )
 from inspector.formats.registry import SAFETENSORS, reader_by_magic, reader_for, weight_suffixes
-from inspector.formats.safetensors import without_gc
 from inspector.model import Checkpoint, FileEntry, Origin, Problems, Provenance, WeightFile, natural_key
 from inspector.safeio import is_repo_id, open_regular, pread_all, read_json_file, read_ref, regular_size
 from inspector.sources.assemble import assemble, checkpoint_of, index_shards, json_object, pick_index
@@ -83,7 +82,6 @@ def looks_like_repo_id(name: str) -> bool:
     return is_repo_id(name) and not name.endswith((".safetensors", ".json"))
 
 
-@without_gc()
 def open_checkpoint(spec: str, *, hub: HubOpener | None = None, revision: str | None = None,
                     lenient: bool = False) -> Checkpoint:
     """The one place that turns what the user typed into a checkpoint, and the one place a run's

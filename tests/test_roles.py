@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -182,6 +184,7 @@ def test_the_digit_key_memo_answers_as_the_regex_path(names: list[str]) -> None:
     """Names that share their digits' places (``w1``/``w2``, ``layers.3``/``layers.7``) are each
     classified as the regex path classifies them alone, in any order."""
     expected = [_regex_path(n) for n in names]
+    assert expected == [roles.classify_plain(n) for n in names]  # the shape memo: the specification's answers
     roles._FAST.clear()
     assert [classify(n) for n in names] == expected
     assert [classify(n) for n in reversed(names)] == expected[::-1]
@@ -257,3 +260,65 @@ def test_the_summary_s_layer_blocks_are_the_plain_grouping_s(alias: str) -> None
         plain = _collapse(by_layer(order))
         assert summarize_tensors(order).layer_groups == plain == layer_groups(order)
         assert plain  # every one of these has a layer stack
+
+
+def _bundled_names() -> dict[str, list[str]]:
+    """Every tensor name of each bundled snapshot (one entry a snapshot, aliases folded), in file order."""
+    from inspector.sources.bundled import ALIASES, bundled_path
+    from inspector.sources.resolve import open_checkpoint
+
+    out: dict[str, list[str]] = {}
+    for alias in ALIASES.values():
+        folder = bundled_path(alias)
+        if folder.name not in out:
+            out[folder.name] = [t.name for t in open_checkpoint(str(folder)).tensors()]
+    return out
+
+
+def _the_fast_twin_answers_as_the_plain_classifier(names: list[str]) -> None:
+    plain = [roles.classify_plain(n) for n in names]
+    for order in (names, names[::-1]):
+        for memo in (roles._FAST, roles._SHAPES, roles._NUMBERS):
+            memo.clear()
+        got = roles.classify_all(order)
+        assert got == (plain if order is names else plain[::-1])
+    assert roles.classify_all(names) == plain  # with the memos full
+
+
+def test_the_fast_classifier_is_the_plain_one_on_every_bundled_snapshot() -> None:
+    """Issue 39: ``classify_all`` (memoised on each name's digit key) against ``classify_plain`` (every
+    table row searched in the name itself) on all 14 bundled snapshots' tensors, in order and reversed."""
+    everything = _bundled_names()
+    assert len(everything) == 14 and sum(map(len, everything.values())) > 95_000
+    for names in everything.values():
+        _the_fast_twin_answers_as_the_plain_classifier(names)
+
+
+def test_the_fast_classifier_is_the_plain_one_on_the_fuzz_corpus() -> None:
+    """The fuzz corpus: the bundled names with bytes flipped, cut and inserted by the fuzz stage's own
+    mutation (scripts/fuzz.py ``_flip``, seeded), read as UTF-8 with bad bytes kept as lone surrogates (as a
+    JSON header's escapes can give), and the names of the reference fuzz's 20,000 headers."""
+    import json
+    import random
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
+    import fuzz
+    import test_reference_fuzz as reference
+
+    rng = random.Random(20261126)
+    real = [n for names in _bundled_names().values() for n in names]
+    flipped = [fuzz._flip(rng, n.encode(), rng.randint(1, 3)).decode("utf-8", "surrogateescape")
+               for n in rng.sample(real, 20_000)]
+    ref_rng = random.Random(reference.SEED)
+    theirs: list[str] = []
+    for _ in range(2_000):
+        blob = reference._case(ref_rng)
+        try:
+            doc = json.loads(blob[8:8 + int.from_bytes(blob[:8], "little")])
+        except (ValueError, UnicodeDecodeError):
+            continue
+        theirs += [k for k in doc if isinstance(k, str)] if isinstance(doc, dict) else []
+    corpus = flipped + theirs
+    assert len(set(corpus)) > 15_000 and any(not n.isascii() for n in corpus)
+    _the_fast_twin_answers_as_the_plain_classifier(corpus)

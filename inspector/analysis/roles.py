@@ -231,6 +231,19 @@ def classify(name: str) -> Placement:
     return classify_all([name])[0]
 
 
+def classify_plain(name: str) -> Placement:
+    """The specification of ``classify_all``, one name at a time and nothing memoised: the kind and
+    role are the first table rows whose patterns the name holds, the layer stack and index are what
+    ``_LAYER`` matches at its start, the expert what ``_EXPERT`` finds. ``classify_all`` is its fast
+    twin, held equal to it on every bundled snapshot, the fuzz corpus and generated names
+    (tests/test_roles.py)."""
+    kind, role = _kind_and_role(name)
+    m = _LAYER.match(name)
+    e = _EXPERT.search(name)
+    return Placement(kind, role, m.group("stack") if m else None, int(m.group("index")) if m else None,
+                     int(e.group(1)) if e else None)
+
+
 def classify_all(names: Sequence[str]) -> list[Placement]:
     """Kind, role and position of each name, in order. Never raises.
 

@@ -11,8 +11,8 @@ Inputs:
     JSON: huggingface_hub refuses headers over 25 MB, so only we read it).
 
 Each library reader runs in a fresh process through its public entry point (ours, ``inspector.inspect``
-and ``inspector.open_model``, pauses the cyclic collector itself: ``inspector.pause``); the CLI rows are whole processes with an empty HF_HOME
-(a first run: no config cache).
+and ``inspector.open_model``, pauses the cyclic collector itself: ``inspector.pause``); the CLI rows
+are whole processes with an empty HF_HOME (a first run: no config cache).
 
 Each reader runs in a fresh process; the figures are the best wall time of --repeat runs and the
 process's peak resident memory (ru_maxrss) with the interpreter's baseline after imports.

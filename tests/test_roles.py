@@ -322,3 +322,49 @@ def test_the_fast_classifier_is_the_plain_one_on_the_fuzz_corpus() -> None:
     corpus = flipped + theirs
     assert len(set(corpus)) > 15_000 and any(not n.isascii() for n in corpus)
     _the_fast_twin_answers_as_the_plain_classifier(corpus)
+
+
+_ROWS = [(value, pattern) for value, pattern, _ in (*KIND_TABLE, *ROLE_TABLE)]
+
+
+def test_every_match_of_a_row_holds_one_of_its_required_texts() -> None:
+    """The prefilter may only skip rows that cannot match: on every bundled name, each row that matches
+    it (``re.search``, the table's own meaning) has one of ``required_texts`` in it; and each row's texts
+    are read off as the pattern says (a few written out here)."""
+    import re
+
+    names = {n for names in _bundled_names().values() for n in names}
+    for value, pattern in _ROWS:
+        texts = roles.required_texts(pattern)
+        for name in names:
+            if re.search(pattern, name):
+                assert any(t in name for t in texts), (value, pattern, texts, name)
+    spelled = {r"(^|\.)embed_tokens\.": ("embed_tokens.",), r"\.(q_proj|wq|query)\.": ("q_proj", "wq", "query"),
+               r"\.DenseReluDense\.wi(_1)?\.": (".DenseReluDense.wi",), r"_scales$": ("_scales",),
+               r"(?i)(^|\.)ln\.": ("",), r"a_b|c_d": ("",), r"ab?c": ("a",), r"xy[ab]\]z": ("xy",),
+               r"(foo|bar)?bazz": ("bazz",), r"\.experts\.(\d+\.)?(w1|gate_proj)(\.|$|_)": (".experts.",)}
+    assert {p: roles.required_texts(p) for p in spelled} == spelled
+    for pattern, texts in spelled.items():  # each one is what a match must hold
+        for name in ("model.embed_tokens.weight", "h.q_proj.w", "x.DenseReluDense.wi.y", "w_scales", "ac", "xyb]z",
+                     "foobazz", "bazz", "m.experts.3.w1.weight"):
+            if re.search(pattern, name):
+                assert any(t in name for t in texts)
+
+
+def test_a_run_compiles_only_the_rows_its_names_can_match() -> None:
+    """A fresh process classifying Qwen3-0.6B's 311 names compiles 14 of the tables' 108 patterns (its
+    names hold the required texts of those alone), and answers as the plain classifier."""
+    import subprocess
+    import sys
+
+    code = ("from inspector.analysis import roles\n"
+            "from inspector.sources.bundled import ALIASES, bundled_path\n"
+            "from inspector.sources.resolve import open_checkpoint\n"
+            "names = [t.name for t in open_checkpoint(str(bundled_path(ALIASES['qwen3-0.6b']))).tensors()]\n"
+            "assert roles.classify_all(names) == [roles.classify_plain(n) for n in names]\n"
+            "print(len(names), sum(rx is not None for rx in roles._KINDS.compiled + roles._ROLES.compiled))\n")
+    # classify_plain is run after classify_all: it searches with re's own cache, not the rows'
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    tensors, compiled = map(int, done.stdout.split())
+    assert tensors == 311 and len(_ROWS) == 108
+    assert compiled <= 20, compiled

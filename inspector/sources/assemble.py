@@ -89,7 +89,8 @@ def index_shards(index: Mapping[str, Any], available: Iterable[str], where: str,
     collecting sink asks for the names whether present or not)."""
 
     weight_map = index.get("weight_map")
-    if not isinstance(weight_map, dict) or not all(isinstance(v, str) for v in weight_map.values()):
+    # every value a string: the set of their types, in C (a parsed index holds plain str, never a subclass)
+    if not isinstance(weight_map, dict) or not set(map(type, weight_map.values())) <= {str}:
         raise InvalidCheckpointError(f"{where}: {index_name or 'the index'} has no valid weight_map")
     names = sorted((relative_name(v, f"{where}: {index_name or 'the index'}: weight_map")
                     for v in set(weight_map.values())), key=natural_key)  # 163 names, not 91,991 entries

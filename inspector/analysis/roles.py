@@ -277,12 +277,14 @@ class _Rows:
     def __init__(self, table: Sequence[tuple[str, str, str]]) -> None:
         self.values = [value for value, _, _ in table]
         self.patterns = [pattern for _, pattern, _ in table]
-        self.texts = [required_texts(pattern) for pattern in self.patterns]
+        # one required text as itself (``name.__contains__(text)``), several as a tuple
+        self.texts = [texts[0] if len(texts) == 1 else texts for texts in map(required_texts, self.patterns)]
         self.compiled: list[re.Pattern[str] | None] = [None] * len(self.patterns)
 
     def first(self, name: str, default: str) -> str:
+        holds = name.__contains__
         for i, texts in enumerate(self.texts):
-            if any(text in name for text in texts):
+            if holds(texts) if type(texts) is str else any(map(holds, texts)):
                 rx = self.compiled[i]
                 if rx is None:
                     rx = self.compiled[i] = re.compile(self.patterns[i])

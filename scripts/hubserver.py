@@ -162,7 +162,7 @@ class HubServer:
         manifest = read_manifest(folder)
         files: dict[str, VFile | bytes] = {}
         listed = snapshot_files(manifest, folder)
-        stored_headers = StoredHeaders(folder, listed)
+        stored_headers = StoredHeaders(folder)
         for f in listed:
             size = (sizes or {}).get(f.path, f.size)
             if f.header:

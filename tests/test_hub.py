@@ -246,7 +246,7 @@ def test_the_cache_keeps_every_header_of_a_repo_in_one_pack(hub: HubServer) -> N
     assert hub.log == []
     served = bundled_path(ALIASES["deepseek-v3"])
     listed = snapshot_files(read_manifest(served), served)
-    stored = StoredHeaders(served, listed)
+    stored = StoredHeaders(served)
     truth = {f.path: stored.read(f) for f in listed if f.header is not None}
     assert len(again.headers) == len(truth) == 163
     assert {h.file: h.head for h in again.headers} == truth

@@ -178,11 +178,12 @@ def _header(n: int) -> bytes:
 
 
 @pytest.mark.parametrize(("spans", "text"), [
-    ([[0, 10**6]], r"short of the 1,000,000"),  # past the pack's end
+    ([[0, 10**6]], r"ends before the span \[0, 1,000,000\]"),  # past the pack's end
     ([[0, "12"]], r"span is not \[offset, length\]"),
     ([[5]], r"span is not \[offset, length\]"),
     ([[-1, 4]], r"span is not \[offset, length\]"),
-    ([[0, 2**40]], r"span is not \[offset, length\]"),  # past any pack's budget
+    ([[0, 2**40]], r"a span of 1,099,511,627,776 bytes, more than such a header may be"),
+    ([[0, 2**64]], r"span is not \[offset, length\]"),
 ])
 def test_a_packed_snapshot_s_bad_spans_are_refused_by_name(tmp_path: Path, spans, text) -> None:
     snap = _packed(tmp_path, spans, _header(3))
@@ -191,7 +192,7 @@ def test_a_packed_snapshot_s_bad_spans_are_refused_by_name(tmp_path: Path, spans
 
 
 def test_a_pack_is_read_only_as_far_as_its_spans_reach(tmp_path: Path, monkeypatch) -> None:
-    """Two headers in the first 140 bytes of a 64 MiB pack: 140 bytes are read, not 64 MiB."""
+    """Two headers in the first 140 bytes of a 64 MiB pack: each is read by its span, not the pack."""
     from inspector import safeio
     from inspector.sources import snapshot
 
@@ -203,16 +204,25 @@ def test_a_pack_is_read_only_as_far_as_its_spans_reach(tmp_path: Path, monkeypat
         path, limit, offset))
     c = open_checkpoint(str(snap))
     assert [h.head for h in c.headers] == [a, b]
-    assert asked == [snapshot.MANIFEST_BUDGET, len(a) + len(b)]  # the manifest, then the pack's 140 bytes
+    assert asked == [snapshot.MANIFEST_BUDGET, len(a), len(b)]  # the manifest, then each header's span
 
 
 def test_a_gzip_bomb_pack_is_refused(tmp_path: Path) -> None:
-    import gzip
+    """A member of the compressed pack that inflates past what a safetensors header may be (100,000,000
+    bytes, the Rust reference's limit) is refused as a header file's would be; a span that does not start
+    at a member is refused too."""
+    import zlib
 
     head = _header(3)
-    snap = _packed(tmp_path, [[0, len(head)]], gzip.compress(head + b"\0" * (8 << 20)), "headers.pack.gz")
-    with pytest.raises(errors.InvalidCheckpointError, match="compression bomb"):
-        open_checkpoint(str(snap))
+    packer = zlib.compressobj(1, zlib.DEFLATED, 31)  # a gzip member
+    member = packer.compress(head) + b"".join(packer.compress(bytes(1 << 20)) for _ in range(100)) + packer.flush()
+    assert len(member) < 1 << 20
+    for where, span, text in (("off", [0, len(member)], "corrupt compressed data"),
+                              ("bomb", [7, len(member)], "compression bomb")):
+        (tmp_path / where).mkdir()
+        snap = _packed(tmp_path / where, [span], b"\x00" * 7 + member, "headers.pack.gz")
+        with pytest.raises(errors.InvalidCheckpointError, match=text):
+            open_checkpoint(str(snap))
 
 
 def test_snapshot_save_round_trip(tmp_path: Path) -> None:

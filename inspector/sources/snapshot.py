@@ -7,8 +7,9 @@ A snapshot is a folder::
     model.safetensors.index.json
     headers/<file>.hdr           the first 8 + n bytes of each safetensors file, exactly
     headers/<file>.hdr.gz        ... or the same bytes gzip-compressed
-    headers.pack[.gz]            ... or (version 3, the header cache) every header back to back in one
-                                 file, each entry naming its ``span``: [offset, length] in it
+    headers.pack                 ... or (version 3, the header cache) the headers back to back, each
+                                 entry naming its ``span``: [offset, length] in the file
+    headers.pack.gz              ... and there the large ones, each one gzip member
 
 The manifest::
 
@@ -20,8 +21,9 @@ The manifest::
                 "header": "headers/model-00001-of-00004.safetensors.hdr", "format": "safetensors"},
                {"path": "original/consolidated.00.pth", "size": 16060617592}]}
 
-A version 3 entry of a packed snapshot reads ``"header": "headers.pack", "span": [0, 5437]``: one file
-written for a repo of 191 shards instead of 191 (creating a file is most of a cold read's cache write).
+A version 3 entry of a packed snapshot reads ``"header": "headers.pack", "span": [0, 5437]``: two files at
+most for a repo of 191 shards instead of 191 (creating a file is most of a cold read's cache write). A
+header is read by its span alone, compressed or not as a header file is, under the same limit.
 
 ``files`` lists every file of the repo with its true size; a safetensors file's header bytes plus
 that size are all the inspector, the diff and the audit need. The local Hub server of the tests
@@ -67,11 +69,9 @@ COMPOSITE_INDEXES: Final = (PIPELINE_INDEX, MODULES_INDEX)
 T = TypeVar("T")
 FORMAT: Final = "inspector-header-snapshot"
 VERSION: Final = 2  # 2 adds each header's "format"; version 1 (safetensors only) still reads
-PACKED_VERSION: Final = 3  # 3 adds each header's "span" in one pack of them all (``write_snapshot(pack=True)``)
+PACKED_VERSION: Final = 3  # 3 adds each header's "span" in a pack of them (``write_snapshot(pack=True)``)
 READABLE: Final = (1, 2, 3)
-PACK: Final = "headers.pack"
-#: a pack holds every header of a repo: DeepSeek-V3's 163 are about 20 MB; the one answer's own budget is far below
-PACK_BUDGET: Final = 1 << 30
+PACK: Final = "headers.pack"  # and PACK + ".gz", whose spans are gzip members
 #: the manifest: every header's records (DeepSeek-V3's 91,991 tensors are about 20 MB); a stored
 #: config or index is held to safeio.JSON_BUDGET like any other
 MANIFEST_BUDGET: Final = 256 * 1024 * 1024
@@ -124,7 +124,7 @@ def snapshot_files(manifest: Mapping[str, Any], folder: Path) -> list[SnapshotFi
         fmt = entry.get("format")
         span = entry.get("span")
         if span is not None and not (header is not None and isinstance(span, list) and len(span) == 2
-                                     and all(type(n) is int and 0 <= n <= PACK_BUDGET for n in span)):
+                                     and all(type(n) is int and 0 <= n < 2**63 for n in span)):
             raise InvalidCheckpointError(f"{folder / MANIFEST}: files[{i}].span is not [offset, length] in a pack")
         files.append(SnapshotFile(
             path=path,
@@ -154,49 +154,35 @@ def read_header_bytes(folder: Path, relative: str, limit: int | None = None) -> 
 
 
 class StoredHeaders:
-    """A snapshot's stored header bytes: a file each (versions 1 and 2), or a span of one pack (version
-    3), each pack read once and held to the end its manifest's spans give it (no byte past it read)."""
+    """A snapshot's stored header bytes: a file each (versions 1 and 2), or a span of a pack (version 3),
+    read by itself (``pread``), under the limit a header file is held to and gunzipped as one is."""
 
-    def __init__(self, folder: Path, files: Collection[SnapshotFile]) -> None:
+    def __init__(self, folder: Path) -> None:
         self.folder = folder
-        self._ends: dict[str, int] = {}
-        for f in files:
-            if f.header is not None and f.span is not None:
-                self._ends[f.header] = max(self._ends.get(f.header, 0), f.span[0] + f.span[1])
-        self._packs: dict[str, bytes] = {}
+        self._paths: dict[str, Path] = {}  # a pack's name → its path, resolved and checked once
 
     def read(self, f: SnapshotFile, limit: int | None = None) -> bytes:
-        """``f``'s header bytes, at most ``limit``."""
+        """``f``'s header bytes, at most ``limit`` (default: the largest any format may take)."""
         assert f.header is not None
         if f.span is None:
             return read_header_bytes(self.folder, f.header, limit)
         limit = max_header() if limit is None else limit
         offset, length = f.span
+        path = self._paths.get(f.header)
+        if path is None:
+            path = self._paths[f.header] = inside(self.folder, f.header, f"{self.folder / MANIFEST}: header path")
         if length > limit:
             raise InvalidCheckpointError(f"{self.folder / MANIFEST}: {f.path}: a span of {length:,} bytes, more than "
                                          f"such a header may be ({limit:,})")
-        pack = self._pack(f.header)
-        return pack[offset:offset + length]
-
-    def _pack(self, relative: str) -> bytes:
-        pack = self._packs.get(relative)
-        if pack is None:
-            end = self._ends[relative]
-            if end > PACK_BUDGET:
-                raise InvalidCheckpointError(f"{self.folder / MANIFEST}: {relative}: spans reach past "
-                                             f"{PACK_BUDGET:,} bytes; refusing the pack")
-            path = inside(self.folder, relative, f"{self.folder / MANIFEST}: header path")
-            try:
-                # gzip adds at most 5 bytes a 16 KiB block and its own 18 to stored data
-                pack = read_regular(path, end + end // 1024 + 64 if relative.endswith(".gz") else end)
-            except NotFoundError as exc:
-                raise InvalidCheckpointError(f"{exc.message} (a header pack the snapshot lists)") from None
-            if relative.endswith(".gz"):
-                pack = gunzip_bounded(pack, end, str(path))
-            if len(pack) < end:
-                raise InvalidCheckpointError(f"{path}: {len(pack):,} bytes, short of the {end:,} its spans reach")
-            self._packs[relative] = pack
-        return pack
+        try:
+            data = read_regular(path, length, offset)
+        except NotFoundError as exc:
+            raise InvalidCheckpointError(f"{exc.message} (a header pack the snapshot lists)") from None
+        if len(data) < length:
+            raise InvalidCheckpointError(f"{path}: ends before the span [{offset:,}, {length:,}] of {f.path}")
+        if f.header.endswith(".gz"):
+            data = gunzip_bounded(data, limit, f"{path} [{offset:,}, {length:,}]")
+        return data
 
 
 def load_snapshot(folder: Path, *, origin: Origin = "snapshot", label: str | None = None,
@@ -224,7 +210,7 @@ def load_snapshot(folder: Path, *, origin: Origin = "snapshot", label: str | Non
         raise NotFoundError(f"{label or folder}: no file {only!r} in this snapshot")
     headers: list[WeightFile] = []
     errors: list[HeaderError] = []
-    stored_headers = StoredHeaders(folder, files)
+    stored_headers = StoredHeaders(folder)
     for f in files:
         if f.header is None or (only is not None and f.path != only):
             continue
@@ -297,7 +283,7 @@ class SnapshotSource:
         self.folder, self.problems = folder, problems
         self.where = str(folder)
         self.files = {f.path: f for f in files}
-        self.headers = StoredHeaders(folder, files)
+        self.headers = StoredHeaders(folder)
 
     def small(self, name: str) -> bytes:
         f = self.files.get(name)
@@ -389,25 +375,24 @@ def write_snapshot(
         relative_name(path, "snapshot file")
     entries: list[dict[str, Any]] = []
     blobs: dict[str, bytes] = {}
-    packed: list[bytes] = []
-    offset = 0
+    packs: dict[str, list[bytes]] = {PACK: [], PACK + ".gz": []}
+    ends = dict.fromkeys(packs, 0)
     for path, size in files:
         entry: dict[str, Any] = {"path": path, "size": size}
         if path in headers:
             blob = headers[path]
-            if pack:
-                entry["header"] = PACK
-                entry["span"] = [offset, len(blob)]
-                packed.append(blob)
-                offset += len(blob)
+            name = PACK if pack else f"headers/{path}.hdr"
+            if compress_over is not None and len(blob) > compress_over:
+                name += ".gz"
+                # level 1 (the default): a tenth of level 9's time on header JSON, a little larger
+                blob = gzip.compress(blob, compresslevel=compress_level, mtime=0)
+            if pack:  # one gzip member a large header: a header is read by its span alone
+                entry["span"] = [ends[name], len(blob)]
+                packs[name].append(blob)
+                ends[name] += len(blob)
             else:
-                name = f"headers/{path}.hdr"
-                if compress_over is not None and len(blob) > compress_over:
-                    name += ".gz"
-                    # level 1 (the default): a tenth of level 9's time on header JSON, a little larger
-                    blob = gzip.compress(blob, compresslevel=compress_level, mtime=0)
                 blobs[name] = blob
-                entry["header"] = name
+            entry["header"] = name
             reader = reader_for(path)
             entry["format"] = (formats or {}).get(path) or (reader.name if reader else "safetensors")
         elif path in stored:
@@ -416,15 +401,7 @@ def write_snapshot(
             if path in rebuilt:  # made from another answer, not read (``SideFiles.rebuilt``)
                 entry["rebuilt"] = True
         entries.append(entry)
-    if packed:
-        whole = b"".join(packed)
-        if compress_over is not None and len(whole) > compress_over:
-            for entry in entries:
-                if entry.get("header") == PACK:
-                    entry["header"] = PACK + ".gz"
-            blobs[PACK + ".gz"] = gzip.compress(whole, compresslevel=compress_level, mtime=0)
-        else:
-            blobs[PACK] = whole
+    blobs.update({name: b"".join(parts) for name, parts in packs.items() if parts})
     manifest = {"format": FORMAT, "version": PACKED_VERSION if pack else VERSION, "repo_id": repo_id,
                 "revision": revision, "provenance": provenance, "files": entries}
     blobs[MANIFEST] = (json.dumps(manifest, indent=1) + "\n").encode()

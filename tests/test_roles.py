@@ -342,11 +342,12 @@ def test_every_match_of_a_row_holds_one_of_its_required_texts() -> None:
     spelled = {r"(^|\.)embed_tokens\.": ("embed_tokens.",), r"\.(q_proj|wq|query)\.": ("q_proj", "wq", "query"),
                r"\.DenseReluDense\.wi(_1)?\.": (".DenseReluDense.wi",), r"_scales$": ("_scales",),
                r"(?i)(^|\.)ln\.": ("",), r"a_b|c_d": ("",), r"ab?c": ("a",), r"xy[ab]\]z": ("xy",),
-               r"(foo|bar)?bazz": ("bazz",), r"\.experts\.(\d+\.)?(w1|gate_proj)(\.|$|_)": (".experts.",)}
+               r"(foo|bar)?bazz": ("bazz",), r"xa{10,300}": ("x",),  # a count is no text of the name
+               r"\.experts\.(\d+\.)?(w1|gate_proj)(\.|$|_)": (".experts.",)}
     assert {p: roles.required_texts(p) for p in spelled} == spelled
     for pattern, texts in spelled.items():  # each one is what a match must hold
         for name in ("model.embed_tokens.weight", "h.q_proj.w", "x.DenseReluDense.wi.y", "w_scales", "ac", "xyb]z",
-                     "foobazz", "bazz", "m.experts.3.w1.weight"):
+                     "foobazz", "bazz", "m.experts.3.w1.weight", "x" + "a" * 10):
             if re.search(pattern, name):
                 assert any(t in name for t in texts)
 

@@ -246,6 +246,8 @@ def required_texts(pattern: str) -> tuple[str, ...]:
         elif depth == 0 and ch in "?*{":
             found.append((run[:-1],))  # the character before may be absent
             run = ""
+            if ch == "{":  # its counts are no text of the name
+                i = pattern.index("}", i)
         elif depth == 0 and ch in _PLAIN:
             run += ch
         else:
@@ -270,9 +272,9 @@ def _plain_group(pattern: str, at: int) -> tuple[tuple[str, ...], int] | None:
 
 class _Rows:
     """A table's rows, each searched only in names that hold one of its required texts (``required_texts``),
-    and compiled the first time one does: a run compiles the few rows its names can match (compiling
-    all 108 took about a third of a cold run's own work under cProfile). ``first`` is the plain
-    ``next(v for v, rx in rows if rx.search(name))``, a test holds them equal on every row."""
+    and compiled the first time one does: a run compiles the few rows its names can match (Qwen3-0.6B's
+    names 14 of 108; all 108 took 6.6–7.6 ms a process). ``first`` answers as the plain
+    ``next(v for v, p in table if re.search(p, name))`` (``_kind_and_role_plain``; tests/test_roles.py)."""
 
     def __init__(self, table: Sequence[tuple[str, str, str]]) -> None:
         self.values = [value for value, _, _ in table]

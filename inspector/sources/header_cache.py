@@ -74,6 +74,6 @@ class HeaderCache:
     def put(self, snapshot: dict[str, Any]) -> None:
         """Atomic: write_snapshot builds a temporary folder and renames it into place. When two
         runs race, one rename wins and the other's copy is dropped; both were the same bytes. The
-        headers go into one pack (snapshot version 3): one file to create, not one a shard."""
+        headers go into a pack (snapshot version 3): at most two files to create, not one a shard."""
         with contextlib.suppress(OSError, InspectorError):
             write_snapshot(self.path(snapshot["repo_id"], snapshot["revision"]), **snapshot, pack=True)

@@ -361,8 +361,9 @@ def write_snapshot(
     (the leading bytes its reader parses back), ``formats`` to its reader's name (default: by suffix);
     ``stored`` maps small files (config, index) to their bytes. Writes to a temporary folder
     beside the target and renames it into place, so a crash never leaves half a snapshot. ``pack``
-    writes every header into one file (version 3), as the header cache does: a file's creation is most
-    of the cost of caching a many-shard repo (191 files: about 50 ms on this project's machines)."""
+    writes the headers into at most two files (version 3), as the header cache does: a file's creation
+    is most of the cost of caching a many-shard repo (191 headers: 6.7–9.3 ms a file each, 2.3–2.4 ms
+    packed)."""
     folder = folder.resolve()
     if folder.exists() and not (folder.is_dir() and (is_snapshot(folder) or not any(folder.iterdir()))):
         raise UsageError(

@@ -209,3 +209,32 @@ def test_a_pickle_of_millions_of_empty_sets_is_refused_within_the_budgets(tmp_pa
     got = _measured(str(path), "--json")
     assert got["code"] == EXIT_INVALID and got["seconds"] < 2 and got["peak_mb"] < 300, got
     assert "builds containers of more than 268,435,456 bytes" in got["stderr"]
+
+
+@pytest.mark.parametrize(("body", "container", "per_item", "items"), [
+    # CPython's sizes, as the scan's budget states them: a frozenset 216 bytes and 32 an item, a list 56
+    # and 8, a dict 64 and 12 for each key and each value; an opcode that takes items to its mark is
+    # priced for each of them, at least one
+    (b"(" + b"N" * 1000 + b"\x91", 216, 32, 1000),  # MARK, 1,000 NONE, FROZENSET
+    (b"(\x91", 216, 32, 1),  # an empty FROZENSET: the container and one item
+    (b"(" + b"N" * 37 + b"l", 56, 8, 37),  # MARK, 37 NONE, LIST
+    (b"(" + b"NN" * 50 + b"d", 64, 12, 100),  # MARK, 50 keys and values, DICT
+    (b"\x8f", 216, 0, 1),  # EMPTY_SET
+])
+def test_the_container_budget_prices_each_opcode_as_cpython_builds_it(
+        monkeypatch, body: bytes, container: int, per_item: int, items: int) -> None:
+    """The scan refuses one byte past the price and accepts the price itself."""
+    import io
+
+    from make_pickle_cases import PROTO
+
+    from inspector.errors import PickleError
+    from inspector.formats import pickle_scan
+
+    price = container + per_item * items
+    data = PROTO + body + b"."
+    monkeypatch.setattr(pickle_scan, "MAX_CONTAINER_BYTES", price)
+    pickle_scan.scan_pickle(io.BytesIO(data), "data.pkl", "x.pt", lambda m, n: True, [])
+    monkeypatch.setattr(pickle_scan, "MAX_CONTAINER_BYTES", price - 1)
+    with pytest.raises(PickleError, match="builds containers of more than"):
+        pickle_scan.scan_pickle(io.BytesIO(data), "data.pkl", "x.pt", lambda m, n: True, [])

@@ -18,7 +18,7 @@ import io
 import pickle
 import pickletools
 from collections.abc import Callable
-from typing import Final
+from typing import Final, NamedTuple
 
 from inspector.errors import PickleError
 from inspector.model import Import
@@ -44,6 +44,33 @@ _STRINGS: Final = frozenset({"SHORT_BINUNICODE", "BINUNICODE", "BINUNICODE8", "U
 _PUTS: Final = frozenset({"PUT", "BINPUT", "LONG_BINPUT"})
 _GETS: Final = frozenset({"GET", "BINGET", "LONG_BINGET"})
 _MARK: Final = object()
+
+
+class _Effect(NamedTuple):
+    """One opcode's stack effect as ``pickletools`` states it, and what it costs when unpickled (a
+    tuple, unpacked at once in the scan's loop: its time is per opcode)."""
+
+    pushes: int
+    pops: int  # the items it takes below the mark (or all it takes, without a mark)
+    to_mark: bool  # takes the items above the topmost mark, and the mark
+    price: int  # bytes of the container it builds with one item (or none); -1: builds no container
+    per_item: int  # bytes each further item it takes from above a mark adds
+
+
+def _effect(opcode: pickletools.OpcodeInfo) -> _Effect:
+    before = opcode.stack_before
+    to_mark = pickletools.markobject in before
+    pops = before.index(pickletools.markobject) if to_mark else len(before)
+    if opcode.name not in _COSTS:
+        return _Effect(len(opcode.stack_after), pops, to_mark, -1, 0)
+    build, per_item = _COSTS[opcode.name]  # CPython's container, and each item at least once (max(taken, 1))
+    return _Effect(len(opcode.stack_after), pops, to_mark, build + per_item, per_item)
+
+
+#: the opcodes the scan follows by their stack effect alone, by opcode; the others have their own step
+_SPECIAL: Final = frozenset({"GLOBAL", "INST", "STACK_GLOBAL", "EXT1", "EXT2", "EXT4", "MARK", "MEMOIZE", "STOP",
+                             "PROTO"}) | _STRINGS | _PUTS | _GETS
+_EFFECTS: Final = {op: _effect(op) for op in pickletools.opcodes if op.name not in _SPECIAL}
 
 
 class _Stack:
@@ -75,28 +102,16 @@ class _Stack:
             count += 1
         return count
 
+    def take(self, to_mark: bool, pops: int) -> int:
+        """What an opcode takes: the items above the topmost mark and the mark (when ``to_mark``), then
+        ``pops`` items; how many it took from above a mark (0 for a fixed arity)."""
+        taken = self.pop_mark() if to_mark else 0
+        for _ in range(pops):
+            self.pop()
+        return taken
+
     def top(self) -> object:
         return self.items[-1] if self.items else None
-
-    def apply(self, opcode: pickletools.OpcodeInfo) -> None:
-        """Any other opcode's stack effect, as pickletools states it: what it takes (to its mark, and
-        the items below the mark it also takes), then an unknown value for each thing it pushes."""
-        self.apply_counting(opcode)
-
-    def apply_counting(self, opcode: pickletools.OpcodeInfo) -> int:
-        """``apply``, returning how many items it took from above a mark (0 for a fixed arity)."""
-        before = opcode.stack_before
-        taken = 0
-        if pickletools.markobject in before:
-            taken = self.pop_mark()
-            for _ in range(before.index(pickletools.markobject)):
-                self.pop()
-        else:
-            for _ in before:
-                self.pop()
-        for _ in opcode.stack_after:
-            self.push(None)
-        return taken
 
 
 class _Scan:
@@ -106,7 +121,6 @@ class _Scan:
         self.where, self.file, self.allowed, self.imports = where, file, allowed, imports
         self.stack = _Stack()
         self.memo: dict[int, object] = {}
-        self.container_bytes = 0
 
     def refuse(self, rule: str, message: str) -> PickleError:
         return PickleError(rule, f"{self.where}: {message}", self.file, imports=tuple(self.imports))
@@ -117,9 +131,13 @@ class _Scan:
         ok = isinstance(module, str) and isinstance(name, str) and self.allowed(m, n)
         self.imports.append(Import(self.where, m[:200], n[:200], ok))
 
-    def step(self, name: str, opcode: pickletools.OpcodeInfo, arg: object) -> None:
+    def step(self, name: str, arg: object) -> None:
         stack = self.stack
-        if name in ("GLOBAL", "INST"):
+        if name == "PROTO":
+            if isinstance(arg, int) and arg > pickle.HIGHEST_PROTOCOL:
+                raise self.refuse("pickle-invalid", f"pickle protocol {arg}: no such protocol (the highest is "
+                                                    f"{pickle.HIGHEST_PROTOCOL})")
+        elif name in ("GLOBAL", "INST"):
             module, _, attr = str(arg).partition(" ")
             self.add(module, attr)
             if name == "INST":
@@ -144,16 +162,6 @@ class _Scan:
                 raise self.refuse("pickle-budget", f"more than {MAX_MEMO:,} memo entries")
         elif name in _GETS:
             stack.push(self.memo.get(int(str(arg))))
-        else:
-            if isinstance(arg, int) and arg.bit_length() > 8 * MAX_INT_BYTES:
-                raise self.refuse("pickle-budget", f"an integer of more than {MAX_INT_BYTES:,} bytes")
-            taken = stack.apply_counting(opcode)
-            if name in _COSTS:
-                build, per_item = _COSTS[name]
-                self.container_bytes += build + per_item * max(taken, 1)
-                if self.container_bytes > MAX_CONTAINER_BYTES:
-                    raise self.refuse("pickle-budget", f"builds containers of more than {MAX_CONTAINER_BYTES:,} "
-                                                       "bytes when unpickled (sets, dicts, lists, tuples)")
 
 
 def scan_pickle(stream: io.BytesIO, where: str, file: str, allowed: Callable[[str, str], bool],
@@ -161,16 +169,37 @@ def scan_pickle(stream: io.BytesIO, where: str, file: str, allowed: Callable[[st
     """Read one pickle from ``stream`` (up to its STOP), appending each global it names to
     ``imports``. Raises ``PickleError`` (with the imports so far) on a parse error or a budget."""
     scan = _Scan(where, file, allowed, imports)
+    effects, stack, items = _EFFECTS, scan.stack, scan.stack.items
+    ops, most_ops, built, most_built, int_bits = 0, MAX_OPCODES, 0, MAX_CONTAINER_BYTES, 8 * MAX_INT_BYTES
     try:
-        for ops, (opcode, arg, _) in enumerate(pickletools.genops(stream), 1):
-            if ops > MAX_OPCODES:
+        for opcode, arg, _ in pickletools.genops(stream):
+            ops += 1
+            if ops > most_ops:
                 raise scan.refuse("pickle-budget", f"more than {MAX_OPCODES:,} opcodes")
-            if opcode.name == "STOP":
-                return
-            if opcode.name == "PROTO" and isinstance(arg, int) and arg > pickle.HIGHEST_PROTOCOL:
-                raise scan.refuse("pickle-invalid", f"pickle protocol {arg}: no such protocol (the highest is "
-                                                    f"{pickle.HIGHEST_PROTOCOL})")
-            scan.step(opcode.name, opcode, arg)
+            effect = effects.get(opcode)
+            if effect is None:
+                if opcode.name == "STOP":
+                    return
+                scan.step(opcode.name, arg)
+                continue
+            # an opcode followed by its stack effect alone, written out here with the budgets in locals:
+            # the scan's time is per opcode, and 4 MB of EMPTY_SET is 1.2 million of them (issue 40)
+            pushes, pops, to_mark, price, per_item = effect
+            if arg.__class__ is int and arg.bit_length() > int_bits:
+                raise scan.refuse("pickle-budget", f"an integer of more than {MAX_INT_BYTES:,} bytes")
+            if to_mark or pops:
+                taken = stack.take(to_mark, pops)
+                if taken > 1 and price >= 0:
+                    price += per_item * (taken - 1)
+            if pushes == 1:
+                items.append(None)
+            elif pushes:
+                items.extend((None,) * pushes)
+            if price >= 0:
+                built += price
+                if built > most_built:
+                    raise scan.refuse("pickle-budget", f"builds containers of more than {MAX_CONTAINER_BYTES:,} "
+                                                       "bytes when unpickled (sets, dicts, lists, tuples)")
     except PickleError:
         raise
     except Exception as exc:  # genops' own decoding errors: a bad opcode, a cut argument, a huge text int

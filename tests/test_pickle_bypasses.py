@@ -197,7 +197,7 @@ def test_an_archive_of_many_compressed_pickles_is_refused_before_inflating(tmp_p
 
 def test_a_pickle_of_millions_of_empty_sets_is_refused_within_the_budgets(tmp_path: Path) -> None:
     """4 MB of EMPTY_SET opcodes in a data.pkl (issue 40: 1.5 GB and 12 s before a refusal or not):
-    the scan prices each container as CPython builds it and refuses past 256 MiB, before unpickling."""
+    the scan prices each container as CPython builds it and refuses past 128 MiB, before unpickling."""
     import zipfile
 
     from make_pickle_cases import PROTO
@@ -208,7 +208,7 @@ def test_a_pickle_of_millions_of_empty_sets_is_refused_within_the_budgets(tmp_pa
         z.writestr("archive/version", "3\n")
     got = _measured(str(path), "--json")
     assert got["code"] == EXIT_INVALID and got["seconds"] < 2 and got["peak_mb"] < 300, got
-    assert "builds containers of more than 268,435,456 bytes" in got["stderr"]
+    assert "builds containers of more than 134,217,728 bytes" in got["stderr"]
 
 
 @pytest.mark.parametrize(("body", "container", "per_item", "items"), [
@@ -238,3 +238,74 @@ def test_the_container_budget_prices_each_opcode_as_cpython_builds_it(
     monkeypatch.setattr(pickle_scan, "MAX_CONTAINER_BYTES", price - 1)
     with pytest.raises(PickleError, match="builds containers of more than"):
         pickle_scan.scan_pickle(io.BytesIO(data), "data.pkl", "x.pt", lambda m, n: True, [])
+
+
+def _data_pkl(tmp_path: Path, name: str, body: bytes) -> Path:
+    """A zip archive as torch.save writes it (stored entries) whose data.pkl is ``{"k": [...]}``: an
+    empty list under the key, then ``body``, then SETITEM and STOP."""
+    import zipfile
+
+    from make_pickle_cases import PROTO
+
+    path = tmp_path / name
+    with zipfile.ZipFile(path, "w") as z:
+        z.writestr("archive/data.pkl", PROTO + b"}X\x01\x00\x00\x00k]" + body + b"s.")
+        z.writestr("archive/version", "3\n")
+    return path
+
+
+def _batched(unit: bytes, count: int) -> bytes:
+    """``count`` units appended to the list 1,000 at a time, as pickle batches APPENDS (MARK … APPENDS)."""
+    return (b"(" + unit * 1000 + b"e") * (count // 1000)
+
+
+@pytest.mark.parametrize(("name", "body", "budget"), [
+    # 4.9 million NONE, MEMOIZE, POP: once 15 s and 401 MB, then read as a state dict of nothing (exit 0)
+    ("memo.pt", b"N\x940" * 4_900_000, "more than 2,000,000 memo entries"),
+    # 3.9 million empty lists a thousand at a time: under the former 256 MiB, 18 s and 1.0 GB (exit 0)
+    ("lists.pt", _batched(b"]", 3_900_000), "builds containers of more than 134,217,728 bytes"),
+    # 1 million lists each holding an empty list: 262 MB priced under the budget, refused by the walk
+    ("nested.pt", _batched(b"]]a", 1_001_000), "more than 1,000,000 containers"),
+    # 8.1 million NONE a thousand at a time: nothing priced, the opcode budget (once 21 s, exit 0)
+    ("opcodes.pt", _batched(b"N", 8_100_000), "more than 8,000,000 opcodes"),
+])
+def test_pickles_that_push_millions_of_values_are_refused_by_name_within_300_mb(
+        tmp_path: Path, name: str, body: bytes, budget: str) -> None:
+    """Each budget a refusal names, in a child process under the issue-40 memory bound (the time they
+    take is the opcodes they hold: about a microsecond each, the longest 8 million)."""
+    got = _measured(str(_data_pkl(tmp_path, name, body)), "--json")
+    assert got["code"] == EXIT_INVALID and got["peak_mb"] < 300, got
+    assert budget in got["stderr"], got["stderr"]
+
+
+def test_a_pickle_of_two_million_nones_under_one_mark_is_refused_within_2_s(tmp_path: Path) -> None:
+    """The stack budget stops it at a million values, before unpickling (issue 40's 2 s and 300 MB; 20 MB
+    of them under one MARK once held 20 million values, walked in 37 s and 3.0 GB, and read as exit 0)."""
+    got = _measured(str(_data_pkl(tmp_path, "nones.pt", b"(" + b"N" * 2_000_000 + b"e")), "--json")
+    assert got["code"] == EXIT_INVALID and got["seconds"] < 2 and got["peak_mb"] < 300, got
+    assert "more than 1,000,000 values on its stack at once" in got["stderr"], got
+
+
+def test_torch_saves_of_100_000_tensors_read_whole_under_the_budgets(tmp_path: Path, cli) -> None:
+    """The design point the pickle budgets are sized from: torch.save of a 100,000-tensor state dict
+    and of a 25,000-parameter AdamW training checkpoint (100,000 tensors with its moments and steps)
+    read whole. The counts are the ones built here with torch, not ours."""
+    torch = pytest.importorskip("torch", reason="the torch extra is not installed (CI installs it)")
+    state = {f"model.layers.{i // 10}.mlp.w{i % 10}.weight": torch.zeros(2, 3) for i in range(100_000)}
+    torch.save(state, tmp_path / "state.pt")
+    doc = cli(str(tmp_path / "state.pt"), "--json").json()
+    assert doc["totals"]["tensors"] == len(state) == 100_000
+    assert doc["totals"]["parameters"] == sum(t.numel() for t in state.values())
+
+    params = [torch.nn.Parameter(torch.zeros(2, 3)) for _ in range(25_000)]
+    optimizer = torch.optim.AdamW(params)
+    for p in params:
+        p.grad = torch.ones(2, 3)
+    optimizer.step()
+    model = {f"layers.{i}.weight": p.data for i, p in enumerate(params)}
+    torch.save({"model": model, "optimizer": optimizer.state_dict(), "epoch": 3}, tmp_path / "train.pt")
+    doc = cli(str(tmp_path / "train.pt"), "--json").json()
+    assert doc["totals"]["tensors"] == len(model) == 25_000
+    moments = sum(1 for s in optimizer.state_dict()["state"].values() for t in s.values() if torch.is_tensor(t))
+    assert moments == 75_000  # step, exp_avg, exp_avg_sq a parameter
+    assert f"{2 * 3 * 50_000 + 25_000:,} elements" in doc["shards"][0]["metadata"]["not counted: optimizer"]

@@ -23,16 +23,25 @@ from typing import Final, NamedTuple
 from inspector.errors import PickleError
 from inspector.model import Import
 
-#: a state dict of 100,000 tensors takes about 2 million opcodes
-MAX_OPCODES: Final = 20_000_000
-MAX_MEMO: Final = 5_000_000
+#: The budgets are sized from torch.save's own output at 100,000 tensors, a state dict (3.2 million
+#: opcodes, 800,000 memo entries, 2,010 values on the stack at most, containers priced at 30.4 MB) and an
+#: AdamW training checkpoint of 25,000 parameters (3.1 million, 700,000, 2,025, 30.0 MB; torch 2.13,
+#: measured). The scan runs at about 0.6-0.9 us an opcode on a CI-sized machine, so the opcode budget
+#: is also the longest a scan takes (about 6 s); the scan's memo is about 70 MB a million entries
+MAX_OPCODES: Final = 8_000_000
+MAX_MEMO: Final = 2_000_000
 MAX_MARKS: Final = 10_000
+#: the most values on the pickle machine's stack at once: pickle batches APPENDS and SETITEMS by 1,000
+#: items (pickle.py's _BATCHSIZE), so a state dict's stack holds a few thousand; 20 MB of NONE under
+#: one MARK once held 20 million (and 3 GB once walked)
+MAX_STACK: Final = 1_000_000
 MAX_INT_BYTES: Final = 1024
 #: the memory the containers a pickle builds would take when unpickled, estimated from its opcodes
 #: (CPython's sizes: an empty set 216 bytes, a dict 64, a list 56, a tuple 40 + 8 an item; a set's
-#: item about 32, a dict's 24, a list's 8). A 100,000-tensor state dict builds about 35 MB; 4 MB of
-#: EMPTY_SET opcodes once built 1.5 GB of sets (issue 40)
-MAX_CONTAINER_BYTES: Final = 256 * 1024 * 1024
+#: item about 32, a dict's 24, a list's 8); the 100,000 tensors above price at 30.4 MB. 4 MB of EMPTY_SET
+#: opcodes once built 1.5 GB of sets (issue 40); 3.9 million lists under the former 256 MiB peaked at
+#: 307 MB unpickled and walked, over the 300 MB a refusal may take
+MAX_CONTAINER_BYTES: Final = 128 * 1024 * 1024
 #: what each container-building opcode costs: (the container, each item it takes from the stack)
 _COSTS: Final = {"EMPTY_SET": (216, 0), "FROZENSET": (216, 32), "EMPTY_DICT": (64, 0), "DICT": (64, 12),
                  "EMPTY_LIST": (56, 0), "LIST": (56, 8), "TUPLE": (40, 8), "TUPLE1": (48, 0), "TUPLE2": (56, 0),
@@ -171,6 +180,7 @@ def scan_pickle(stream: io.BytesIO, where: str, file: str, allowed: Callable[[st
     scan = _Scan(where, file, allowed, imports)
     effects, stack, items = _EFFECTS, scan.stack, scan.stack.items
     ops, most_ops, built, most_built, int_bits = 0, MAX_OPCODES, 0, MAX_CONTAINER_BYTES, 8 * MAX_INT_BYTES
+    most_stack = MAX_STACK
     try:
         for opcode, arg, _ in pickletools.genops(stream):
             ops += 1
@@ -181,6 +191,8 @@ def scan_pickle(stream: io.BytesIO, where: str, file: str, allowed: Callable[[st
                 if opcode.name == "STOP":
                     return
                 scan.step(opcode.name, arg)
+                if len(items) > most_stack:
+                    raise scan.refuse("pickle-budget", f"more than {MAX_STACK:,} values on its stack at once")
                 continue
             # an opcode followed by its stack effect alone, written out here with the budgets in locals:
             # the scan's time is per opcode, and 4 MB of EMPTY_SET is 1.2 million of them (issue 40)
@@ -191,10 +203,10 @@ def scan_pickle(stream: io.BytesIO, where: str, file: str, allowed: Callable[[st
                 taken = stack.take(to_mark, pops)
                 if taken > 1 and price >= 0:
                     price += per_item * (taken - 1)
-            if pushes == 1:
-                items.append(None)
-            elif pushes:
+            if pushes:
                 items.extend((None,) * pushes)
+                if len(items) > most_stack:
+                    raise scan.refuse("pickle-budget", f"more than {MAX_STACK:,} values on its stack at once")
             if price >= 0:
                 built += price
                 if built > most_built:

@@ -24,10 +24,11 @@ from inspector.errors import PickleError
 from inspector.model import Import
 
 #: The budgets are sized from torch.save's own output at 100,000 tensors, a state dict (3.2 million
-#: opcodes, 800,000 memo entries, 2,010 values on the stack at most, containers priced at 30.4 MB) and an
-#: AdamW training checkpoint of 25,000 parameters (3.1 million, 700,000, 2,025, 30.0 MB; torch 2.13,
-#: measured). The scan runs at about 0.6-0.9 us an opcode on a CI-sized machine, so the opcode budget
-#: is also the longest a scan takes (about 6 s); the scan's memo is about 70 MB a million entries
+#: opcodes, 800,000 memo entries, 2,010 values on the stack and 3 marks at most, 30.4 MB of
+#: containers) and an AdamW training checkpoint of 25,000 parameters (3.1 million, 700,000, 2,025,
+#: 30.0 MB; torch 2.13, measured). The scan takes about 0.5-1 us an opcode on a 2-core CI machine
+#: (measured: 8.1 million NONE refused in 4.7 s, 6.3 million list opcodes in 6.5 s), so the opcode
+#: budget bounds a scan's time; the scan's memo takes about 70 MB a million entries
 MAX_OPCODES: Final = 8_000_000
 MAX_MEMO: Final = 2_000_000
 MAX_MARKS: Final = 10_000

@@ -13,6 +13,7 @@ import pytest
 from helpers import raw_header, ref
 from hubserver import HubServer
 
+import inspector
 from inspector.cli import commands, launch
 from inspector.cli.opening import ReadAhead
 from inspector.sources.bundled import ALIASES, bundled_path
@@ -172,4 +173,30 @@ def test_a_local_read_imports_no_hub_reader(tmp_path: Path) -> None:
                          timeout=60)
     assert run.returncode == 0, run.stderr
     assert json.loads(run.stdout)["totals"]["parameters"] == ref("llama3-8b.parameters")
+    assert run.stderr.strip().splitlines()[-1] == "[]", run.stderr
+
+
+def test_version_answers_as_the_typer_option_and_imports_no_typer(capsys) -> None:
+    """``inspect --version``: the quick path prints what typer's eager root option prints, same exit code
+    and streams, and a console-script process for it imports neither typer, click nor rich (issue 39's
+    start-up: they were most of its imports; benchmarks/bench_startup.py lists what each command imports)."""
+    import os
+
+    quick = launch.quick(["--version"])
+    q = capsys.readouterr()
+    typed = commands.run(["--version"])
+    t = capsys.readouterr()
+    assert (quick, q.out, q.err) == (typed, t.out, t.err) == (0, f"inspect {inspector.__version__}\n", "")
+    child = ("import sys; sys.argv = ['inspect', '--version']\n"
+             "import os\n"
+             "from inspector.cli import launch\n"
+             "real_exit = os._exit\n"
+             "def done(code):\n"
+             "    print(sorted(m for m in sys.modules if m.split('.')[0] in ('typer', 'click', 'rich')),"
+             " file=sys.stderr); sys.stderr.flush(); real_exit(code)\n"
+             "os._exit = done\n"
+             "launch.entry()\n")
+    run = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, env=dict(os.environ),
+                         timeout=60)
+    assert run.returncode == 0 and run.stdout == f"inspect {inspector.__version__}\n", run
     assert run.stderr.strip().splitlines()[-1] == "[]", run.stderr

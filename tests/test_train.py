@@ -53,8 +53,8 @@ def test_the_published_lora_counts_of_llama_3_2_3b(tmp_path: Path) -> None:
     folder = llama32_3b(tmp_path / "3b")
     for row in RECEIPTS["rows"]:
         if row["model"] == "llama3.2-3b" and "trainable" in row:
-            t = inspector.train(str(folder), method=row["method"], rank=row.get("rank", 16),
-                                targets=row.get("targets", ["all-linear"])).train
+            t = inspector.train(str(folder), method=row["method"], rank=row.get("rank"),
+                                targets=row.get("targets")).train
             assert t.trainable == row["trainable"], row["id"]
 
 
@@ -162,8 +162,8 @@ def test_the_modelled_receipts_are_within_ten_percent(tmp_path: Path) -> None:
     for r in RECEIPTS["rows"]:
         if any(u.startswith(("torch.compile", "chunked", "optimizer in backward")) for u in r["unknowns"]):
             continue
-        t = inspector.train(models[r["model"]], method=r["method"], rank=r.get("rank", 16),
-                            targets=r.get("targets", ["all-linear"]), optimizer=r["optimizer"],
+        t = inspector.train(models[r["model"]], method=r["method"], rank=r.get("rank"),
+                            targets=r.get("targets"), optimizer=r["optimizer"],
                             precision=r["precision"], batch=r["batch"], seq=r["seq"],
                             checkpointing=r["checkpointing"]).train
         ours = ((t.total or 0) - (t.overhead.bytes or 0)) / 2**30

@@ -214,6 +214,7 @@ def _build(raw: Mapping[str, object], figures: Mapping[str, object], source: str
     quant = raw.get("quantization_config")
     if not isinstance(quant, Mapping) and isinstance(mlx := raw.get("quantization"), Mapping) and "bits" in mlx:
         quant = mlx  # mlx-lm's block: {"group_size": 64, "bits": 4, "<module>": {"bits": 8}}
+        _check_mlx_bits(mlx.get("bits"))
     layer_types = figures.get("layer_types")
     architectures = raw.get("architectures")
     if architectures is None and isinstance(raw.get("_class_name"), str):
@@ -384,6 +385,19 @@ def _first_attr(obj: object, keys: tuple[str, ...]) -> object:
 #: a config of num_hidden_layers 10³⁰ must not become a list of 10³⁰ layer kinds.
 MAX_FIGURE: Final = 1 << 40
 MAX_LAYERS: Final = 100_000
+
+
+def _check_mlx_bits(bits: object) -> None:
+    """mlx-lm's quantisation block names bits mlx can pack (``mx.quantize``: 2, 3, 4, 5, 6, 8); any
+    other value (0, −1, a string) is refused by name, as mlx-lm's load refuses it, not read as a
+    quantised checkpoint with made-up packing."""
+    from inspector.analysis.roles import MLX_BITS
+    from inspector.errors import InvalidCheckpointError
+
+    if type(bits) is not int or bits not in MLX_BITS:
+        raise InvalidCheckpointError(
+            f"config.json: quantization.bits {str(bits)[:24]!r} is not one mlx packs ({', '.join(map(str, MLX_BITS))})",
+            hint="the config is damaged or not mlx-lm's; fix its quantization block")
 
 
 def config_int(value: object, default: int, limit: int = MAX_FIGURE) -> int:

@@ -242,7 +242,13 @@ def kv_cache(report: Report, arch: Architecture, ctx: int, batch: int, kvd: str)
                   Figure("kv_bytes", None, "B", why, "config.json", (why,)), cross_per_input_token=cross,
                   state_per_sequence=state)
     shared = config_int(c.raw.get("num_kv_shared_layers"), 0)
-    storing = attending[: max(0, len(attending) - shared)] if shared else attending
+    if shared >= len(attending):  # Gemma 3n's first shared layer is num_hidden_layers − this: it must be a layer
+        why = (f"unknown: num_kv_shared_layers {shared:,} is not below the {len(attending):,} attention layers, so no "
+               "layer would keep the KV the others reuse; the config is inconsistent")
+        return Kv(Figure("kv_bytes_per_token", None, "B", why, "config.json", (why,)),
+                  Figure("kv_bytes", None, "B", why, "config.json", (why,)), cross_per_input_token=cross,
+                  state_per_sequence=state)
+    storing = attending[: len(attending) - shared] if shared else attending
     rows = tuple((int((m.attention.cache_width or 0) * nbytes) if m.attention else 0,
                   m.attention.window if m.attention and m.kind in ("sliding", "chunked") else None)
                  for _, m in storing)

@@ -25,6 +25,7 @@ import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import TYPE_CHECKING, Final
 
 from inspector.analysis.engines import GPUS, ModelShape, Term, named_gpu, vllm_stage_layers, vllm_tokens
@@ -48,6 +49,23 @@ _UNITS: Final = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10*
 MAX_DEVICE_BYTES: Final = 1 << 50
 _SIZE: Final = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*(?:[x×*]\s*(\d+))?\s*$")
 _COUNT: Final = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kKmM]?)\s*$")
+#: the most digits a number option is read with (before and after the point together): 10^18 is past
+#: every count and size this tool takes, and a longer string is refused before any arithmetic on it
+MAX_DIGITS: Final = 18
+
+
+def _shown(text: str) -> str:
+    """An option's text as an error repeats it: at most 24 characters."""
+    return repr(text if len(text) <= 24 else text[:21] + "...")
+
+
+def _exact(digits: str, text: str, option: str) -> Fraction:
+    """``12``, ``1.5``: the decimal's exact value (no float, so no overflow or rounding), refused past
+    ``MAX_DIGITS`` digits."""
+    if sum(c.isdigit() for c in digits) > MAX_DIGITS:
+        raise UsageError(f"{option}: {_shown(text)} has more than {MAX_DIGITS} digits; no such figure is meant",
+                         hint="for example 8192, 8k, 24GiB")
+    return Fraction(digits)
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,23 +83,24 @@ def parse_budget(text: str, option: str = "⟨gpu⟩") -> Budget:
     if named is not None:
         gpu, devices = named
         if not 1 <= devices <= 4096:
-            raise UsageError(f"{option}: {text!r} is not 1 to 4,096 devices")
+            raise UsageError(f"{option}: {_shown(text)} is not 1 to 4,096 devices")
         return Budget(gpu.bytes, devices, gpu.name)
     m = _SIZE.match(text)
     unit = m.group(2).lower() if m else ""
     if m is None or unit not in _UNITS:
-        raise UsageError(f"{option}: cannot read {text!r} as a memory size or a GPU name",
+        raise UsageError(f"{option}: cannot read {_shown(text)} as a memory size or a GPU name",
                          hint="for example 24GiB, 80GiBx2, 16GB, or a GPU: " + ", ".join(GPUS))
     if not unit:  # "24" is 24 GiB to one reader and 24 bytes to another: say which
-        raise UsageError(f"{option}: {text!r} has no unit",
+        raise UsageError(f"{option}: {_shown(text)} has no unit",
                          hint=f"write it with one: {m.group(1)}GiB (binary), {m.group(1)}GB (decimal) or "
                               f"{m.group(1)}B (bytes)")
-    devices = int(m.group(3) or 1)
-    per_device = int(float(m.group(1)) * _UNITS[unit])
+    devices = int(_exact(m.group(3) or "1", text, option))
+    per_device = int(_exact(m.group(1), text, option) * _UNITS[unit])
     if per_device <= 0 or not 1 <= devices <= 4096:
-        raise UsageError(f"{option}: {text!r} is not a positive size on 1 to 4,096 devices")
+        raise UsageError(f"{option}: {_shown(text)} is not a positive size on 1 to 4,096 devices")
     if per_device > MAX_DEVICE_BYTES:
-        raise UsageError(f"{option}: {text!r} is over {MAX_DEVICE_BYTES // 2**40:,} TiB a device; no device holds that",
+        raise UsageError(f"{option}: {_shown(text)} is over {MAX_DEVICE_BYTES // 2**40:,} TiB a device; no device "
+                         "holds that",
                          hint="for example 80GiB, 141GiBx8")
     return Budget(per_device, devices)
 
@@ -91,8 +110,8 @@ def parse_count(text: str, option: str) -> int:
     context lengths are quoted."""
     m = _COUNT.match(text)
     if m is None:
-        raise UsageError(f"{option}: cannot read {text!r} as a number", hint="for example 8192, 8k, 128k, 1M")
-    value = int(float(m.group(1)) * {"": 1, "k": 1024, "m": 1024**2}[m.group(2).lower()])
+        raise UsageError(f"{option}: cannot read {_shown(text)} as a number", hint="for example 8192, 8k, 128k, 1M")
+    value = int(_exact(m.group(1), text, option) * {"": 1, "k": 1024, "m": 1024**2}[m.group(2).lower()])
     if value < 1:
         raise UsageError(f"{option} must be positive")
     return value

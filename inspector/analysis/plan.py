@@ -284,7 +284,7 @@ def plan(report: Report, est: Estimate, engine: Engine, *, gpus: Sequence[str] |
     if est.kv is None:
         raise UsageError("plan lays out a model that decodes tokens; this one decodes none",
                          hint="inspect estimate MODEL --gpu H100 for its weights")
-    chosen = [named(g) for g in gpus] if gpus else list(GPUS.values())
+    chosen = [named(g) for g in gpu_list(",".join(gpus)) or ()] if gpus else list(GPUS.values())
     sequences: int | None
     shape = shape_of(report, est)
     rules = rules_for(engine.name)
@@ -327,12 +327,19 @@ def named(text: str) -> Gpu:
     return found[0]
 
 
+#: the most names ``--gpu`` may list (the catalogue has fewer GPUs; a longer list is not a plan)
+MAX_GPU_NAMES: Final = 64
+
+
 def gpu_list(text: str | None) -> tuple[str, ...] | None:
-    """``H100,A100-80GB,L40S`` → the names, checked; None for the whole catalogue."""
+    """``H100,A100-80GB,L40S`` → the catalogue's names, checked, each once in the order first given
+    (``H100,h100`` is one GPU); None for the whole catalogue. More than ``MAX_GPU_NAMES`` is refused
+    before any is looked up."""
     if not text:
         return None
+    if text.count(",") >= MAX_GPU_NAMES:
+        raise UsageError(f"⟨gpus⟩ lists more than {MAX_GPU_NAMES} names; the catalogue has {len(GPUS)} GPUs",
+                         hint="name each GPU once: H100,A100-80GB,L40S")
     names = tuple(t.strip() for t in text.split(",") if t.strip())
-    for n in names:
-        named(n)
-    return names
+    return tuple(dict.fromkeys(named(n).name for n in names))
 

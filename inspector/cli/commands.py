@@ -290,12 +290,12 @@ def estimate_cmd(
 def train_cmd(
     model: Annotated[str, typer.Argument(help="path, alias, or Hub repo id (org/name[@revision])")],
     method: Annotated[str, typer.Option("--method", help="full, lora or qlora")] = "lora",
-    rank: Annotated[str, typer.Option("--rank", help="LoRA rank r")] = "16",
+    rank: Annotated[str | None, typer.Option("--rank", help="LoRA rank r (default 16)")] = None,
     alpha: Annotated[str | None, typer.Option("--alpha", help="LoRA alpha (reported only: it scales, costs nothing)")
                      ] = None,
-    targets: Annotated[str, typer.Option(
-        "--targets", help="all-linear (peft's rule: every linear layer but the output layer) or module names, "
-                          "comma-separated: q_proj,v_proj; an embedding's name adapts it too")] = "all-linear",
+    targets: Annotated[str | None, typer.Option(
+        "--targets", help="all-linear (the default; peft's rule: every linear layer but the output layer) or module "
+                          "names, comma-separated: q_proj,v_proj; an embedding's name adapts it too")] = None,
     optimizer: Annotated[str, typer.Option(
         "--optimizer", help="adamw, adamw-8bit, paged-adamw-8bit, adafactor, sgd, sgd-momentum")] = "adamw",
     precision: Annotated[str, typer.Option(

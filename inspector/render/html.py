@@ -103,7 +103,7 @@ def page(title: str, subtitle: str, body: Iterable[str], doc: Doc) -> str:
     style_hash = _hash(STYLE)
     policy = ("default-src 'none'; img-src data:; connect-src 'none'; font-src 'none'; frame-src 'none'; "
               f"base-uri 'none'; form-action 'none'; style-src '{style_hash}'; script-src '{script_hash}'")
-    data = json.dumps(doc, ensure_ascii=True, separators=(",", ":"))
+    data = json.dumps(doc, ensure_ascii=True, separators=(",", ":"), allow_nan=False)
     data = data.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
     return "".join((
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n",

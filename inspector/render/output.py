@@ -203,7 +203,8 @@ def json_text(doc: object) -> str:
     """A JSON document as text: objects indented two spaces, a list of objects one object a line
     (so ``grep`` finds a tensor's whole record), everything else on one line. ASCII only, so
     control characters, bidi marks and lone surrogates from untrusted names arrive escaped
-    (``\\u001b``), never raw. Built from C-encoded pieces: ``json.dumps(indent=2)`` runs the
+    (``\\u001b``), never raw. Strict JSON: a NaN or an infinity is a bug (``ValueError``), never a
+    ``NaN`` written for a script's parser to choke on. Built from C-encoded pieces: ``json.dumps(indent=2)`` runs the
     pure-Python encoder, 1.0 s of the 2.6 s of ``inspect deepseek-v3 --json --tensors``."""
     return _json(doc, "") + "\n"
 
@@ -214,8 +215,9 @@ def _json(value: object, pad: str) -> str:
         return "{\n" + ",\n".join(f"{inner}{json.dumps(str(k), ensure_ascii=True)}: {_json(v, inner)}"
                                    for k, v in value.items()) + f"\n{pad}}}"
     if isinstance(value, list | tuple) and value and all(isinstance(x, dict) for x in value):
-        return "[\n" + ",\n".join(inner + json.dumps(x, ensure_ascii=True) for x in value) + f"\n{pad}]"
-    return json.dumps(value, ensure_ascii=True)
+        return "[\n" + ",\n".join(inner + json.dumps(x, ensure_ascii=True, allow_nan=False) for x in value) \
+            + f"\n{pad}]"
+    return json.dumps(value, ensure_ascii=True, allow_nan=False)
 
 
 # --- number formats ---------------------------------------------------------------------------

@@ -238,32 +238,52 @@ def _sample_bytes(value: int | str) -> int:
 
 
 def value_diff(a: Report, b: Report, sample_bytes: int, exact: bool, options: HubOptions | None) -> ValueDiff:
-    """Read the sampled ranges of both sides (merged per file, through the sources layer) and compare."""
-    from inspector.analysis.values import Range, ValueDiff, merged, sample_plan, summarise, verdicts
-    from inspector.errors import InvalidCheckpointError, UsageError
+    """Read the sampled ranges of both sides (joined into bounded spans per file, through the sources
+    layer, a window of spans at a time) and compare their digests."""
+    import threading
+    from collections import deque
+    from collections.abc import Iterator
+    from concurrent.futures import ThreadPoolExecutor
+
+    from inspector.analysis.values import (
+        Span,
+        ValueDiff,
+        digest_into,
+        digest_table,
+        sample_plan,
+        spans,
+        summarise,
+        verdicts,
+    )
+    from inspector.errors import UsageError
     from inspector.sources.data import data_reader
 
     plan = sample_plan(a, b, sample_bytes)
     readers = (data_reader(a.checkpoint, options), data_reader(b.checkpoint, options))
+    stop = threading.Event()  # one side failed: the other stops at its next span
 
-    def read(side: int) -> dict[tuple[str, Range], bytes]:
-        wanted: dict[str, list[Range]] = {}
-        for s in plan.sampled:
-            file, ranges = (s.file_a, s.ranges_a) if side == 0 else (s.file_b, s.ranges_b)
-            wanted.setdefault(file, []).extend(ranges)
-        spans = [(file, m.start, m.length) for file, ranges in sorted(wanted.items()) for m in merged(ranges)]
-        got: dict[tuple[str, Range], bytes] = {}
-        for (file, start, length), body in zip(spans, readers[side].read(spans), strict=True):
-            for r in wanted[file]:
-                if start <= r.start < start + length:  # the span asked for this range
-                    piece = body[r.start - start:r.start - start + r.length]
-                    if len(piece) != r.length:
-                        raise InvalidCheckpointError(f"{file}: the file ends before the tensor data its header "
-                                                     f"places at byte {r.start:,}", hint="the file is truncated")
-                    got[(file, r)] = piece
-        return got
+    def read(side: int) -> bytearray:
+        table = digest_table(plan, side)
+        asked: deque[Span] = deque()  # the spans asked for and not yet back: the reader's window, no more
 
-    from concurrent.futures import ThreadPoolExecutor
+        def requests() -> Iterator[tuple[str, int, int]]:
+            for file, slots in plan.slots(side):
+                for span in spans(file, slots):
+                    asked.append(span)
+                    yield span.file, span.start, span.length
+
+        bodies = readers[side].read(requests())
+        try:
+            for body in bodies:
+                if stop.is_set():
+                    break
+                digest_into(table, asked.popleft(), body)
+        except BaseException:
+            stop.set()
+            raise
+        finally:
+            bodies.close()
+        return table
 
     with ThreadPoolExecutor(max_workers=2) as pool:  # both sides at once, each its own bounded pool
         reads = list(pool.map(read, (0, 1)))

@@ -146,20 +146,22 @@ def llama3_8b_gguf(path: Path, main: str = "Q4_K", sensitive: str = "Q6_K") -> P
     return path
 
 
-#: a child process that runs the CLI and prints its exit code, seconds and peak resident set (VmHWM)
+#: a child process that runs the CLI and prints its exit code, seconds, CPU seconds (user and system,
+#: its threads included) and peak resident set (VmHWM)
 _PEAK = r"""
-import json, sys, time
+import json, resource, sys, time
 from inspector.cli.commands import run
 t = time.perf_counter()
 code = run(sys.argv[1:])
 took = time.perf_counter() - t
+use = resource.getrusage(resource.RUSAGE_SELF)
 hwm = next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith("VmHWM:"))
-print(json.dumps({"code": code, "seconds": took, "peak_mb": hwm / 1024}))
+print(json.dumps({"code": code, "seconds": took, "cpu": use.ru_utime + use.ru_stime, "peak_mb": hwm / 1024}))
 """
 
 
 def measured(*args: str, env: dict[str, str] | None = None) -> dict[str, Any]:
-    """``inspect ARGS`` in a child process: {"code", "seconds", "peak_mb"} of that process alone (its
+    """``inspect ARGS`` in a child process: {"code", "seconds", "cpu", "peak_mb"} of that process alone (its
     stdout's last line; what the command printed comes before it)."""
     import subprocess
     import sys

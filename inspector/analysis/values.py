@@ -18,13 +18,14 @@ sources layer); no I/O, no printing.
 from __future__ import annotations
 
 import hashlib
-import random
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import groupby
 from typing import Final, Literal
 
 from inspector.analysis.report import Report
+from inspector.errors import InvalidCheckpointError
 from inspector.formats.dtypes import DTYPE_BITS
 from inspector.model import natural_key
 
@@ -35,6 +36,12 @@ CHUNK: Final = 256
 SAMPLE_BYTES: Final = 1024
 #: ranges of one file closer than this are read in one request (the gap read and dropped)
 MERGE_GAP: Final = 1024
+#: the most bytes one merged request spans (``spans``): never a whole file of small tensors in one piece
+MAX_SPAN: Final = 256 * 1024
+
+
+#: one sampled range as a side reads it: (start in the file, length, its number in the plan)
+Slot = tuple[int, int, int]
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,7 +54,9 @@ class Range:
 
 @dataclass(frozen=True, slots=True)
 class Sampled:
-    """One tensor of both sides, and the ranges read of it on each (the same offsets in the tensor)."""
+    """One tensor of both sides, and the ranges read of it on each: the same ``offsets`` in the tensor,
+    from its first byte in each file (``start_a``, ``start_b``). Its ranges are numbered ``first``,
+    ``first + 1`` … in the plan (``Plan.ranges``): where each side's digest of the range is kept."""
 
     name: str
     role: str
@@ -55,11 +64,21 @@ class Sampled:
     layer: int | None
     file_a: str
     file_b: str
-    ranges_a: tuple[Range, ...]
-    ranges_b: tuple[Range, ...]
+    start_a: int
+    start_b: int
+    offsets: tuple[tuple[int, int], ...]  # (offset in the tensor, length)
+    first: int
     nbytes: int
     whole: bool  # the ranges cover the whole tensor
     row_bytes: int | None  # bytes of a row of a 2-D tensor (None otherwise), to name the rows that changed
+
+    @property
+    def ranges_a(self) -> tuple[Range, ...]:
+        return tuple(Range(self.start_a + o, n) for o, n in self.offsets)
+
+    @property
+    def ranges_b(self) -> tuple[Range, ...]:
+        return tuple(Range(self.start_b + o, n) for o, n in self.offsets)
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,10 +100,25 @@ class Plan:
     sampled: tuple[Sampled, ...]
     incomparable: tuple[TensorValues, ...]
     weights_bytes: int  # bytes of the compared tensors, on one side
+    ranges: int  # sampled ranges on one side, numbered 0 … ranges − 1 across the tensors
 
     @property
     def bytes_to_read(self) -> int:
-        return sum(r.length for s in self.sampled for r in s.ranges_a)
+        return sum(n for s in self.sampled for _, n in s.offsets)
+
+    def slots(self, side: int) -> Iterator[tuple[str, Iterator[Slot]]]:
+        """One side's ranges file by file, each file's in the order its tensors lie (so ``spans`` joins
+        them in one pass without holding them all): (start in the file, length, the range's number)."""
+        def where(s: Sampled) -> tuple[str, int]:
+            return (s.file_a, s.start_a) if side == 0 else (s.file_b, s.start_b)
+
+        for file, group in groupby(sorted(self.sampled, key=where), key=lambda s: where(s)[0]):
+            yield file, (slot for s in group for slot in _slots(s, where(s)[1]))
+
+
+def _slots(s: Sampled, start: int) -> Iterator[Slot]:
+    for k, (o, n) in enumerate(s.offsets):
+        yield start + o, n, s.first + k
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,19 +135,31 @@ class ValueDiff:
         return sum(1 for t in self.tensors if t.verdict == verdict)
 
 
-def _offsets(nbytes: int, name: str, sample: int, align: int) -> list[tuple[int, int]]:
+def _offsets(nbytes: int, name: str, sample: int, align: int) -> tuple[tuple[int, int], ...]:
     """(offset in the tensor, length): the whole tensor when it is no larger than the sample; else its
-    start, middle and end, and pseudo-random ranges seeded by the name, aligned to elements."""
+    start, middle and end, and pseudo-random ranges drawn from a SHAKE-256 stream of the name (the same
+    on both sides, one hash a tensor: seeding ``random.Random`` a tensor was two thirds of a plan's
+    CPU), aligned to elements; where the stream runs short (nearly every place taken), the first free
+    places in order."""
     chunk = max(align, CHUNK - CHUNK % align)
-    if nbytes <= max(sample, chunk):
-        return [(0, nbytes)]
+    if nbytes <= sample or nbytes <= chunk:
+        return ((0, nbytes),)
     last = (nbytes - chunk) // align * align
+    places = last // align + 1
     picks = {0, last, (nbytes // 2) // align * align}
-    rng = random.Random(hashlib.sha256(name.encode("utf-8", "surrogatepass")).digest())
-    count = min(max(sample // chunk, 3), last // align + 1)  # never more ranges than there are places
-    while len(picks) < count:
-        picks.add(rng.randrange(0, last + 1) // align * align)
-    return [(o, min(chunk, nbytes - o)) for o in sorted(picks)]
+    count = min(max(sample // chunk, 3), places)  # never more ranges than there are places
+    if len(picks) < count:
+        wanted = count - len(picks)
+        stream = hashlib.shake_256(name.encode("utf-8", "surrogatepass")).digest(8 * (2 * wanted + 8))
+        for i in range(0, len(stream), 8):
+            picks.add(int.from_bytes(stream[i:i + 8], "little") % places * align)
+            if len(picks) == count:
+                break
+        place = 0
+        while len(picks) < count:
+            picks.add(place)
+            place += align
+    return tuple([(o, chunk if o + chunk <= nbytes else nbytes - o) for o in sorted(picks)])
 
 
 def sample_plan(a: Report, b: Report, sample_bytes: int = SAMPLE_BYTES) -> Plan:
@@ -123,63 +169,106 @@ def sample_plan(a: Report, b: Report, sample_bytes: int = SAMPLE_BYTES) -> Plan:
     by_name_b = {t.info.name: t for t in b.tensors}
     sampled: list[Sampled] = []
     incomparable: list[TensorValues] = []
-    weights = 0
-    for t in a.tensors:
-        other = by_name_b.get(t.info.name)
-        if other is None or other.info.shape != t.info.shape:
+    weights = numbered = 0
+    for info, place in a.tensors:
+        other = by_name_b.get(info.name)
+        if other is None or other.info.shape != info.shape:
             continue  # added, removed or reshaped: the diff of names and shapes says so
-        info, place = t
-        base = TensorValues(info.name, place.role, place.stack, place.layer, "incomparable", 0, info.nbytes, "")
-        if other.info.dtype != info.dtype:
-            incomparable.append(_with(base, f"dtypes differ ({info.dtype} and {other.info.dtype}): other bytes for "
-                                            "the same values"))
+        o_info = other.info
+        nbytes = info.nbytes
+        why = None
+        start_a, start_b = starts_a.get(info.file), starts_b.get(o_info.file)
+        if o_info.dtype != info.dtype:
+            why = f"dtypes differ ({info.dtype} and {o_info.dtype}): other bytes for the same values"
+        elif start_a is None or start_b is None:
+            why = "tensor data not read by offset on one side (a pickle)"
+        elif o_info.nbytes != nbytes:
+            why = f"{nbytes:,} and {o_info.nbytes:,} bytes as stored"
+        if why is not None or start_a is None or start_b is None:
+            incomparable.append(TensorValues(info.name, place.role, place.stack, place.layer, "incomparable", 0,
+                                             nbytes, why or ""))
             continue
-        start_a, start_b = starts_a.get(info.file), starts_b.get(other.info.file)
-        if start_a is None or start_b is None:
-            incomparable.append(_with(base, "tensor data not read by offset on one side (a pickle)"))
-            continue
-        if other.info.nbytes != info.nbytes:
-            incomparable.append(_with(base, f"{info.nbytes:,} and {other.info.nbytes:,} bytes as stored"))
-            continue
-        bits = DTYPE_BITS.get(info.dtype, 8)
-        align = max(1, bits // 8)
-        offsets = _offsets(info.nbytes, info.name, sample_bytes, align)
-        row = info.nbytes // info.shape[0] if len(info.shape) == 2 and info.shape[0] else None
+        offsets = _offsets(nbytes, info.name, sample_bytes, max(1, DTYPE_BITS.get(info.dtype, 8) // 8))
+        shape = info.shape
         sampled.append(Sampled(
-            info.name, place.role, place.stack, place.layer, info.file, other.info.file,
-            tuple(Range(start_a + info.begin + o, n) for o, n in offsets),
-            tuple(Range(start_b + other.info.begin + o, n) for o, n in offsets),
-            info.nbytes, len(offsets) == 1 and offsets[0][1] == info.nbytes, row))
-        weights += info.nbytes
-    return Plan(tuple(sampled), tuple(incomparable), weights)
+            info.name, place.role, place.stack, place.layer, info.file, o_info.file,
+            start_a + info.begin, start_b + o_info.begin, offsets, numbered, nbytes,
+            len(offsets) == 1 and offsets[0][1] == nbytes,
+            nbytes // shape[0] if len(shape) == 2 and shape[0] else None))
+        weights += nbytes
+        numbered += len(offsets)
+    return Plan(tuple(sampled), tuple(incomparable), weights, numbered)
 
 
-def _with(t: TensorValues, why: str) -> TensorValues:
-    return TensorValues(t.name, t.role, t.stack, t.layer, t.verdict, t.sampled_bytes, t.nbytes, why)
+@dataclass(frozen=True, slots=True)
+class Span:
+    """One request: ``length`` bytes at ``start`` of ``file``, and the sampled ranges inside it (sorted)."""
+
+    file: str
+    start: int
+    length: int
+    slots: tuple[Slot, ...]
 
 
-def merged(ranges: Sequence[Range], gap: int = MERGE_GAP) -> list[Range]:
-    """Ranges of one file sorted and joined where they lie within ``gap`` bytes of each other: one
-    request each."""
-    out: list[Range] = []
-    for r in sorted(ranges, key=lambda r: r.start):
-        if out and r.start <= out[-1].start + out[-1].length + gap:
-            last = out[-1]
-            out[-1] = Range(last.start, max(last.start + last.length, r.start + r.length) - last.start)
-        else:
-            out.append(r)
-    return out
+def spans(file: str, slots: Iterable[Slot], gap: int = MERGE_GAP, cap: int = MAX_SPAN) -> Iterator[Span]:
+    """Ranges of one file joined, in one pass and as they come, where each lies after the span's start,
+    within ``gap`` bytes of its end, and the join stays within ``cap`` bytes: one request each (ranges in
+    file order join best; out of order they are simply read apart). Small tensors side by side would
+    otherwise join into one span as long as the file (100,000 tensors of 2 KiB: 200 MB read in one piece
+    to keep 100 MB of samples); a range longer than ``cap`` (a small tensor read whole) is its own span."""
+    start = end = 0
+    members: list[Slot] = []
+    for slot in slots:
+        at, length, _ = slot
+        stop = at + length
+        if members and start <= at <= end + gap and max(end, stop) - start <= cap:
+            members.append(slot)
+            end = max(end, stop)
+            continue
+        if members:
+            yield Span(file, start, end - start, tuple(members))
+        start, end, members = at, stop, [slot]
+    if members:
+        yield Span(file, start, end - start, tuple(members))
 
 
-def verdicts(plan: Plan, read_a: Mapping[tuple[str, Range], bytes], read_b: Mapping[tuple[str, Range], bytes],
+#: bytes of a range's digest (``digest_into``)
+DIGEST: Final = 16
+
+
+def digest_into(table: bytearray, span: Span, body: bytes | bytearray) -> None:
+    """Each sampled range of ``span`` as a 16-byte BLAKE2b digest of its bytes, written at its number
+    in ``table`` (``DIGEST`` bytes a range): what ``verdicts`` compares, so a side keeps 16 bytes a
+    range, never the samples (different digests are different bytes, a proof; equal ones equal bytes but
+    for a 2^-128 chance). A body that ends before a range does is a truncated file."""
+    view = memoryview(body)
+    for at, length, number in span.slots:
+        offset = at - span.start
+        piece = view[offset:offset + length]
+        if len(piece) != length:
+            raise InvalidCheckpointError(f"{span.file}: the file ends before the tensor data its header places "
+                                         f"at byte {at:,}", hint="the file is truncated")
+        table[number * DIGEST:(number + 1) * DIGEST] = hashlib.blake2b(piece, digest_size=DIGEST).digest()
+
+
+def digest_table(plan: Plan, side: int) -> bytearray:
+    """Room for one side's digests, filled differently on each side: a range never read (a bug) can only
+    read as changed, never as the same."""
+    return bytearray((b"\0" if side == 0 else b"\xff") * (plan.ranges * DIGEST))
+
+
+def verdicts(plan: Plan, digests_a: bytes | bytearray, digests_b: bytes | bytearray,
              hashes: Mapping[str, tuple[str, str]] | None = None) -> list[TensorValues]:
-    """Each sampled tensor's verdict from the bytes read (keyed by file and range); ``hashes``: both
+    """Each sampled tensor's verdict from both sides' digest tables (``digest_into``); ``hashes``: both
     sides' content hashes by tensor name, where ``--exact`` streamed them."""
     out = list(plan.incomparable)
+    a, b = memoryview(digests_a), memoryview(digests_b)
     for s in plan.sampled:
-        differs = [ra for ra, rb in zip(s.ranges_a, s.ranges_b, strict=True)
-                   if read_a[(s.file_a, ra)] != read_b[(s.file_b, rb)]]
-        sampled = sum(r.length for r in s.ranges_a)
+        lo, hi = s.first * DIGEST, (s.first + len(s.offsets)) * DIGEST
+        differs = [] if a[lo:hi] == b[lo:hi] else [
+            k for k in range(len(s.offsets)) if a[lo + k * DIGEST:lo + (k + 1) * DIGEST] !=
+            b[lo + k * DIGEST:lo + (k + 1) * DIGEST]]
+        sampled = sum(n for _, n in s.offsets)
         if hashes is not None and s.name in hashes:
             ha, hb = hashes[s.name]
             verdict: Verdict = "identical" if ha == hb else "changed"
@@ -189,20 +278,20 @@ def verdicts(plan: Plan, read_a: Mapping[tuple[str, Range], bytes], read_b: Mapp
         elif s.whole:
             verdict, why = "identical", "read whole"
         else:
-            verdict, why = "same-sampled", f"{len(s.ranges_a)} ranges, {sampled:,} of {s.nbytes:,} bytes"
+            verdict, why = "same-sampled", f"{len(s.offsets)} ranges, {sampled:,} of {s.nbytes:,} bytes"
         out.append(TensorValues(s.name, s.role, s.stack, s.layer, verdict, sampled, s.nbytes, why))
     out.sort(key=lambda t: natural_key(t.name))
     return out
 
 
-def _rows(s: Sampled, differs: list[Range]) -> str:
-    """Which rows of a 2-D tensor the differing ranges fall in, and whether some sampled rows did not
-    change (a tensor changed in part: new rows of an embedding)."""
-    if s.row_bytes is None or len(differs) == len(s.ranges_a):
+def _rows(s: Sampled, differs: list[int]) -> str:
+    """Which rows of a 2-D tensor the differing ranges (by their place in ``s.offsets``) fall in, and
+    whether some sampled rows did not change (a tensor changed in part: new rows of an embedding)."""
+    if s.row_bytes is None or len(differs) == len(s.offsets):
         return ""
-    base = s.ranges_a[0].start
-    rows = sorted({(r.start - base) // s.row_bytes for r in differs})
-    same = sorted({(r.start - base) // s.row_bytes for r in s.ranges_a if r not in differs})
+    changed = set(differs)
+    rows = sorted({s.offsets[k][0] // s.row_bytes for k in changed})
+    same = sorted({o // s.row_bytes for k, (o, _) in enumerate(s.offsets) if k not in changed})
     return (f"; in part: rows {', '.join(f'{x:,}' for x in rows[:6])} changed, rows "
             f"{', '.join(f'{x:,}' for x in same[:6])} did not")
 

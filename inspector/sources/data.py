@@ -12,8 +12,9 @@ from __future__ import annotations
 import hashlib
 import os
 import threading
-from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections import deque
+from collections.abc import Generator, Iterable
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Final, Protocol
 
@@ -24,6 +25,10 @@ from inspector.sources.transport import Hub, HubOptions
 
 #: range requests to the Hub in flight at once, per checkpoint
 WORKERS: Final = 16
+#: spans read and not yet taken by the caller, at most: with ``values.MAX_SPAN`` (256 KiB) a side holds
+#: at most 32 × 256 KiB = 8 MiB of span bytes at once (a sampled range longer than that, a small tensor
+#: read whole up to ``--sample-bytes``' 1 MiB, is one span: 32 MiB)
+WINDOW: Final = 2 * WORKERS
 #: the most requests one side of a value diff makes, and the most bytes it reads
 MAX_REQUESTS: Final = 20_000
 MAX_BYTES: Final = 1 << 30
@@ -37,8 +42,10 @@ class DataReader(Protocol):
     requests: int
     bytes_read: int
 
-    def read(self, spans: Sequence[Span]) -> list[bytes]:
-        """Each span's bytes (fewer only at a file's end), in order."""
+    def read(self, spans: Iterable[Span]) -> Generator[bytes, None, None]:
+        """Each span's bytes (fewer only at a file's end), in order, as they are taken: at most
+        ``WINDOW`` spans read ahead of the caller, so bytes held at once are bounded, not the sum of
+        every span. Closing the iterator early stops the reads not yet begun."""
         ...
 
     def sha256(self, file: str, start: int, length: int) -> str | None:
@@ -68,19 +75,17 @@ class LocalData(_Counted):
         super().__init__()
         self.root = root
 
-    def read(self, spans: Sequence[Span]) -> list[bytes]:
-        out = []
+    def read(self, spans: Iterable[Span]) -> Generator[bytes, None, None]:
         fds: dict[str, int] = {}
         try:
             for file, start, length in spans:
                 if file not in fds:
                     fds[file] = open_regular(inside(self.root, file, "weight file"))
                 self.count(1, length)
-                out.append(pread_all(fds[file], length, start, self.root / file))
+                yield pread_all(fds[file], length, start, self.root / file)
         finally:
             for fd in fds.values():
                 os.close(fd)
-        return out
 
     def sha256(self, file: str, start: int, length: int) -> str | None:
         fd = open_regular(inside(self.root, file, "weight file"))
@@ -108,15 +113,23 @@ class HubData(_Counted):
         import httpx2  # noqa: F401
         import huggingface_hub.utils  # noqa: F401
 
-    def read(self, spans: Sequence[Span]) -> list[bytes]:
-        def one(span: Span) -> bytes:
+    def read(self, spans: Iterable[Span]) -> Generator[bytes, None, None]:
+        def one(span: Span) -> bytes | bytearray:
             file, start, length = span
             self.count(1, length)
-            body = self.hub.read_range(self.repo_id, self.sha, file, start, length, range_only=True)
-            return bytes(body)
+            return self.hub.read_range(self.repo_id, self.sha, file, start, length, range_only=True)
 
-        with ThreadPoolExecutor(max_workers=WORKERS) as pool:
-            return list(pool.map(one, spans))
+        pool = ThreadPoolExecutor(max_workers=WORKERS)
+        pending: deque[Future[bytes | bytearray]] = deque()
+        try:
+            for span in spans:
+                pending.append(pool.submit(one, span))
+                if len(pending) >= WINDOW:
+                    yield bytes(pending.popleft().result())
+            while pending:
+                yield bytes(pending.popleft().result())
+        finally:  # a failed read, or the caller stopped: the reads not begun are dropped, not waited for
+            pool.shutdown(wait=True, cancel_futures=True)
 
     def sha256(self, file: str, start: int, length: int) -> str | None:
         return None

@@ -106,6 +106,10 @@ class HubState:
         self.inflight = 0
         self.settled = threading.Condition(self.lock)
         self.cdn_url = ""
+        self.hub_url = ""
+        # the CDN answers each file by redirecting back to the Hub's origin, at an address it picks
+        # (``/bounced/…``, which the Hub serves): a chain that leaves the Hub's origin and re-enters it
+        self.cdn_bounce = False
         self.listing_patch: dict[str, dict[str, Any]] = {}  # repo → keys replaced in its listing
         # repo → keys replaced in its one-request answer (safetensors-metadata), and the commit it names
         # (X-Repo-Commit; the real Hub's answer is not known to carry one, so by default none is sent)
@@ -187,6 +191,7 @@ class HubServer:
             self._servers.append(server)
             self._threads.append(thread)
         self.state.cdn_url = f"http://127.0.0.1:{self._servers[1].server_address[1]}"
+        self.state.hub_url = self.url
         return self
 
     def _serve(self, server: ThreadingHTTPServer) -> None:
@@ -281,7 +286,11 @@ def _make_handler(state: HubState) -> type[BaseHTTPRequestHandler]:
                 if path.startswith("/api/models/"):
                     return self._api(path[len("/api/models/"):], parse_qs(url.query), head)
                 if path.startswith("/cdn/"):
+                    if state.cdn_bounce:
+                        return self._send(302, b"", {"Location": f"{state.hub_url}/bounced/{path[5:]}"}, head)
                     return self._cdn(path[len("/cdn/"):], head)
+                if path.startswith("/bounced/"):
+                    return self._cdn(path[len("/bounced/"):], head)
                 if "/resolve/" in path:
                     return self._resolve(path.lstrip("/"), head)
                 return self._error(404, "NotFound", "no such endpoint")

@@ -257,3 +257,57 @@ def test_a_side_that_fails_mid_read_is_one_line_and_the_process_exits(tmp_path: 
     assert failed and all(r.range for r in failed)  # tensor data ranges failed, not a header read
     assert done.returncode == 5, done.stderr
     assert _one_line(done.stderr), done.stderr
+
+
+# --- a remembered redirect ----------------------------------------------------------------------------------
+
+
+def _big_header_repo(server) -> None:
+    from helpers import raw_header
+    from hubserver import VFile
+
+    obj, offset = {}, 0
+    for i in range(1600):  # ~400 kB of header: past the first read (256 KiB), so a second range is asked for
+        obj[f"t{i:05d}." + "x" * 200] = {"dtype": "F32", "shape": [1], "data_offsets": [offset, offset + 4]}
+        offset += 4
+    head = raw_header(obj)
+    server.add_files("acme/big-header", {"model.safetensors": VFile(len(head) + offset, head, True)})
+
+
+def test_a_redirect_that_leaves_and_reenters_the_hub_is_not_remembered(online: None) -> None:
+    """The Hub redirects to its CDN, and the CDN back to the Hub's origin at an address it picked
+    (``/bounced/…``). That address was remembered, and the next range sent straight to it with the token
+    (the same origin as the Hub's). Now a move is remembered only where every hop after the file's own address
+    stayed on one origin, and no request sent directly to a remembered address carries the token: across the
+    chain, no request to the CDN or to the address the CDN chose carries it."""
+    from hubserver import HubServer
+
+    from inspector.sources.hub import HubOptions, open_hub
+
+    with HubServer() as server:
+        _big_header_repo(server)
+        server.state.redirect = server.state.cdn_bounce = True
+        c = open_hub("acme/big-header", options=HubOptions(endpoint=server.url, token="hf_only_for_the_hub"))
+        assert c.tensor_count == 1600
+        reads = [r for r in server.requests("GET") if r.path.endswith("model.safetensors") and r.status != 404]
+    bounced = [r for r in reads if r.path.startswith("/bounced/")]
+    assert len(bounced) == 2 and all(r.status == 206 for r in bounced)
+    assert not any(r.authorized for r in reads if r.origin == "cdn" or r.path.startswith("/bounced/")), reads
+    # each range went through the file's own address (not remembered): the Hub's 302 twice, with the token
+    assert [r.authorized for r in reads if r.path.startswith("/acme/")] == [True, True]
+
+
+def test_a_remembered_cdn_address_never_gets_the_token(online: None) -> None:
+    """The plain chain (the Hub → its CDN) is still remembered: the second range goes to the CDN directly,
+    once, without the token."""
+    from hubserver import HubServer
+
+    from inspector.sources.hub import HubOptions, open_hub
+
+    with HubServer() as server:
+        _big_header_repo(server)
+        server.state.redirect = True
+        open_hub("acme/big-header", options=HubOptions(endpoint=server.url, token="hf_only_for_the_hub"))
+        reads = [r for r in server.requests("GET") if r.path.endswith("model.safetensors") and r.status != 404]
+    assert sorted((r.origin, r.status, r.authorized) for r in reads) == [
+        ("cdn", 206, False), ("cdn", 206, False), ("hub", 302, True)]

@@ -266,10 +266,10 @@ class Hub:
             headers["Accept-Encoding"] = "identity"
         what = path or "the repo listing"
         base = len(into)
-        # a later range of a file whose first one was redirected goes straight to where it moved, with
-        # the token only where the redirect would have kept it (the same origin; httpx drops it otherwise)
+        # a later range of a file whose first one was redirected goes straight to where it moved, never
+        # with the token: the address was chosen by a redirect, and the token is for the file's own address
         target = self._moved.get(url, url) if not whole and commit is None else url
-        sent = headers if target == url or _origin(target) == _origin(url) else _without_token(headers)
+        sent = headers if target == url else _without_token(headers)
         attempt = 0
         while True:
             attempt += 1
@@ -317,7 +317,12 @@ class Hub:
 
     def _remember_move(self, repo_id: str, revision: str, path: str, response: Any) -> None:
         """Where a file's range read was redirected, kept under the file's address at its commit: the
-        commit asked for, or (a read at a branch) the one the Hub's answer names, never a guess."""
+        commit asked for, or (a read at a branch) the one the Hub's answer names, never a guess; and only
+        where every hop the redirect took after the file's own address stayed on one origin."""
+        # every hop after the first on one origin: the Hub's own redirect to its CDN (or within itself), never
+        # a chain that leaves and re-enters, where a host other than the Hub chose the final address
+        if len({_origin(str(r.url)) for r in (*response.history[1:], response)}) != 1:
+            return
         named = next((v for r in (*response.history, response) if (v := r.headers.get("X-Repo-Commit"))), None)
         at = revision if COMMIT.match(revision) else named
         if at is not None and COMMIT.match(at) and named in (None, at):

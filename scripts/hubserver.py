@@ -114,6 +114,7 @@ class HubState:
         # repo → keys replaced in its one-request answer (safetensors-metadata), and the commit it names
         # (X-Repo-Commit; the real Hub's answer is not known to carry one, so by default none is sent)
         self.metadata_patch: dict[str, dict[str, Any]] = {}
+        self.metadata_body: dict[str, bytes] = {}  # repo → the whole answer's bytes, as a hostile endpoint sends
         self.metadata_commit: dict[str, str] = {}
 
     def settle(self) -> None:
@@ -380,7 +381,8 @@ def _make_handler(state: HubState) -> type[BaseHTTPRequestHandler]:
             doc = {"index": {k: v for k, v in index.items() if k != "weight_map"}, "headers": headers}
             doc.update(state.metadata_patch.get(repo_id, {}))
             extra = {"X-Repo-Commit": state.metadata_commit[repo_id]} if repo_id in state.metadata_commit else {}
-            self._send(200, json.dumps(doc).encode(), {"Content-Type": "application/json", **extra}, head)
+            body = state.metadata_body.get(repo_id) or json.dumps(doc).encode()
+            self._send(200, body, {"Content-Type": "application/json", **extra}, head)
 
         def _lookup(self, rest: str) -> tuple[Repo, Revision, str, VFile] | None:
             repo_part, _, tail = rest.partition("/resolve/")

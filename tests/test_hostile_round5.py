@@ -5,6 +5,7 @@ documented exit code and one line; bounds in CPU seconds, never wall time."""
 from __future__ import annotations
 
 import json
+import math
 import time
 from pathlib import Path
 
@@ -311,3 +312,127 @@ def test_a_remembered_cdn_address_never_gets_the_token(online: None) -> None:
         reads = [r for r in server.requests("GET") if r.path.endswith("model.safetensors") and r.status != 404]
     assert sorted((r.origin, r.status, r.authorized) for r in reads) == [
         ("cdn", 206, False), ("cdn", 206, False), ("hub", 302, True)]
+
+
+# --- the one-request answer checked before it is built --------------------------------------------------------
+
+
+@pytest.fixture
+def llama3_hub(online: None):
+    from hubserver import HubServer
+
+    from inspector.sources.bundled import ALIASES, bundled_path
+
+    with HubServer() as server:
+        a = ALIASES["llama3-8b"]
+        server.add_snapshot(a.repo_id, bundled_path(a))
+        yield server, a.repo_id
+
+
+def _served_headers(server, repo: str) -> dict[str, dict]:
+    """Each shard's header as the test Hub serves the file (the bundled snapshot's real headers)."""
+    files = server.state.repos[repo].resolve("main").files
+    out = {}
+    for name, f in files.items():
+        if name.endswith(".safetensors"):
+            n = int.from_bytes(f.read(0, 8), "little")
+            out[name] = json.loads(f.read(8, 8 + n))
+    return out
+
+
+def _published(c) -> None:
+    from helpers import ref
+
+    from inspector.analysis.stats import summarize
+
+    s = summarize(c)
+    assert s.parameters == ref("llama3-8b.parameters") and s.bytes == ref("llama3-8b.bytes")
+
+
+@pytest.mark.parametrize("body", [
+    b'{"index":{},"headers":{"a":[' + b"{}," * 40_000_000 + b"{}]}}",  # 120 MB of small objects (was 3.5 GB)
+    b"0" * 100_000_000,  # 100 MB of zeros
+    b'{"index":{},"headers":{"a":[' + b"{}," * 9_000_000 + b"{}]}}",  # 27 MB: under the byte cap, over the count
+    b'{"index":{},"headers":{"a":[' + b'"",' * 9_000_000 + b'""]}}',  # 27 MB of empty strings
+])
+def test_a_huge_answer_is_set_aside_before_it_is_parsed(llama3_hub, body: bytes) -> None:
+    """The answer is read at most ONE_REQUEST_BUDGET bytes, its values counted before parsing; past either,
+    the range reads answer with the published figures, in bounded memory (tracemalloc's peak)."""
+    import tracemalloc
+
+    from inspector.sources.hub import HubOptions, open_hub
+
+    server, repo = llama3_hub
+    server.state.metadata_body[repo] = body
+    tracemalloc.start()
+    try:
+        c = open_hub(repo, options=HubOptions(endpoint=server.url, use_cache=False))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    _published(c)
+    assert peak < 150 * 1024 * 1024, peak  # the answer's 32 MiB, held twice at most while it streams
+    assert sum(1 for r in server.requests("GET") if r.range and r.status == 206) >= 4  # every shard by range
+
+
+def test_a_stalled_answer_costs_its_own_deadline_then_range_reads(llama3_hub, monkeypatch) -> None:
+    """An answer that never comes is waited for ONE_REQUEST_SECONDS (here 1 s), not the run's Hub deadline:
+    the range reads answer (it was exit 5 for a readable repo)."""
+    from hubserver import Fault
+
+    import inspector.sources.hub as hub_module
+    from inspector.sources.hub import HubOptions, open_hub
+
+    server, repo = llama3_hub
+    monkeypatch.setattr(hub_module, "ONE_REQUEST_SECONDS", 1.0)
+    server.state.faults.append(Fault("stall", "/safetensors-metadata/", times=1, value=8))
+    c = open_hub(repo, options=HubOptions(endpoint=server.url, use_cache=False))
+    _published(c)
+
+
+def _lie(headers: dict[str, dict], how: str) -> dict[str, dict]:
+    """Every shard's header with one lie that keeps the JSON's length (so the listed size still proves it)."""
+    out = json.loads(json.dumps(headers))
+    for header in out.values():
+        names = [n for n, e in header.items() if n != "__metadata__" and len(e["shape"]) == 2
+                 and e["shape"][0] != e["shape"][1]]
+        first = header[names[0]]
+        if how == "transposed":
+            first["shape"] = first["shape"][::-1]
+        elif how == "dtype":  # BF16 read as F16 (one byte shorter, given back in the metadata's text)
+            assert first["dtype"] == "BF16" and header["__metadata__"] == {"format": "pt"}
+            first["dtype"] = "F16"
+            header["__metadata__"]["format"] = "ptx"
+        elif how == "swapped":  # two tensors of different sizes trade places: their spans no longer tile
+            entries = [e for n, e in header.items() if n != "__metadata__"]
+            one, other = next((x, y) for x in entries for y in entries
+                              if len(str(x["data_offsets"])) == len(str(y["data_offsets"]))
+                              and math.prod(x["shape"]) != math.prod(y["shape"]))
+            one["data_offsets"], other["data_offsets"] = other["data_offsets"], one["data_offsets"]
+    return out
+
+
+@pytest.mark.parametrize("how", ["transposed", "dtype", "swapped"])
+def test_an_answer_that_lies_is_never_shown_or_cached(llama3_hub, tmp_path: Path, how: str) -> None:
+    """A lie that keeps the JSON's length passes the listing's size proof. It was shown and cached (and the
+    swapped offsets made the repo exit 4). Now one shard's header is read from the file before the answer is
+    used: the records shown and cached are the file's, read by range, equal to a pinned read's."""
+    from inspector.sources.hub import HeaderCache, HubOptions, open_hub
+
+    server, repo = llama3_hub
+    truth = open_hub(repo, "8cde5ca8380496c9a6cc7ef3a8b46a0372a1d920",
+                     options=HubOptions(endpoint=server.url, use_cache=False))
+    server.state.metadata_patch[repo] = {"headers": _lie(_served_headers(server, repo), how)}
+    server.clear_log()
+    c = open_hub(repo, options=HubOptions(endpoint=server.url))
+    _published(c)
+
+    def records(checkpoint) -> list[tuple]:
+        return sorted((t.name, t.dtype, t.shape, t.begin, t.end) for h in checkpoint.headers for t in h.tensors)
+
+    assert records(c) == records(truth)
+    assert sum("/safetensors-metadata/" in r.path for r in server.requests("GET")) == 1
+    assert not any("one request" in n for n in c.notes), c.notes
+    offline = open_hub(repo, options=HubOptions(endpoint=server.url, offline=True))  # the cached snapshot
+    assert records(offline) == records(truth)
+    assert HeaderCache(endpoint=server.url).newest(repo) is not None

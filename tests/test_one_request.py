@@ -38,16 +38,18 @@ def tensors(c) -> list[tuple]:
 
 def test_a_cold_sharded_read_is_the_listing_and_one_answer(hub: HubServer) -> None:
     """Llama 3 8B's 4 shards: the listing, config.json, the one-request answer and the guess at a lone
-    model.safetensors (a 404 here), all sent at once; no range request. The figures are the published
-    ones (``helpers.ref``: 8,030,261,248 parameters), and every tensor record equals what range reads of
-    the same files give (the same repo at its pinned commit, fresh cache)."""
+    model.safetensors (a 404 here), all sent at once; then one shard's header read from its file to
+    confirm the answer (issue 53), and no other range request. The figures are the published ones
+    (``helpers.ref``: 8,030,261,248 parameters), and every tensor record equals what range reads of the
+    same files give (the same repo at its pinned commit, fresh cache)."""
     c = open_hub(LLAMA3, options=options(hub, use_cache=False))
     s = summarize(c)
     assert s.parameters == ref("llama3-8b.parameters") and s.bytes == ref("llama3-8b.bytes")
     gets = hub.requests("GET")
-    assert not any(r.range and r.status == 206 for r in gets), [r.path for r in gets if r.range]
+    ranged = [r for r in gets if r.range and r.status == 206]
+    assert len(ranged) == 1 and ranged[0].range.startswith("bytes=0-"), [r.path for r in ranged]
     assert sum("/safetensors-metadata/" in r.path for r in gets) == 1
-    assert len(gets) <= 4 + 3 and len(gets) == 4, [r.path for r in gets]
+    assert len(gets) <= 4 + 3 and len(gets) == 5, [r.path for r in gets]
     assert any("one request" in n for n in c.notes), c.notes
     hub.clear_log()
     ranged = open_hub(LLAMA3, c.revision, options=options(hub, use_cache=False))
@@ -61,11 +63,12 @@ def test_a_cold_sharded_read_is_the_listing_and_one_answer(hub: HubServer) -> No
 
 
 def test_deepseek_v3_in_one_answer_and_then_from_the_cache_offline(hub: HubServer) -> None:
-    """163 shards, 91,991 tensors: four requests cold; the snapshot it leaves answers a pinned commit with
-    no request and --offline with none, with the same records."""
+    """163 shards, 91,991 tensors: five requests cold (four at once, then one shard's header confirming
+    the answer); the snapshot it leaves answers a pinned commit with no request and --offline with none,
+    with the same records."""
     c = open_hub(DEEPSEEK, options=options(hub))
     assert summarize(c).tensors == 91_991
-    assert len(hub.requests("GET")) == 4
+    assert len(hub.requests("GET")) == 5
     hub.clear_log()
     pinned = open_hub(DEEPSEEK, c.revision, options=options(hub))
     offline = open_hub(DEEPSEEK, options=options(hub, offline=True))

@@ -39,7 +39,7 @@ from inspector.errors import (
 from inspector.formats.registry import SAFETENSORS, reader_for, reader_named
 from inspector.model import Checkpoint, FileEntry, Phase, Progress, Provenance, WeightFile, natural_key
 from inspector.safeio import COMMIT, commit_id, relative_name
-from inspector.sources.assemble import assemble, checkpoint_of, stored_files
+from inspector.sources.assemble import Parts, assemble, checkpoint_of, stored_files
 from inspector.sources.header_cache import HeaderCache
 from inspector.sources.resolve import HubOpener
 from inspector.sources.snapshot import load_snapshot
@@ -254,8 +254,18 @@ def repo_sizes(hub: Hub, info: Mapping[str, Any], repo_id: str) -> dict[str, int
 
 #: the index the one-request answer is asked for (``get_sharded_safetensors_metadata``'s default)
 ONE_REQUEST_INDEX: Final = "model.safetensors.index.json"
-#: the most bytes the one answer may take: every shard's header of a repo, as the range reads' budget
-ONE_REQUEST_BUDGET: Final = REPO_HEADER_BUDGET
+#: the most bytes the one answer may take (DeepSeek-V3's 163 headers are 11.5 MB): a larger repo, or a
+#: hostile answer, is read by range under ``REPO_HEADER_BUDGET``. Parsed, JSON costs several times its
+#: bytes, so the answer's values are counted before it is parsed: at most ``ONE_REQUEST_VALUES`` commas
+#: (DeepSeek-V3's: about 6 a tensor, 0.55 million) and ``ONE_REQUEST_CONTAINERS`` objects and lists (3 a
+#: tensor, 0.28 million). Measured at these bounds: an answer of 32 MiB of empty objects or of short
+#: strings is set aside before parsing; one just under them parses in under 300 MB
+ONE_REQUEST_BUDGET: Final = 32 * 1024 * 1024
+ONE_REQUEST_VALUES: Final = 2_000_000
+ONE_REQUEST_CONTAINERS: Final = 1_000_000
+#: the most seconds the one answer is waited for (its request's own deadline): a stalled or trickling
+#: answer then costs this, and the range reads answer, not the run's whole Hub deadline
+ONE_REQUEST_SECONDS: Final = 10.0
 
 
 class _Early:
@@ -276,12 +286,14 @@ class _Early:
 
     def __init__(self, hub: Hub, repo_id: str, revision: str, *, one_request: bool = False) -> None:
         self.pool = ThreadPoolExecutor(max_workers=len(self.NAMES))
+        self.hub, self.repo_id = hub, repo_id
         names = [n for n in self.NAMES if not (one_request and n == ONE_REQUEST_INDEX)]
         self.futures = {n: self.pool.submit(self._read, hub, repo_id, revision, n) for n in names}
         self.answer = self.pool.submit(self._read_answer, hub, repo_id) if one_request else None
         self.lock = threading.Lock()
         self.rebuilt: dict[str, bytes] | None = None
         self.decided = False
+        self.check: Future[bool] | None = None  # one shard's header read from the file, against the answer's
 
     @staticmethod
     def _read(hub: Hub, repo_id: str, revision: str, name: str) -> tuple[bytes, str] | None:
@@ -300,23 +312,57 @@ class _Early:
     def _read_answer(hub: Hub, repo_id: str) -> tuple[bytes, str | None] | None:
         commit: list[str] = []
         try:
-            body = hub.sharded_metadata(repo_id, ONE_REQUEST_INDEX, ONE_REQUEST_BUDGET, commit)
+            body = hub.sharded_metadata(repo_id, ONE_REQUEST_INDEX, ONE_REQUEST_BUDGET, commit, ONE_REQUEST_SECONDS)
         except Exception:  # no such endpoint (a mirror), not sharded, gated, over its budget: read by range
             return None
         return body, (commit[0] if commit else None)
 
     def from_answer(self, sha: str, sizes: Mapping[str, int | None]) -> dict[str, bytes] | None:
         """The index and shard headers the one answer gives, once checked against the listing (decided
-        once); None when there was no answer or it did not check out."""
+        once); None when there was no answer, it came too late or it did not check out. Once it does,
+        one shard's header is read from the file to confirm it (``confirmed``)."""
         if self.answer is None:
             return None
         with self.lock:
             if not self.decided:
                 self.decided = True
-                got = self.answer.result()
+                try:
+                    got = self.answer.result(timeout=ONE_REQUEST_SECONDS)
+                except TimeoutError:
+                    got = None
                 self.rebuilt = None if got is None else rebuilt_from_metadata(got[0], got[1], sha, sizes,
                                                                               ONE_REQUEST_INDEX)
+                if self.rebuilt is not None:
+                    self.check = self.pool.submit(self._confirm, sha, self.rebuilt)
             return self.rebuilt
+
+    def _confirm(self, sha: str, rebuilt: Mapping[str, bytes]) -> bool:
+        """One shard read from its file at ``sha``: its header bytes must be the answer's to the byte, or
+        the whole answer is set aside (never shown or cached). A lie that keeps the JSON's length (a
+        transposed shape, F16 for BF16, two offsets swapped) is caught in that shard. Which shard: the
+        commit's first 8 hex digits modulo the shards, so a run's output (its bytes read) is the same
+        every time for one commit; an answer wrong in every shard, or in a whole file, is caught, and a
+        server that lies in one shard of many and knows this rule is not (a read at a pinned commit
+        reads every header by range, as the audit does)."""
+        shards = sorted(n for n in rebuilt if n != ONE_REQUEST_INDEX)
+        shard = shards[int(sha[:8], 16) % len(shards)]
+        expected = rebuilt[shard]
+        try:
+            got = self.hub.read_range(self.repo_id, sha, shard, 0, len(expected))
+        except Exception:  # the file cannot confirm it: the range reads decide, and say why they fail
+            return False
+        return bytes(got) == expected
+
+    def confirmed(self) -> bool:
+        """True unless the answer was used and its shard did not read back as the answer said."""
+        with self.lock:
+            check = self.check
+        return check is None or check.result()
+
+    def set_aside(self) -> None:
+        """The answer is not used again: the index and headers are read by range."""
+        with self.lock:
+            self.decided, self.rebuilt, self.check = True, None, None
 
     def get(self, name: str, sha: str, sizes: Mapping[str, int | None]) -> bytes | None:
         rebuilt = self.from_answer(sha, sizes)
@@ -350,14 +396,18 @@ def rebuilt_from_metadata(body: bytes, commit: str | None, sha: str, sizes: Mapp
     from inspector.formats.safetensors import MAX_HEADER_BYTES
     from inspector.safeio import parse_json_object
 
-    if (commit is not None and commit != sha) or index_name not in sizes:
+    if (commit is not None and commit != sha) or index_name not in sizes or len(body) > ONE_REQUEST_BUDGET:
+        return None
+    # what parsing would build, counted first: a hostile answer of small objects costs 17 times its bytes
+    if body.count(b",") > ONE_REQUEST_VALUES or body.count(b"{") + body.count(b"[") > ONE_REQUEST_CONTAINERS:
         return None
     try:
         doc = parse_json_object(body, "safetensors-metadata")
     except InvalidCheckpointError:
         return None
     index, headers = doc.get("index"), doc.get("headers")
-    if not isinstance(index, dict) or not isinstance(headers, dict) or not headers or len(headers) > len(sizes):
+    if doc.keys() != {"index", "headers"} or not isinstance(index, dict) or not isinstance(headers, dict) \
+            or not headers or len(headers) > len(sizes):
         return None
     out: dict[str, bytes] = {}
     weight_map: dict[str, str] = {}
@@ -421,9 +471,22 @@ def fetch_checkpoint(hub: Hub, repo_id: str, sha: str, info: Mapping[str, Any],
     sink (the audit's collects header errors, a broken index and missing shards). ``early``: reads already
     sent at the branch, used where they are at ``sha``."""
     sizes = repo_sizes(hub, info, repo_id)
-    with ThreadPoolExecutor(max_workers=max(1, min(hub.options.workers, len(sizes) or 1))) as pool:
-        repo = HubRepo(hub, repo_id, sha, sizes, pool, early, problems)
-        parts = assemble(repo, sizes, only=only, progress=progress)
+
+    def attempt() -> Parts:
+        with ThreadPoolExecutor(max_workers=max(1, min(hub.options.workers, len(sizes) or 1))) as pool:
+            return assemble(HubRepo(hub, repo_id, sha, sizes, pool, early, problems), sizes, only=only,
+                            progress=progress)
+
+    try:
+        parts = attempt()
+        trusted = early is None or only is not None or early.confirmed()
+    except InvalidCheckpointError:  # a header of the one answer that a range read would not give
+        if early is None or only is not None or early.from_answer(sha, sizes) is None:
+            raise
+        trusted = False
+    if not trusted and early is not None:  # the answer is set aside (never shown or cached): read by range
+        early.set_aside()
+        parts = attempt()
     notes = [f"read {hub.stats.requests} request(s), {hub.stats.bytes:,} bytes from {hub.public} "
              f"at commit {sha}"]
     answered = early.from_answer(sha, sizes) if early is not None and only is None else None

@@ -196,15 +196,16 @@ class Hub:
             raise NetworkError(f"{self.public}: the repo listing for {repo_id} has no commit SHA")
         return info
 
-    def sharded_metadata(self, repo_id: str, index_name: str, limit: int, commit: list[str]) -> bytes:
+    def sharded_metadata(self, repo_id: str, index_name: str, limit: int, commit: list[str], seconds: float) -> bytes:
         """``GET /api/models/{repo}/safetensors-metadata/{index}``: the Hub's one answer for a sharded repo
         on its default branch (what huggingface_hub's ``get_sharded_safetensors_metadata`` asks for): the
-        index without its weight map and every shard's parsed header, as JSON, at most ``limit`` bytes.
+        index without its weight map and every shard's parsed header, as JSON, at most ``limit`` bytes and
+        ``seconds`` (a slow answer costs that, then the range reads, never the run's whole deadline).
         ``commit`` gets the answer's ``X-Repo-Commit``, where it has one."""
         url = f"{self.endpoint}/api/models/{repo_id}/safetensors-metadata/{quote(index_name, safe='/')}"
         body = bytearray()
         self._get(url, repo_id, "main", f"{index_name} (safetensors-metadata)", limit=limit, into=body, whole=True,
-                  commit=commit)
+                  commit=commit, seconds=seconds)
         return bytes(body)
 
     def file_url(self, repo_id: str, sha: str, path: str) -> str:
@@ -251,10 +252,11 @@ class Hub:
     def _get(self, url: str, repo_id: str, revision: str, path: str | None, *, start: int = 0, limit: int,
              into: bytearray, whole: bool = False, params: dict[str, str] | None = None,
              unreachable_after: float | None = None, commit: list[str] | None = None,
-             range_only: bool = False) -> int | None:
+             range_only: bool = False, seconds: float | None = None) -> int | None:
         """GET ``url`` (a byte range unless ``whole``), append the body to ``into``, return the
         file's size when the answer tells it; ``commit`` gets the answer's ``X-Repo-Commit`` (the
-        Hub sets it on the first answer, before any redirect to a CDN)."""
+        Hub sets it on the first answer, before any redirect to a CDN); ``seconds``: this request's own
+        deadline, shorter than the options' one."""
         import httpx2
         from huggingface_hub.utils import get_session
 
@@ -278,7 +280,7 @@ class Hub:
             if budget <= 0:
                 raise NetworkError(f"{what}: the Hub phase went over its {self.deadline_seconds:g} s deadline",
                                    hint="INSPECTOR_HUB_DEADLINE sets it; check the network or the endpoint")
-            deadline = time.monotonic() + min(budget, self.options.request_deadline)
+            deadline = time.monotonic() + min(budget, seconds or self.options.request_deadline)
             idle = min(self.timeout, unreachable_after or self.timeout, budget)
             timeout = httpx2.Timeout(idle, connect=min(idle, unreachable_after or idle))
             try:

@@ -318,22 +318,33 @@ def read_json_file(path: Path, what: str | None = None) -> bytes:
 MAX_JSON_DEPTH: Final = 64
 
 
-def parse_json_object(raw: bytes | bytearray | str, field: str, *, max_depth: int = MAX_JSON_DEPTH) -> dict[str, Any]:
+def parse_json_object(raw: bytes | bytearray | str, field: str, *, max_depth: int = MAX_JSON_DEPTH,
+                      max_values: int | None = None) -> dict[str, Any]:
     """A small JSON document from outside that must be an object (config, index, adapter config,
     listing, snapshot manifest), through ``parse_json``."""
-    value = parse_json(raw, field, max_depth=max_depth)
+    value = parse_json(raw, field, max_depth=max_depth, max_values=max_values)
     if not isinstance(value, dict):
         raise InvalidCheckpointError(f"{field}: not a JSON object")
     return value
 
 
-def parse_json(raw: bytes | bytearray | str, field: str, *, max_depth: int = MAX_JSON_DEPTH) -> Any:
+def parse_json(raw: bytes | bytearray | str, field: str, *, max_depth: int = MAX_JSON_DEPTH,
+               max_values: int | None = None) -> Any:
     """THE loader of every small JSON document from outside: valid UTF-8 JSON, nested at most
     ``max_depth`` deep, finite numbers only (``1e400``, ``NaN`` and ``Infinity`` are refused, as the
     Rust safetensors reader refuses them). Anything else is an ``InvalidCheckpointError`` naming
-    ``field``; the size budget is the reader's (``read_regular``'s limit)."""
+    ``field``; the size budget is the reader's (``read_regular``'s limit). ``max_values``: the most
+    commas, objects and lists, counted before parsing (parsed, a document of small values costs up to
+    17 times its bytes: the count bounds what parsing builds, not only what was read)."""
     import json
     import math
+
+    if max_values is not None:
+        blob = raw.encode("utf-8", "surrogatepass") if isinstance(raw, str) else raw
+        count = blob.count(b",") + blob.count(b"{") + blob.count(b"[")
+        if count > max_values:
+            raise InvalidCheckpointError(f"{field}: more than {max_values:,} JSON values (commas, objects and "
+                                         "lists counted before parsing); refusing it")
 
     def finite(text: str) -> float:
         value = float(text)

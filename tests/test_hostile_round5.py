@@ -436,3 +436,100 @@ def test_an_answer_that_lies_is_never_shown_or_cached(llama3_hub, tmp_path: Path
     offline = open_hub(repo, options=HubOptions(endpoint=server.url, offline=True))  # the cached snapshot
     assert records(offline) == records(truth)
     assert HeaderCache(endpoint=server.url).newest(repo) is not None
+
+
+# --- header snapshots and the header cache: one budget, each span once ----------------------------------------
+
+
+def _hostile_snapshot(folder: Path, entries: int, *, distinct: bool, repo: str = "acme/hostile",
+                      sha: str = "a" * 40) -> Path:
+    """A version-3 snapshot whose pack holds gzip members of one 100,000-tensor header (7.2 MB inflated, 0.85 MB
+    packed), named by ``entries`` files: all the same span (``distinct`` False) or each its own member."""
+    import gzip
+
+    from inspector.formats.safetensors import encode_header
+
+    folder.mkdir(parents=True, exist_ok=True)
+    blob, data = encode_header([(f"t.{i}", "F32", (16,)) for i in range(100_000)])
+    member = gzip.compress(blob, 6)
+    (folder / "headers.pack.gz").write_bytes(member * (entries if distinct else 1))
+    files = [{"path": f"model-{i:05d}.safetensors", "size": len(blob) + data, "header": "headers.pack.gz",
+              "format": "safetensors", "span": [i * len(member) if distinct else 0, len(member)]}
+             for i in range(entries)]
+    (folder / "inspector-snapshot.json").write_text(json.dumps({
+        "format": "inspector-header-snapshot", "version": 3, "repo_id": repo, "revision": sha,
+        "provenance": "hostile", "files": files}))
+    return folder
+
+
+@pytest.mark.parametrize(("entries", "distinct", "words"), [
+    (300, False, "names the header bytes of"),  # a 772 kB snapshot: was exit 70 at 3.7 GB
+    (12, True, "a repo's budget"),  # 12 distinct 7.2 MB headers: 86 MB, over the 64 MiB budget
+])
+def test_a_snapshot_folder_yields_each_header_once_and_within_the_repo_budget(tmp_path: Path, entries: int,
+                                                                              distinct: bool, words: str) -> None:
+    """Measured after: the span named twice refused at the second file (0.3 s, 67 MB); the distinct headers
+    refused once their inflated bytes pass REPO_HEADER_BUDGET (1.7 s, 295 MB)."""
+    from helpers import measured
+
+    folder = _hostile_snapshot(tmp_path / "snap", entries, distinct=distinct)
+    got = measured(str(folder), "--json")
+    assert got["code"] == EXIT_INVALID and words in got["stderr"], got
+    assert _one_line(got["stderr"]) and got["peak_mb"] < 320 and got["cpu"] < 4, got
+
+
+def test_a_huge_manifest_is_refused_by_its_size_and_a_dense_one_by_its_count(tmp_path: Path) -> None:
+    """A 300 MB manifest cost 1.2 GB before a refusal that said "not valid JSON"; now its size is refused
+    before a byte is read, naming the budget. Under the size budget, 30 MB of empty objects is refused by
+    its count before it is parsed."""
+    from helpers import measured
+
+    from inspector.sources.snapshot import MANIFEST_BUDGET
+
+    big = tmp_path / "big"
+    big.mkdir()
+    with (big / "inspector-snapshot.json").open("wb") as f:
+        f.truncate(300_000_000)  # sparse: the size alone is refused
+    got = measured(str(big))
+    assert got["code"] == EXIT_INVALID and f"{MANIFEST_BUDGET:,}-byte budget" in got["stderr"], got
+    assert got["peak_mb"] < 100, got
+    dense = tmp_path / "dense"
+    dense.mkdir()
+    (dense / "inspector-snapshot.json").write_bytes(
+        b'{"format":"inspector-header-snapshot","version":3,"files":[' + b"{}," * 10_000_000 + b"{}]}")
+    got = measured(str(dense))
+    assert got["code"] == EXIT_INVALID and "JSON values" in got["stderr"] and got["peak_mb"] < 200, got
+
+
+@pytest.fixture
+def gpt2_hub(online: None):
+    from hubserver import HubServer
+
+    from inspector.sources.bundled import ALIASES, bundled_path
+
+    with HubServer() as server:
+        a = ALIASES["gpt2"]
+        sha = server.add_snapshot(a.repo_id, bundled_path(a))
+        yield server, a.repo_id, sha
+
+
+def test_a_damaged_cache_entry_is_read_again_online_and_named_offline(gpt2_hub, cli, monkeypatch) -> None:
+    """A cache entry whose snapshot is refused (one span named for 300 files) was trusted online and offline
+    alike, and the error did not say which folder to delete. Offline it is one line naming the folder; online
+    the repo is read from the Hub again (published figures) and its snapshot replaces the damaged one."""
+    from helpers import ref
+
+    from inspector.sources.hub import HeaderCache
+
+    server, repo, sha = gpt2_hub
+    monkeypatch.setenv("HF_ENDPOINT", server.url)
+    folder = HeaderCache(endpoint=server.url).path(repo, sha)
+    _hostile_snapshot(folder, 300, distinct=False, repo=repo, sha=sha)
+    HeaderCache(endpoint=server.url).set_ref(repo, "main", sha)
+    offline = cli(repo, "--offline", "--json")
+    assert offline.code == EXIT_INVALID and f"delete {folder}" in offline.err, offline.err
+    online = cli(repo, "--json")
+    assert online.code == 0, online.err
+    assert online.json()["totals"]["parameters"] == ref("gpt2.parameters")
+    again = cli(repo, "--offline", "--json")  # the fresh snapshot replaced the damaged one
+    assert again.code == 0 and again.json()["totals"]["parameters"] == ref("gpt2.parameters"), again.err

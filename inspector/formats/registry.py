@@ -346,6 +346,13 @@ def weight_suffixes() -> tuple[str, ...]:
     return tuple(s for r in _READERS for s in r.suffixes) + OTHER_WEIGHT_SUFFIXES
 
 
+#: header bytes one repo may yield in all, over the Hub, from the header cache or a snapshot folder (counted
+#: after inflating): as much as the largest single header a format allows (GGUF's 128 MiB). DeepSeek-V3's
+#: 163 headers are 11.5 MB; 1,000,000 tensors of safetensors header (98 MB) cost 3.4 s of CPU and 535 MB
+#: to read as one file, measured, so this is what the budget's worst case costs
+REPO_HEADER_BUDGET: Final = 64 * 1024 * 1024
+
+
 def max_header() -> int:
     """The largest read budget of any registered format (a snapshot's per-file bound)."""
     return max(r.max_header for r in _READERS)

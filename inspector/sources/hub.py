@@ -36,7 +36,7 @@ from inspector.errors import (
     ProblemSink,
     SeveralFiles,
 )
-from inspector.formats.registry import SAFETENSORS, reader_for, reader_named
+from inspector.formats.registry import REPO_HEADER_BUDGET, SAFETENSORS, reader_for, reader_named
 from inspector.model import Checkpoint, FileEntry, Phase, Progress, Provenance, WeightFile, natural_key
 from inspector.safeio import COMMIT, commit_id, relative_name
 from inspector.sources.assemble import Parts, assemble, checkpoint_of, stored_files
@@ -52,8 +52,6 @@ __all__ = ["FetchStats", "HeaderCache", "Hub", "HubOptions", "fetch_checkpoint",
 #: past it costs a second round trip through the CDN redirect (a 13B GPTQ file's is 135 kB, a VLM's in one
 #: file about 100 kB), and 256 KiB more on the wire is milliseconds against a round trip's 50-150
 LONE_FILE_FIRST_READ: Final = 256 * 1024
-#: header bytes one repo may hold in all (DeepSeek-V3's 163 headers are 11.5 MB)
-REPO_HEADER_BUDGET: Final = 256 * 1024 * 1024
 
 T = TypeVar("T")
 
@@ -178,10 +176,17 @@ def _local(cache: HeaderCache, repo_id: str, sha: str, hub: Hub, problems: Probl
     """The snapshot at ``sha`` from the header cache, else from the Hugging Face cache. The audit reads
     the real index: online, a cached snapshot whose index was rebuilt (``SideFiles.rebuilt``) does not
     serve it; offline it does, and the audit says the index was not checked (``index.rebuilt``)."""
-    if cache.get(repo_id, sha):
-        cached = _from_cache(cache, repo_id, sha, hub, list(notes), problems)
-        if not (online and problems.collects and cached.side.rebuilt):
-            return cached
+    if folder := cache.get(repo_id, sha):
+        try:
+            cached = _from_cache(cache, repo_id, sha, hub, list(notes), problems)
+        except InvalidCheckpointError as exc:  # a cached entry is only ever a read that succeeded: it is damaged
+            if not online:
+                raise InvalidCheckpointError(f"the header cache's entry for {repo_id}@{sha[:12]} is damaged: "
+                                             f"{exc.message}", hint=f"delete {folder}, then run online") from None
+            # online: read from the Hub again, whose snapshot then replaces the damaged one
+        else:
+            if not (online and problems.collects and cached.side.rebuilt):
+                return cached
     from inspector.sources.resolve import hf_cache_folder, open_folder
 
     found = hf_cache_folder(repo_id, sha)
@@ -256,13 +261,10 @@ def repo_sizes(hub: Hub, info: Mapping[str, Any], repo_id: str) -> dict[str, int
 ONE_REQUEST_INDEX: Final = "model.safetensors.index.json"
 #: the most bytes the one answer may take (DeepSeek-V3's 163 headers are 11.5 MB): a larger repo, or a
 #: hostile answer, is read by range under ``REPO_HEADER_BUDGET``. Parsed, JSON costs several times its
-#: bytes, so the answer's values are counted before it is parsed: at most ``ONE_REQUEST_VALUES`` commas
-#: (DeepSeek-V3's: about 6 a tensor, 0.55 million) and ``ONE_REQUEST_CONTAINERS`` objects and lists (3 a
-#: tensor, 0.28 million). Measured at these bounds: an answer of 32 MiB of empty objects or of short
-#: strings is set aside before parsing; one just under them parses in under 300 MB
+#: bytes, so the answer's values (commas, objects, lists) are counted before it is parsed: at most
+#: ``ONE_REQUEST_VALUES`` (DeepSeek-V3's answer: about 9 a tensor, 0.83 million)
 ONE_REQUEST_BUDGET: Final = 32 * 1024 * 1024
-ONE_REQUEST_VALUES: Final = 2_000_000
-ONE_REQUEST_CONTAINERS: Final = 1_000_000
+ONE_REQUEST_VALUES: Final = 3_000_000
 #: the most seconds the one answer is waited for (its request's own deadline): a stalled or trickling
 #: answer then costs this, and the range reads answer, not the run's whole Hub deadline
 ONE_REQUEST_SECONDS: Final = 10.0
@@ -398,11 +400,8 @@ def rebuilt_from_metadata(body: bytes, commit: str | None, sha: str, sizes: Mapp
 
     if (commit is not None and commit != sha) or index_name not in sizes or len(body) > ONE_REQUEST_BUDGET:
         return None
-    # what parsing would build, counted first: a hostile answer of small objects costs 17 times its bytes
-    if body.count(b",") > ONE_REQUEST_VALUES or body.count(b"{") + body.count(b"[") > ONE_REQUEST_CONTAINERS:
-        return None
-    try:
-        doc = parse_json_object(body, "safetensors-metadata")
+    try:  # what parsing would build is counted first: a hostile answer of small objects costs 17 times its bytes
+        doc = parse_json_object(body, "safetensors-metadata", max_values=ONE_REQUEST_VALUES)
     except InvalidCheckpointError:
         return None
     index, headers = doc.get("index"), doc.get("headers")

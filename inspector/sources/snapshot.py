@@ -49,7 +49,7 @@ from inspector.errors import (
     UsageError,
 )
 from inspector.formats.gguf import GGUF_CONFIG
-from inspector.formats.registry import max_header, reader_for, reader_named
+from inspector.formats.registry import REPO_HEADER_BUDGET, max_header, reader_for, reader_named
 from inspector.model import SIDE_FILES, Checkpoint, FileEntry, Origin, Problems, Provenance, SideFiles, WeightFile
 from inspector.safeio import (
     commit_id,
@@ -58,6 +58,7 @@ from inspector.safeio import (
     parse_json_object,
     read_json_file,
     read_regular,
+    regular_size,
     relative_name,
     write_folder,
 )
@@ -72,9 +73,11 @@ VERSION: Final = 2  # 2 adds each header's "format"; version 1 (safetensors only
 PACKED_VERSION: Final = 3  # 3 adds each header's "span" in a pack of them (``write_snapshot(pack=True)``)
 READABLE: Final = (1, 2, 3)
 PACK: Final = "headers.pack"  # and PACK + ".gz", whose spans are gzip members
-#: the manifest: every header's records (DeepSeek-V3's 91,991 tensors are about 20 MB); a stored
-#: config or index is held to safeio.JSON_BUDGET like any other
-MANIFEST_BUDGET: Final = 256 * 1024 * 1024
+#: the manifest: a line a file of the repo (DeepSeek-V3's 163 shards: 29 kB; a listing of 300,000 files
+#: about 30 MB), refused by its size before a byte is read, and its values counted before it is parsed
+#: (``MANIFEST_VALUES``: four to six a file); a stored config or index is held to safeio.JSON_BUDGET
+MANIFEST_BUDGET: Final = 32 * 1024 * 1024
+MANIFEST_VALUES: Final = 2_000_000
 #: temporary folders older than this, or of a process that is gone, are removed on the next write
 
 
@@ -96,7 +99,13 @@ def is_snapshot(folder: Path) -> bool:
 def read_manifest(folder: Path) -> dict[str, Any]:
     if not (folder / MANIFEST).exists():
         raise NotFoundError(f"{folder}: not a header snapshot (no {MANIFEST})")
-    manifest = parse_json_object(read_regular(folder / MANIFEST, MANIFEST_BUDGET), f"{folder / MANIFEST}")
+    size = regular_size(folder / MANIFEST)
+    if size > MANIFEST_BUDGET:
+        raise InvalidCheckpointError(f"{folder / MANIFEST}: {size:,} bytes, over the {MANIFEST_BUDGET:,}-byte budget "
+                                     "of a snapshot manifest; refusing to read it",
+                                     hint="save the snapshot again, or delete the folder")
+    manifest = parse_json_object(read_regular(folder / MANIFEST, MANIFEST_BUDGET), f"{folder / MANIFEST}",
+                                 max_values=MANIFEST_VALUES)
     if manifest.get("format") != FORMAT:
         raise InvalidCheckpointError(f"{folder / MANIFEST}: not an {FORMAT} manifest")
     if manifest.get("version") not in READABLE:
@@ -155,14 +164,33 @@ def read_header_bytes(folder: Path, relative: str, limit: int | None = None) -> 
 
 class StoredHeaders:
     """A snapshot's stored header bytes: a file each (versions 1 and 2), or a span of a pack (version 3),
-    read by itself (``pread``), under the limit a header file is held to and gunzipped as one is."""
+    read by itself (``pread``), under the limit a header file is held to and gunzipped as one is. All
+    the bytes one snapshot yields, after inflating, are held to ``REPO_HEADER_BUDGET`` (a Hub repo's),
+    and a header file or span is read for one file only: a 772 kB manifest naming one gzip member of a
+    100,000-tensor header for 300 files once cost 3.7 GB."""
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder
         self._paths: dict[str, Path] = {}  # a pack's name → its path, resolved and checked once
+        self._named: dict[tuple[str, tuple[int, int] | None], str] = {}  # (header, span) → the file it is
+        self.left = REPO_HEADER_BUDGET
 
     def read(self, f: SnapshotFile, limit: int | None = None) -> bytes:
         """``f``'s header bytes, at most ``limit`` (default: the largest any format may take)."""
+        assert f.header is not None
+        first = self._named.setdefault((f.header, f.span), f.path)
+        if first != f.path:
+            raise InvalidCheckpointError(f"{self.folder / MANIFEST}: {f.path} names the header bytes of {first} "
+                                         f"({f.header}{'' if f.span is None else f' {list(f.span)}'}); each "
+                                         "file's header is its own")
+        data = self._read(f, limit)
+        if len(data) > self.left:
+            raise InvalidCheckpointError(f"{self.folder / MANIFEST}: its headers yield more than "
+                                         f"{REPO_HEADER_BUDGET:,} bytes, a repo's budget; refusing to read more")
+        self.left -= len(data)
+        return data
+
+    def _read(self, f: SnapshotFile, limit: int | None) -> bytes:
         assert f.header is not None
         if f.span is None:
             return read_header_bytes(self.folder, f.header, limit)

@@ -15,8 +15,11 @@ Kinds: safetensors (header JSON and bytes), gguf (a file gguf-py writes, bytes m
 config (config.json beside a valid model), index (model.safetensors.index.json), adapter (adapter_config.json
 beside a LoRA adapter), ref (an HF cache's refs/main), snapshot (a header snapshot's manifest), pipeline
 (a diffusers model_index.json over component folders), modules (a sentence-transformers modules.json),
-gguf-set (a folder of several GGUF files, some flipped), listing (a Hub listing, through the one JSON loader
-and the listing reader).
+gguf-set (a folder of several GGUF files, some flipped), pack (the header cache's layout: a snapshot whose
+headers sit in one pack, its spans or bytes mutated), values (``diff A B --values`` where B's tensor bytes,
+length or header are mutated), listing (a Hub listing, through the one JSON loader and the listing reader),
+answer (the Hub's one-request answer, mutated, through ``rebuilt_from_metadata``: used or set aside, never
+an exception).
 """
 
 from __future__ import annotations
@@ -339,10 +342,67 @@ def gen_gguf_set(rng: random.Random, where: Path) -> Path:
     return where
 
 
+def gen_pack(rng: random.Random, where: Path) -> Path:
+    """A version-3 header snapshot (the header cache's layout: headers in one pack, large ones gzip
+    members) of a two-shard model, its spans mutated (moved, lengthened, named twice) or the pack's bytes
+    flipped or cut."""
+    from inspector.sources.snapshot import MANIFEST, write_snapshot
+
+    entries, data = _valid_entries(rng)
+    blob = _header(entries)
+    headers = {f"model-0000{i}-of-00002.safetensors": blob for i in (1, 2)}
+    write_snapshot(where / "snap", repo_id=None, revision=None, files=[(n, len(blob) + data) for n in headers],
+                   headers=headers, stored={"config.json": json.dumps(LLAMA_CONFIG).encode()}, provenance="fuzz",
+                   compress_over=rng.choice([0, 65536]), pack=True)
+    snap = where / "snap"
+    manifest = json.loads((snap / MANIFEST).read_text())
+    packed = [f for f in manifest["files"] if "span" in f]
+    choice = rng.random()
+    if choice < 0.5 and packed:
+        f = rng.choice(packed)
+        f["span"] = rng.choice([[0, 2**40], [f["span"][0], f["span"][1] + 1], packed[0]["span"], [-1, 8],
+                                [2**63, 1], _mutate_value(rng, f["span"])])
+        (snap / MANIFEST).write_text(json.dumps(manifest))
+    else:
+        pack = next(p for p in snap.iterdir() if p.name.startswith("headers.pack"))
+        raw = pack.read_bytes()
+        pack.write_bytes(raw[: rng.randrange(len(raw))] if choice < 0.7 else _flip(rng, raw))
+    return snap
+
+
+def gen_values(rng: random.Random, where: Path) -> Path:
+    """The second side of ``diff A B --values``: A a valid model beside it (``values-base``), B its copy with
+    tensor bytes flipped, the file cut inside its data, or its header's offsets or dtypes mutated."""
+    entries, data = _valid_entries(rng)
+    base = where / "values-base"
+    base.mkdir()
+    body = bytes(rng.randrange(256) for _ in range(data))
+    (base / "model.safetensors").write_bytes(_header(entries) + body)
+    side = where / "side"
+    side.mkdir()
+    choice = rng.random()
+    if choice < 0.4:
+        blob = _header(entries) + _flip(rng, body, rng.randint(1, 8)) if body else _header(entries)
+    elif choice < 0.6:
+        blob = (_header(entries) + body)[: rng.randrange(len(_header(entries)), len(_header(entries)) + data + 1)]
+    else:
+        mutated = _mutate_value(rng, entries)
+        blob = (_header(mutated) if isinstance(mutated, dict) else _header(entries)) + body
+    (side / "model.safetensors").write_bytes(blob)
+    return side
+
+
 GENERATORS: dict[str, Callable[[random.Random, Path], Path]] = {
     "safetensors": gen_safetensors, "gguf": gen_gguf, "torch-legacy": gen_torch_legacy, "torch-zip": gen_torch_zip,
     "config": gen_config, "index": gen_index, "adapter": gen_adapter, "ref": gen_ref, "snapshot": gen_snapshot,
-    "pipeline": gen_pipeline, "modules": gen_modules, "gguf-set": gen_gguf_set,
+    "pipeline": gen_pipeline, "modules": gen_modules, "gguf-set": gen_gguf_set, "pack": gen_pack,
+    "values": gen_values,
+}
+#: kinds whose case is its own command lines (``{target}`` the case, ``{base}`` a file beside it)
+OWN_COMMANDS: dict[str, list[list[str]]] = {
+    "values": [["diff", "{base}", "{target}", "--values", "--json"],
+               ["diff", "{base}", "{target}", "--values", "--exact"],
+               ["diff", "{base}", "{target}", "--values", "--sample-bytes", "64", "--format", "markdown"]],
 }
 
 
@@ -367,6 +427,40 @@ def listing_case(rng: random.Random) -> str:
     except InspectorError as exc:
         return type(exc).__name__
     return "ok"
+
+
+def answer_case(rng: random.Random) -> str:
+    """The Hub's one-request answer (``safetensors-metadata``) for a two-shard repo, mutated (values swapped,
+    keys dropped, bytes flipped, a shard's header lying about a shape, a dtype or offsets), through
+    ``rebuilt_from_metadata`` against the listing: 'used', 'set aside', or the error class (a failure: the
+    answer must be used or set aside, never raise)."""
+    from inspector.sources.hub import ONE_REQUEST_INDEX, rebuilt_from_metadata
+
+    shards: dict[str, object] = {}
+    sizes: dict[str, int | None] = {ONE_REQUEST_INDEX: 100}
+    total = 0
+    for i in (1, 2):  # each shard its own tensors (a name in two shards sets the answer aside)
+        entries, data = _valid_entries(rng)
+        entries = {k if k == "__metadata__" else f"shard{i}.{k}": v for k, v in entries.items()}
+        name = f"model-0000{i}-of-00002.safetensors"
+        shards[name] = json.loads(_header(entries)[8:])
+        sizes[name] = len(_header(entries)) + data
+        total += data
+    answer: object = {"index": {"metadata": {"total_size": total}}, "headers": shards}
+    for _ in range(rng.choice([0, 1, 1, 2, 3])):  # a fifth of the answers unchanged: those are used
+        answer = _mutate_value(rng, answer)
+    raw = json.dumps(answer).encode()
+    if rng.random() < 0.3:
+        raw = _flip(rng, raw, 2)
+    try:
+        got = rebuilt_from_metadata(raw, rng.choice([None, "0" * 40, "1" * 40]), "0" * 40, sizes, ONE_REQUEST_INDEX)
+    except Exception as exc:
+        return f"crash:{type(exc).__name__}"
+    return "used" if got is not None else "set aside"
+
+
+#: kinds read in-process by a library function (no command line): the case's outcome, a word
+LIBRARY_CASES: dict[str, Callable[[random.Random], str]] = {"listing": listing_case, "answer": answer_case}
 
 
 # --- differential: the same file through the format's own reference reader --------------------------
@@ -493,7 +587,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--cases", type=int, default=200, help="cases per input kind")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--kinds", default=",".join([*GENERATORS, "listing"]))
+    parser.add_argument("--kinds", default=",".join([*GENERATORS, *LIBRARY_CASES]))
     parser.add_argument("--commands", default=",".join(COMMANDS))
     parser.add_argument("--time-cap", type=float, default=10.0, help="seconds per command")
     parser.add_argument("--memory-cap", type=int, default=2048, help="MB of address space for the whole run")
@@ -521,9 +615,13 @@ def main() -> int:
         bad = 0
         for case in range(args.cases):
             rng = random.Random(f"{args.seed}:{kind}:{case}")
-            if kind == "listing":
-                codes[listing_case(rng)] += 1
+            if kind in LIBRARY_CASES:
+                outcome = LIBRARY_CASES[kind](rng)
+                codes[outcome] += 1
                 runs += 1
+                if outcome.startswith("crash"):
+                    bad += 1
+                    failures.append(f"{kind} case {case} (seed {args.seed}): {outcome}")
                 continue
             where = Path(tempfile.mkdtemp(prefix="fuzz-"))
             try:
@@ -539,10 +637,14 @@ def main() -> int:
                         failures.append(f"{kind} case {case} (seed {args.seed}) library read: {line}")
                     if verdict != "agree":
                         examples.setdefault((kind, verdict), []).append(f"case {case}: {line}")
-                for name in args.commands.split(","):
-                    extra = COMMANDS[name]
-                    argv = [*extra, str(target)] if extra[:1] in (["estimate"], ["audit"]) else (
-                        ["diff", str(target), "gpt2"] if name == "diff" else [str(target), *extra])
+                if kind in OWN_COMMANDS:
+                    argvs = [[a.format(target=target, base=target.parent / f"{kind}-base") for a in line]
+                             for line in OWN_COMMANDS[kind]]
+                else:
+                    argvs = [[*COMMANDS[name], str(target)] if COMMANDS[name][:1] in (["estimate"], ["audit"]) else (
+                        ["diff", str(target), "gpt2"] if name == "diff" else [str(target), *COMMANDS[name]])
+                        for name in args.commands.split(",")]
+                for argv in argvs:
                     code, err, took = run_cli(argv, args.time_cap)
                     runs += 1
                     slowest = max(slowest, took)

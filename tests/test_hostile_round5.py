@@ -533,3 +533,16 @@ def test_a_damaged_cache_entry_is_read_again_online_and_named_offline(gpt2_hub, 
     assert online.json()["totals"]["parameters"] == ref("gpt2.parameters")
     again = cli(repo, "--offline", "--json")  # the fresh snapshot replaced the damaged one
     assert again.code == 0 and again.json()["totals"]["parameters"] == ref("gpt2.parameters"), again.err
+
+
+def test_a_tensor_in_two_shards_is_refused_by_the_diff_by_name(cli, tmp_path: Path) -> None:
+    """Found by the fuzz stage's pack kind: two files holding the same tensor names (a folder of shards
+    without an index) made ``diff`` exit 70 (its causes counted the name twice on one side). Refused by name,
+    exit 4, as ``audit`` reports it (tensor.duplicate)."""
+    config, entries = tiny_llama()
+    for i in (1, 2):
+        write_layout(tmp_path / "dup" / f"model-0000{i}-of-00002.safetensors", entries)
+    (tmp_path / "dup" / "config.json").write_text(json.dumps(config))
+    result = cli("diff", str(tmp_path / "dup"), "gpt2")
+    assert result.code == EXIT_INVALID and "is in two files" in result.err and _one_line(result.err), result.err
+    assert "tensor.duplicate" in cli("audit", str(tmp_path / "dup")).out

@@ -43,6 +43,7 @@ from inspector.analysis.families import CONV1D_TYPES, LLAMA_LIKE
 from inspector.analysis.report import Report
 from inspector.analysis.roles import PACKING_DTYPES, is_packed, role_group
 from inspector.analysis.stats import Tensor, layer_suffix
+from inspector.errors import InvalidCheckpointError
 from inspector.model import Checkpoint, natural_key
 
 CAUSE_ORDER: Final[tuple[str, ...]] = (
@@ -190,7 +191,22 @@ def _cause_of(dim_a: int, dim_b: int, qa: list[tuple[str, str, int]], qb: dict[s
 # --- the diff ----------------------------------------------------------------------------------
 
 
+def _one_name_one_tensor(r: Report) -> None:
+    """A diff pairs tensors by name and sums each side's causes to its total: a name in two shards (no
+    index to pick one; ``audit``'s tensor.duplicate) would be counted twice on one side and once in the
+    pairs. Refused by name, as the audit reports it."""
+    where: dict[str, str] = {}
+    for t in r.tensors:
+        first = where.setdefault(t.info.name, t.info.file)
+        if first != t.info.file:
+            raise InvalidCheckpointError(f"{r.checkpoint.label}: tensor {t.info.name!r} is in two files ({first} and "
+                                         f"{t.info.file}); a diff pairs tensors by name",
+                                         hint=f"inspect audit {r.checkpoint.label} lists every one")
+
+
 def diff_reports(a: Report, b: Report) -> Diff:
+    _one_name_one_tensor(a)
+    _one_name_one_tensor(b)
     ca, cb = a.config, b.config
     same = _same_layout(a, b)
     roles = _role_deltas(a, b)

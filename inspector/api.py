@@ -379,14 +379,12 @@ def estimate_options(*, context: int | str | None = None, batch: int | str = 1, 
 
 def _utilization(value: float | str | None) -> float | None:
     """vLLM's gpu_memory_utilization: a fraction in (0, 1]; None when not given."""
+    from inspector.analysis.fit import parse_fraction
     from inspector.errors import UsageError
 
     if value is None:
         return None
-    try:
-        util = float(value)
-    except ValueError:
-        util = -1.0
+    util = float(value) if isinstance(value, int | float) else parse_fraction(value, "⟨utilization⟩")
     if not 0 < util <= 1:
         raise UsageError(f"⟨utilization⟩: {value!r} is not a fraction in (0, 1]", hint="for example 0.95")
     return util
@@ -540,7 +538,7 @@ def train_options(*, method: str = "lora", rank: int | str | None = None, alpha:
     or a GPU's name, ``xN`` for N GPUs; ``zero`` a DeepSpeed stage; ``offload`` none, optimizer or all."""
     import math
 
-    from inspector.analysis.fit import parse_budget, parse_count
+    from inspector.analysis.fit import parse_budget, parse_count, parse_fraction, parse_whole
     from inspector.analysis.train import TrainOptions, check_options
     from inspector.errors import UsageError
 
@@ -551,12 +549,10 @@ def train_options(*, method: str = "lora", rank: int | str | None = None, alpha:
     names = tuple(t.strip() for t in (targets.split(",") if isinstance(targets, str) else targets) if t.strip())
     if not names:
         raise UsageError("⟨targets⟩ names no module", hint="all-linear, or q_proj,v_proj")
-    try:
-        rank_value, zero_value = int(16 if rank is None else rank), int(zero)
-        alpha_value = float(alpha) if alpha is not None else None
-    except ValueError:
-        raise UsageError(f"⟨rank⟩, ⟨alpha⟩ and ⟨zero⟩ take numbers: {str(rank)[:24]!r}, {str(alpha)[:24]!r}, "
-                         f"{str(zero)[:24]!r}") from None
+    rank_value = parse_whole(16 if rank is None else rank, "⟨rank⟩")
+    zero_value = parse_whole(zero, "⟨zero⟩")
+    alpha_value = float(alpha) if isinstance(alpha, int | float) else \
+        None if alpha is None else parse_fraction(alpha, "⟨alpha⟩")
     if alpha_value is not None and not (math.isfinite(alpha_value) and alpha_value > 0):
         raise UsageError(f"⟨alpha⟩ {str(alpha)[:24]!r} is not a positive finite number", hint="for example 32")
     options = TrainOptions(
@@ -622,15 +618,12 @@ def plan_options(*, gpus: str | Sequence[str] | None = None, max_gpus: int | str
                  utilization: float | str | None = None, kv_dtype: str | None = None) -> PlanOptions:
     """``plan``'s options, checked before any model is opened."""
     from inspector.analysis.engines import ENGINES
-    from inspector.analysis.fit import SUMMARY_CONTEXT, parse_count
+    from inspector.analysis.fit import SUMMARY_CONTEXT, parse_count, parse_whole
     from inspector.analysis.plan import MAX_GPUS, OBJECTIVES, gpu_list
     from inspector.errors import UsageError
 
     names = gpu_list(gpus if isinstance(gpus, str) or gpus is None else ",".join(gpus))
-    try:
-        per_node, node_count = int(max_gpus), int(nodes)
-    except ValueError:
-        raise UsageError(f"⟨max_gpus⟩ and ⟨nodes⟩ take whole numbers: {max_gpus!r}, {nodes!r}") from None
+    per_node, node_count = parse_whole(max_gpus, "⟨max_gpus⟩"), parse_whole(nodes, "⟨nodes⟩")
     if not 1 <= per_node <= MAX_GPUS or not 1 <= node_count <= MAX_GPUS or per_node * node_count > MAX_GPUS:
         raise UsageError(f"⟨max_gpus⟩ {per_node} × ⟨nodes⟩ {node_count}: 1 to {MAX_GPUS:,} GPUs in all")
     engine_name = (engine or "vllm").lower()

@@ -41,6 +41,24 @@ def test_numbers_past_every_bound_are_usage_errors(cli, args: list[str]) -> None
     assert len(result.err) < 300  # the 309 digits are not echoed back whole
 
 
+@pytest.mark.parametrize(("args", "option"), [
+    (["train", "llama3-8b", "--rank", "\u0663"], "--rank"),  # ARABIC-INDIC DIGIT THREE: int() reads it as 3
+    (["train", "llama3-8b", "--rank", "1_6"], "--rank"),  # int() reads 16
+    (["train", "llama3-8b", "--rank", "+8"], "--rank"),
+    (["train", "llama3-8b", "--zero", "\u0660"], "--zero"),
+    (["plan", "llama3-8b", "--max-gpus", "\u0668"], "--max-gpus"),
+    (["plan", "llama3-8b", "--nodes", "1" * 5000], "--nodes"),
+    (["estimate", "llama3-8b", "--context", "\u0668k"], "--context"),
+    (["estimate", "llama3-8b", "--gpu", "H100", "--utilization", "\u0660.\u0669"], "--utilization"),
+])
+def test_number_options_are_ascii_digits(cli, args: list[str], option: str) -> None:
+    """Each number option is ASCII digits (and a point where a fraction is meant): Python's int() and
+    float() also read other scripts' digits, underscores and signs, all accepted before."""
+    result = cli(*args)
+    assert result.code == EXIT_USAGE and result.err.startswith(f"Error: {option}"), result.err
+    assert _one_line(result.err)
+
+
 def test_decimal_options_are_read_exactly() -> None:
     """``1.5k`` is 1,536 and ``0.1GiB`` is 107,374,182 bytes (2^30 / 10, rounded down): exact decimals,
     no float rounding."""
@@ -53,10 +71,10 @@ def test_decimal_options_are_read_exactly() -> None:
 
 
 @pytest.mark.parametrize(("args", "words"), [
-    (["train", "llama3-8b", "--alpha", "nan", "--json"], "not a positive finite number"),
-    (["train", "llama3-8b", "--alpha", "inf", "--json"], "not a positive finite number"),
-    (["train", "llama3-8b", "--alpha", "1e400", "--json"], "not a positive finite number"),
-    (["train", "llama3-8b", "--alpha", "-1"], "not a positive finite number"),
+    (["train", "llama3-8b", "--alpha", "nan", "--json"], "--alpha: cannot read 'nan' as a decimal"),
+    (["train", "llama3-8b", "--alpha", "inf", "--json"], "--alpha: cannot read 'inf' as a decimal"),
+    (["train", "llama3-8b", "--alpha", "1e400", "--json"], "--alpha: cannot read '1e400' as a decimal"),
+    (["train", "llama3-8b", "--alpha", "-1"], "--alpha: cannot read '-1' as a decimal"),
     (["train", "llama3-8b", "--alpha", "0"], "not a positive finite number"),
     (["train", "llama3-8b", "--method", "full", "--rank", "8"], "--method full trains every weight"),
     (["train", "llama3-8b", "--method", "full", "--alpha", "16"], "--method full trains every weight"),
@@ -84,7 +102,11 @@ def test_json_out_is_strict(cli) -> None:
         json_text({"x": float("nan")})
     with pytest.raises(ValueError):
         json_text({"rows": [{"x": float("inf")}]})
-    json.loads(cli("train", "llama3-8b", "--alpha", "1e300", "--json").out, parse_constant=pytest.fail)
+    json.loads(cli("train", "llama3-8b", "--alpha", "1" + "0" * 17, "--json").out, parse_constant=pytest.fail)
+    import inspector
+
+    with pytest.raises(Exception, match="positive finite"):
+        inspector.train("llama3-8b", alpha=float("nan"))
 
 
 def test_a_long_gpu_list_is_bounded_and_repeats_count_once(cli) -> None:

@@ -47,8 +47,10 @@ _UNITS: Final = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10*
                  "t": 2**40}
 #: the most memory one device is taken to have (1 PiB): an absurd budget is a usage error, not a fit
 MAX_DEVICE_BYTES: Final = 1 << 50
-_SIZE: Final = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*(?:[x×*]\s*(\d+))?\s*$")
-_COUNT: Final = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kKmM]?)\s*$")
+_SIZE: Final = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*(?:[x×*]\s*(\d+))?\s*$", re.ASCII)
+_COUNT: Final = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kKmM]?)\s*$", re.ASCII)
+_WHOLE: Final = re.compile(r"^\s*(\d+)\s*$", re.ASCII)
+_FRACTION: Final = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*$", re.ASCII)
 #: the most digits a number option is read with (before and after the point together): 10^18 is past
 #: every count and size this tool takes, and a longer string is refused before any arithmetic on it
 MAX_DIGITS: Final = 18
@@ -103,6 +105,26 @@ def parse_budget(text: str, option: str = "⟨gpu⟩") -> Budget:
                          "holds that",
                          hint="for example 80GiB, 141GiBx8")
     return Budget(per_device, devices)
+
+
+def parse_whole(text: str | int, option: str) -> int:
+    """A whole number as ASCII digits (``8``; not ``+8``, ``1_6`` or another script's digits), at most
+    ``MAX_DIGITS`` of them; its range is the caller's to check."""
+    shown = str(text)
+    m = _WHOLE.match(shown)
+    if m is None:
+        raise UsageError(f"{option}: cannot read {_shown(shown)} as a whole number", hint="for example 8")
+    return int(_exact(m.group(1), shown, option))
+
+
+def parse_fraction(text: str | float, option: str) -> float:
+    """A decimal as ASCII digits and a point (``0.95``), at most ``MAX_DIGITS`` digits, read exactly
+    then as the nearest float; its range is the caller's to check."""
+    shown = str(text)
+    m = _FRACTION.match(shown)
+    if m is None:
+        raise UsageError(f"{option}: cannot read {_shown(shown)} as a decimal number", hint="for example 0.95")
+    return float(_exact(m.group(1), shown, option))
 
 
 def parse_count(text: str, option: str) -> int:

@@ -112,3 +112,23 @@ def test_budgets_out_of_range(cli) -> None:
     for absurd in ("100000000000000000000000GiB", "2PiB", "1048577TiB"):
         r = cli("estimate", "llama3-8b", "--gpu", absurd)
         assert r.code == errors.EXIT_USAGE and "Traceback" not in r.err, absurd
+
+
+def test_largest_from_a_guess_is_the_bisection_s_answer() -> None:
+    """``largest`` galloping from any guess (below, at, above the answer, past the cap, negative) gives what
+    plain bisection gives, for every monotone predicate (true up to a threshold, then false)."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from inspector.analysis.fit import largest
+
+    @settings(max_examples=500, deadline=None)
+    @given(st.integers(1, 1 << 24), st.integers(0, 1 << 24), st.integers(-5, 1 << 25))
+    def check(cap: int, threshold: int, guess: int) -> None:
+        def ok(x: int) -> bool:
+            assert 1 <= x <= cap  # never asked outside [1, cap]
+            return x <= threshold
+
+        assert largest(ok, cap, guess) == largest(ok, cap) == min(threshold, cap)
+
+    check()

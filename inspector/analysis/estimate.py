@@ -81,15 +81,26 @@ class Kv:
         share (indexes into ``layers``)."""
         return cache_bytes(self.layers if layers is None else self.layers[layers.start:layers.stop], context, cells)
 
+    def by_window(self, layers: range | None = None) -> tuple[tuple[int | None, int], ...]:
+        """The caching layers' bytes a token costs, summed per window (``window_sums``): what ``total`` sums
+        at any context, for a search that asks at many."""
+        return window_sums(self.layers if layers is None else self.layers[layers.start:layers.stop])
+
+
+def window_sums(rows: tuple[tuple[int, int | None], ...]) -> tuple[tuple[int | None, int], ...]:
+    """(window, the bytes a token costs in all layers of that window), per window, in first-seen order."""
+    by_window: dict[int | None, int] = {}
+    for per_token, window in rows:
+        by_window[window] = by_window.get(window, 0) + per_token
+    return tuple(by_window.items())
+
 
 def cache_bytes(rows: tuple[tuple[int, int | None], ...], context: int,
                 cells: Callable[[int, int | None], int]) -> int:
     """Σ over caching layers of the bytes a token costs × the cells the engine keeps for the layer at
-    ``context`` (``Engine.cells``: the context, or a window's share of it, padded as the engine pads)."""
-    by_window: dict[int | None, int] = {}
-    for per_token, window in rows:
-        by_window[window] = by_window.get(window, 0) + per_token
-    return sum(b * cells(context, w) for w, b in by_window.items())
+    ``context`` (``Engine.cells``: the context, or a window's share of it, padded as the engine pads):
+    per window, the layers' bytes summed first (the cells depend on the window alone)."""
+    return sum(b * cells(context, w) for w, b in window_sums(rows))
 
 
 @dataclass(frozen=True, slots=True)

@@ -295,7 +295,8 @@ def plan(report: Report, est: Estimate, engine: Engine, *, gpus: Sequence[str] |
             rows.append(Row(lay, broken, None, None))
             continue
         fitted = fit(report, est, Budget(lay.gpu.bytes, lay.gpus, lay.gpu.name), engine,
-                     settings=Settings(utilization=utilization, expert_parallel=lay.ep > 1), pipeline=lay.pp)
+                     settings=Settings(utilization=utilization, expert_parallel=lay.ep > 1, curve_points=0),
+                     pipeline=lay.pp)
         tokens = fitted.kv_pool_tokens
         per_seq = -(-est.context // VLLM_BLOCK) * VLLM_BLOCK
         sequences = tokens // per_seq if tokens is not None and fitted.fits is not None else None

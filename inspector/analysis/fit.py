@@ -239,9 +239,27 @@ def fit(report: Report, est: Estimate, budget: Budget, engine: Engine | None = N
         return _weights_only(report, est, budget, settings)
     if eng.layer_split and budget.devices > 1:
         pipeline = budget.devices
+    shared = _shared(report, est)
     if pipeline > 1:
-        return _staged(report, est, budget, eng, settings, pipeline)
-    return _group(report, est, budget, eng, settings, None)
+        return _staged(report, est, budget, eng, settings, pipeline, shared)
+    return _group(report, est, budget, eng, settings, None, shared)
+
+
+@dataclass(frozen=True, slots=True)
+class _Shared:
+    """What every device group of one fit reads alike, read once a fit (plan fits ~28,000 groups)."""
+
+    layers: int  # the layers that run per generated token
+    mla: bool  # an MLA latent cache: replicated on every device
+    windowless: bool  # every caching layer keeps the whole context
+    shape: ModelShape
+
+
+def _shared(report: Report, est: Estimate) -> _Shared:
+    layers = est.architecture.per_token_layers
+    kv = est.kv
+    return _Shared(len(layers), any(m.kind == "mla" for layer in layers for m in layer.mixers),
+                   kv is not None and all(w is None for _, w in kv.layers), model_shape(report))
 
 
 def model_shape(report: Report) -> ModelShape:
@@ -261,7 +279,7 @@ def model_shape(report: Report) -> ModelShape:
 
 
 def _group(report: Report, est: Estimate, budget: Budget, eng: Engine, settings: Settings,
-           stage: _Stage | None) -> Fit:
+           stage: _Stage | None, shared: _Shared) -> Fit:
     """One device group's fit: the whole model, or a pipeline stage's layers."""
     from inspector.analysis.estimate import model_limit
     from inspector.analysis.quant import weights_at
@@ -284,7 +302,7 @@ def _group(report: Report, est: Estimate, budget: Budget, eng: Engine, settings:
             weights_all -= int(host * scale)
             note = (f"less the input embedding, {int(host * scale):,} B, which llama.cpp keeps in host memory "
                     "(llama-model.cpp: the input layer is always on the CPU)")
-    decoder_layers = len(est.architecture.per_token_layers) or 1
+    decoder_layers = shared.layers or 1
     share, rows = 1.0, None
     if stage is not None:  # this stage's layers' share of the weights, the KV cache and what is replicated
         share = stage.layers / decoder_layers
@@ -292,7 +310,7 @@ def _group(report: Report, est: Estimate, budget: Budget, eng: Engine, settings:
         replicated = {role: int(b * share) for role, b in replicated.items()}
         if len(kv.layers) == decoder_layers:  # every layer caches: the stage's own layers, exactly
             rows, share = range(stage.first, stage.first + stage.layers), 1.0
-    terms = eng.terms(model_shape(report), gpu_bytes=budget.per_device, gpu_name=budget.gpu, devices=budget.devices,
+    terms = eng.terms(shared.shape, gpu_bytes=budget.per_device, gpu_name=budget.gpu, devices=budget.devices,
                       samples=stage is None or stage.index == stage.count - 1,
                       pipeline=1 if stage is None else stage.count)
     if settings.overhead is not None:
@@ -311,7 +329,7 @@ def _group(report: Report, est: Estimate, budget: Budget, eng: Engine, settings:
         count = c.num_experts or 0
         if count:
             weights = rep + math.ceil((weights_all - rep - experts) / n) + math.ceil(experts * -(-count // n) / count)
-    mla = any(m.kind == "mla" for layer in est.architecture.per_token_layers for m in layer.mixers)
+    mla = shared.mla
     kv_heads = c.num_kv_heads
     if n == 1 or mla:
         kv_share, divisor = ("whole on one device" if n == 1 else "MLA latent cache: replicated on every device"), 1
@@ -353,7 +371,7 @@ def _group(report: Report, est: Estimate, budget: Budget, eng: Engine, settings:
     steps = settings.curve_points
     points = sorted({top * i // steps for i in range(steps + 1)} | {est.context, max_context or 0}) if steps else []
     pool = max(0, usable - weights - overhead) if eng.pool and known else None  # nothing left: an empty pool
-    uniform = all(w is None for _, w in kv.layers) and state == 0 and len(kv.layers) == decoder_layers
+    uniform = shared.windowless and state == 0 and len(kv.layers) == decoder_layers
     grand = total(est.context, est.batch)
     return Fit(
         budget_bytes=budget.per_device, devices=n, batch=est.batch, context=est.context, weights_bytes=weights,
@@ -420,13 +438,14 @@ def _weights_only(report: Report, est: Estimate, budget: Budget, settings: Setti
                engine="diffusers", usable_bytes=budget.per_device, gpu=budget.gpu, weights_note=note)
 
 
-def _staged(report: Report, est: Estimate, budget: Budget, eng: Engine, settings: Settings, stages: int) -> Fit:
+def _staged(report: Report, est: Estimate, budget: Budget, eng: Engine, settings: Settings, stages: int,
+            shared: _Shared) -> Fit:
     """A pipeline: the decoder's layers split between ``stages`` groups of devices (vLLM's split;
     llama.cpp's layer split evenly), each stage fitted on its own; the answer is the tightest
     stage's, with the layout's figures (all devices, every stage's weights) set on it once."""
     from dataclasses import replace
 
-    layers = len(est.architecture.per_token_layers)
+    layers = shared.layers
     if budget.devices % stages or not 1 < stages <= max(layers, 1):
         raise UsageError(f"⟨pipeline⟩ {stages} does not divide {budget.devices} devices into stages of a model "
                          f"of {layers} layers", hint="for example ⟨gpu=H100x4⟩ ⟨pipeline=2⟩ (TP 2 × PP 2)")
@@ -437,7 +456,8 @@ def _staged(report: Report, est: Estimate, budget: Budget, eng: Engine, settings
     fits = []
     first = 0
     for index, count in enumerate(per_stage):
-        f = _group(report, est, group, eng, settings, _Stage(index, stages, stage_bytes[index], first, count))
+        f = _group(report, est, group, eng, settings, _Stage(index, stages, stage_bytes[index], first, count),
+                   shared)
         fits.append((f, f"stage {index + 1} of {stages}: layers {first}-{first + count - 1}"))
         first += count
     described = tuple(f"{name}, weights {f.weights_bytes:,} B per device" for f, name in fits)
@@ -508,8 +528,8 @@ def largest(ok: Callable[[int], bool], cap: int, guess: int | None = None) -> in
     if not ok(1):
         return 0
     lo, hi = 1, cap
-    if guess is not None and 1 < guess < cap:
-        step = 1
+    if guess is not None and guess > 1:
+        guess, step = min(guess, cap), 1
         if ok(guess):  # the answer is at or above the guess: up until a step fails or passes the cap
             lo = guess
             while lo + step <= cap and ok(lo + step):

@@ -79,7 +79,7 @@ def test_the_shared_tuple_bomb_is_63_objects(cases) -> None:
     (it once grew ~80 MB/s without end)."""
     built, _ = cases
     got = _measured(str(built["shared-tuple-bomb"][0]), "--json")
-    assert got["code"] == EXIT_INVALID and got["seconds"] < 2 and got["peak_mb"] < 300, got
+    assert got["code"] == EXIT_INVALID and got["cpu"] < 2 and got["peak_mb"] < 300, got
 
 
 def test_a_compressed_data_pkl_is_bounded(tmp_path: Path) -> None:
@@ -96,7 +96,7 @@ def test_a_compressed_data_pkl_is_bounded(tmp_path: Path) -> None:
         z.writestr("archive/version", "3\n")
     assert path.stat().st_size < 200_000
     got = _measured(str(path))
-    assert got["code"] == EXIT_INVALID and got["seconds"] < 2 and got["peak_mb"] < 300, got  # a str: no state dict
+    assert got["code"] == EXIT_INVALID and got["cpu"] < 2 and got["peak_mb"] < 300, got  # a str: no state dict
 
 
 def test_a_hub_legacy_pickle_of_zeros_costs_a_few_requests(tmp_path: Path, online, monkeypatch) -> None:
@@ -191,7 +191,7 @@ def test_an_archive_of_many_compressed_pickles_is_refused_before_inflating(tmp_p
         z.writestr("archive/version", "3\n")
     assert path.stat().st_size < 100_000
     got = _measured(str(path), "--json")
-    assert got["code"] == EXIT_INVALID and got["seconds"] < 2 and got["peak_mb"] < 300, got
+    assert got["code"] == EXIT_INVALID and got["cpu"] < 2 and got["peak_mb"] < 300, got
     assert "over 100:1" in got["stderr"]
 
 
@@ -207,7 +207,7 @@ def test_a_pickle_of_millions_of_empty_sets_is_refused_within_the_budgets(tmp_pa
         z.writestr("archive/data.pkl", PROTO + b"}X\x01\x00\x00\x00k](" + b"\x8f" * 4_000_000 + b"es.")
         z.writestr("archive/version", "3\n")
     got = _measured(str(path), "--json")
-    assert got["code"] == EXIT_INVALID and got["seconds"] < 2 and got["peak_mb"] < 300, got
+    assert got["code"] == EXIT_INVALID and got["cpu"] < 2 and got["peak_mb"] < 300, got
     assert "builds containers of more than 134,217,728 bytes" in got["stderr"]
 
 
@@ -282,7 +282,7 @@ def test_a_pickle_of_two_million_nones_under_one_mark_is_refused_within_2_s(tmp_
     """The stack budget stops it at a million values, before unpickling (issue 40's 2 s and 300 MB; 20 MB
     of them under one MARK once held 20 million values, walked in 37 s and 3.0 GB, and read as exit 0)."""
     got = _measured(str(_data_pkl(tmp_path, "nones.pt", b"(" + b"N" * 2_000_000 + b"e")), "--json")
-    assert got["code"] == EXIT_INVALID and got["seconds"] < 2 and got["peak_mb"] < 300, got
+    assert got["code"] == EXIT_INVALID and got["cpu"] < 2 and got["peak_mb"] < 300, got
     assert "more than 1,000,000 values on its stack at once" in got["stderr"], got
 
 

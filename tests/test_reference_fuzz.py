@@ -170,9 +170,9 @@ def test_20000_fuzzed_headers_agree_with_the_rust_reference() -> None:
     accepted = 0
     for _ in range(CASES):
         blob = _case(rng)
-        start = time.perf_counter()
+        start = time.process_time()
         ours = _ours(blob)
-        slowest = max(slowest, time.perf_counter() - start)
+        slowest = max(slowest, time.process_time() - start)
         ref = _reference(blob)
         accepted += ours[0]
         if ours[0] == ref[0] and (not ours[0] or ours[1] == ref[1]):

@@ -598,3 +598,28 @@ def test_a_hub_repo_whose_headers_pass_the_repo_budget_is_refused_in_bounded_mem
         got = measured("acme/wide", "--json", env={**os.environ, "HF_ENDPOINT": server.url})
     assert got["code"] == EXIT_INVALID and f"{REPO_HEADER_BUDGET:,} bytes" in got["stderr"], got
     assert _one_line(got["stderr"]) and got["peak_mb"] < 400 and got["cpu"] < 5, got
+
+
+def test_an_empty_tensor_alone_in_its_file_asks_for_no_range(tmp_path: Path, online: None, cli) -> None:
+    """A shard holding only an empty tensor is a span of 0 bytes: nothing is asked for (a range request of
+    0 bytes, ``bytes=n-(n-1)``, is not a valid range); the tensor is identical, read whole."""
+    from hubserver import HubServer
+
+    from inspector.formats.safetensors import encode_header
+
+    full, data = encode_header([("model.layers.0.mlp.up_proj.weight", "F32", (64, 64))])
+    empty, _ = encode_header([("model.layers.0.mlp.extra", "F32", (0,))])
+    index = json.dumps({"metadata": {}, "weight_map": {"model.layers.0.mlp.up_proj.weight": "a.safetensors",
+                                                       "model.layers.0.mlp.extra": "b.safetensors"}}).encode()
+    files = {"a.safetensors": full + b"\1" * data, "b.safetensors": empty, "model.safetensors.index.json": index,
+             "config.json": b"{}"}
+    with HubServer() as server:
+        for repo in ("acme/a", "acme/b"):
+            server.add_files(repo, dict(files))
+        server.clear_log()
+        result = cli("diff", "acme/a", "acme/b", "--values", "--json", "--endpoint", server.url)
+        ranges = [r.range for r in server.requests("GET") if r.range and r.path.endswith("b.safetensors")]
+    assert result.code == 0, result.err
+    verdicts = {t["name"]: t["verdict"] for t in result.json()["values"]["tensors"]}
+    assert verdicts["model.layers.0.mlp.extra"] == "identical"
+    assert all(not r.endswith(str(int(r.split("=")[1].split("-")[0]) - 1)) for r in ranges), ranges

@@ -291,9 +291,8 @@ def value_diff(a: Report, b: Report, sample_bytes: int, exact: bool, options: Hu
     if exact:
         hashes = {}
         for s in plan.sampled:
-            # the first sampled range starts at the tensor's first byte (values._offsets always takes it)
-            ha = readers[0].sha256(s.file_a, s.ranges_a[0].start, s.nbytes)
-            hb = readers[1].sha256(s.file_b, s.ranges_b[0].start, s.nbytes)
+            ha = readers[0].sha256(s.file_a, s.start_a, s.nbytes)
+            hb = readers[1].sha256(s.file_b, s.start_b, s.nbytes)
             if ha is None or hb is None:
                 raise UsageError("⟨exact⟩ hashes local files whole; one side is on the Hub",
                                  hint="compare local copies, or drop ⟨exact⟩")

@@ -45,14 +45,6 @@ Slot = tuple[int, int, int]
 
 
 @dataclass(frozen=True, slots=True)
-class Range:
-    """``length`` bytes at ``start`` (absolute in the file) of one tensor."""
-
-    start: int
-    length: int
-
-
-@dataclass(frozen=True, slots=True)
 class Sampled:
     """One tensor of both sides, and the ranges read of it on each: the same ``offsets`` in the tensor,
     from its first byte in each file (``start_a``, ``start_b``). Its ranges are numbered ``first``,
@@ -71,14 +63,6 @@ class Sampled:
     nbytes: int
     whole: bool  # the ranges cover the whole tensor
     row_bytes: int | None  # bytes of a row of a 2-D tensor (None otherwise), to name the rows that changed
-
-    @property
-    def ranges_a(self) -> tuple[Range, ...]:
-        return tuple(Range(self.start_a + o, n) for o, n in self.offsets)
-
-    @property
-    def ranges_b(self) -> tuple[Range, ...]:
-        return tuple(Range(self.start_b + o, n) for o, n in self.offsets)
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,10 +85,6 @@ class Plan:
     incomparable: tuple[TensorValues, ...]
     weights_bytes: int  # bytes of the compared tensors, on one side
     ranges: int  # sampled ranges on one side, numbered 0 … ranges − 1 across the tensors
-
-    @property
-    def bytes_to_read(self) -> int:
-        return sum(n for s in self.sampled for _, n in s.offsets)
 
     def slots(self, side: int) -> Iterator[tuple[str, Iterator[Slot]]]:
         """One side's ranges file by file, each file's in the order its tensors lie (so ``spans`` joins

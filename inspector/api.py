@@ -383,7 +383,7 @@ def _utilization(value: float | str | None) -> float | None:
 
     if value is None:
         return None
-    util = float(value) if isinstance(value, int | float) else parse_fraction(value, "⟨utilization⟩")
+    util = parse_fraction(value, "⟨utilization⟩")
     if not 0 < util <= 1:
         raise UsageError(f"⟨utilization⟩: {value!r} is not a fraction in (0, 1]", hint="for example 0.95")
     return util
@@ -538,20 +538,18 @@ def train_options(*, method: str = "lora", rank: int | str | None = None, alpha:
     import math
 
     from inspector.analysis.fit import parse_budget, parse_count, parse_fraction, parse_whole
-    from inspector.analysis.train import TrainOptions, check_options
+    from inspector.analysis.train import TrainOptions, check_adapter_options, check_options
     from inspector.errors import UsageError
 
-    if method.lower() == "full" and (rank, alpha, targets) != (None, None, None):
-        raise UsageError("⟨rank⟩, ⟨alpha⟩ and ⟨targets⟩ shape a LoRA adapter; ⟨method=full⟩ trains every weight "
-                         "and has none", hint="drop them, or use ⟨method=lora⟩")
+    check_adapter_options(method.lower(), [name for name, value in (("⟨rank⟩", rank), ("⟨alpha⟩", alpha),
+                                                                     ("⟨targets⟩", targets)) if value is not None])
     targets = "all-linear" if targets is None else targets
     names = tuple(t.strip() for t in (targets.split(",") if isinstance(targets, str) else targets) if t.strip())
     if not names:
         raise UsageError("⟨targets⟩ names no module", hint="all-linear, or q_proj,v_proj")
     rank_value = parse_whole(16 if rank is None else rank, "⟨rank⟩")
     zero_value = parse_whole(zero, "⟨zero⟩")
-    alpha_value = float(alpha) if isinstance(alpha, int | float) else \
-        None if alpha is None else parse_fraction(alpha, "⟨alpha⟩")
+    alpha_value = None if alpha is None else parse_fraction(alpha, "⟨alpha⟩")
     if alpha_value is not None and not (math.isfinite(alpha_value) and alpha_value > 0):
         raise UsageError(f"⟨alpha⟩ {str(alpha)[:24]!r} is not a positive finite number", hint="for example 32")
     options = TrainOptions(

@@ -119,7 +119,10 @@ def parse_whole(text: str | int, option: str) -> int:
 
 def parse_fraction(text: str | float, option: str) -> float:
     """A decimal as ASCII digits and a point (``0.95``), at most ``MAX_DIGITS`` digits, read exactly
-    then as the nearest float; its range is the caller's to check."""
+    then as the nearest float (a number a library caller passes, as it is); its range is the caller's
+    to check."""
+    if isinstance(text, int | float):
+        return float(text)
     shown = str(text)
     m = _FRACTION.match(shown)
     if m is None:
@@ -370,7 +373,7 @@ def _group(report: Report, est: Estimate, budget: Budget, eng: Engine, settings:
     top = max(est.context, max_context or 0, 1)
     steps = settings.curve_points
     points = sorted({top * i // steps for i in range(steps + 1)} | {est.context, max_context or 0}) if steps else []
-    pool = max(0, usable - weights - overhead) if eng.pool and known else None  # nothing left: an empty pool
+    pool = max(0, room) if eng.pool and known else None  # nothing left: an empty pool
     uniform = shared.windowless and state == 0 and len(kv.layers) == decoder_layers
     grand = total(est.context, est.batch)
     return Fit(

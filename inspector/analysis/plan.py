@@ -284,7 +284,7 @@ def plan(report: Report, est: Estimate, engine: Engine, *, gpus: Sequence[str] |
     if est.kv is None:
         raise UsageError("plan lays out a model that decodes tokens; this one decodes none",
                          hint="inspect estimate MODEL --gpu H100 for its weights")
-    chosen = [named(g) for g in gpu_list(",".join(gpus)) or ()] if gpus else list(GPUS.values())
+    chosen = [named(g) for g in unique_gpus(gpus)] if gpus else list(GPUS.values())
     sequences: int | None
     shape = shape_of(report, est)
     rules = rules_for(engine.name)
@@ -334,13 +334,17 @@ MAX_GPU_NAMES: Final = 64
 
 def gpu_list(text: str | None) -> tuple[str, ...] | None:
     """``H100,A100-80GB,L40S`` → the catalogue's names, checked, each once in the order first given
-    (``H100,h100`` is one GPU); None for the whole catalogue. More than ``MAX_GPU_NAMES`` is refused
-    before any is looked up."""
+    (``H100,h100`` is one GPU, ``unique_gpus``); None for the whole catalogue."""
     if not text:
         return None
-    if text.count(",") >= MAX_GPU_NAMES:
+    return unique_gpus([t.strip() for t in text.split(",") if t.strip()])
+
+
+def unique_gpus(names: Sequence[str]) -> tuple[str, ...]:
+    """Each GPU once, by the catalogue's name, in the order first given; more than ``MAX_GPU_NAMES``
+    refused before any is looked up."""
+    if len(names) > MAX_GPU_NAMES:
         raise UsageError(f"⟨gpus⟩ lists more than {MAX_GPU_NAMES} names; the catalogue has {len(GPUS)} GPUs",
                          hint="name each GPU once: H100,A100-80GB,L40S")
-    names = tuple(t.strip() for t in text.split(",") if t.strip())
     return tuple(dict.fromkeys(named(n).name for n in names))
 

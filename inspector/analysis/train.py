@@ -33,7 +33,7 @@ from __future__ import annotations
 import difflib
 import math
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
@@ -47,6 +47,8 @@ from inspector.errors import UsageError
 #: one tensor the optimizer updates: its shape, elements and role
 Trained = tuple[tuple[int, ...], int, str]
 METHODS: Final = ("full", "lora", "qlora")
+#: the methods that train an adapter, the only ones its rank, alpha and target modules shape
+ADAPTER_METHODS: Final = ("lora", "qlora")
 PRECISIONS: Final = ("bf16-mixed", "fp16-mixed", "bf16", "fp32")
 OFFLOADS: Final = ("none", "optimizer", "all")
 GIB: Final = 1024**3
@@ -258,6 +260,14 @@ class Train:
 
 
 # --- the arithmetic --------------------------------------------------------------------------------
+
+
+def check_adapter_options(method: str, given: Sequence[str]) -> None:
+    """``given``: the adapter's options the user set (``⟨rank⟩`` …); refused for a method that trains no
+    adapter, where they would be accepted and mean nothing."""
+    if given and method in METHODS and method not in ADAPTER_METHODS:
+        raise UsageError(f"{', '.join(given)}: options of a LoRA adapter; ⟨method={method}⟩ trains every weight and "
+                         "has none", hint="drop them, or use ⟨method=lora⟩")
 
 
 def check_options(options: TrainOptions) -> None:

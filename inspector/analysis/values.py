@@ -25,6 +25,7 @@ from itertools import groupby
 from typing import Final, Literal
 
 from inspector.analysis.report import Report
+from inspector.analysis.stats import Tensor
 from inspector.errors import InvalidCheckpointError
 from inspector.formats.dtypes import DTYPE_BITS
 from inspector.model import natural_key
@@ -150,23 +151,22 @@ def sample_plan(a: Report, b: Report, sample_bytes: int = SAMPLE_BYTES) -> Plan:
     sampled: list[Sampled] = []
     incomparable: list[TensorValues] = []
     weights = numbered = 0
-    for info, place in a.tensors:
+    for t in a.tensors:
+        info, place = t
         other = by_name_b.get(info.name)
         if other is None or other.info.shape != info.shape:
             continue  # added, removed or reshaped: the diff of names and shapes says so
-        o_info = other.info
-        nbytes = info.nbytes
-        why = None
+        o_info, nbytes = other.info, info.nbytes
         start_a, start_b = starts_a.get(info.file), starts_b.get(o_info.file)
         if o_info.dtype != info.dtype:
-            why = f"dtypes differ ({info.dtype} and {o_info.dtype}): other bytes for the same values"
-        elif start_a is None or start_b is None:
-            why = "tensor data not read by offset on one side (a pickle)"
-        elif o_info.nbytes != nbytes:
-            why = f"{nbytes:,} and {o_info.nbytes:,} bytes as stored"
-        if why is not None or start_a is None or start_b is None:
-            incomparable.append(TensorValues(info.name, place.role, place.stack, place.layer, "incomparable", 0,
-                                             nbytes, why or ""))
+            incomparable.append(_apart(t, f"dtypes differ ({info.dtype} and {o_info.dtype}): other bytes for the "
+                                          "same values"))
+            continue
+        if start_a is None or start_b is None:
+            incomparable.append(_apart(t, "tensor data not read by offset on one side (a pickle)"))
+            continue
+        if o_info.nbytes != nbytes:
+            incomparable.append(_apart(t, f"{nbytes:,} and {o_info.nbytes:,} bytes as stored"))
             continue
         offsets = _offsets(nbytes, info.name, sample_bytes, max(1, DTYPE_BITS.get(info.dtype, 8) // 8))
         shape = info.shape
@@ -178,6 +178,12 @@ def sample_plan(a: Report, b: Report, sample_bytes: int = SAMPLE_BYTES) -> Plan:
         weights += nbytes
         numbered += len(offsets)
     return Plan(tuple(sampled), tuple(incomparable), weights, numbered)
+
+
+def _apart(t: Tensor, why: str) -> TensorValues:
+    """A tensor both sides hold whose bytes cannot be compared, and why."""
+    info, place = t
+    return TensorValues(info.name, place.role, place.stack, place.layer, "incomparable", 0, info.nbytes, why)
 
 
 @dataclass(frozen=True, slots=True)

@@ -280,7 +280,7 @@ class Hub:
             if budget <= 0:
                 raise NetworkError(f"{what}: the Hub phase went over its {self.deadline_seconds:g} s deadline",
                                    hint="INSPECTOR_HUB_DEADLINE sets it; check the network or the endpoint")
-            deadline = time.monotonic() + min(budget, seconds or self.options.request_deadline)
+            deadline = time.monotonic() + min(budget, self.options.request_deadline, seconds or budget)
             idle = min(self.timeout, unreachable_after or self.timeout, budget)
             timeout = httpx2.Timeout(idle, connect=min(idle, unreachable_after or idle))
             try:

@@ -361,15 +361,10 @@ def _group(report: Report, est: Estimate, budget: Budget, eng: Engine, settings:
     known = missing is None  # no answer from a guess: with a figure unknown, the fit is unknown and says why
     per_token = math.ceil(math.ceil((kv.per_token.value or 0) * share if rows is None else
                                     sum(b for b, _ in kv.layers[rows.start:rows.stop])) / divisor) if known else 0
-    cap = limit or 10 * 1024**2
-    # each search starts where the bytes, linear in tokens and in sequences, say the answer lies, then walks to
-    # it exactly (``largest``'s galloping): a few evaluations instead of ~20 (plan fits thousands of layouts)
     room = usable - weights - overhead
-    per_seq = math.ceil(kv_one(est.context) / divisor) + math.ceil(state * share / n) if known else 0
-    max_context = largest(lambda ctx: total(ctx, est.batch) <= usable, cap,
-                          guess=room // (per_token * est.batch) if per_token else None) if known else None
-    max_batch = largest(lambda b: total(est.context, b) <= usable, 1 << 20,
-                        guess=room // per_seq if per_seq else None) if known else None
+    per_sequence = math.ceil(kv_one(est.context) / divisor) + math.ceil(state * share / n)
+    max_context, max_batch = _limits(total, usable, room, per_token, per_sequence, est, limit or 10 * 1024**2) \
+        if known else (None, None)
     top = max(est.context, max_context or 0, 1)
     steps = settings.curve_points
     points = sorted({top * i // steps for i in range(steps + 1)} | {est.context, max_context or 0}) if steps else []
@@ -413,6 +408,19 @@ def kv_formula(rows: tuple[tuple[int, int | None], ...], context: int, batch: in
     if share != 1.0:
         text += f" × {share:.4g} of the layers (rounded up)"
     return text + (f" ÷ {divisor} (rounded up)" if divisor > 1 else "")
+
+
+def _limits(total: Callable[[int, int], int], usable: int, room: int, per_token: int, per_sequence: int,
+            est: Estimate, cap: int) -> tuple[int, int]:
+    """The largest context at the estimate's batch (at most ``cap``) and the largest batch at its context
+    whose ``total`` fits in ``usable``. Each search starts where the bytes, linear in tokens and in
+    sequences, put it (the ``room`` left over what a token or a sequence costs), then walks to it exactly
+    (``largest``'s galloping): a few evaluations instead of ~20, for each of plan's thousands of layouts."""
+    context = largest(lambda ctx: total(ctx, est.batch) <= usable, cap,
+                      guess=room // (per_token * est.batch) if per_token else None)
+    batch = largest(lambda b: total(est.context, b) <= usable, 1 << 20,
+                    guess=room // per_sequence if per_sequence else None)
+    return context, batch
 
 
 def _weights_only(report: Report, est: Estimate, budget: Budget, settings: Settings) -> Fit:

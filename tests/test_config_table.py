@@ -98,3 +98,65 @@ def test_transformers_readings_are_kept_on_disk_and_used_again(tmp_path: Path) -
     assert [json.loads(r.stdout)["config"]["source"] for r in runs] == ["transformers", "transformers"]
     assert [r.stderr.strip().splitlines()[-1] for r in runs] == ["True", "False"]
     assert len(list((tmp_path / "home" / "inspector" / "configs").glob("*.json"))) == 1
+
+
+def _written_by_transformers() -> list[str]:
+    from families import FAMILIES
+
+    return [name for name, (_, model_type, _) in FAMILIES.items() if model_type in cfg.TABLE]
+
+
+@pytest.mark.parametrize("family", _written_by_transformers())
+def test_configs_transformers_writes_agree_with_it(family: str, tmp_path: Path) -> None:
+    """The config.json that transformers' own save_pretrained writes for each tabled family (tests/families.py),
+    read by the table and by AutoConfig: the same figures."""
+    pytest.importorskip("torch")
+    from families import write
+
+    write(family, tmp_path)
+    raw = json.loads((tmp_path / "config.json").read_text())
+    direct, via = both(raw)
+    assert direct == via
+
+
+# each rule of a __post_init__ that derives the layer types, switched the other way from its default
+# (transformers 5.x: Qwen2MoeConfig's odd layers below max_window_layers, Qwen3NextConfig's
+# full_attention_interval, Gemma3TextConfig's sliding_window_pattern, Qwen2Config's max_window_layers)
+RULE_CASES = [
+    ("qwen2_moe", {"use_sliding_window": True, "max_window_layers": 3}),
+    ("qwen2_moe", {"use_sliding_window": False, "sliding_window": 64}),
+    ("qwen3_next", {"full_attention_interval": 3}),
+    ("gemma3_text", {"sliding_window_pattern": 4}),
+    ("qwen2", {"use_sliding_window": True, "max_window_layers": 2, "sliding_window": 16}),
+    ("qwen3_moe", {"use_sliding_window": True, "sliding_window": 16}),
+    ("gpt_oss", {"sliding_window": 32}),
+]
+
+
+@pytest.mark.parametrize(("model_type", "extra"), RULE_CASES, ids=[f"{t}-{sorted(e)}" for t, e in RULE_CASES])
+def test_layer_type_rules_agree_with_transformers(model_type: str, extra: dict) -> None:
+    raw = {"model_type": model_type, "vocab_size": 1000, "num_hidden_layers": 7, "num_attention_heads": 4,
+           "hidden_size": 64, "intermediate_size": 128, **extra}
+    assert cfg.load_config(raw, cache=False).source == "table"
+    direct, via = both(raw)
+    assert replace(direct, layer_types=_full(direct.layer_types)) == replace(via, layer_types=_full(via.layer_types))
+
+
+def test_a_qwen3_next_folder_reads_without_transformers(tmp_path: Path) -> None:
+    """Issue 54: `inspect FOLDER --json` on a Qwen3-Next checkpoint that transformers wrote imports no
+    transformers: the child's own import log (python -X importtime) names every module it imported."""
+    import subprocess
+    import sys
+
+    pytest.importorskip("torch")
+    from families import write
+
+    write("qwen3-next", tmp_path / "m")
+    env = {"HF_HOME": str(tmp_path / "home"), "PATH": "/usr/bin:/bin"}
+    done = subprocess.run([sys.executable, "-X", "importtime", "-m", "inspector", str(tmp_path / "m"), "--json"],
+                          capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout)["config"]["source"] == "table"
+    imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
+    assert "inspector.analysis.config" in imported  # the log is the child's own
+    assert not {m for m in imported if m.split(".")[0] == "transformers"}

@@ -1,8 +1,12 @@
 """config.json → the handful of architecture figures the inspector reasons with.
 
 transformers owns config semantics (attribute aliases such as GPT-2's ``n_embd``, per-family
-defaults such as Gemma's tied embeddings, sub-configs of multimodal models), so a config it knows
-goes through ``AutoConfig``. It is imported lazily (it costs about a second) and never with
+defaults such as Gemma's tied embeddings, layer types a config class derives, sub-configs of
+multimodal models). The families people use today are described here from their configs' own
+fields with the defaults and rules of transformers' config classes (``TABLE``, held to
+``AutoConfig`` by tests/test_config_table.py), so reading them imports no transformers. Only a
+model type outside the table goes through ``AutoConfig``: there its semantics are the only source.
+It is imported lazily (about a second, and it reads every model's source file) and never with
 ``trust_remote_code``. A config transformers does not know still inspects, from the raw JSON.
 """
 
@@ -13,7 +17,7 @@ import hashlib
 import io
 import json
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Final, Protocol
 
@@ -257,32 +261,102 @@ def _build(raw: Mapping[str, object], figures: Mapping[str, object], source: str
     )
 
 
+class _Heads:
+    """A default of "as many as the attention heads" (``num_key_value_heads`` left out)."""
+
+
+HEADS: Final = _Heads()
+_Rule = Callable[[Mapping[str, object], int], "list[str] | None"]
+
+
+def _window_layers(flat: Mapping[str, object], layers: int) -> list[str] | None:
+    """Qwen2Config/Qwen3Config: sliding from ``max_window_layers`` on, where a window is switched on."""
+    start = _int(flat.get("max_window_layers")) or 0
+    on = flat.get("sliding_window") is not None
+    return ["sliding_attention" if on and i >= start else "full_attention" for i in range(layers)]
+
+
+def _odd_window_layers(flat: Mapping[str, object], layers: int) -> list[str] | None:
+    """Qwen2MoeConfig: every other layer below ``max_window_layers`` slides, where a window is on."""
+    below = _int(flat.get("max_window_layers"))
+    on = bool(flat.get("use_sliding_window")) and below is not None
+    return ["sliding_attention" if on and (i + 1) % 2 and i < below else "full_attention"  # type: ignore[operator]
+            for i in range(layers)]
+
+
+def _every(key: str, default: int, kind: str) -> _Rule:
+    """One layer in ``flat[key]`` (``default`` when left out) is full attention, the others ``kind``
+    (Gemma 2/3, gpt-oss: sliding; Qwen3-Next: linear, its ``full_attention_interval``)."""
+    def rule(flat: Mapping[str, object], layers: int) -> list[str] | None:
+        every = _int(flat.get(key, default))
+        return None if not every else [kind if (i + 1) % every else "full_attention" for i in range(layers)]
+    return rule
+
+
+@dataclass(frozen=True)
+class Defaults:
+    """What transformers' config class of one model type fills in for a key config.json leaves out
+    (transformers 5.x ``<Type>Config`` fields and ``__post_init__``)."""
+
+    #: raw key → its default (``HEADS``: num_attention_heads)
+    keys: Mapping[str, object]
+    #: the layer types when the config lists none (``__post_init__``'s rule)
+    layer_types: _Rule | None = None
+    #: ``use_sliding_window`` is read, and ``sliding_window`` becomes this while it is off
+    window_off: object = None
+    switched_window: bool = False
+    #: raw keys whose presence this table does not model (transformers then reads the config)
+    unmodelled: tuple[str, ...] = ()
+
+
+_ALTERNATE = _every("sliding_window_pattern", 2, "sliding_attention")  # no key: Gemma 2 and gpt-oss alternate
+
 #: Model types whose figures come from config.json directly, with the defaults transformers' config
-#: class applies to a key the file leaves out (transformers 5.x ``<Type>Config.__init__``; "heads"
-#: means num_attention_heads, "hidden/heads" hidden_size // num_attention_heads). Every other type
-#: goes through transformers' AutoConfig. tests/test_config_table.py checks each type against
-#: AutoConfig, on real configs and on minimal ones that leave every defaulted key out.
-TABLE: Final[dict[str, dict[str, object]]] = {
-    "llama": {"tie_word_embeddings": False, "max_position_embeddings": 2048, "num_key_value_heads": "heads"},
-    "mistral": {"tie_word_embeddings": False, "max_position_embeddings": 131072, "num_key_value_heads": 8,
-                "sliding_window": 4096},
-    "mixtral": {"tie_word_embeddings": False, "max_position_embeddings": 131072, "num_key_value_heads": 8,
-                "num_local_experts": 8, "num_experts_per_tok": 2},
-    "qwen2": {"tie_word_embeddings": False, "max_position_embeddings": 32768, "num_key_value_heads": 32,
-              "layer_types": "qwen"},
-    "qwen3": {"tie_word_embeddings": False, "max_position_embeddings": 32768, "num_key_value_heads": 32,
-              "head_dim": 128, "layer_types": "qwen"},
-    "gemma": {"tie_word_embeddings": True, "max_position_embeddings": 8192, "num_key_value_heads": 16,
-              "head_dim": 256},
-    "phi": {"tie_word_embeddings": False, "max_position_embeddings": 2048, "num_key_value_heads": "heads"},
-    "phi3": {"tie_word_embeddings": False, "max_position_embeddings": 4096, "num_key_value_heads": "heads"},
-    "gpt2": {"tie_word_embeddings": True, "n_positions": 1024},
-    "bert": {"tie_word_embeddings": True, "max_position_embeddings": 512},
-    "deepseek_v3": {"tie_word_embeddings": False, "max_position_embeddings": 4096, "num_key_value_heads": 128,
-                    "n_routed_experts": 256, "num_experts_per_tok": 8, "moe_intermediate_size": 2048,
-                    "n_shared_experts": 1, "q_lora_rank": 1536, "kv_lora_rank": 512, "qk_rope_head_dim": 64,
-                    "qk_nope_head_dim": 128, "v_head_dim": 128, "num_nextn_predict_layers": 1,
-                    "first_k_dense_replace": 3},
+#: class applies to a key the file leaves out. Every other type goes through transformers' AutoConfig.
+#: tests/test_config_table.py checks each type against AutoConfig, on real configs and on minimal
+#: ones that leave every defaulted key out.
+TABLE: Final[dict[str, Defaults]] = {
+    "llama": Defaults({"tie_word_embeddings": False, "max_position_embeddings": 2048, "num_key_value_heads": HEADS}),
+    "mistral": Defaults({"tie_word_embeddings": False, "max_position_embeddings": 131072, "num_key_value_heads": 8,
+                         "sliding_window": 4096}),
+    "mixtral": Defaults({"tie_word_embeddings": False, "max_position_embeddings": 131072, "num_key_value_heads": 8,
+                         "num_local_experts": 8, "num_experts_per_tok": 2}),
+    "qwen2": Defaults({"tie_word_embeddings": False, "max_position_embeddings": 32768, "num_key_value_heads": 32},
+                      _window_layers, switched_window=True),
+    "qwen3": Defaults({"tie_word_embeddings": False, "max_position_embeddings": 32768, "num_key_value_heads": 32,
+                       "head_dim": 128}, _window_layers, switched_window=True),
+    "qwen2_moe": Defaults({"tie_word_embeddings": False, "max_position_embeddings": 32768, "num_key_value_heads": 16,
+                           "sliding_window": 4096, "max_window_layers": 28, "num_experts": 60,
+                           "num_experts_per_tok": 4, "moe_intermediate_size": 1408},
+                          _odd_window_layers, window_off=0, switched_window=True),
+    "qwen3_moe": Defaults({"tie_word_embeddings": False, "max_position_embeddings": 32768, "num_key_value_heads": 4,
+                           "sliding_window": 4096, "num_experts": 128, "num_experts_per_tok": 8,
+                           "moe_intermediate_size": 768}, switched_window=True),
+    "qwen3_next": Defaults({"tie_word_embeddings": False, "max_position_embeddings": 32768, "num_key_value_heads": 2,
+                            "head_dim": 256, "num_experts": 512, "num_experts_per_tok": 10,
+                            "moe_intermediate_size": 512},
+                           _every("full_attention_interval", 4, "linear_attention")),
+    "gemma": Defaults({"tie_word_embeddings": True, "max_position_embeddings": 8192, "num_key_value_heads": 16,
+                       "head_dim": 256}),
+    "gemma2": Defaults({"tie_word_embeddings": True, "max_position_embeddings": 8192, "num_key_value_heads": 4,
+                        "head_dim": 256, "sliding_window": 4096}, _ALTERNATE, unmodelled=("sliding_window_pattern",)),
+    "gemma3_text": Defaults({"tie_word_embeddings": True, "max_position_embeddings": 131072,
+                             "num_key_value_heads": 4, "head_dim": 256, "sliding_window": 4096},
+                            _every("sliding_window_pattern", 6, "sliding_attention"),
+                            unmodelled=("use_bidirectional_attention",)),  # it halves the window
+    "gpt_oss": Defaults({"tie_word_embeddings": False, "max_position_embeddings": 131072, "num_key_value_heads": 8,
+                         "head_dim": 64, "num_local_experts": 128, "num_experts_per_tok": 4, "sliding_window": 128},
+                        _ALTERNATE, unmodelled=("sliding_window_pattern",)),
+    "olmo2": Defaults({"tie_word_embeddings": False, "max_position_embeddings": 2048, "num_key_value_heads": HEADS}),
+    "phi": Defaults({"tie_word_embeddings": False, "max_position_embeddings": 2048, "num_key_value_heads": HEADS}),
+    "phi3": Defaults({"tie_word_embeddings": False, "max_position_embeddings": 4096, "num_key_value_heads": HEADS}),
+    "gpt2": Defaults({"tie_word_embeddings": True, "n_positions": 1024}),
+    "bert": Defaults({"tie_word_embeddings": True, "max_position_embeddings": 512}),
+    "deepseek_v3": Defaults({
+        "tie_word_embeddings": False, "max_position_embeddings": 4096, "num_key_value_heads": 128,
+        "n_routed_experts": 256, "num_experts_per_tok": 8, "moe_intermediate_size": 2048, "n_shared_experts": 1,
+        "q_lora_rank": 1536, "kv_lora_rank": 512, "qk_rope_head_dim": 64, "qk_nope_head_dim": 128,
+        "v_head_dim": 128, "num_nextn_predict_layers": 1, "first_k_dense_replace": 3}),
 }
 
 
@@ -292,22 +366,21 @@ def _from_table(raw: Mapping[str, object]) -> dict[str, object] | None:
     if not isinstance(model_type, str) or model_type not in TABLE or "text_config" in raw:
         return None
     defaults = TABLE[model_type]
+    if any(key in raw for key in defaults.unmodelled):
+        return None
     flat = dict(raw)
     heads = _first(flat, _ALIASES["num_heads"])
-    for key, value in defaults.items():
-        if key == "layer_types" or key in flat:  # an explicit null stays null, as in transformers
-            continue
-        flat[key] = heads if value == "heads" else value
-    if defaults.get("layer_types") == "qwen" and not flat.get("use_sliding_window"):
-        flat["sliding_window"] = None  # Qwen2Config/Qwen3Config drop the window unless it is switched on
+    for key, value in defaults.keys.items():
+        if key not in flat:  # an explicit null stays null, as in transformers
+            flat[key] = heads if value is HEADS else value
+    if defaults.switched_window and not flat.get("use_sliding_window"):
+        flat["sliding_window"] = defaults.window_off  # dropped unless switched on
     figures = {name: _first(flat, keys) for name, keys in _ALIASES.items()}
     figures["tie_word_embeddings"] = flat.get("tie_word_embeddings")
     layers = _int(figures.get("num_layers"), MAX_LAYERS)
     layer_types = flat.get("layer_types")
-    if layer_types is None and defaults.get("layer_types") == "qwen" and layers is not None:
-        window = flat.get("sliding_window") if flat.get("use_sliding_window") else None
-        start = _int(flat.get("max_window_layers")) or 0
-        layer_types = ["sliding_attention" if window and i >= start else "full_attention" for i in range(layers)]
+    if layer_types is None and defaults.layer_types is not None and layers is not None:
+        layer_types = defaults.layer_types(flat, layers)
     figures["layer_types"] = layer_types
     figures["dtype"] = flat.get("torch_dtype") or flat.get("dtype")
     if "head_dim" not in raw and figures.get("kv_lora_rank"):

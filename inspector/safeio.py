@@ -335,16 +335,30 @@ def parse_json(raw: bytes | bytearray | str, field: str, *, max_depth: int = MAX
     Rust safetensors reader refuses them). Anything else is an ``InvalidCheckpointError`` naming
     ``field``; the size budget is the reader's (``read_regular``'s limit). ``max_values``: the most
     commas, objects and lists, counted before parsing (parsed, a document of small values costs up to
-    17 times its bytes: the count bounds what parsing builds, not only what was read)."""
+    17 times its bytes: the count bounds what parsing builds, not only what was read).
+
+    Decoded by msgspec (compiled; DeepSeek-V3's 92,000-entry index in 5 ms against the standard
+    library's 20 ms), which is stricter than the rule: whatever it refuses (a lone surrogate escape,
+    a byte-order mark, ``1e400``) is read again by ``parse_json_plain``, the rule itself, which
+    accepts it or names the error. A test holds the two equal on every input it generates."""
+    if max_values is not None:
+        _count_values(raw, field, max_values)
+    try:
+        value = _msgspec_decode(raw)
+    except Exception:  # stricter than the rule, never looser: the rule decides
+        return parse_json_plain(raw, field, max_depth=max_depth)
+    _depth_within(value, _containers(raw), field, max_depth)
+    return value
+
+
+def parse_json_plain(raw: bytes | bytearray | str, field: str, *, max_depth: int = MAX_JSON_DEPTH,
+                     max_values: int | None = None) -> Any:
+    """``parse_json``'s specification, in the standard library alone."""
     import json
     import math
 
     if max_values is not None:
-        blob = raw.encode("utf-8", "surrogatepass") if isinstance(raw, str) else raw
-        count = blob.count(b",") + blob.count(b"{") + blob.count(b"[")
-        if count > max_values:
-            raise InvalidCheckpointError(f"{field}: more than {max_values:,} JSON values (commas, objects and "
-                                         "lists counted before parsing); refusing it")
+        _count_values(raw, field, max_values)
 
     def finite(text: str) -> float:
         value = float(text)
@@ -361,6 +375,36 @@ def parse_json(raw: bytes | bytearray | str, field: str, *, max_depth: int = MAX
         raise InvalidCheckpointError(f"{field}: JSON nested too deep to read; refusing it") from None
     except (UnicodeDecodeError, ValueError) as exc:
         raise InvalidCheckpointError(f"{field}: not valid JSON ({str(exc)[:120]})") from None
+    _depth_within(value, None, field, max_depth)
+    return value
+
+
+def _msgspec_decode(raw: bytes | bytearray | str) -> Any:
+    import msgspec  # ~2 ms, only where a document is read
+
+    return msgspec.json.decode(raw)
+
+
+def _count_values(raw: bytes | bytearray | str, field: str, max_values: int) -> None:
+    blob = raw.encode("utf-8", "surrogatepass") if isinstance(raw, str) else raw
+    count = blob.count(b",") + blob.count(b"{") + blob.count(b"[")
+    if count > max_values:
+        raise InvalidCheckpointError(f"{field}: more than {max_values:,} JSON values (commas, objects and "
+                                     "lists counted before parsing); refusing it")
+
+
+def _containers(raw: bytes | bytearray | str) -> int:
+    """An upper bound on the objects and lists a document holds (brackets inside strings count too)."""
+    if isinstance(raw, str):
+        return raw.count("{") + raw.count("[")
+    return raw.count(b"{") + raw.count(b"[")
+
+
+def _depth_within(value: Any, containers: int | None, field: str, max_depth: int) -> None:
+    """Refuse a document nested deeper than ``max_depth``. A document of no more containers than that
+    cannot be (the index, a config: a handful), and is not walked."""
+    if containers is not None and containers <= max_depth:
+        return
     # level by level, iterative (no recursion for a hostile depth to exhaust later): the containers at each
     # depth, each level's children gathered by one comprehension per container (json.loads makes exact
     # dicts and lists; a 155 kB answer of 191 headers: 0.9 ms, against 2.2-4.3 ms popping one at a time)
@@ -374,7 +418,6 @@ def parse_json(raw: bytes | bytearray | str, field: str, *, max_depth: int = MAX
         for node in level:
             gather([v for v in (node.values() if type(node) is dict else node) if type(v) is dict or type(v) is list])
         level, depth = below, depth + 1
-    return value
 
 
 def gunzip_bounded(data: bytes, limit: int, what: str) -> bytes:

@@ -207,8 +207,11 @@ def diff(a: str | Checkpoint, b: str | Checkpoint, *, values: bool = False, samp
     sample = _sample_bytes(sample_bytes)
     if exact and not values:
         raise UsageError("⟨exact⟩ goes with ⟨values⟩", hint="inspect diff A B --values --exact")
-    ca, cb = (open_model(m, hub=hub) for m in (a, b))
-    ra, rb = (build_report(c) for c in align_formats(ca, cb))
+    ca = open_model(a, hub=hub)
+    cb = ca if b == a else open_model(b, hub=hub)
+    aligned_a, aligned_b = align_formats(ca, cb)
+    ra = build_report(aligned_a)
+    rb = ra if aligned_b is aligned_a else build_report(aligned_b)  # one checkpoint both sides: one report
     if (adapter_config(ra) is None) != (adapter_config(rb) is None):
         if values:
             raise UsageError("⟨values⟩ compares the tensors two models share; an adapter adds its own",

@@ -298,3 +298,20 @@ def test_a_saved_lm_head_under_one_tied_config_is_labelled_as_what_changed(tmp_p
     assert cause.delta == cfg["vocab_size"] * cfg["hidden_size"]
     assert cause.label == "lm_head not saved → saved (tie_word_embeddings true in both configs)"
     assert "True → False" not in cause.label
+
+
+def test_one_report_on_both_sides_answers_as_two_equal_reports() -> None:
+    """Issue 54: ``diff A A`` reads A once and builds one report for both sides, which takes shortcuts (no
+    changes, each tensor paired with itself). Its answer equals the general path's over two reports built
+    separately from the same files: GPTQ's and mlx-lm's packed words, a MoE with FP8 scales, Conv1D
+    weights, fused projections."""
+    from inspector.render.diff import diff_json
+
+    packed = str(FIXTURES / "mlx" / "tiny-llama-4bit")  # mlx-lm's 4-bit words: 8 weights an element
+    for alias in ("llama2-13b-gptq", "deepseek-v3", "gpt2", "phi-3-mini", packed):
+        one = build_report(open_checkpoint(alias))
+        other = build_report(open_checkpoint(alias))
+        assert other is not one
+        same, general = diff_reports(one, one), diff_reports(one, other)
+        assert same.causes == general.causes and same.changes == general.changes == ()
+        assert diff_json(same, None) == diff_json(general, None), alias

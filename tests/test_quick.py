@@ -82,6 +82,31 @@ def test_the_quick_path_answers_as_the_typer_command(hub: HubServer, args: list[
         assert quick == 3 and doc["error"]["exit"] == 3
 
 
+@pytest.mark.parametrize("pair", [("llama3-8b", "llama3-8b"), ("llama2-7b", "llama3-8b"), ("llama3-8b", "folder"),
+                                  ("folder", "broken"), ("deepseek-v3", "deepseek-v3")])
+def test_diff_json_answers_as_the_typer_command(pair: tuple[str, str], capsys, tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 54: ``diff A B --json`` for two paths or aliases, without typer: the same exit code, stdout and
+    stderr as the typer command (the same model twice, two models, a folder, a broken header: exit 4)."""
+    from helpers import save_real
+
+    monkeypatch.chdir(tmp_path)
+    save_real(tmp_path / "folder" / "model.safetensors", {"model.embed_tokens.weight": ("F16", (128, 8))})
+    (tmp_path / "broken").mkdir()
+    (tmp_path / "broken" / "model.safetensors").write_bytes(raw_header({"w": {"dtype": "F99", "shape": [1],
+                                                                                "data_offsets": [0, 4]}}))
+    args = ["diff", *pair, "--json"]
+    quick = launch.quick(args)
+    q = capsys.readouterr()
+    typed = commands.run(args)
+    t = capsys.readouterr()
+    assert quick is not None and (quick, q.out, q.err) == (typed, t.out, t.err)
+    assert quick == (4 if "broken" in pair else 0), q.err
+    if pair == ("llama2-7b", "llama3-8b"):  # the gap the reference figures give
+        doc = json.loads(q.out)
+        assert doc["delta"]["parameters"] == ref("llama3-8b.parameters") - ref("llama2-7b.parameters")
+
+
 @pytest.mark.parametrize("case", ["folder", "alias", "broken", "missing-shard", "typo"])
 def test_local_paths_and_aliases_answer_as_the_typer_command(case: str, capsys, tmp_path: Path,
                                                              monkeypatch: pytest.MonkeyPatch) -> None:
@@ -120,6 +145,7 @@ def test_the_command_names_are_the_typer_apps() -> None:
 
 @pytest.mark.parametrize("args", [
     [LLAMA3], [LLAMA3, "--json", "--tensors"], [LLAMA3, "--wide", "--json"], ["diff", "a/b", "c/d", "--json"],
+    ["diff", "llama3-8b", "llama3-8b", "--json", "--values"], ["diff", "llama3-8b", "llama3-8b"],
     ["llama3", "--json"], [LLAMA3, "--json", "--revision", "main"], ["diff", "--json"], ["--json", "--json"],
 ])
 def test_any_other_command_line_is_left_to_typer(args: list[str], tmp_path: Path,

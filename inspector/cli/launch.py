@@ -37,15 +37,20 @@ def entry() -> NoReturn:
 def quick(args: list[str]) -> int | None:
     """``inspect [show] MODEL --json`` without typer and click (about 70 ms of a cold run's CPU), in the
     same error boundary: MODEL a Hub repo whose read ``ReadAhead`` began, a path that exists or a bundled
-    alias; and ``inspect --version``. None for any other command line (the typer commands answer it). The
-    twin of ``commands.show`` for that one form and of the root callback for the other: a test runs both
-    on the same command lines and compares exit code, stdout and stderr."""
+    alias; ``inspect diff A B --json`` for two paths or aliases; and ``inspect --version``. None for any
+    other command line (the typer commands answer it). The twin of ``commands.show`` and ``commands.diff``
+    for those forms and of the root callback for the last: a test runs both on the same command lines and
+    compares exit code, stdout and stderr."""
     if args == ["--version"]:  # the root option typer's callback answers (``commands._version_callback``)
         from inspector.cli.boundary import version_text
         from inspector.render.streams import out
 
         out(version_text())
         return 0
+    if len(args) == 4 and args[0] == "diff" and args[3] == "--json" and all(map(_local_or_alias, args[1:3])):
+        from inspector.cli.boundary import guarded
+
+        return guarded(args, lambda: _diff_json(args[1], args[2]))
     rest = args[1:] if args[:1] == ["show"] else args
     if len(rest) != 2 or rest[1] != "--json" or not (ReadAhead.started(args) or _local_or_alias(rest[0])):
         return None
@@ -91,4 +96,18 @@ def _show_json(model: str) -> int:
         return 0
     shown = api.inspect(checkpoint, tensors=False, collapse=False, formula=False, summary=False)
     views.emit(shown, form, view=views.View(all_shards=False), wide=False, target=target)
+    return 0
+
+
+def _diff_json(a: str, b: str) -> int:
+    """``commands.diff`` for ``diff A B --json`` and nothing else (no gate: exit 0)."""
+    from inspector import api
+    from inspector.cli.opening import hub_options, open_models
+    from inspector.render import views
+
+    form = views.Format.JSON
+    target = views.output_target(form, None)
+    hub = hub_options(None, None, False)
+    difference = api.diff(*open_models([a, b], hub), values=False, sample_bytes="1024", exact=False, hub=hub)
+    views.emit(difference, form, view=views.View(all_changes=False), wide=False, target=target)
     return 0

@@ -60,9 +60,10 @@ def open_models(models: list[str], hub: Any) -> list[Any]:
     def quiet(phase: str, done: int, total: int) -> None:
         return None
 
-    with ThreadPoolExecutor(max_workers=max(1, len(models)), thread_name_prefix="inspector-read") as pool:
-        futures = [pool.submit(load, m, None, hub, relay=quiet) for m in models]
-        return [f.result() for f in futures]
+    distinct = list(dict.fromkeys(models))  # a model named twice (diff A A) is read once: one object for both
+    with ThreadPoolExecutor(max_workers=max(1, len(distinct)), thread_name_prefix="inspector-read") as pool:
+        futures = {m: pool.submit(load, m, None, hub, relay=quiet) for m in distinct}
+        return [futures[m].result() for m in models]
 
 
 class ReadAhead:

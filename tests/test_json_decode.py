@@ -5,11 +5,19 @@ from __future__ import annotations
 
 import json
 
-from hypothesis import given, settings
+import pytest
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from inspector import safeio
 from inspector.errors import InvalidCheckpointError
 from inspector.safeio import parse_json, parse_json_plain
+
+
+@pytest.fixture(autouse=True)
+def _every_document_compiled(monkeypatch: pytest.MonkeyPatch) -> None:
+    """msgspec takes documents of COMPILED_JSON_BYTES and more: here every size, so that it is the one tested."""
+    monkeypatch.setattr(safeio, "COMPILED_JSON_BYTES", 0)
 
 _SCALARS = (st.none() | st.booleans() | st.integers(min_value=-(2**80), max_value=2**80)
             | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=12))
@@ -28,14 +36,14 @@ def same(raw: bytes | str, **kw: int) -> None:
     assert outcome(parse_json, raw, **kw) == outcome(parse_json_plain, raw, **kw)
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(VALUES, st.booleans(), st.booleans())
 def test_documents_decode_alike(value: object, ascii_only: bool, as_bytes: bool) -> None:
     text = json.dumps(value, ensure_ascii=ascii_only)
     same(text.encode() if as_bytes else text)
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(VALUES, st.data())
 def test_damaged_documents_decode_or_refuse_alike(value: object, data: st.DataObject) -> None:
     """A byte of the document replaced, dropped or doubled: both accept it as the same value or
@@ -63,9 +71,21 @@ def test_what_the_compiled_decoder_refuses_the_rule_decides() -> None:
         assert outcome(parse_json, raw)[0] == "refused"
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.integers(1, 80), st.integers(1, 80))
 def test_depth_and_value_budgets_alike(depth: int, limit: int) -> None:
     raw = "[" * depth + "]" * depth
     same(raw, max_depth=limit)
     same(raw, max_depth=64, max_values=limit)
+
+
+def test_large_documents_go_to_msgspec_and_small_ones_do_not(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The size rule: a config-sized document never imports msgspec's decoder; a large one does."""
+    calls: list[int] = []
+    real = safeio._msgspec_decode
+    monkeypatch.setattr(safeio, "_msgspec_decode", lambda raw: calls.append(len(raw)) or real(raw))
+    monkeypatch.setattr(safeio, "COMPILED_JSON_BYTES", 1000)
+    assert parse_json('{"a": 1}', "doc") == {"a": 1}
+    big = json.dumps({"weight_map": {f"t{i}": "model.safetensors" for i in range(100)}})
+    assert parse_json(big, "doc") == json.loads(big)
+    assert calls == [len(big)]

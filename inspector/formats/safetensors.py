@@ -421,13 +421,15 @@ def _shape_text(shape: list[int]) -> str:
 def _check_spans(tensors: list[TensorInfo], file: str) -> int:
     """Spans must tile the data from byte 0 with no hole and no overlap (the reference's rule).
     Returns the length of the data they cover."""
-    position = 0
-    for t in tensors:  # the writer lays the entries out in the data's order: then no sort is needed
-        if t[3] != position:
-            break
-        position = t[4]
-    else:
-        return position
+    if not tensors:
+        return 0
+    # the writer lays the entries out in the data's order: then each begins where the one before ends
+    # (compared as two columns, in C) and no sort is needed
+    begins = list(map(_BEGIN, tensors))
+    ends = list(map(_END, tensors))
+    if begins[0] == 0 and begins[1:] == ends[:-1]:
+        return ends[-1]
+    del begins, ends
     position = 0
     previous: TensorInfo | None = None
     for t in sorted(tensors, key=_SPAN):
@@ -446,6 +448,8 @@ def _check_spans(tensors: list[TensorInfo], file: str) -> int:
 
 _DTYPE_NAMES: Final = {name: name for name in DTYPE_BITS}  # the table's own strings, shared
 _SPAN = operator.itemgetter(3, 4)  # (begin, end) of a TensorInfo
+_BEGIN = operator.itemgetter(3)
+_END = operator.itemgetter(4)
 
 
 def _short(exc: BaseException) -> str:

@@ -230,6 +230,15 @@ def gates(fail_if: str | None) -> list[str]:
     return parse_gates(fail_if)
 
 
+def fit_gates(fail_if: str | None, *, budget: bool = True) -> tuple[str, ...]:
+    """``--fail-if``'s conditions for ``estimate``, ``train`` and ``plan`` (``nofit``), checked before any
+    model is opened; ``budget``: whether a GPU budget was given (``nofit`` needs one); for the results'
+    ``gates_hit``."""
+    from inspector.analysis.fit import parse_fit_gates
+
+    return parse_fit_gates(fail_if, budget=budget)
+
+
 def _sample_bytes(value: int | str) -> int:
     from inspector.analysis.fit import parse_count
     from inspector.errors import UsageError
@@ -590,15 +599,21 @@ def train_with(checkpoint: Checkpoint, options: TrainOptions) -> TrainResult:
 # --- plan ------------------------------------------------------------------------------------------
 
 @paused()
-def plan(model: str | Checkpoint, *, gpus: str | Sequence[str] | None = None, max_gpus: int | str = 8,
+def plan(model: str | Checkpoint, *, gpu: str | Sequence[str] | None = None, max_gpus: int | str = 8,
          nodes: int | str = 1, engine: str | None = None, context: int | str | None = None,
          objective: str = "gpus", utilization: float | str | None = None, kv_dtype: str | None = None,
-         revision: str | None = None, hub: HubOptions | None = None) -> PlanResult:
-    """``inspect plan``: ``gpus`` the GPU names to consider (comma-separated or a list; default every
-    named GPU), ``max_gpus`` per node and ``nodes``, ``engine`` vllm (default) or llama.cpp, the
+         revision: str | None = None, hub: HubOptions | None = None,
+         gpus: str | Sequence[str] | None = None) -> PlanResult:
+    """``inspect plan``: ``gpu`` the GPU names to consider (comma-separated or a list; default every
+    named GPU; spelt as ``estimate`` and ``train`` spell it; ``gpus`` is the older spelling, still
+    taken), ``max_gpus`` per node and ``nodes``, ``engine`` vllm (default) or llama.cpp, the
     ``context`` each sequence holds (default 8k), ``objective`` gpus, throughput or context."""
-    options = plan_options(gpus=gpus, max_gpus=max_gpus, nodes=nodes, engine=engine, context=context,
-                           objective=objective, utilization=utilization, kv_dtype=kv_dtype)
+    if gpu is not None and gpus is not None:
+        from inspector.errors import UsageError
+
+        raise UsageError("plan takes gpu= (or the older gpus=), not both")
+    options = plan_options(gpus=gpu if gpu is not None else gpus, max_gpus=max_gpus, nodes=nodes, engine=engine,
+                           context=context, objective=objective, utilization=utilization, kv_dtype=kv_dtype)
     return plan_with(open_model(model, revision=revision, hub=hub), options)
 
 

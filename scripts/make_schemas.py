@@ -151,6 +151,7 @@ ESTIMATE = document("estimate", "inspect estimate MODEL --json", {
     "what_if": arr(obj({"dtype": STR, "bytes": INT, "formula": STR})),
     "architecture": ARCHITECTURE,
     "fit": FIT,
+    "fits": NBOOL,  # the one answer a script gates on (issue 52): fit.fits, null without a budget
     "warnings": STRS,
 })
 
@@ -173,6 +174,7 @@ TRAIN = document("train", "inspect train MODEL --json", {
 PLAN = document("plan", "inspect plan MODEL --json", {
     "model": MODEL, "engine": {"enum": ["vllm", "llama.cpp"]}, "context": INT,
     "objective": {"enum": ["gpus", "throughput", "context"]}, "utilization": NNUM, "answer": STR,
+    "fits": NBOOL,  # some layout fits; null where no valid layout's fit is known
     "rules": arr(obj({"key": STR, "demands": STR, "source": STR})),
     "layouts": arr(obj({
         "gpu": STR, "gpu_bytes": INT, "gpus": INT, "tp": INT, "pp": INT, "ep": INT, "valid": BOOL, "fits": NBOOL,

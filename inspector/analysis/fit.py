@@ -558,3 +558,21 @@ def largest(ok: Callable[[int], bool], cap: int, guess: int | None = None) -> in
         else:
             hi = mid - 1
     return lo
+
+
+#: what ``--fail-if`` takes on ``estimate``, ``train`` and ``plan``: ``nofit`` trips where the answer is not
+#: "fits" (does not fit, or a figure the fit needs is unknown: a gate fails closed)
+FIT_GATES: Final[tuple[str, ...]] = ("nofit",)
+
+
+def parse_fit_gates(text: str | None, *, budget: bool) -> tuple[str, ...]:
+    """``--fail-if``'s comma-separated conditions for a fit-bearing command, each one of ``FIT_GATES``;
+    ``budget``: whether the command has one to judge against (``plan`` always has its GPUs)."""
+    gates = tuple(dict.fromkeys(g.strip() for g in (text or "").split(",") if g.strip()))
+    unknown = [g for g in gates if g not in FIT_GATES]
+    if unknown:
+        raise UsageError(f"⟨fail_if⟩: unknown condition {unknown[0]!r}", hint="use " + ", ".join(FIT_GATES))
+    if gates and not budget:
+        raise UsageError("⟨fail_if⟩ nofit needs ⟨gpu⟩: the budget the fit is judged against",
+                         hint="for example --gpu H100 --fail-if nofit")
+    return gates

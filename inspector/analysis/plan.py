@@ -253,6 +253,15 @@ class Plan:
     def best(self) -> Row | None:
         return next((r for r in self.rows if r.valid and r.fit is not None and r.fit.fits), None)
 
+    @property
+    def fits(self) -> bool | None:
+        """Whether a layout of the GPUs considered fits: True with a best layout; None where no valid
+        layout's fit is known (a figure missing); else False."""
+        if self.best is not None:
+            return True
+        known = any(r.valid and r.fit is not None and r.fit.fits is not None for r in self.rows)
+        return False if known else None
+
 
 def layouts(gpus: Sequence[Gpu], max_gpus: int, engine: Engine, moe: bool) -> list[Layout]:
     """Every layout of 1 to ``max_gpus`` of each GPU: vLLM's TP × PP (every TP that divides the count,

@@ -77,6 +77,8 @@ Format = Annotated[str, typer.Option("--format", help="table (default), json, ma
                                                      "page: to stdout, or to a file with -o)")]
 Output = Annotated[str | None, typer.Option("-o", "--output", help="with --format html: the file to write "
                                                                   "(replaces only a report this tool wrote)")]
+FailIfFit = Annotated[str | None, typer.Option(
+    "--fail-if", help="nofit: exit 1, with the verdict on stderr, unless it fits (an unknown fit fails too)")]
 AsJson = Annotated[bool, typer.Option("--json", help="short for --format json: one JSON document (schema_version 2)")]
 Revision = Annotated[str | None, typer.Option("--revision", help="Hub branch, tag or commit (or write repo@rev)")]
 Endpoint = Annotated[str | None, typer.Option("--endpoint", help="Hub endpoint (default: HF_ENDPOINT, then the Hub)")]
@@ -258,6 +260,7 @@ def estimate_cmd(
     overhead: Annotated[str | None, typer.Option(
         "--overhead", help="runtime overhead per device, replacing the engine's terms (activation peak, "
                            "buffers): 2GiB, 500MB")] = None,
+    fail_if: FailIfFit = None,
     as_json: AsJson = False,
     fmt: Format = "table",
     revision: Revision = None,
@@ -267,6 +270,7 @@ def estimate_cmd(
     wide: Wide = False,
     output: Output = None,
 ) -> None:
+    gates = api.fit_gates(fail_if, budget=gpu is not None)
     form = views.output_format(fmt, as_json)
     target = views.output_target(form, output)
     options = api.estimate_options(context=context, batch=batch, kv_dtype=kv_dtype, gpu=gpu, overhead=overhead,
@@ -281,6 +285,7 @@ def estimate_cmd(
     for warning in (*done.estimate.warnings, *(done.fit.warnings if done.fit is not None else ())):
         say(f"warning: {warning}")
     views.emit(done, form, wide=wide, target=target)
+    _gate(done, gates)
 
 
 @app.command("train", epilog=EXAMPLES["train"],
@@ -312,6 +317,7 @@ def train_cmd(
     fsdp: Annotated[bool, typer.Option("--fsdp", help="FSDP full shard (ZeRO stage 3's layout)")] = False,
     offload: Annotated[str, typer.Option(
         "--offload", help="none, optimizer (states and master copy to the CPU) or all (the weights too)")] = "none",
+    fail_if: FailIfFit = None,
     as_json: AsJson = False,
     fmt: Format = "table",
     revision: Revision = None,
@@ -321,6 +327,7 @@ def train_cmd(
     wide: Wide = False,
     output: Output = None,
 ) -> None:
+    gates = api.fit_gates(fail_if, budget=gpu is not None)
     form = views.output_format(fmt, as_json)
     target = views.output_target(form, output)
     options = api.train_options(method=method, rank=rank, alpha=alpha, targets=targets, optimizer=optimizer,
@@ -328,6 +335,7 @@ def train_cmd(
                                 zero=zero, fsdp=fsdp, offload=offload)
     done = api.train_with(open_model(model, revision, hub_options(endpoint, token, offline)), options)
     views.emit(done, form, wide=wide, target=target)
+    _gate(done, gates)
 
 
 @app.command("plan", epilog=EXAMPLES["plan"],
@@ -350,6 +358,7 @@ def plan_cmd(
         "--utilization", help="vLLM's gpu_memory_utilization (default 0.9)")] = None,
     kv_dtype: Annotated[str | None, typer.Option("--kv-dtype", help="the KV cache's dtype (default: the model's)")
                         ] = None,
+    fail_if: FailIfFit = None,
     as_json: AsJson = False,
     fmt: Format = "table",
     revision: Revision = None,
@@ -359,12 +368,22 @@ def plan_cmd(
     wide: Wide = False,
     output: Output = None,
 ) -> None:
+    gates = api.fit_gates(fail_if)
     form = views.output_format(fmt, as_json)
     target = views.output_target(form, output)
     options = api.plan_options(gpus=gpu, max_gpus=max_gpus, nodes=nodes, engine=engine, context=context,
                                objective=objective, utilization=utilization, kv_dtype=kv_dtype)
     done = api.plan_with(open_model(model, revision, hub_options(endpoint, token, offline)), options)
     views.emit(done, form, wide=wide, target=target)
+    _gate(done, gates)
+
+
+def _gate(done: results.EstimateResult | results.TrainResult | results.PlanResult, gates: tuple[str, ...]) -> None:
+    """``--fail-if nofit``: exit 1, the verdict on stderr, unless the answer is "fits"."""
+    hit = done.gates_hit(gates)
+    if hit:
+        say(f"--fail-if {', '.join(hit)}: {done.verdict}")
+        raise typer.Exit(1)
 
 
 @app.command("audit", epilog=EXAMPLES["audit"],

@@ -425,8 +425,8 @@ def _check_spans(tensors: list[TensorInfo], file: str) -> int:
         return 0
     # the writer lays the entries out in the data's order: then each begins where the one before ends
     # (compared as two columns, in C) and no sort is needed
-    begins = list(map(_BEGIN, tensors))
-    ends = list(map(_END, tensors))
+    begins: list[int] = list(map(_BEGIN, tensors))
+    ends: list[int] = list(map(_END, tensors))
     if begins[0] == 0 and begins[1:] == ends[:-1]:
         return ends[-1]
     del begins, ends

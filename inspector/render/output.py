@@ -759,6 +759,7 @@ def estimate_json(report: Report, est: Estimate, fitted: Fit | None = None) -> d
         "what_if": [{"dtype": w.dtype, "bytes": w.bytes, "formula": w.formula} for w in est.what_if],
         "architecture": architecture_json(est.architecture),
         "fit": None if fitted is None else fit_json(fitted),
+        "fits": None if fitted is None else fitted.fits,
         "warnings": list(est.warnings) + ([] if fitted is None else list(fitted.warnings)),
     }
 

@@ -62,6 +62,7 @@ def plan_json(report: Report, p: Plan) -> dict[str, object]:
     return {
         "schema_version": SCHEMA_VERSION, "model": model_json(report.checkpoint), "engine": p.engine,
         "context": p.context, "objective": p.objective, "utilization": p.utilization, "answer": headline(p),
+        "fits": p.fits,
         "rules": [{"key": rule.key, "demands": rule.demands, "source": rule.source}
                   for rule in {rule.key: rule for r in p.rows for rule, _ in r.broken}.values()],
         "layouts": rows,

@@ -159,6 +159,26 @@ class EstimateResult:
     estimate: Estimate
     fit: Fit | None = None
 
+    @property
+    def fits(self) -> bool | None:
+        """Whether the model fits the budget (None: no budget, or a figure the fit needs is unknown)."""
+        return None if self.fit is None else self.fit.fits
+
+    @property
+    def verdict(self) -> str:
+        """The answer in one line: "does not fit: 30.96 GiB of 21.60 GiB per device"."""
+        f = self.fit
+        if f is None:
+            return "no budget given (--gpu)"
+        if f.fits is None:
+            return f"fit unknown: {f.unknown or 'a figure is missing'}"
+        per = " per device" if f.devices > 1 else ""
+        return f"{_fit_word(f.fits)}: {f.total_bytes / 2**30:.2f} GiB of {f.usable_bytes / 2**30:.2f} GiB{per}"
+
+    def gates_hit(self, gates: Sequence[str]) -> list[str]:
+        """The ``--fail-if`` conditions (``fit.FIT_GATES``) this answer trips."""
+        return _fit_gates_hit(self.fits, gates)
+
     def to_dict(self) -> dict[str, object]:
         """The ``inspect estimate --json`` document (``estimate.schema.json``)."""
         from inspector.render.output import estimate_json
@@ -231,6 +251,25 @@ class TrainResult:
     report: Report
     train: Train
 
+    @property
+    def fits(self) -> bool | None:
+        """Whether the training step fits the budget per GPU (None: no budget, or a term unknown)."""
+        return self.train.fits
+
+    @property
+    def verdict(self) -> str:
+        """The answer in one line: "does not fit: 30.96 GiB of 24.00 GiB per GPU"."""
+        t, budget = self.train, self.train.options.budget
+        if budget is None:
+            return "no budget given (--gpu)"
+        if t.fits is None or t.total is None:
+            return f"fit unknown: {t.activations.formula}"
+        return f"{_fit_word(t.fits)}: {t.total / 2**30:.2f} GiB of {budget.per_device / 2**30:.2f} GiB per GPU"
+
+    def gates_hit(self, gates: Sequence[str]) -> list[str]:
+        """The ``--fail-if`` conditions (``fit.FIT_GATES``) this answer trips."""
+        return _fit_gates_hit(self.fits, gates)
+
     def to_dict(self) -> dict[str, object]:
         """The ``inspect train --json`` document (``train.schema.json``)."""
         from inspector.render.train import train_json
@@ -247,8 +286,33 @@ class PlanResult:
     report: Report
     plan: Plan
 
+    @property
+    def fits(self) -> bool | None:
+        """Whether some layout of the GPUs considered fits (None: no valid layout's fit is known)."""
+        return self.plan.fits
+
+    @property
+    def verdict(self) -> str:
+        """The answer in one line: the best layout, or why none fits."""
+        from inspector.render.plan import headline
+
+        return headline(self.plan)
+
+    def gates_hit(self, gates: Sequence[str]) -> list[str]:
+        """The ``--fail-if`` conditions (``fit.FIT_GATES``) this answer trips."""
+        return _fit_gates_hit(self.fits, gates)
+
     def to_dict(self) -> dict[str, object]:
         """The ``inspect plan --json`` document (``plan.schema.json``)."""
         from inspector.render.plan import plan_json
 
         return plan_json(self.report, self.plan)
+
+
+def _fit_word(fits: bool) -> str:
+    return "fits" if fits else "does not fit"
+
+
+def _fit_gates_hit(fits: bool | None, gates: Sequence[str]) -> list[str]:
+    """``nofit`` trips on anything but a known fit: a gate fails closed where a figure is unknown."""
+    return ["nofit"] if "nofit" in gates and fits is not True else []

@@ -1,0 +1,98 @@
+"""Issue 52's gates: one top-level ``fits`` (true, false or null) in the JSON of ``estimate``, ``train`` and
+``plan``, ``--fail-if nofit`` on each (exit 1 and the verdict on stderr unless it fits; an unknown fit
+fails closed), ``.fits`` on every fit-bearing result, and one spelling of the GPU in the library (``gpu=``).
+
+Whether each case fits is decided here by arithmetic written out from published figures, not by our
+output: the parameter counts of fixtures/reference.json (the model cards' and the headers' counts), two
+bytes a BF16 weight, and the ZeRO paper's 16 bytes a parameter for mixed-precision Adam (Rajbhandari et
+al. 2020, section 3.1: 2 + 2 + 4 + 4 + 4)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from helpers import ref
+
+import inspector
+from inspector.errors import UsageError
+
+GIB = 2**30
+RTX4090 = 24 * GIB  # the catalogue's RTX 4090: 24 GiB (NVIDIA's data sheet: 24 GB GDDR6X)
+H100 = 80 * GIB
+
+
+def test_the_cases_are_what_the_arithmetic_says() -> None:
+    """The premises of the tests below, from the published counts alone."""
+    assert 2 * ref("llama3-70b.parameters") > RTX4090  # 70B's BF16 weights alone pass a 4090
+    assert 16 * ref("llama3-8b.parameters") > RTX4090  # full fine-tuning with Adam: 128 GB of model states
+    # Llama 3 8B on an H100 at 8k: BF16 weights and 32 layers x 8 KV heads x 128 x 2 (K and V) x 2 bytes a token
+    assert 2 * ref("llama3-8b.parameters") + 8192 * 32 * 8 * 128 * 2 * 2 < 0.9 * H100 - 4 * GIB
+
+
+@pytest.mark.parametrize(("args", "fits"), [
+    (["estimate", "llama3-70b", "--gpu", "RTX4090"], False),
+    (["estimate", "llama3-8b", "--gpu", "H100", "--context", "8192"], True),
+    (["train", "llama3-8b", "--method", "full", "--gpu", "RTX4090"], False),
+    (["train", "llama3-8b", "--method", "lora", "--gpu", "H100"], True),
+    (["plan", "llama3-70b", "--gpu", "L4", "--max-gpus", "2"], False),
+    (["plan", "llama3-8b", "--gpu", "H100", "--max-gpus", "1"], True),
+])
+def test_one_fits_key_and_the_nofit_gate(cli, args: list[str], fits: bool) -> None:
+    plain = cli(*args, "--json")
+    assert plain.code == 0, plain.err  # without the gate the answer is not an error
+    doc = plain.json()
+    assert doc["fits"] is fits
+    if args[0] == "estimate":
+        assert doc["fit"]["fits"] is fits  # the one key says what the fit object says
+    if args[0] == "plan":
+        assert any(row["fits"] for row in doc["layouts"]) is fits
+    gated = cli(*args, "--json", "--fail-if", "nofit")
+    assert gated.code == (0 if fits else 1)
+    assert json.loads(gated.out)["fits"] is fits  # the document is still written whole
+    lines = gated.err.strip().splitlines()
+    if fits:
+        assert lines == []
+    else:
+        assert lines[-1].startswith("--fail-if nofit: ")
+        assert ("does not fit" in lines[-1]) or ("no layout" in lines[-1])
+
+
+def test_an_unknown_fit_fails_closed(cli, tmp_path) -> None:
+    """A checkpoint whose KV cache cannot be sized (no config.json): its fit is unknown, and the gate
+    exits 1 saying so rather than letting a CI job pass on a figure nobody knows."""
+    from helpers import save_real
+
+    save_real(tmp_path / "model.safetensors", {"model.layers.0.self_attn.q_proj.weight": ("F16", (8, 8))})
+    plain = cli("estimate", str(tmp_path), "--gpu", "H100", "--json")
+    assert plain.code == 0 and plain.json()["fits"] is None
+    gated = cli("estimate", str(tmp_path), "--gpu", "H100", "--fail-if", "nofit")
+    assert gated.code == 1
+    assert gated.err.strip().splitlines()[-1].startswith("--fail-if nofit: fit unknown: ")
+
+
+@pytest.mark.parametrize("args", [
+    ["estimate", "llama3-8b", "--fail-if", "nofit"],  # no budget to judge against
+    ["train", "llama3-8b", "--fail-if", "nofit"],
+    ["estimate", "llama3-8b", "--gpu", "H100", "--fail-if", "params"],  # diff's condition, not a fit's
+    ["plan", "llama3-8b", "--fail-if", "nofit,bogus"],
+])
+def test_gate_usage_errors(cli, args: list[str]) -> None:
+    done = cli(*args)
+    assert done.code == 2
+    assert done.out == ""
+    assert done.err.startswith("Error: --fail-if")
+
+
+def test_the_library_spells_the_gpu_one_way_and_every_result_has_fits() -> None:
+    estimate = inspector.estimate("llama3-70b", gpu="RTX4090")
+    train = inspector.train("llama3-8b", method="full", gpu="RTX4090")
+    plan = inspector.plan("llama3-8b", gpu="H100", max_gpus=1)
+    assert (estimate.fits, train.fits, plan.fits) == (False, False, True)
+    assert estimate.fits is estimate.to_dict()["fits"]
+    assert estimate.gates_hit(["nofit"]) == ["nofit"] and plan.gates_hit(["nofit"]) == []
+    assert inspector.estimate("llama3-8b").fits is None  # no budget
+    older = inspector.plan("llama3-8b", gpus="H100", max_gpus=1)  # the older spelling still taken
+    assert older.to_dict() == plan.to_dict()
+    with pytest.raises(UsageError):
+        inspector.plan("llama3-8b", gpu="H100", gpus="L4")

@@ -96,3 +96,37 @@ def test_the_library_spells_the_gpu_one_way_and_every_result_has_fits() -> None:
     assert older.to_dict() == plan.to_dict()
     with pytest.raises(UsageError):
         inspector.plan("llama3-8b", gpu="H100", gpus="L4")
+
+
+# --- spellings people use for a GPU (issue 52) -----------------------------------------------------------
+
+@pytest.mark.parametrize(("text", "name", "devices"), [
+    ("8xA100", "A100-80GB", 8), ("A100x8", "A100-80GB", 8), ("8 × H100", "H100-80GB", 8), ("RTX 4090", "RTX4090", 1),
+    ("4090", "RTX4090", 1), ("rtx4090", "RTX4090", 1), ("rtx_4090", "RTX4090", 1), ("RTX 4090 x 2", "RTX4090", 2),
+    ("H100 SXM", "H100-80GB", 1), ("a100-40gb x4", "A100-40GB", 4), ("l4x2", "L4", 2),
+])
+def test_gpu_spellings_name_the_catalogues_gpu(text: str, name: str, devices: int) -> None:
+    """Each spelling reads as the catalogue's own name does (the same capacity, devices and name)."""
+    from inspector.analysis.engines import GPUS
+    from inspector.analysis.fit import parse_budget
+
+    budget = parse_budget(text)
+    canonical = next(g for g in GPUS.values() if g.name == name)
+    assert (budget.per_device, budget.devices, budget.gpu) == (canonical.bytes, devices, name)
+
+
+@pytest.mark.parametrize("text", ["24", "x8", "8x", "RTX 5090", "A100x0", "0xA100", "8xA100x2", "a" * 200])
+def test_what_names_no_gpu_is_refused(text: str) -> None:
+    from inspector.analysis.fit import parse_budget
+
+    with pytest.raises(UsageError):
+        parse_budget(text)
+
+
+def test_the_cli_takes_a_gpu_as_people_write_it(cli) -> None:
+    spelled = cli("estimate", "llama3-8b", "--gpu", "RTX 4090", "--json")
+    canonical = cli("estimate", "llama3-8b", "--gpu", "RTX4090", "--json")
+    assert spelled.code == canonical.code == 0
+    assert spelled.json() == canonical.json()
+    eight = cli("train", "llama3-8b", "--gpu", "8xA100", "--zero", "3", "--json")
+    assert eight.code == 0 and (eight.json()["gpus"], eight.json()["gpu"]) == (8, "A100-80GB")

@@ -55,20 +55,42 @@ GPUS: Final[Mapping[str, Gpu]] = {
     "RTX4090": Gpu("RTX4090", _mib(24_563), _TORCH + " (24,563 MiB)"),
     "T4": Gpu("T4", _mib(15_102), _TORCH + " (15,095-15,109 MiB by driver; 15,102 MiB)"),
 }
-_ALIASES: Final = {"H100-80GB": "H100", "H100-SXM": "H100", "H100-PCIE": "H100", "A100": "A100-80GB",
-                   "A100-80G": "A100-80GB", "A100-40G": "A100-40GB", "4090": "RTX4090", "RTX-4090": "RTX4090"}
-_NAMED: Final = re.compile(r"^\s*([A-Za-z][A-Za-z0-9-]*?)\s*(?:[x×*]\s*(\d+))?\s*$")
+_ALIASES: Final = {"H100-80GB": "H100", "H100-SXM": "H100", "H100-PCIE": "H100", "H100-SXM5": "H100",
+                   "A100": "A100-80GB", "A100-80G": "A100-80GB", "A100-40G": "A100-40GB",
+                   "A100-SXM4-80GB": "A100-80GB", "A100-SXM4-40GB": "A100-40GB",
+                   "4090": "RTX4090", "RTX-4090": "RTX4090", "GEFORCE-RTX-4090": "RTX4090"}
+#: the longest text read as a GPU (the catalogue's names with a count fit in a few dozen characters)
+_NAME_TEXT: Final = 48
+_COUNT_FIRST: Final = re.compile(r"(\d{1,4})\s*[xX×*]\s*(.+)")
+_COUNT_LAST: Final = re.compile(r"(.+?)\s*[xX×*]\s*(\d{1,4})")
 
 
 def named_gpu(text: str) -> tuple[Gpu, int] | None:
-    """``H100``, ``a100-40gb``, ``H100x2`` → (the GPU, devices); None when the text names none."""
-    m = _NAMED.match(text)
-    if m is None:
+    """A GPU by name, and how many: ``H100``, ``a100-40gb``, ``RTX 4090``, ``4090``, ``H100x2``, ``A100x8``,
+    ``8xA100``, ``8 × H100`` → (the GPU, devices); None when the text names none (a size, say). The
+    name alone is tried before a trailing count, so ``rtx4090`` is one RTX 4090, not 4,090 of an "rt"."""
+    if len(text) > _NAME_TEXT:
         return None
-    key = m.group(1).upper()
-    key = _ALIASES.get(key, key)
-    gpu = GPUS.get(key)
-    return None if gpu is None else (gpu, int(m.group(2) or 1))
+    text = text.strip()
+    gpu = _gpu_called(text)
+    if gpu is not None:
+        return gpu, 1
+    for pattern, name_at, count_at in ((_COUNT_FIRST, 2, 1), (_COUNT_LAST, 1, 2)):
+        m = pattern.fullmatch(text)
+        if m is not None and (gpu := _gpu_called(m.group(name_at))) is not None:
+            return gpu, int(m.group(count_at))
+    return None
+
+
+def _gpu_called(name: str) -> Gpu | None:
+    """The catalogue's GPU of that name: any case, spaces or underscores for hyphens, or none at all
+    (``RTX 4090``, ``rtx_4090``, ``RTX4090``), the aliases people write (``A100``, ``4090``, ``H100 SXM``)."""
+    key = re.sub(r"[\s_]+", "-", name.strip().upper())
+    for candidate in (key, key.replace("-", "")):
+        found = GPUS.get(_ALIASES.get(candidate, candidate))
+        if found is not None:
+            return found
+    return None
 
 
 @dataclass(frozen=True, slots=True)

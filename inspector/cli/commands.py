@@ -247,7 +247,8 @@ def estimate_cmd(
                         "sizes the weights in the fit")] = None,
     gpu: Annotated[str | None, typer.Option(
         "--gpu", help="memory budget per device, optionally ×N devices: 24GiB, 80GiBx2, 141GiBx8, 16GB, or a GPU "
-                      "by name: H100, H200, A100-80GB, A100-40GB, L40S, L4, A10G, RTX4090, T4 (H100x2)")] = None,
+                      "by name: H100, H200, A100-80GB, A100-40GB, L40S, L4, A10G, RTX4090, T4 (H100x2, 8xA100, "
+                      "'RTX 4090', 4090)")] = None,
     engine: Annotated[str | None, typer.Option(
         "--engine", help="with --gpu: the serving engine whose memory the fit models, vllm or llama.cpp "
                          "(default: llama.cpp for a GGUF, vllm otherwise)")] = None,
@@ -312,7 +313,7 @@ def train_cmd(
         "--checkpointing/--no-checkpointing", help="activation (gradient) checkpointing, per layer")] = False,
     gpu: Annotated[str | None, typer.Option(
         "--gpu", help="memory per GPU, ×N GPUs: 24GiB, 80GiBx8, or a GPU by name: H100, A100-80GB, RTX4090 "
-                      "(H100x8)")] = None,
+                      "(H100x8, 8xA100, 'RTX 4090', 4090)")] = None,
     zero: Annotated[str, typer.Option("--zero", help="DeepSpeed ZeRO stage 0, 1, 2 or 3 (needs several GPUs)")] = "0",
     fsdp: Annotated[bool, typer.Option("--fsdp", help="FSDP full shard (ZeRO stage 3's layout)")] = False,
     offload: Annotated[str, typer.Option(

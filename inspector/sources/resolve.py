@@ -25,6 +25,7 @@ from inspector.errors import (
     NotFoundError,
     NotRegularFile,
     ProblemSink,
+    SeveralFiles,
     UsageError,
 )
 from inspector.formats.registry import SAFETENSORS, reader_by_magic, reader_for, weight_suffixes
@@ -102,6 +103,10 @@ def _open(spec: str, hub: HubOpener | None, revision: str | None, problems: Prob
         return open_local(path, problems=problems)
     name, rev = split_revision(spec)
     rev = rev or revision
+    if ":" in name:  # REPO:QUANT, llama.cpp's and ollama's way of naming one GGUF of a repo
+        name, _, quant = name.rpartition(":")
+        return one_quantisation(lambda: _open(name, hub, rev, problems), quant, spec,
+                                lambda where, file: _open(f"{where}/{file}", hub, rev, problems))
     only = component = None
     parts = name.split("/")
     if len(parts) > 2 and reader_for(name):  # org/name/FILE.gguf: one file of a repo
@@ -110,7 +115,12 @@ def _open(spec: str, hub: HubOpener | None, revision: str | None, problems: Prob
         # org/name/COMPONENT: one component of a pipeline
         name, component = "/".join(parts[:2]), parts[2]
     if component is not None:
-        return pick_component(_open(name, hub, rev, problems), component)
+        try:
+            whole = _open(name, hub, rev, problems)
+        except SeveralFiles as several:  # org/name/Q4_K_M of a repo of GGUF files: that quantisation
+            return _file_of(several, quant_file(several.files, parts[2], several.where),
+                            lambda where, file: _open(f"{where}/{file}", hub, rev, problems))
+        return pick_component(whole, component)
     alias = ALIASES.get(name.lower())
     if alias is not None and rev is None and only is None:
         return load_snapshot(bundled_path(alias), origin="bundled", label=alias.repo_id, problems=problems)
@@ -130,6 +140,50 @@ def _open(spec: str, hub: HubOpener | None, revision: str | None, problems: Prob
         hint=f"did you mean {close}? (`inspect aliases` lists the bundled models)" if close else
         "`inspect aliases` lists the bundled models; a Hub repo looks like org/name",
     )
+
+
+#: a quantisation's name as llama.cpp's files carry it (Q4_K_M, IQ4_XS, F16, BF16, Q8_0)
+_QUANT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_]{0,31}")
+
+
+def quant_file(files: Iterable[str], quant: str, where: str) -> str:
+    """The one file of ``files`` whose name carries the quantisation ``quant`` (any case), between the
+    name's separators: ``Q4_K`` names neither ``…-Q4_K_M.gguf`` nor ``…-Q4_K_S.gguf``. None or several
+    such files is an error naming the files there are."""
+    if _QUANT_NAME.fullmatch(quant) is None:
+        raise UsageError(f"{where}: {quant[:40]!r} is not a quantisation's name", hint="for example Q4_K_M or Q8_0")
+    files = list(files)
+    tag = re.compile(rf"(?:^|[.\-_/]){re.escape(quant)}(?=$|[.\-])", re.IGNORECASE)
+    found = [f for f in files if tag.search(f.rsplit("/", 1)[-1].removesuffix(".gguf"))]
+    shown = ", ".join(files[:8]) + (" …" if len(files) > 8 else "")
+    if not found:
+        raise NotFoundError(f"{where}: no file of quantisation {quant}", hint=f"its files: {shown}")
+    if len(found) > 1:
+        raise UsageError(f"{where}: {len(found)} files of quantisation {quant} ({', '.join(found[:4])})",
+                         hint=f"name one file: inspect {where}/{found[0]}")
+    return found[0]
+
+
+def one_quantisation(open_whole: Callable[[], Checkpoint], quant: str, spec: str,
+                     open_file: Callable[[str, str], Checkpoint]) -> Checkpoint:
+    """``REPO:QUANT`` (or ``FOLDER:QUANT``): the file of that quantisation of a repo of several GGUF
+    files; a repo of one model file answers when that file carries the name, else names the file it has."""
+    try:
+        whole = open_whole()
+    except SeveralFiles as several:
+        return _file_of(several, quant_file(several.files, quant, several.where), open_file)
+    files = [h.file for h in whole.headers]
+    quant_file(files, quant, spec.rpartition(":")[0])  # the one model file must be that quantisation
+    return whole
+
+
+def _file_of(several: SeveralFiles, file: str, open_file: Callable[[str, str], Checkpoint]) -> Checkpoint:
+    """One file of several, with what the source already read where it can (a Hub repo's listing)."""
+    if several.opener is not None:
+        opened = several.opener(file)
+        assert isinstance(opened, Checkpoint)
+        return opened
+    return open_file(several.where, file)
 
 
 def pick_component(checkpoint: Checkpoint, name: str) -> Checkpoint:

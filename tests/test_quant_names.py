@@ -73,3 +73,44 @@ def test_a_hub_repo_quant_reads_one_file(cli, hub: HubServer, spec: str, monkeyp
     assert doc["model"]["label"].endswith("tiny-Q8_0.gguf")
     asked = {entry.path for entry in hub.log if entry.path.endswith(".gguf")}
     assert asked and all(path.endswith("tiny-Q8_0.gguf") for path in asked), asked
+
+
+# --- a path to a side file, and the default branch named offline (issue 52) --------------------------------
+
+@pytest.mark.parametrize("side", ["config.json", "model.safetensors.index.json", "README.md", "tokenizer.json"])
+def test_a_path_to_a_side_file_is_its_folder(cli, tmp_path: Path, side: str) -> None:
+    """A path to config.json (or the index, the card, the tokenizer) answers with the folder it belongs to;
+    it was read as a safetensors header ("header length 7e18 bytes … hostile", exit 4)."""
+    from helpers import save_real
+
+    save_real(tmp_path / "model.safetensors", {"model.embed_tokens.weight": ("F16", (16, 8))})
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "llama", "vocab_size": 16, "hidden_size": 8}))
+    written = {"model.safetensors.index.json": json.dumps({"weight_map": {"model.embed_tokens.weight":
+                                                                         "model.safetensors"}}),
+               "README.md": "# card", "tokenizer.json": "{}"}
+    if side in written:
+        (tmp_path / side).write_text(written[side])
+    via_file = cli(str(tmp_path / side), "--json")
+    via_folder = cli(str(tmp_path), "--json")
+    assert via_file.code == via_folder.code == 0, via_file.err
+    assert via_file.json() == via_folder.json()
+    assert via_file.json()["totals"]["parameters"] == 16 * 8  # the one tensor, as written
+
+
+@pytest.mark.parametrize("spec", [
+    "meta-llama/Meta-Llama-3-8B@main",
+    "https://huggingface.co/meta-llama/Meta-Llama-3-8B/blob/main/config.json",
+    "https://huggingface.co/meta-llama/Meta-Llama-3-8B/tree/main",
+    "llama3-8b@main",
+])
+def test_the_default_branch_named_reads_offline_as_the_bare_id(cli, spec: str, monkeypatch, tmp_path: Path) -> None:
+    """Offline, @main (and a page of the Hub at main) is read from the bundled snapshot as the bare repo id
+    is (it was exit 3: "no cached or bundled snapshot of that revision")."""
+    fresh_home(monkeypatch, tmp_path, "offline")
+    bare = cli("meta-llama/Meta-Llama-3-8B", "--offline", "--json")
+    named = cli(spec, "--offline", "--json")
+    assert bare.code == named.code == 0, named.err
+    assert named.json()["model"] == bare.json()["model"]
+    assert named.json()["totals"] == bare.json()["totals"]
+    other = cli("meta-llama/Meta-Llama-3-8B@some-branch", "--offline", "--json")
+    assert other.code == 3  # another branch is not the snapshot's

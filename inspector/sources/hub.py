@@ -205,12 +205,17 @@ def _from_cache(cache: HeaderCache, repo_id: str, sha: str, hub: Hub, notes: lis
                         keep=False)
 
 
+#: the branch a Hub repo is created with, which the bundled snapshots were taken from: ``@main`` (and an
+#: address of a file ``/blob/main/…``) read offline as the bare repo id is
+DEFAULT_BRANCH: Final = "main"
+
+
 def _cached_sha(cache: HeaderCache, repo_id: str, revision: str | None) -> str | None:
     """The cached commit (header cache or Hugging Face cache) that may stand for ``revision``: its
     own snapshot, or for the default branch (``None``) the newest one."""
     from inspector.sources.resolve import hf_cache_folder
 
-    rev = revision or "main"
+    rev = revision or DEFAULT_BRANCH
     if COMMIT.match(rev):
         return rev if cache.get(repo_id, rev) or hf_cache_folder(repo_id, rev) else None
     found = hf_cache_folder(repo_id, rev)
@@ -228,7 +233,7 @@ def _offline(repo_id: str, revision: str | None, cache: HeaderCache, hub: Hub, w
     from inspector.sources.bundled import BY_REPO, bundled_path
 
     alias = BY_REPO.get(repo_id.lower())
-    if alias is not None and revision is None:
+    if alias is not None and revision in (None, DEFAULT_BRANCH):  # the bundled snapshot is its default branch's
         c = load_snapshot(bundled_path(alias), origin="bundled", label=alias.repo_id, problems=problems)
         return c.with_notes(f"{why}: serving the bundled snapshot at commit {c.revision or 'unknown'} (offline)")
     where = f"{repo_id}@{revision}" if revision else repo_id

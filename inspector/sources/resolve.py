@@ -14,7 +14,7 @@ import os
 import re
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 
 from inspector.errors import (
     COLLECT,
@@ -224,7 +224,14 @@ def open_local(path: Path, *, problems: ProblemSink = RAISE) -> Checkpoint:
     return open_folder(path, origin="folder", problems=problems)
 
 
+#: the files beside the weights (config, index, tokenizer, card, chat template): a path to one of them
+#: stands for the folder it belongs to (a config.json was read as a safetensors header: "7e18 bytes")
+SIDE_FILE_SUFFIXES: Final = (".json", ".md", ".txt", ".jinja", ".model", ".py", ".yaml", ".yml", ".tiktoken")
+
+
 def _open_file(path: Path, problems: ProblemSink) -> Checkpoint:
+    if reader_for(path.name) is None and path.name.lower().endswith(SIDE_FILE_SUFFIXES):
+        return open_local(path.parent, problems=problems)
     if reader_for(path.name) is None and path.name.endswith(weight_suffixes()):
         raise InvalidCheckpointError(
             f"{path}: a {path.suffix} file; the inspector reads safetensors, GGUF and torch files",

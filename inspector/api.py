@@ -222,12 +222,12 @@ def diff(a: str | Checkpoint, b: str | Checkpoint, *, values: bool = False, samp
                       values=value_diff(ra, rb, sample, exact, hub) if values else None)
 
 
-def gates(fail_if: str | None) -> list[str]:
-    """``--fail-if``'s comma-separated conditions (params, dtypes, shapes, any), checked; for
-    ``Difference.gates_hit``."""
+def gates(fail_if: str | None, *, values: bool = False) -> list[str]:
+    """``--fail-if``'s comma-separated conditions (params, dtypes, shapes, values, any), checked; ``values``
+    only with ``values=True`` (the diff reads the tensors' bytes); for ``Difference.gates_hit``."""
     from inspector.analysis.diff import parse_gates
 
-    return parse_gates(fail_if)
+    return parse_gates(fail_if, values=values)
 
 
 def fit_gates(fail_if: str | None, *, budget: bool = True) -> tuple[str, ...]:

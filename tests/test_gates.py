@@ -130,3 +130,40 @@ def test_the_cli_takes_a_gpu_as_people_write_it(cli) -> None:
     assert spelled.json() == canonical.json()
     eight = cli("train", "llama3-8b", "--gpu", "8xA100", "--zero", "3", "--json")
     assert eight.code == 0 and (eight.json()["gpus"], eight.json()["gpu"]) == (8, "A100-80GB")
+
+
+# --- diff --values gated (issue 52: --fail-if any exited 0 with four tensors changed) -------------------
+
+def _two_checkpoints(tmp_path, change: bool):  # type: ignore[no-untyped-def]
+    """The same tensors written twice by safetensors' own writer; one value of one tensor changed in B."""
+    import numpy as np
+    from safetensors.numpy import save_file
+
+    tensors = {f"model.layers.{i}.mlp.up_proj.weight": np.arange(64, dtype=np.float32).reshape(8, 8) + i
+               for i in range(4)}
+    a, b = tmp_path / "a", tmp_path / "b"
+    for folder in (a, b):
+        folder.mkdir()
+    save_file(tensors, str(a / "model.safetensors"))
+    if change:
+        tensors["model.layers.2.mlp.up_proj.weight"] = tensors["model.layers.2.mlp.up_proj.weight"].copy()
+        tensors["model.layers.2.mlp.up_proj.weight"][3, 5] = -1.0
+    save_file(tensors, str(b / "model.safetensors"))
+    return str(a), str(b)
+
+
+@pytest.mark.parametrize("change", [True, False])
+@pytest.mark.parametrize("gate", ["values", "any"])
+def test_diff_values_gate(cli, tmp_path, change: bool, gate: str) -> None:
+    a, b = _two_checkpoints(tmp_path, change)
+    done = cli("diff", a, b, "--values", "--fail-if", gate, "--json")
+    assert done.code == (1 if change else 0), done.err
+    changed = [t["name"] for t in done.json()["values"]["tensors"] if t["verdict"] == "changed"]
+    assert changed == (["model.layers.2.mlp.up_proj.weight"] if change else [])
+    plain = cli("diff", a, b, "--fail-if", gate)  # without --values, any sees no difference in structure
+    assert plain.code == (2 if gate == "values" else 0)
+
+
+def test_the_values_gate_needs_values(cli) -> None:
+    done = cli("diff", "llama3-8b", "llama3-8b", "--fail-if", "values")
+    assert done.code == 2 and "--values" in done.err

@@ -202,5 +202,6 @@ def adapter_gates_hit(result: AdapterDiff, gates: list[str]) -> list[str]:
     incomplete pair (params), any of these (any). An adapter in another dtype than the base is normal
     (LoRA weights in F32 on a BF16 base) and trips nothing."""
     kinds = {p.gate for p in result.problems}
-    triggered = {"params": "params" in kinds, "shapes": "shapes" in kinds, "any": bool(kinds), "dtypes": False}
+    triggered = {"params": "params" in kinds, "shapes": "shapes" in kinds, "any": bool(kinds), "dtypes": False,
+                 "values": False}
     return [g for g in gates if triggered[g]]

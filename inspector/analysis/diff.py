@@ -37,7 +37,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from operator import attrgetter
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from inspector.analysis.config import ModelConfig
 from inspector.analysis.families import CONV1D_TYPES, LLAMA_LIKE
@@ -46,6 +46,9 @@ from inspector.analysis.roles import PACKING_DTYPES, is_packed, role_group
 from inspector.analysis.stats import Tensor, layer_suffix
 from inspector.errors import InvalidCheckpointError
 from inspector.model import Checkpoint, natural_key
+
+if TYPE_CHECKING:
+    from inspector.analysis.values import ValueDiff
 
 CAUSE_ORDER: Final[tuple[str, ...]] = (
     "vocabulary", "positions", "hidden size", "layer count", "MLP width", "gated MLP", "expert MLP width",
@@ -837,29 +840,36 @@ def _shape(shape: tuple[int, ...]) -> str:
 
 
 #: the conditions ``--fail-if`` gates on
-FAIL_IF: Final[tuple[str, ...]] = ("params", "dtypes", "shapes", "any")
+FAIL_IF: Final[tuple[str, ...]] = ("params", "dtypes", "shapes", "values", "any")
 
 
-def parse_gates(text: str | None) -> list[str]:
-    """``--fail-if``'s comma-separated conditions, each one of ``FAIL_IF``."""
+def parse_gates(text: str | None, *, values: bool = False) -> list[str]:
+    """``--fail-if``'s comma-separated conditions, each one of ``FAIL_IF``; ``values`` (a tensor's sampled
+    bytes changed) only where the values are read (``--values``)."""
     from inspector.errors import UsageError
 
     gates = [g.strip() for g in (text or "").split(",") if g.strip()]
     unknown = [g for g in gates if g not in FAIL_IF]
     if unknown:
         raise UsageError(f"⟨fail_if⟩: unknown condition {unknown[0]!r}", hint="use " + ", ".join(FAIL_IF))
+    if "values" in gates and not values:
+        raise UsageError("⟨fail_if⟩ values needs ⟨values⟩: the tensors' bytes are read only then",
+                         hint="inspect diff A B --values --fail-if values")
     return gates
 
 
-def gates_hit(result: Diff, gates: list[str]) -> list[str]:
-    """The gates a model diff trips: its parameter count, a dtype, a tensor's presence or shape."""
+def gates_hit(result: Diff, gates: list[str], values: ValueDiff | None = None) -> list[str]:
+    """The gates a model diff trips: its parameter count, a dtype, a tensor's presence or shape, and with
+    ``values`` a tensor whose sampled bytes differ (``any`` then counts it too)."""
+    changed = values is not None and values.count("changed") > 0
     triggered = {
+        "values": changed,
         "params": result.delta != 0,
         "dtypes": any(c.kind == "retyped" or (c.dtype_a and c.dtype_b and c.dtype_a != c.dtype_b)
                       for c in result.changes) or {dt for dt, x, _ in result.dtypes if x} != {
                           dt for dt, _, y in result.dtypes if y},
         "shapes": any(c.kind in ("added", "removed", "reshaped") for c in result.changes),
-        "any": not result.identical,
+        "any": not result.identical or changed,
     }
     return [g for g in gates if triggered[g]]
 

@@ -175,7 +175,8 @@ def diff(
     fmt: Format = "table",
     fail_if: Annotated[str | None, typer.Option(
         "--fail-if", help="comma-separated: params (count changed), dtypes (a dtype changed), "
-                          "shapes (tensors added, removed or reshaped), any")] = None,
+                          "shapes (tensors added, removed or reshaped), values (with --values: a tensor's "
+                          "sampled bytes changed), any")] = None,
     all_changes: Annotated[bool, typer.Option("--all-changes", help="list every tensor change")] = False,
     values: Annotated[bool, typer.Option(
         "--values", help="which tensors' values changed: a few ranges of each tensor both hold, read and "
@@ -191,7 +192,7 @@ def diff(
     wide: Wide = False,
     output: Output = None,
 ) -> None:
-    gates = api.gates(fail_if)
+    gates = api.gates(fail_if, values=values)
     form = views.output_format(fmt, as_json)
     target = views.output_target(form, output)
     hub = hub_options(endpoint, token, offline)

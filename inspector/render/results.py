@@ -121,7 +121,7 @@ class Difference:
         from inspector.analysis.diff import gates_hit
 
         if self.result is not None:
-            return gates_hit(self.result, list(gates))
+            return gates_hit(self.result, list(gates), self.values)
         assert self.adapter is not None
         return adapter_gates_hit(self.adapter, list(gates))
 

@@ -80,17 +80,39 @@ def values_json(v: ValueDiff) -> dict[str, object]:
     }
 
 
-def values_table(v: ValueDiff) -> RenderableType:
-    """The values' verdicts: the summary, the counts, what was read, and the tensors that changed."""
-    parts: list[RenderableType] = [Text("Values (sampled: " + ("hashed whole, " if v.exact else "")
-                                        + f"{v.sample_bytes:,} B a tensor)", style="bold")]
-    parts += [Text(sanitize(line)) for line in v.summary]
+#: the changed and incomparable tensors every format names (the JSON lists every tensor)
+VALUES_LISTED = 40
+#: the verdicts a reader is shown by name
+VALUES_NAMED = ("changed", "incomparable")
+
+
+def values_title(v: ValueDiff) -> str:
+    return "Values (sampled: " + ("hashed whole, " if v.exact else "") + f"{v.sample_bytes:,} B a tensor)"
+
+
+def values_counts(v: ValueDiff) -> str:
+    """The verdicts counted and what was read, one line."""
     counts = ", ".join(f"{v.count(k):,} {k}" for k in ("changed", "same-sampled", "identical", "incomparable")
                        if v.count(k))
-    parts.append(Text(f"{counts}; read {v.bytes_read[0]:,} + {v.bytes_read[1]:,} B in {v.requests[0]:,} + "
-                      f"{v.requests[1]:,} requests, of {v.weights_bytes:,} B of compared tensors a side",
-                      style="dim"))
-    shown = [t for t in v.tensors if t.verdict in ("changed", "incomparable")][:40]
+    return (f"{counts}; read {v.bytes_read[0]:,} + {v.bytes_read[1]:,} B in {v.requests[0]:,} + "
+            f"{v.requests[1]:,} requests, of {v.weights_bytes:,} B of compared tensors a side")
+
+
+def identical_line(values: ValueDiff | None) -> str:
+    """What a diff of the same structure says first: no difference, or the tensors whose values differ."""
+    changed = values.count("changed") if values is not None else 0
+    if changed:
+        return (f"same tensors, shapes, dtypes and counts; the values of {changed:,} "
+                f"tensor{'s' if changed != 1 else ''} differ (below)")
+    return "no differences: same tensors, shapes, dtypes and counts"
+
+
+def values_table(v: ValueDiff) -> RenderableType:
+    """The values' verdicts: the summary, the counts, what was read, and the tensors that changed."""
+    parts: list[RenderableType] = [Text(values_title(v), style="bold")]
+    parts += [Text(sanitize(line)) for line in v.summary]
+    parts.append(Text(values_counts(v), style="dim"))
+    shown = [t for t in v.tensors if t.verdict in VALUES_NAMED][:VALUES_LISTED]
     if shown:
         t = Table(show_edge=False, pad_edge=False)
         for col in ("tensor", "verdict", "why"):
@@ -133,14 +155,15 @@ def _bytes_term(dtype: str, elements: int, nbytes: int) -> str:
     return f"{sanitize(dtype)} {signed(nbytes)} B"
 
 
-def diff_table(d: Diff, *, all_changes: bool = False) -> RenderableType:
+def diff_table(d: Diff, *, all_changes: bool = False, values: ValueDiff | None = None) -> RenderableType:
     a, b = d.parameters
     parts: list[RenderableType] = []
     head = Text()
     head.append(f"{sanitize(side_label(d.a))} → {sanitize(side_label(d.b))}", style="bold")
     parts.append(head)
     if d.identical:
-        parts.append(Text("no differences: same tensors, shapes, dtypes and counts", style="green"))
+        line = identical_line(values)
+        parts.append(Text(line, style="green" if line.startswith("no differences") else "bold yellow"))
         return Group(*parts)
     parts.append(Text(f"parameters {n(a)} → {n(b)} ({signed(b - a)}, {short(a)} → {short(b)})"))
     parts.append(Text(""))
@@ -202,14 +225,17 @@ def diff_table(d: Diff, *, all_changes: bool = False) -> RenderableType:
     return Group(*parts)
 
 
-def diff_markdown(d: Diff) -> str:
+def diff_markdown(d: Diff, values: ValueDiff | None = None) -> str:
     """For pull-request comments: every untrusted string is escaped for markdown (no code spans,
-    which a backtick in a name would end), so nothing in a tensor name becomes a link or an image."""
+    which a backtick in a name would end), so nothing in a tensor name becomes a link or an image.
+    With ``values``, their section follows (``values_markdown``)."""
+    after = values_markdown(values) if values is not None else ""
     a, b = d.parameters
     la, lb = markdown(side_label(d.a)), markdown(side_label(d.b))
     lines = [f"### {la} → {lb}", ""]
     if d.identical:
-        return "\n".join([*lines, "No differences: same tensors, shapes, dtypes and counts.", ""])
+        line = identical_line(values)
+        return "\n".join([*lines, line[0].upper() + line[1:] + ".", ""]) + ("\n" + after if after else "")
     lines += [f"Parameters **{n(a)} → {n(b)}** ({signed(b - a)})", "",
               "| cause | tensor | × | arithmetic (per tensor) | parameters |", "|---|---|--:|---|--:|"]
     for c in d.causes:
@@ -228,6 +254,19 @@ def diff_markdown(d: Diff) -> str:
                          f"{markdown(sa)} | {markdown(sb)} |")
         lines.append("")
     lines += [f"_{markdown(note)}_" for note in d.notes]
+    return "\n".join(lines) + "\n" + ("\n" + after if after else "")
+
+
+def values_markdown(v: ValueDiff) -> str:
+    """The values' section: the summary, the counts, and the tensors the table names."""
+    lines = [f"#### {markdown(values_title(v))}", ""]
+    lines += [f"- {markdown(line)}" for line in v.summary]
+    lines += ["", f"_{markdown(values_counts(v))}_", ""]
+    shown = [t for t in v.tensors if t.verdict in VALUES_NAMED][:VALUES_LISTED]
+    if shown:
+        lines += ["| tensor | verdict | why |", "|---|---|---|"]
+        lines += [f"| {markdown(t.name)} | {t.verdict} | {markdown(t.why)} |" for t in shown]
+        lines.append("")
     return "\n".join(lines) + "\n"
 
 

@@ -72,6 +72,10 @@ svg{display:block;max-width:100%;height:auto}svg text{font:11px system-ui,sans-s
 input[type=search]{width:100%;padding:6px 8px;font-size:14px;border:1px solid var(--line);border-radius:4px}
 details{margin:4px 0}summary{cursor:pointer}
 footer{color:var(--muted);font-size:12px;margin-top:32px}
+.verdict{font-weight:600;color:#8a5300}
+table.heat{width:auto}table.heat td{width:10px;height:14px;padding:0;border:1px solid var(--bg)}
+table.heat th{font-weight:400;font-size:12px;white-space:nowrap}
+.heat-changed{background:var(--down)}.heat-same{background:#cfe8d8}.heat-none{background:var(--soft)}
 """
 
 #: the page's one script: the tensor list's filter box (the page is complete without it)
@@ -302,8 +306,13 @@ def diff_html(doc: Doc) -> str:
     body = ["<div class=\"figures\">", _figure("A: parameters", pa, esc(la)), _figure("B: parameters", pb, esc(lb)),
             _figure("Gap", gap, "B − A, explained below", "headline-gap"),
             _figure("Bytes gap", as_int(as_obj(doc["delta"])["bytes"]), "B − A, tensor data"), "</div>\n"]
+    values = doc["values"] if "values" in doc and isinstance(doc["values"], dict) else None
+    changed = as_int(as_obj(values["counts"])["changed"]) if values is not None else 0
     if doc["identical"] is True:
-        body.append("<p>The two models hold the same tensors.</p>\n")
+        body.append("<p>The two models hold the same tensors.</p>\n" if not changed else
+                    f"<p class=\"verdict\">The two models hold the same tensors (names, shapes, dtypes); the values "
+                    f"of {changed:,} tensor{'s' if changed != 1 else ''} differ in the sampled bytes "
+                    "(<a href=\"#values\">below</a>).</p>\n")
     body += ["<h2>From A to B, cause by cause</h2>\n",
              waterfall(pa, pb, steps, "A", "B"),
              f"<p class=\"note\">{_n(pa)} {' '.join(f'{d:+,}' for _, d in steps)} = {_n(pb)}</p>\n"]
@@ -337,12 +346,60 @@ def diff_html(doc: Doc) -> str:
               f"{json.dumps(c['shape_a'])} {as_str(c['dtype_a'])}" if c["shape_a"] is not None else "—",
               f"{json.dumps(c['shape_b'])} {as_str(c['dtype_b'])}" if c["shape_b"] is not None else "—")
              for c in changes[:MAX_ROWS]), numeric=(2,), ident="changes")]
+    if values is not None:
+        body += _values_section(values)
     notes = doc["notes"]
     if isinstance(notes, list) and notes:
         body += ["<h2>Notes</h2>\n", _notes(notes)]
     return page(f"{la} → {lb}",
                 f"A: {esc(_origin(as_obj(a['model'])))}<br>B: {esc(_origin(as_obj(b['model'])))}",
                 body, doc)
+
+
+#: as the table and markdown name them (``render.diff.VALUES_LISTED``, ``VALUES_NAMED``)
+_VALUES_LISTED: Final = 40
+
+
+def _values_section(values: Doc) -> list[str]:
+    """``diff --values``: its summary and counts, a heat map of the changed tensors by role and layer,
+    and the changed and incomparable tensors by name (as many as the table names)."""
+    tensors = as_objs(values["tensors"])
+    counts = as_obj(values["counts"])
+    out = ["<h2 id=\"values\">Values</h2>\n",
+           "<ul>" + "".join(f"<li>{esc(line)}</li>" for line in as_strs(values["summary"])) + "</ul>\n",
+           "<p class=\"note\">" + esc(", ".join(f"{as_int(counts[k]):,} {k}" for k in counts if as_int(counts[k])))
+           + f"; sampled {as_int(values['sample_bytes']):,} B a tensor</p>\n"]
+    out.append(_value_heat_map(tensors))
+    named = [t for t in tensors if as_str(t["verdict"]) in ("changed", "incomparable")][:_VALUES_LISTED]
+    if named:
+        out.append(_table(("tensor", "verdict", "why"),
+                          ((as_str(t["name"]), as_str(t["verdict"]), as_str(t["why"])) for t in named),
+                          numeric=(), ident="value-changes"))
+    return out
+
+
+def _value_heat_map(tensors: list[Doc]) -> str:
+    """One row a role, one cell a layer: changed (any tensor of the role in that layer), the same, or none."""
+    layers = sorted({as_int(t["layer"]) for t in tensors if t["layer"] is not None})
+    if not layers or len(layers) > 512:
+        return ""
+    cells: dict[tuple[str, int], bool] = {}
+    for t in tensors:
+        if t["layer"] is None:
+            continue
+        key = (as_str(t["role"]), as_int(t["layer"]))
+        cells[key] = cells.get(key, False) or as_str(t["verdict"]) == "changed"
+    roles = sorted({role for role, _ in cells})
+    rows = []
+    for role in roles:
+        tds = "".join(
+            "<td class=\"heat-none\"></td>" if (role, i) not in cells else
+            f"<td class=\"heat-{'changed' if cells[(role, i)] else 'same'}\" title=\"{esc(role)} layer {i}: "
+            f"{'changed' if cells[(role, i)] else 'same in the sampled bytes'}\"></td>" for i in layers)
+        rows.append(f"<tr><th>{esc(role)}</th>{tds}</tr>")
+    return (f"<p class=\"note\">changed tensors (red) by role, one row a role, one cell a layer "
+            f"({layers[0]}–{layers[-1]})</p>\n<table id=\"value-heat\" class=\"heat\"><tbody>" + "".join(rows)
+            + "</tbody></table>\n")
 
 
 def _arithmetic(item: Doc) -> str:

@@ -129,7 +129,7 @@ def _diff_table(r: Difference, view: View) -> RenderableType:
     if r.adapter is not None:  # a PEFT adapter against its base
         return adapter_table(r.adapter)
     assert r.result is not None
-    parts = [diff_table(r.result, all_changes=view.all_changes)]
+    parts = [diff_table(r.result, all_changes=view.all_changes, values=r.values)]
     if r.values is not None:
         parts.append(values_table(r.values))
     return Group(*parts)
@@ -141,7 +141,7 @@ def _diff_markdown(r: Difference, view: View) -> Verbatim:
     if r.adapter is not None:
         return Verbatim(adapter_markdown(r.adapter))
     assert r.result is not None
-    return Verbatim(diff_markdown(r.result))
+    return Verbatim(diff_markdown(r.result, r.values))
 
 
 def _diff_html(r: Difference, view: View) -> Verbatim:

@@ -167,3 +167,18 @@ def test_diff_values_gate(cli, tmp_path, change: bool, gate: str) -> None:
 def test_the_values_gate_needs_values(cli) -> None:
     done = cli("diff", "llama3-8b", "llama3-8b", "--fail-if", "values")
     assert done.code == 2 and "--values" in done.err
+
+
+@pytest.mark.parametrize(("args", "first"), [
+    (["estimate", "llama3-70b", "--gpu", "RTX4090"], "does not fit: "),
+    (["estimate", "llama3-8b", "--gpu", "H100"], "fits: "),
+    (["train", "llama3-8b", "--method", "full", "--gpu", "RTX4090"], "does not fit: "),
+    (["plan", "llama3-8b", "--gpu", "H100", "--max-gpus", "1"], "1 × H100-80GB"),
+])
+def test_the_verdict_is_the_first_line(cli, args: list[str], first: str) -> None:
+    """Issue 52: estimate's verdict was on line 34 of 134; each fit-bearing table now starts with it."""
+    done = cli(*args)
+    assert done.code == 0
+    lines = [line for line in done.out.splitlines() if line.strip()]
+    verdict = next(i for i, line in enumerate(lines) if line.startswith(first))
+    assert verdict <= 1, lines[:5]  # plan names the model and engine on its line 0, the answer on line 1

@@ -169,9 +169,21 @@ def _compare_html(r: ComparisonResult, view: View) -> Verbatim:
 
 
 def _estimate_table(r: EstimateResult, view: View) -> RenderableType:
+    from rich.console import Group
+
     from inspector.render.output import estimate_table
 
-    return estimate_table(r.report, r.estimate, r.fit)
+    drawn = estimate_table(r.report, r.estimate, r.fit)
+    return drawn if r.fit is None else Group(_verdict(r.fits, r.verdict), drawn)  # the answer first
+
+
+def _verdict(fits: bool | None, verdict: str) -> RenderableType:
+    """A fit-bearing command's first line: its answer, coloured by it."""
+    from rich.text import Text
+
+    from inspector.render.text import sanitize
+
+    return Text(sanitize(verdict), style="bold yellow" if fits is None else "bold green" if fits else "bold red")
 
 
 def _estimate_markdown(r: EstimateResult, view: View) -> Verbatim:
@@ -187,9 +199,12 @@ def _estimate_html(r: EstimateResult, view: View) -> Verbatim:
 
 
 def _train_table(r: TrainResult, view: View) -> RenderableType:
+    from rich.console import Group
+
     from inspector.render.train import train_table
 
-    return train_table(r.report, r.train)
+    drawn = train_table(r.report, r.train)
+    return drawn if r.train.options.budget is None else Group(_verdict(r.fits, r.verdict), drawn)
 
 
 def _train_markdown(r: TrainResult, view: View) -> Verbatim:

@@ -1,0 +1,5 @@
+from typing import Any
+
+
+def f(x: Any) -> int:
+    return 1

@@ -230,7 +230,7 @@ def gates(fail_if: str | None, *, values: bool = False) -> list[str]:
     return parse_gates(fail_if, values=values)
 
 
-def fit_gates(fail_if: str | None, *, budget: bool = True) -> tuple[str, ...]:
+def answer_gates(fail_if: str | None, *, budget: bool = True) -> tuple[str, ...]:
     """``--fail-if``'s conditions for ``estimate``, ``train`` and ``plan`` (``nofit``), checked before any
     model is opened; ``budget``: whether a GPU budget was given (``nofit`` needs one); for the results'
     ``gates_hit``."""
@@ -589,11 +589,13 @@ def train(model: str | Checkpoint, *, method: str = "lora", rank: int | str | No
 @paused()
 def train_with(checkpoint: Checkpoint, options: TrainOptions) -> TrainResult:
     """The training memory of an open checkpoint with checked options."""
+    from inspector.analysis.knobs import train_knobs
     from inspector.analysis.report import build_report
     from inspector.analysis.train import train as train_report
 
     report = build_report(checkpoint)
-    return TrainResult(report, train_report(report, options))
+    done = train_report(report, options)
+    return TrainResult(report, done, train_knobs(done, lambda changed: train_report(report, changed)))
 
 
 # --- plan ------------------------------------------------------------------------------------------

@@ -169,6 +169,8 @@ TRAIN = document("train", "inspect train MODEL --json", {
     "terms": arr(obj({"name": STR, "bytes": NINT, "formula": STR, "source": STR, "exact": BOOL})),
     "rules_of_thumb": arr(obj({"who": STR, "bytes": INT, "formula": STR})),
     "assumptions": STRS,
+    # where it does not fit: each change that makes it fit, cheapest first (analysis/knobs.py)
+    "suggestions": arr(obj({"change": STR, "total": INT, "budget_bytes": INT})),
 })
 
 PLAN = document("plan", "inspect plan MODEL --json", {

@@ -182,3 +182,32 @@ def test_the_verdict_is_the_first_line(cli, args: list[str], first: str) -> None
     lines = [line for line in done.out.splitlines() if line.strip()]
     verdict = next(i for i, line in enumerate(lines) if line.startswith(first))
     assert verdict <= 1, lines[:5]  # plan names the model and engine on its line 0, the answer on line 1
+
+
+# --- the next knob (issues 50 and 52): what makes a training step fit ----------------------------------------
+
+@pytest.mark.parametrize("args", [
+    ["llama3-8b", "--gpu", "RTX4090"],
+    ["llama3-8b", "--method", "full", "--gpu", "H100x4"],
+    ["llama3-8b", "--gpu", "RTX4090", "--seq", "8192", "--batch", "4"],
+])
+def test_each_suggestion_is_what_its_command_line_gives(cli, args: list[str]) -> None:
+    """A suggestion promises a figure; running the command line it names gives that figure, and fits."""
+    done = cli("train", *args, "--json")
+    assert done.code == 0
+    doc = done.json()
+    assert doc["fits"] is False
+    suggestions = doc["suggestions"]
+    assert suggestions, "a step that does not fit gets at least one way to fit"
+    for s in suggestions:
+        again = cli("train", *args, *s["change"].split(), "--json")
+        assert again.code == 0, (s, again.err)
+        assert (again.json()["fits"], again.json()["total"]) == (True, s["total"]), s
+        assert s["total"] <= s["budget_bytes"] == doc["budget_bytes"]
+    table = cli("train", *args)
+    assert table.out.splitlines()[1].startswith("what makes it fit: " + suggestions[0]["change"] + ":")
+
+
+def test_no_suggestion_where_it_fits_or_has_no_budget(cli) -> None:
+    assert cli("train", "llama3-8b", "--method", "qlora", "--gpu", "H100", "--json").json()["suggestions"] == []
+    assert cli("train", "llama3-8b", "--json").json()["suggestions"] == []

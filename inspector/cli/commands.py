@@ -272,7 +272,7 @@ def estimate_cmd(
     wide: Wide = False,
     output: Output = None,
 ) -> None:
-    gates = api.fit_gates(fail_if, budget=gpu is not None)
+    gates = api.answer_gates(fail_if, budget=gpu is not None)
     form = views.output_format(fmt, as_json)
     target = views.output_target(form, output)
     options = api.estimate_options(context=context, batch=batch, kv_dtype=kv_dtype, gpu=gpu, overhead=overhead,
@@ -329,7 +329,7 @@ def train_cmd(
     wide: Wide = False,
     output: Output = None,
 ) -> None:
-    gates = api.fit_gates(fail_if, budget=gpu is not None)
+    gates = api.answer_gates(fail_if, budget=gpu is not None)
     form = views.output_format(fmt, as_json)
     target = views.output_target(form, output)
     options = api.train_options(method=method, rank=rank, alpha=alpha, targets=targets, optimizer=optimizer,
@@ -370,7 +370,7 @@ def plan_cmd(
     wide: Wide = False,
     output: Output = None,
 ) -> None:
-    gates = api.fit_gates(fail_if)
+    gates = api.answer_gates(fail_if)
     form = views.output_format(fmt, as_json)
     target = views.output_target(form, output)
     options = api.plan_options(gpus=gpu, max_gpus=max_gpus, nodes=nodes, engine=engine, context=context,

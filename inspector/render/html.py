@@ -529,6 +529,7 @@ def train_html(doc: Doc) -> str:
             _figure("Trainable", as_int(doc["trainable_parameters"]), esc(as_str(doc["method"])),
                     "headline-trainable"),
             _figure("GPUs", as_int(doc["gpus"]), esc(opt_str(doc["gpu"]) or "budget per GPU")), "</div>\n",
+            *_suggestions(as_objs(doc["suggestions"])),
             "<h2>Memory per GPU</h2>\n",
             _table(("term", "bytes", "GiB", "how", "source"),
                    ((as_str(t["name"]), t["bytes"], gib(t_bytes) if (t_bytes := opt_int(t["bytes"])) is not None
@@ -542,6 +543,16 @@ def train_html(doc: Doc) -> str:
     scope = (f"{esc(as_str(doc['method']))} · {esc(as_str(doc['precision']))} · "
              f"{esc(as_str(doc['optimizer']))} · batch {as_int(doc['batch'])} × {as_int(doc['seq']):,}")
     return page(label_of(doc), f"{esc(_origin(model))}<br>{scope}", body, doc)
+
+
+def _suggestions(knobs: list[Doc]) -> list[str]:
+    """Where it does not fit: each change that makes it fit, with the memory per GPU it then needs."""
+    if not knobs:
+        return []
+    return ["<h2>What makes it fit</h2>\n", _table(
+        ("change", "per GPU", "of"),
+        ((as_str(k["change"]), gib(as_int(k["total"])), gib(as_int(k["budget_bytes"]))) for k in knobs),
+        numeric=(1, 2), ident="suggestions")]
 
 
 def plan_html(doc: Doc) -> str:

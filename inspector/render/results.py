@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from inspector.analysis.estimate import Estimate
     from inspector.analysis.fit import Budget, CommonFit, Fit
     from inspector.analysis.formula import FormulaCheck
+    from inspector.analysis.knobs import Knob
     from inspector.analysis.listing import CachedModel, FileRow, ListingRow, RepoFiles
     from inspector.analysis.plan import Plan
     from inspector.analysis.report import Report
@@ -173,11 +174,11 @@ class EstimateResult:
         if f.fits is None:
             return f"fit unknown: {f.unknown or 'a figure is missing'}"
         per = " per device" if f.devices > 1 else ""
-        return f"{_fit_word(f.fits)}: {f.total_bytes / 2**30:.2f} GiB of {f.usable_bytes / 2**30:.2f} GiB{per}"
+        return f"{_fits_word(f.fits)}: {f.total_bytes / 2**30:.2f} GiB of {f.usable_bytes / 2**30:.2f} GiB{per}"
 
     def gates_hit(self, gates: Sequence[str]) -> list[str]:
         """The ``--fail-if`` conditions (``fit.FIT_GATES``) this answer trips."""
-        return _fit_gates_hit(self.fits, gates)
+        return _answer_gates_hit(self.fits, gates)
 
     def to_dict(self) -> dict[str, object]:
         """The ``inspect estimate --json`` document (``estimate.schema.json``)."""
@@ -250,6 +251,8 @@ class TrainResult:
 
     report: Report
     train: Train
+    #: where it does not fit: the changes that make it fit, cheapest first (``analysis.knobs``)
+    suggestions: tuple[Knob, ...] = ()
 
     @property
     def fits(self) -> bool | None:
@@ -264,17 +267,17 @@ class TrainResult:
             return "no budget given (--gpu)"
         if t.fits is None or t.total is None:
             return f"fit unknown: {t.activations.formula}"
-        return f"{_fit_word(t.fits)}: {t.total / 2**30:.2f} GiB of {budget.per_device / 2**30:.2f} GiB per GPU"
+        return f"{_fits_word(t.fits)}: {t.total / 2**30:.2f} GiB of {budget.per_device / 2**30:.2f} GiB per GPU"
 
     def gates_hit(self, gates: Sequence[str]) -> list[str]:
         """The ``--fail-if`` conditions (``fit.FIT_GATES``) this answer trips."""
-        return _fit_gates_hit(self.fits, gates)
+        return _answer_gates_hit(self.fits, gates)
 
     def to_dict(self) -> dict[str, object]:
         """The ``inspect train --json`` document (``train.schema.json``)."""
         from inspector.render.train import train_json
 
-        return train_json(self.report, self.train)
+        return train_json(self.report, self.train, self.suggestions)
 
 
 
@@ -300,7 +303,7 @@ class PlanResult:
 
     def gates_hit(self, gates: Sequence[str]) -> list[str]:
         """The ``--fail-if`` conditions (``fit.FIT_GATES``) this answer trips."""
-        return _fit_gates_hit(self.fits, gates)
+        return _answer_gates_hit(self.fits, gates)
 
     def to_dict(self) -> dict[str, object]:
         """The ``inspect plan --json`` document (``plan.schema.json``)."""
@@ -309,10 +312,10 @@ class PlanResult:
         return plan_json(self.report, self.plan)
 
 
-def _fit_word(fits: bool) -> str:
+def _fits_word(fits: bool) -> str:
     return "fits" if fits else "does not fit"
 
 
-def _fit_gates_hit(fits: bool | None, gates: Sequence[str]) -> list[str]:
+def _answer_gates_hit(fits: bool | None, gates: Sequence[str]) -> list[str]:
     """``nofit`` trips on anything but a known fit: a gate fails closed where a figure is unknown."""
     return ["nofit"] if "nofit" in gates and fits is not True else []

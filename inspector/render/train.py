@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from inspector.analysis.knobs import Knob
 from inspector.analysis.report import Report
 from inspector.analysis.train import OPTIMIZERS, Train
 from inspector.render.output import SCHEMA_VERSION, model_json, n
@@ -18,9 +21,15 @@ def _gib(value: int | None) -> str:
     return "unknown" if value is None else f"{value / GIB:.2f}"
 
 
-def train_json(report: Report, t: Train) -> dict[str, object]:
+def knob_lines(suggestions: Sequence[Knob]) -> list[str]:
+    """Each change that makes the step fit, with what it then needs: "--checkpointing: 19.10 GiB"."""
+    return [f"{k.change}: {_gib(k.total)} GiB of {_gib(k.budget)} GiB" for k in suggestions]
+
+
+def train_json(report: Report, t: Train, suggestions: Sequence[Knob] = ()) -> dict[str, object]:
     """The ``inspect train --json`` document: every term in bytes per GPU under its own name, the
-    total at the peak, ``fits`` (null when unknown or no budget), the trainable count."""
+    total at the peak, ``fits`` (null when unknown or no budget), the trainable count, and where it
+    does not fit the ``suggestions`` that make it fit."""
     o = t.options
     budget = o.budget
     return {
@@ -41,6 +50,7 @@ def train_json(report: Report, t: Train) -> dict[str, object]:
                    "exact": term.exact} for term in t.terms],
         "rules_of_thumb": [{"who": th.who, "bytes": th.bytes, "formula": th.formula} for th in t.thumbs],
         "assumptions": list(t.assumptions),
+        "suggestions": [{"change": k.change, "total": k.total, "budget_bytes": k.budget} for k in suggestions],
     }
 
 
@@ -97,7 +107,7 @@ def train_table(report: Report, t: Train) -> RenderableType:
     return Group(*parts)
 
 
-def train_markdown(report: Report, t: Train) -> str:
+def train_markdown(report: Report, t: Train, suggestions: Sequence[Knob] = ()) -> str:
     lines = [f"### {markdown(_headline(report, t))}", "",
              f"trainable **{n(t.trainable)}** parameters; frozen {n(t.frozen)}", "",
              "| term | bytes | GiB | how |", "|---|--:|--:|---|"]
@@ -109,4 +119,7 @@ def train_markdown(report: Report, t: Train) -> str:
     lines.append("")
     if t.options.budget is not None:
         lines.append("fit unknown" if t.fits is None else ("fits" if t.fits else "does not fit"))
+    if suggestions:
+        lines += ["", "What makes it fit:", ""]
+        lines += [f"- {markdown(line)}" for line in knob_lines(suggestions)]
     return "\n".join(lines) + "\n"

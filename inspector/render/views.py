@@ -200,17 +200,21 @@ def _estimate_html(r: EstimateResult, view: View) -> Verbatim:
 
 def _train_table(r: TrainResult, view: View) -> RenderableType:
     from rich.console import Group
+    from rich.text import Text
 
-    from inspector.render.train import train_table
+    from inspector.render.train import knob_lines, train_table
 
     drawn = train_table(r.report, r.train)
-    return drawn if r.train.options.budget is None else Group(_verdict(r.fits, r.verdict), drawn)
+    if r.train.options.budget is None:
+        return drawn
+    knobs = [Text("what makes it fit: " + "; ".join(knob_lines(r.suggestions)))] if r.suggestions else []
+    return Group(_verdict(r.fits, r.verdict), *knobs, drawn)
 
 
 def _train_markdown(r: TrainResult, view: View) -> Verbatim:
     from inspector.render.train import train_markdown
 
-    return Verbatim(train_markdown(r.report, r.train))
+    return Verbatim(train_markdown(r.report, r.train, r.suggestions))
 
 
 def _train_html(r: TrainResult, view: View) -> Verbatim:

@@ -1,5 +1,0 @@
-from typing import Any
-
-
-def f(x: Any) -> int:
-    return 1

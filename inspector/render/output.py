@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 import sys
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Final
 
 from inspector.analysis.config import ModelConfig
@@ -21,6 +22,7 @@ from inspector.render.text import sanitize
 if TYPE_CHECKING:  # rich is imported where a table is drawn: `inspect --json` never needs it; the result
     # types of the other commands are not imported by a plain `inspect MODEL` either
     from rich.console import Console, ConsoleOptions, RenderableType
+    from rich.table import Table
 
     from inspector.analysis.architecture import Architecture, Stack
     from inspector.analysis.audit import AuditResult
@@ -64,6 +66,7 @@ def emit(renderable: RenderableType, *, stderr: bool = False, wide: bool = False
     terminal then wraps its lines), each part of a group on its own. Piped (no width limit), lines
     carry no trailing spaces and nothing is wrapped."""
     from rich.measure import Measurement
+    from rich.table import Table
 
     out = console(stderr=stderr, wide=wide)
     unlimited = out.options.update(max_width=UNLIMITED)
@@ -74,8 +77,16 @@ def emit(renderable: RenderableType, *, stderr: bool = False, wide: bool = False
         if need.minimum > out.width:  # the figures' headers fold at their words before the table is widened
             _harden(part, out, unlimited, fold=True)
             need = Measurement.get(out, unlimited, part)
-        # squeezed below its minimum, rich would share the shortfall out over every column, labels included
+        # squeezed below its minimum, rich would share the shortfall out over every column, labels included;
+        # a table whose labels can fold below their longest word (a tensor name) within the width is drawn
+        # at it all the same: only its label columns give way (_label_room)
         if need.minimum <= out.width:
+            _print(out, part)
+            continue
+        if isinstance(part, Table) and _label_room(part, out, unlimited):
+            for column in part.columns:
+                if not column.no_wrap:
+                    column.min_width = None  # rich measures a column back up to its min_width after narrowing it
             _print(out, part)
             continue
         terminal = out.size  # rich caps a print's width at the console's: widen the console for this print
@@ -84,6 +95,38 @@ def emit(renderable: RenderableType, *, stderr: bool = False, wide: bool = False
             _print(out, part)
         finally:
             out.size = terminal
+
+
+def _label_room(part: Table, out: Console, options: ConsoleOptions) -> bool:
+    """Whether a table fits the terminal with its figures whole and only its label columns narrowed:
+    rich narrows the widest label column to the next widest, and so on (``Table._collapse_widths``),
+    before its last resort of narrowing every column (figures included, which would cut them); so the
+    figures' widths, every label column at the narrowest label's natural width and at least
+    ``LABEL_FLOOR``, and the borders and padding must fit (the labels then fold below their longest word:
+    ``emit`` lifts the floor ``_harden`` set them)."""
+    from rich.measure import Measurement
+
+    if not part.columns:
+        return False
+    padding = [part._get_padding_width(i) for i in range(len(part.columns))]
+    figures = labels = 0
+    narrowest: int | None = None
+    for column, pad in zip(part.columns, padding, strict=True):
+        if column.no_wrap:
+            figures += (column.min_width or 0) + pad
+            continue
+        labels += 1
+        natural = max((Measurement.get(out, options, cell).maximum for cell in [column.header, *column.cells]),
+                      default=1)
+        narrowest = natural + pad if narrowest is None else min(narrowest, natural + pad)
+    if not labels or narrowest is None:
+        return False
+    floor = max(narrowest, LABEL_FLOOR)
+    return figures + labels * floor + part._extra_width <= out.width
+
+
+#: the narrowest a label column is folded to when a table must fit the terminal
+LABEL_FLOOR: Final = 8
 
 
 def _leaves(renderable: RenderableType) -> list[RenderableType]:
@@ -130,16 +173,26 @@ def _harden(renderable: RenderableType, out: Console, options: ConsoleOptions, *
 
 def _folded(header: RenderableType, width: int) -> RenderableType:
     """A numeric column's header broken into lines at its words, each at most ``width`` wide where a
-    word allows (the column never wraps: its figures must stay whole)."""
+    word allows (the column never wraps: its figures must stay whole); a header of one word (a repo id:
+    ``meta-llama/Meta-Llama-3-8B``) breaks after its ``/``, ``-``, ``_``, ``.`` or ``@``, each piece whole."""
+    import re
     import textwrap
 
     from rich.text import Text
 
     plain = _plain(header)
-    if len(plain) <= width or " " not in plain:
+    if len(plain) <= width:
         return header
-    lines = "\n".join(textwrap.wrap(plain, width=width, break_long_words=False))
-    return Text(lines, style=header.style) if isinstance(header, Text) else lines
+    if " " in plain:
+        lines = textwrap.wrap(plain, width=width, break_long_words=False)
+    else:
+        lines = [""]
+        for piece in re.findall(r"[^/\-_.@]+[/\-_.@]?|[/\-_.@]", plain):
+            if lines[-1] and len(lines[-1]) + len(piece) > width:
+                lines.append("")
+            lines[-1] += piece
+    joined = "\n".join(lines)
+    return Text(joined, style=header.style) if isinstance(header, Text) else joined
 
 
 #: the most rows one table draws (a table costs about half a millisecond a row to lay out); the rest
@@ -1000,17 +1053,32 @@ def compare_table(cmp: Comparison) -> RenderableType:
     from rich.table import Table
     from rich.text import Text
 
-    parts: list[RenderableType] = []
+    # each column headed by the model's own name, the full id (and revision) in a legend above: a header
+    # of org/name@revision made the table 117 columns wide
+    heads = _short_labels(cmp.reports)
+    parts: list[RenderableType] = [Text(sanitize(f"{head}: {_column_label(r)}"), style="dim")
+                                   for head, r in zip(heads, cmp.reports, strict=True) if head != _column_label(r)]
     for section, title in (("totals", "Totals"), ("config", "Config"), ("roles", "Parameters by role")):
         t = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
         t.add_column("")
-        for r in cmp.reports:
-            t.add_column(_column_label(r), justify="right")
+        for head in heads:
+            t.add_column(head, justify="right")
         for row in cmp.rows:
             if row.section == section:
                 t.add_row(row.label, *(_cell(v) for v in row.values))
         parts += [t, Text("")]
     return Group(*parts)
+
+
+def _short_labels(reports: Sequence[Report]) -> list[str]:
+    """A column's header: the model's last name part (``Meta-Llama-3-8B``), with its revision where two
+    columns would read alike, or its whole label where even that repeats."""
+    labels = [_column_label(r) for r in reports]
+    short = [sanitize(r.checkpoint.label.rstrip("/").rsplit("/", 1)[-1]) for r in reports]
+    for i, r in enumerate(reports):
+        if short.count(short[i]) > 1 and r.checkpoint.revision:
+            short[i] = f"{short[i]}@{r.checkpoint.revision[:7]}"
+    return [s if short.count(s) == 1 else labels[i] for i, s in enumerate(short)]
 
 
 def compare_markdown(cmp: Comparison) -> str:
@@ -1057,19 +1125,26 @@ def files_table(where: str, name: str, rows: list[FileRow], budget: Budget | Non
     columns = [("file", "left"), ("kind", "left"), ("main type", "left"), ("bytes", "right"), ("parameters", "right"),
                ("bits/weight", "right")]
     if budget is not None:
-        columns += [("needs GiB", "right"), ("fits", "left"), ("largest context", "right"), ("", "left")]
+        columns += [("needs GiB", "right"), ("fits", "left"), ("largest context", "right")]
     for col, just in columns:
         t.add_column(col, justify=just)  # type: ignore[arg-type]
+    # a row's note (why a fit is unknown, what a projector is) under the table, once for the files that
+    # share it: a column of prose made every row as wide as its sentence (188 columns on an 80-column terminal)
+    said: dict[str, list[str]] = {}
     for r in rows[:MAX_TABLE_ROWS]:
         cells = [sanitize(r.file), r.kind, sanitize(r.type or "—"), n(r.bytes), n(r.parameters),
                  f"{r.bits_per_weight:.3f}" if r.bits_per_weight else "—"]
         if budget is not None:
             verdict = "—" if r.kind != "model" else ("unknown" if r.fits is None else ("yes" if r.fits else "no"))
             cells += [f"{r.needed_bytes / 2**30:.2f}" if r.needed_bytes is not None else "—", verdict,
-                      n(r.max_context) if r.max_context is not None else "—",
-                      sanitize(r.note or ("loaded beside a model" if r.kind == "projector" else ""))]
+                      n(r.max_context) if r.max_context is not None else "—"]
+            note = r.note or ("loaded beside a model" if r.kind == "projector" else "")
+            if note:
+                said.setdefault(note, []).append(r.file)
         t.add_row(*cells)
-    return Group(t, *capped(len(rows), "files", "--json"),
+    under = [Text(sanitize(f"{', '.join(files) if len(files) <= 3 else f'{len(files)} files'}: {note}"))
+             for note, files in said.items()]
+    return Group(t, *capped(len(rows), "files", "--json"), *under,
                  *(Text(sanitize(note), style="dim") for note in notes or []))
 
 

@@ -74,10 +74,12 @@ def plan_table(report: Report, p: Plan) -> RenderableType:
         Text(f"{sanitize(report.checkpoint.label)}: {p.engine}, {p.context:,} tokens a sequence, ranked by "
              f"{p.objective}", style="bold"),
         Text(headline(p), style="bold green" if p.best else "bold red")]
-    t = Table(title="Layouts the engine accepts", title_justify="left", show_edge=False, pad_edge=False)
+    t = Table(title="Layouts the engine accepts (memory per GPU)", title_justify="left", show_edge=False,
+              pad_edge=False)
+    # headers of short words: at 80 columns they fold, and the figures keep their width
     for col, just in (("GPU", "left"), ("GPUs", "right"), ("TP", "right"), ("PP", "right"), ("EP", "right"),
-                      ("fits", "left"), ("weights/GPU GiB", "right"), ("KV pool GiB", "right"),
-                      ("max context", "right"), (f"sequences @ {p.context:,}", "right")):
+                      ("fits", "left"), ("weights GiB", "right"), ("KV pool GiB", "right"),
+                      ("max context", "right"), (f"seqs at {p.context:,}", "right")):
         t.add_column(col, justify=just)  # type: ignore[arg-type]
     for r in p.rows:
         f = r.fit

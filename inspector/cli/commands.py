@@ -89,7 +89,7 @@ Offline = Annotated[bool, typer.Option("--offline", help="no network: the header
 @app.command("show", epilog=EXAMPLES["show"],
              help="Show what is inside MODEL (the default command: `inspect MODEL`).")
 def show(
-    model: Annotated[str, typer.Argument(help="path, alias, or Hub repo id (org/name[@revision])")],
+    model: Annotated[str, typer.Argument(metavar="MODEL", help="path, alias, or Hub repo id (org/name[@revision])")],
     as_json: AsJson = False,
     fmt: Format = "table",
     tensors: Annotated[bool, typer.Option("--tensors", help="list every tensor: name [shape] DTYPE")] = False,
@@ -169,8 +169,8 @@ def file_listing(model: str, several: SeveralFiles, revision: str | None, hub: A
                           "Exit 0; with --fail-if, exit 1 when the named difference is found; an adapter "
                           "that does not match the base (peft could not load it) exits 1.")
 def diff(
-    a: Annotated[str, typer.Argument(help="the model to compare from")],
-    b: Annotated[str, typer.Argument(help="the model to compare to")],
+    a: Annotated[str, typer.Argument(metavar="A", help="the model to compare from")],
+    b: Annotated[str, typer.Argument(metavar="B", help="the model to compare to")],
     as_json: AsJson = False,
     fmt: Format = "table",
     fail_if: Annotated[str | None, typer.Option(
@@ -213,7 +213,7 @@ def diff(
              help="Compare 2 to 10 models side by side: totals, config and parameters by role. "
                              "Each model: a path, an alias or a Hub repo.")
 def compare_cmd(
-    models: Annotated[list[str], typer.Argument(help="2 to 10 models")],
+    models: Annotated[list[str], typer.Argument(metavar="MODEL...", help="2 to 10 models")],
     as_json: AsJson = False,
     fmt: Format = "table",
     endpoint: Endpoint = None,
@@ -236,7 +236,7 @@ def compare_cmd(
              help="Memory, KV cache, FLOPs, MoE active parameters and quantisation-aware counts, "
                               "each with its formula, source and assumptions; with --gpu, whether it fits.")
 def estimate_cmd(
-    model: Annotated[str, typer.Argument(help="path, alias, or Hub repo id (org/name[@revision])")],
+    model: Annotated[str, typer.Argument(metavar="MODEL", help="path, alias, or Hub repo id (org/name[@revision])")],
     context: Annotated[str | None, typer.Option(
         "--context", help="tokens: 8192, 8k, 128k, 1M (k and M binary; default: the config's context)")] = None,
     batch: Annotated[str, typer.Option("--batch", help="sequences")] = "1",
@@ -295,7 +295,7 @@ def estimate_cmd(
                   "states and master copy exact from the headers, activations and logits by a stated formula, "
                   "sharded as DeepSpeed ZeRO and FSDP shard them; with --gpu, whether it fits.")
 def train_cmd(
-    model: Annotated[str, typer.Argument(help="path, alias, or Hub repo id (org/name[@revision])")],
+    model: Annotated[str, typer.Argument(metavar="MODEL", help="path, alias, or Hub repo id (org/name[@revision])")],
     method: Annotated[str, typer.Option("--method", help="full, lora or qlora")] = "lora",
     rank: Annotated[str | None, typer.Option("--rank", help="LoRA rank r (default 16)")] = None,
     alpha: Annotated[str | None, typer.Option("--alpha", help="LoRA alpha (reported only: it scales, costs nothing)")
@@ -345,7 +345,7 @@ def train_cmd(
                   "parallel layout, checked against the engine's own start-up rules, each valid one fitted; "
                   "the cheapest (fewest GPUs) first.")
 def plan_cmd(
-    model: Annotated[str, typer.Argument(help="path, alias, or Hub repo id (org/name[@revision])")],
+    model: Annotated[str, typer.Argument(metavar="MODEL", help="path, alias, or Hub repo id (org/name[@revision])")],
     gpu: Annotated[str | None, typer.Option(
         "--gpu", help="GPUs to consider, comma-separated: H100,A100-80GB,L40S (default: every named GPU)")] = None,
     max_gpus: Annotated[str, typer.Option("--max-gpus", help="GPUs per node to try, 1 to N (default 8)")] = "8",
@@ -393,7 +393,7 @@ def _gate(done: results.EstimateResult | results.TrainResult | results.PlanResul
                            "file sizes (Hub repos: the listed sizes). Exit 0 with no error finding, 1 with any. "
                            "Never modifies the audited files.")
 def audit_cmd(
-    target: Annotated[str, typer.Argument(help="path, alias, or Hub repo id (org/name[@revision])")],
+    target: Annotated[str, typer.Argument(metavar="MODEL", help="path, alias, or Hub repo id (org/name[@revision])")],
     as_json: AsJson = False,
     fmt: Format = "table",
     deep: Annotated[
@@ -425,7 +425,7 @@ def audit_cmd(
 @app.command("save", epilog=EXAMPLES["save"],
              help="Write MODEL's header snapshot to a folder: inspect, diff or audit it later offline.")
 def save(
-    model: Annotated[str, typer.Argument(help="path, alias, or Hub repo id (org/name[@revision])")],
+    model: Annotated[str, typer.Argument(metavar="MODEL", help="path, alias, or Hub repo id (org/name[@revision])")],
     out: Annotated[str, typer.Option("-o", "--output", help="folder to write (new, empty, or a snapshot)")],
     revision: Revision = None,
     endpoint: Endpoint = None,

@@ -55,13 +55,20 @@ def cli(capsys: pytest.CaptureFixture[str]):
     from inspector.cli.commands import main
 
     def run(*args: str) -> Result:
+        from inspector.render import streams
+
         capsys.readouterr()
+        no_color = os.environ.get("NO_COLOR")
         try:
             main(list(args))
         except SystemExit as exc:
             code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
         else:  # pragma: no cover - main always exits
             code = -1
+        finally:  # --quiet and --no-color are the process's: a run in this process must not leave them set
+            streams._quiet = False
+            if no_color is None:
+                os.environ.pop("NO_COLOR", None)
         captured = capsys.readouterr()
         return Result(code, captured.out, captured.err)
 

@@ -211,3 +211,14 @@ def test_each_suggestion_is_what_its_command_line_gives(cli, args: list[str]) ->
 def test_no_suggestion_where_it_fits_or_has_no_budget(cli) -> None:
     assert cli("train", "llama3-8b", "--method", "qlora", "--gpu", "H100", "--json").json()["suggestions"] == []
     assert cli("train", "llama3-8b", "--json").json()["suggestions"] == []
+
+
+def test_quiet_says_nothing_but_errors(cli) -> None:
+    """``--quiet`` (or ``-q``, anywhere on the line): the answer on stdout and the exit code, no diagnostics
+    (the gate's verdict line, warnings); an error is still said."""
+    loud = cli("estimate", "llama3-70b", "--gpu", "RTX4090", "--fail-if", "nofit", "--json")
+    for quiet in (["--quiet"], ["-q"]):
+        done = cli(*quiet, "estimate", "llama3-70b", "--gpu", "RTX4090", "--fail-if", "nofit", "--json")
+        assert (done.code, done.out, done.err) == (1, loud.out, "")
+    failed = cli("estimate", "llama3-8b", "--gpu", "bogus", "-q")
+    assert failed.code == 2 and failed.err.startswith("Error: ")

@@ -27,6 +27,24 @@ FLAGS: dict[str, str] = {
 }
 
 
+#: options of the whole command line, taken out wherever they are written (before ``--``)
+QUIET: tuple[str, ...] = ("--quiet", "-q")
+NO_COLOR = "--no-color"
+
+
+def take_global_options(args: list[str]) -> list[str]:
+    """``args`` without ``--quiet``/``-q`` (no diagnostics on stderr: warnings, notes, a gate's verdict,
+    progress; errors are still said) and ``--no-color`` (as the ``NO_COLOR`` variable: no colours), each
+    applied to the process; the rest, in order, for the commands."""
+    end = args.index("--") if "--" in args else len(args)
+    head, tail = args[:end], args[end:]
+    if any(a in QUIET for a in head):
+        streams.be_quiet()
+    if NO_COLOR in head:
+        os.environ["NO_COLOR"] = "1"  # read by rich when a console is made, after this
+    return [a for a in head if a not in QUIET and a != NO_COLOR] + tail
+
+
 def guarded(args: list[str], body: Callable[[], int]) -> int:
     """``body()``'s exit code, or the exit code of the exception it raised, said on stderr (and as a
     JSON document on stdout when ``args`` ask for JSON); a traceback only with INSPECTOR_DEBUG/HF_DEBUG."""

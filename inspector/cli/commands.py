@@ -15,14 +15,15 @@ from typing import Annotated, Any, NoReturn
 import typer
 
 from inspector import api
-from inspector.cli.boundary import guarded, version_text, wants_json
+from inspector.cli.boundary import guarded, take_global_options, version_text, wants_json
 from inspector.cli.opening import ProgressBar, ReadAhead, hub_options, open_model, open_models, say
 from inspector.errors import EXIT_USAGE, SeveralFiles
 from inspector.render import results, streams, views
 
 EXIT_CODES_HELP = (
     "Exit codes: 0 ok · 1 a result to gate on (differences, audit errors) · 2 usage · "
-    "3 not found or no access · 4 invalid checkpoint · 5 network · 70 internal error."
+    "3 not found or no access · 4 invalid checkpoint · 5 network · 70 internal error. "
+    "Anywhere on the line: --quiet (-q) says nothing on stderr but errors; --no-color (or NO_COLOR) draws no colours."
 )
 
 def _examples(*lines: str) -> str:
@@ -511,7 +512,7 @@ def main(argv: list[str] | None = None) -> NoReturn:
 def run(argv: list[str] | None) -> int:
     """Run the command line ``argv`` (default: the process's) and return its exit code, inside the one
     error boundary (``boundary.guarded``); typer's own usage errors are worded here."""
-    args = list(sys.argv[1:] if argv is None else argv)
+    args = take_global_options(list(sys.argv[1:] if argv is None else argv))
     return guarded(args, lambda: _typer_run(args))
 
 

@@ -21,7 +21,10 @@ def entry() -> NoReturn:
     """The console script. Ends the process without tearing down the interpreter: freeing
     DeepSeek-V3's ~100,000 header records one by one takes longer than the rest of the exit.
     Output is flushed first; nothing of ours relies on finalizers."""
+    from inspector.cli.boundary import take_global_options
+
     pause.for_the_process()  # before the read-ahead's thread begins (inspector.pause)
+    sys.argv[1:] = take_global_options(sys.argv[1:])  # --quiet and --no-color, wherever they are written
     ReadAhead.start(sys.argv[1:])
     code = quick(sys.argv[1:])
     if code is None:

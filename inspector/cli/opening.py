@@ -125,7 +125,9 @@ class ReadAhead:
 def _progress_bars_disabled() -> bool:
     from huggingface_hub import constants
 
-    return bool(constants.HF_HUB_DISABLE_PROGRESS_BARS)
+    from inspector.render.streams import is_quiet
+
+    return bool(constants.HF_HUB_DISABLE_PROGRESS_BARS) or is_quiet()
 
 
 class ProgressBar:

@@ -19,8 +19,24 @@ def out(text: str) -> None:
     sys.stdout.write(text)
 
 
+#: ``--quiet``: no diagnostics (warnings, notes, a gate's verdict line, progress); errors are still said
+_quiet = False
+
+
+def be_quiet() -> None:
+    """From now on ``say`` says nothing (``--quiet``); ``error`` still does."""
+    global _quiet
+    _quiet = True
+
+
+def is_quiet() -> bool:
+    return _quiet
+
+
 def say(message: str) -> None:
-    """One line of diagnostics on stderr, sanitised."""
+    """One line of diagnostics on stderr, sanitised (nothing under ``--quiet``)."""
+    if _quiet:
+        return
     with contextlib.suppress(OSError, ValueError):
         sys.stderr.write(sanitize(message) + "\n")
 

@@ -22,6 +22,7 @@ import pytest
 from helpers import FIXTURES, ref, save_real
 
 from inspector.errors import UsageError
+from inspector.sources.bundled import all_aliases
 
 ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / ".test-artifacts" / "html"
@@ -455,3 +456,86 @@ def test_estimate_figures_are_labelled_in_words_not_json_keys(cli) -> None:
     cells = re.findall(r"<td[^>]*>([^<]*)</td>", table)
     assert "weights, as stored" in cells and "KV cache per token" in cells
     assert not [c for c in cells if re.fullmatch(r"[a-z]+(_[a-z]+)+", c)]
+
+
+# --- role colours that can be told apart (issue 52) ---------------------------------------------------------
+
+def _lab(hexs: str) -> tuple[float, float, float]:
+    """sRGB (D65) → CIELAB, IEC 61966-2-1's transfer curve and CIE 1976 L*a*b*."""
+    def linear(c: float) -> float:
+        return c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4
+
+    r, g, b = (linear(int(hexs[i:i + 2], 16) / 255) for i in (1, 3, 5))
+    x = (0.4124564 * r + 0.3575761 * g + 0.1804375 * b) / 0.95047
+    y = 0.2126729 * r + 0.7151522 * g + 0.0721750 * b
+    z = (0.0193339 * r + 0.1191920 * g + 0.9503041 * b) / 1.08883
+
+    def f(t: float) -> float:
+        return t ** (1 / 3) if t > 216 / 24389 else (24389 / 27 * t + 16) / 116
+
+    return 116 * f(y) - 16, 500 * (f(x) - f(y)), 200 * (f(y) - f(z))
+
+
+def ciede2000(one: tuple[float, float, float], two: tuple[float, float, float]) -> float:
+    """ΔE00 as Sharma, Wu and Dalal write it out ("The CIEDE2000 color-difference formula: implementation
+    notes, supplementary test data, and mathematical observations", Color Res. Appl. 30, 2005, eq. 1-19)."""
+    import math
+
+    (l1, a1, b1), (l2, a2, b2) = one, two
+    c_bar = (math.hypot(a1, b1) + math.hypot(a2, b2)) / 2
+    g = 0.5 * (1 - math.sqrt(c_bar ** 7 / (c_bar ** 7 + 25 ** 7)))
+    a1p, a2p = (1 + g) * a1, (1 + g) * a2
+    c1p, c2p = math.hypot(a1p, b1), math.hypot(a2p, b2)
+    h1p = math.degrees(math.atan2(b1, a1p)) % 360 if c1p else 0.0
+    h2p = math.degrees(math.atan2(b2, a2p)) % 360 if c2p else 0.0
+    dh = 0.0 if c1p * c2p == 0 else (h2p - h1p if abs(h2p - h1p) <= 180 else
+                                      h2p - h1p - 360 if h2p - h1p > 180 else h2p - h1p + 360)
+    d_l, d_c = l2 - l1, c2p - c1p
+    d_h = 2 * math.sqrt(c1p * c2p) * math.sin(math.radians(dh / 2))
+    l_bar, cp_bar = (l1 + l2) / 2, (c1p + c2p) / 2
+    h_bar = h1p + h2p if c1p * c2p == 0 else ((h1p + h2p) / 2 if abs(h1p - h2p) <= 180 else
+                                              (h1p + h2p + 360) / 2 if h1p + h2p < 360 else (h1p + h2p - 360) / 2)
+    t = (1 - 0.17 * math.cos(math.radians(h_bar - 30)) + 0.24 * math.cos(math.radians(2 * h_bar))
+         + 0.32 * math.cos(math.radians(3 * h_bar + 6)) - 0.20 * math.cos(math.radians(4 * h_bar - 63)))
+    theta = 30 * math.exp(-(((h_bar - 275) / 25) ** 2))
+    r_c = 2 * math.sqrt(cp_bar ** 7 / (cp_bar ** 7 + 25 ** 7))
+    s_l = 1 + 0.015 * (l_bar - 50) ** 2 / math.sqrt(20 + (l_bar - 50) ** 2)
+    s_c, s_h = 1 + 0.045 * cp_bar, 1 + 0.015 * cp_bar * t
+    r_t = -math.sin(math.radians(2 * theta)) * r_c
+    return math.sqrt((d_l / s_l) ** 2 + (d_c / s_c) ** 2 + (d_h / s_h) ** 2 + r_t * (d_c / s_c) * (d_h / s_h))
+
+
+def test_the_colour_difference_is_sharmas() -> None:
+    """The formula against the paper's own test pairs (Table 1: pairs 1, 7, 17, 25 and 34)."""
+    for one, two, expected in [((50.0, 2.6772, -79.7751), (50.0, 0.0, -82.7485), 2.0425),
+                               ((50.0, 0.0, 0.0), (50.0, -1.0, 2.0), 2.3669),
+                               ((50.0, 2.5, 0.0), (73.0, 25.0, -18.0), 27.1492),
+                               ((60.2574, -34.0099, 36.2677), (60.4626, -34.1751, 39.4387), 1.2644),
+                               ((2.0776, 0.0795, -1.1350), (0.9033, -0.0636, -0.5514), 0.9082)]:
+        assert ciede2000(one, two) == pytest.approx(expected, abs=1e-4)
+
+
+#: the least CIEDE2000 difference between two roles drawn on one page (around 10 and up two colours are
+#: told apart at a glance on a chart; moe.expert.gate and attn.q were 3.0 apart)
+LEAST_APART = 12.0
+
+
+@pytest.mark.parametrize("alias", [a.name for a in all_aliases()])
+def test_roles_drawn_together_are_told_apart(alias: str) -> None:
+    from inspector.analysis.report import build_report
+    from inspector.render.svg import role_palette
+    from inspector.sources.resolve import open_checkpoint
+
+    roles = sorted({t.place.role for t in build_report(open_checkpoint(alias)).tensors})
+    palette = role_palette(roles)
+    labs = {role: _lab(colour) for role, colour in palette.items()}
+    closest = min((ciede2000(labs[x], labs[y]), x, y) for i, x in enumerate(roles) for y in roles[i + 1:])
+    assert closest[0] >= LEAST_APART, closest
+
+
+def test_every_role_has_its_own_colour() -> None:
+    from inspector.analysis.roles import ROLE_ORDER
+    from inspector.render.svg import ROLE_COLOURS
+
+    assert set(ROLE_COLOURS) == set(ROLE_ORDER)
+    assert len(set(ROLE_COLOURS.values())) == len(ROLE_COLOURS)

@@ -171,9 +171,28 @@ def _hue_colour(i: int) -> str:
     return f"#{round(r * 255):02x}{round(g * 255):02x}{round(b * 255):02x}"
 
 
-#: one colour per role, the same on every page: the role's place in ``ROLE_ORDER`` (issue 41: roles took
-#: colours from a cycle of 12, so Mixtral's moe.expert.up was drawn in embedding's colour)
-ROLE_COLOURS: Final[dict[str, str]] = {role: _hue_colour(i) for i, role in enumerate(ROLE_ORDER)}
+#: one colour per role, the same on every page (issue 41: roles took colours from a cycle of 12, so Mixtral's
+#: moe.expert.up was drawn in embedding's colour; issue 52: golden-angle hues drew moe.expert.gate 3.0 ΔE00
+#: from attn.q). Chosen greedily from an sRGB grid (lightness 30-80, chroma >= 20; greys for buffer and
+#: other) so that roles drawn together (one model's roles, and the roles a family of models holds) are at
+#: least ~14 CIEDE2000 apart; tests/test_html.py measures every bundled model's palette.
+ROLE_COLOURS: Final[dict[str, str]] = {
+    "embedding": "#0022ee", "position_embedding": "#88cc00", "token_type_embedding": "#00aa88",
+    "patch_embedding": "#ee4488", "cls_token": "#ccaa88", "conv_stem": "#444466", "attn.q": "#ee6622",
+    "attn.k": "#66ccee", "attn.v": "#ee88ee", "attn.qkv": "#6688ee", "attn.kv": "#ee4466", "attn.o": "#006644",
+    "attn.other": "#eeaa66", "attn.cross": "#aa6666", "linear_attn.in": "#aaccaa", "linear_attn.conv": "#664466",
+    "linear_attn.state": "#2266aa", "linear_attn.out": "#666600", "ssm.in": "#882200", "ssm.conv": "#228800",
+    "ssm.state": "#448888", "ssm.out": "#cc0022", "mlp.gate": "#eeaaaa", "mlp.up": "#aa0044",
+    "mlp.gate_up": "#668866", "mlp.down": "#664400", "moe.router": "#aa88aa", "moe.expert.gate": "#aaaa66",
+    "moe.expert.up": "#aa8866", "moe.expert.gate_up": "#00cc66", "moe.expert.down": "#aa6600",
+    "moe.expert": "#666688", "moe.shared.gate": "#ee44aa", "moe.shared.up": "#aaaaee", "moe.shared.down": "#ee2222",
+    "moe.shared": "#aa66ee", "norm": "#aa8800", "lm_head": "#aa44aa", "mtp": "#00cccc", "pooler": "#666622",
+    "head": "#0066aa", "vision": "#aa2200", "projector": "#448800", "audio": "#0088aa",
+    "unet.down.resnet": "#22aa88", "unet.down.attn": "#8888cc", "unet.mid.resnet": "#aa22aa",
+    "unet.mid.attn": "#cc0000", "unet.up.resnet": "#008800", "unet.up.attn": "#886688", "unet.sampler": "#ee8888",
+    "dit.block": "#008888", "diffusion.time": "#ee00ee", "vae.encoder": "#aa6622", "vae.decoder": "#eeaa22",
+    "vae.quant": "#88aa66", "buffer": "#8c8c8c", "other": "#5a5a5a",
+}
 
 
 def role_colour(role: str, palette: dict[str, str]) -> str:

@@ -388,9 +388,17 @@ def _from_table(raw: Mapping[str, object]) -> dict[str, object] | None:
     return figures
 
 
+def transformers_installed() -> bool:
+    """Whether the optional transformers is there (``pip install 'hf-inspector[transformers]'``), without
+    importing it."""
+    import importlib.util
+
+    return importlib.util.find_spec("transformers") is not None
+
+
 def _from_transformers(raw: Mapping[str, object]) -> dict[str, object] | None:
     model_type = raw.get("model_type")
-    if not isinstance(model_type, str):
+    if not isinstance(model_type, str) or not transformers_installed():
         return None
     try:
         with quiet_transformers():

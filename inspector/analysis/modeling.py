@@ -20,7 +20,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING
 
 from inspector.analysis.audit import AuditInput, Finding
-from inspector.analysis.config import quiet_transformers
+from inspector.analysis.config import quiet_transformers, transformers_installed
 from inspector.errors import UsageError
 
 if TYPE_CHECKING:
@@ -33,6 +33,10 @@ def modeling_check(inp: AuditInput) -> list[Finding]:
     except ImportError:
         raise UsageError("⟨modeling⟩ builds the model on PyTorch's meta device and needs torch",
                          hint="pip install 'hf-inspector[torch]' (torch==2.13.0 installs a CPU build)") from None
+    if not transformers_installed():
+        raise UsageError("⟨modeling⟩ builds the model with transformers, which is not installed",
+                         hint="pip install 'hf-inspector[torch]' (transformers and torch; torch==2.13.0 installs "
+                              "a CPU build)")
     if not inp.config:
         return [Finding("model.unavailable", "warning", "no config.json: the model class is unknown")]
     with quiet_transformers():

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from operator import attrgetter, itemgetter
 
-from inspector.analysis.config import ModelConfig, load_config
+from inspector.analysis.config import ModelConfig, load_config, transformers_installed
 from inspector.analysis.peft import describe, is_frozen_copy
 from inspector.analysis.roles import PACKING_DTYPES, logical_elements, module_bits, quant_bits
 from inspector.analysis.stats import Summary, Tensor, placed, stored_elements, summarize_tensors
@@ -169,7 +169,10 @@ def _notes(checkpoint: Checkpoint, config: ModelConfig, summary: Summary, tensor
     if config.source == "raw" and checkpoint.config:
         diffusers_class = checkpoint.config.get("_class_name")  # a diffusers model's config, not transformers'
         notes.append(f"config read from raw JSON: a diffusers {diffusers_class} config" if isinstance(
-            diffusers_class, str) else "config read from raw JSON: transformers does not know this model type")
+            diffusers_class, str) else "config read from raw JSON: transformers does not know this model type"
+            if transformers_installed() else
+            "config read from raw JSON: its model type is not in this tool's table and transformers is not "
+            "installed (pip install 'hf-inspector[transformers]' lets AutoConfig describe it)")
     return tuple(notes)
 
 

@@ -55,11 +55,12 @@ def quick(args: list[str]) -> int | None:
 
         return guarded(args, lambda: _diff_json(args[1], args[2]))
     rest = args[1:] if args[:1] == ["show"] else args
-    if len(rest) != 2 or rest[1] != "--json" or not (ReadAhead.started(args) or _local_or_alias(rest[0])):
+    if not (len(rest) == 1 or (len(rest) == 2 and rest[1] == "--json")) or rest[0].startswith("-") \
+            or not (ReadAhead.started(args) or _local_or_alias(rest[0])):
         return None
     from inspector.cli.boundary import guarded
 
-    return guarded(args, lambda: _show_json(rest[0]))
+    return guarded(args, lambda: _show(rest[0], as_json=len(rest) == 2))
 
 
 #: the typer app's commands (a test holds this to ``commands.app``): a first word that names one is that
@@ -80,14 +81,15 @@ def _local_or_alias(model: str) -> bool:
     return api.is_alias(model)
 
 
-def _show_json(model: str) -> int:
-    """``commands.show`` for ``MODEL --json`` and nothing else."""
+def _show(model: str, *, as_json: bool) -> int:
+    """``commands.show`` for ``MODEL`` and ``MODEL --json`` and nothing else (the table without typer and
+    click: 0.19 -> 0.13 s of a bundled model's CPU, measured for issue 54)."""
     from inspector import api
     from inspector.cli.opening import hub_options, open_model
     from inspector.errors import SeveralFiles
     from inspector.render import views
 
-    form = views.Format.JSON
+    form = views.Format.JSON if as_json else views.Format.TABLE
     target = views.output_target(form, None, model=model, conflicts=False)
     hub = hub_options(None, None, False)
     try:
@@ -97,7 +99,7 @@ def _show_json(model: str) -> int:
 
         file_listing(model, several, None, hub, form, False, None, None)
         return 0
-    shown = api.inspect(checkpoint, tensors=False, collapse=False, formula=False, summary=False)
+    shown = api.inspect(checkpoint, tensors=False, collapse=False, formula=False, summary=not as_json)
     views.emit(shown, form, view=views.View(all_shards=False), wide=False, target=target)
     return 0
 

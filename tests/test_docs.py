@@ -172,3 +172,19 @@ def test_the_budget_table_names_constants_that_exist_with_the_figures_it_states(
                 shown = {f"{value // 2**20} MiB", f"{value // 2**10} KiB", f"{value // 2**30} GiB", f"{value:,}",
                          f"{value:,} B", f"{value}:1", f"{value}"}
             assert any(s in figure for s in shown), (name, value, figure)
+
+
+def test_the_api_page_documents_the_public_names_only() -> None:
+    """Issue 52: the API reference lists the public functions and results (``inspector.__all__``), not the
+    module's internals."""
+    import inspect as pyinspect
+
+    import inspector
+
+    page = (Path(__file__).resolve().parent.parent / "docs" / "api.md").read_text()
+    members = set(re.findall(r"^        - (\w+)$", page, re.MULTILINE))
+    public = {name for name in inspector.__all__ if not name.startswith("_")
+              and name not in ("Checkpoint", "HubOptions", "InspectorError")}  # documented on their own pages
+    functions = {name for name in public if pyinspect.isfunction(getattr(inspector, name))}
+    assert members == public, (members ^ public)
+    assert functions <= members

@@ -22,6 +22,8 @@ REPORTS = {
     "diff": ["diff", "llama2-7b", "llama3-8b"],
     "compare": ["compare", "llama2-7b", "llama3-8b", "mistral-7b", "qwen2.5-7b"],
     "estimate": ["estimate", "qwen2.5-7b", "--gpu", "L4"],
+    "train": ["train", "llama3-8b", "--gpu", "RTX4090"],
+    "plan": ["plan", "llama3-70b", "--gpu", "H100,L40S", "--max-gpus", "4"],
 }
 
 

@@ -539,3 +539,40 @@ def test_every_role_has_its_own_colour() -> None:
 
     assert set(ROLE_COLOURS) == set(ROLE_ORDER)
     assert len(set(ROLE_COLOURS.values())) == len(ROLE_COLOURS)
+
+
+# --- pictures where people would rather look (issue 52) -----------------------------------------------------
+
+@pytest.mark.parametrize("args", [
+    {"method": "lora", "gpu": "RTX4090"},
+    {"method": "full", "gpu": "H100x8", "zero": 3},
+    {"method": "qlora", "gpu": "RTX4090", "checkpointing": True},
+    {"method": "full", "gpu": "H100", "batch": 8, "seq": 4096},
+])
+def test_the_train_bar_is_the_peak_it_reports(args: dict) -> None:
+    """The stacked bar per GPU sums, part by part, to the total the JSON reports (the peak rule's parts),
+    and the budget it is drawn against is the JSON's."""
+    import inspector
+
+    done = inspector.train("llama3-8b", **args)
+    doc = done.to_dict()
+    page = inspector.to_text(done, "html")
+    bar = page.split('<svg id="train-bar"', 1)[1].split("</svg>", 1)[0]
+    found = re.findall(r'class="part" data-name="([^"]+)" data-bytes="(\d+)"', bar)
+    parts = {name: int(value) for name, value in found}
+    assert sum(v for k, v in parts.items() if k != "free") == doc["total"]
+    assert f'data-budget="{doc["budget_bytes"]}"' in page
+    assert "optimizer_states" not in page.split('<table id="train-terms">', 1)[1].split("</table>", 1)[0]
+
+
+def test_the_plan_page_draws_the_layouts_that_fit_and_says_yes_or_no() -> None:
+    import inspector
+
+    done = inspector.plan("llama3-70b", gpu="H100,L40S", max_gpus=4)
+    doc = done.to_dict()
+    page = inspector.to_text(done, "html")
+    fitting = [r for r in doc["layouts"] if r["valid"] and r["fits"]]
+    drawn = re.findall(r'class="layout" data-kv="(\d+)"', page)
+    assert [int(kv) for kv in drawn] == [r["kv_pool_bytes"] for r in fitting][:24]
+    table = page.split('<table id="plan-valid">', 1)[1].split("</table>", 1)[0]
+    assert ">True<" not in table and ">False<" not in table and ">yes<" in table

@@ -36,7 +36,9 @@ from inspector.render.svg import (
     esc,
     gib,
     label_of,
+    layout_bars,
     legend,
+    memory_bar,
     opt_int,
     opt_str,
     treemap,
@@ -530,11 +532,12 @@ def train_html(doc: Doc) -> str:
                     "headline-trainable"),
             _figure("GPUs", as_int(doc["gpus"]), esc(opt_str(doc["gpu"]) or "budget per GPU")), "</div>\n",
             *_suggestions(as_objs(doc["suggestions"])),
-            "<h2>Memory per GPU</h2>\n",
+            "<h2>Memory per GPU</h2>\n", _train_bar(doc),
             _table(("term", "bytes", "GiB", "how", "source"),
-                   ((as_str(t["name"]), t["bytes"], gib(t_bytes) if (t_bytes := opt_int(t["bytes"])) is not None
-                     else "unknown", as_str(t["formula"]),
-                     as_str(t["source"])) for t in as_objs(doc["terms"])), numeric=(1, 2), ident="train-terms"),
+                   ((TERM_WORDS.get(as_str(t["name"]), as_str(t["name"])), t["bytes"],
+                     gib(t_bytes) if (t_bytes := opt_int(t["bytes"])) is not None else "unknown",
+                     as_str(t["formula"]), as_str(t["source"])) for t in as_objs(doc["terms"])),
+                   numeric=(1, 2), ident="train-terms"),
             _notes([f"peak: {as_str(doc['peak_rule'])}"]),
             "<h2>What others would say</h2>\n",
             _table(("who", "bytes", "their rule"), ((as_str(t["who"]), t["bytes"], as_str(t["formula"]))
@@ -543,6 +546,34 @@ def train_html(doc: Doc) -> str:
     scope = (f"{esc(as_str(doc['method']))} · {esc(as_str(doc['precision']))} · "
              f"{esc(as_str(doc['optimizer']))} · batch {as_int(doc['batch'])} × {as_int(doc['seq']):,}")
     return page(label_of(doc), f"{esc(_origin(model))}<br>{scope}", body, doc)
+
+
+#: a training term's name for people (the JSON's keys are for scripts)
+TERM_WORDS: Final = {"weights": "weights", "gradients": "gradients", "optimizer_states": "optimizer states",
+                     "master_weights": "fp32 master copy", "activations": "activations", "logits": "logits",
+                     "overhead": "outside PyTorch's allocator"}
+
+
+def _train_bar(doc: Doc) -> str:
+    """The step's peak per GPU as a stacked bar against the budget: the parts always held, then the larger
+    of the two branches the peak takes (activations, logits and the output layer's gradient, or every
+    gradient), as the peak rule sums them; nothing without a budget or a known total."""
+    total, budget = opt_int(doc["total"]), opt_int(doc["budget_bytes"])
+    if total is None or budget is None:
+        return ""
+    terms = {as_str(t["name"]): opt_int(t["bytes"]) or 0 for t in as_objs(doc["terms"])}
+    held = [(name, terms[name]) for name in ("weights", "master_weights", "optimizer_states", "overhead")]
+    branch = total - sum(v for _, v in held)
+    if branch == terms["gradients"] and terms["gradients"] >= terms["activations"] + terms["logits"]:
+        passing = [("gradients", terms["gradients"])]
+    else:
+        rest = branch - terms["activations"] - terms["logits"]
+        passing = [("activations", terms["activations"]), ("logits", terms["logits"]),
+                   ("output layer's gradient", rest)]
+    colours = ("#4e79a7", "#59a14f", "#f28e2b", "#bab0ac", "#e15759", "#76b7b2", "#b07aa1")
+    parts = [(TERM_WORDS.get(name, name), value, colours[i % len(colours)])
+             for i, (name, value) in enumerate([*held, *passing]) if value > 0]
+    return memory_bar(parts, budget, budget, "train-bar", "the step's peak memory per GPU")
 
 
 def _suggestions(knobs: list[Doc]) -> list[str]:
@@ -555,6 +586,17 @@ def _suggestions(knobs: list[Doc]) -> list[str]:
         numeric=(1, 2), ident="suggestions")]
 
 
+def _yes_no(value: object) -> str:
+    """A JSON boolean in words (the table drew Python's True and False)."""
+    return "yes" if value is True else "no" if value is False else "unknown"
+
+
+def _layout_words(r: Doc) -> str:
+    lay = f"{as_int(r['gpus'])} × {as_str(r['gpu'])}, TP {as_int(r['tp'])}"
+    return lay + (f", PP {as_int(r['pp'])}" if as_int(r["pp"]) > 1 else "") + (
+        f", EP {as_int(r['ep'])}" if as_int(r["ep"]) > 1 else "")
+
+
 def plan_html(doc: Doc) -> str:
     """``inspect plan --format html``: the answer, the valid layouts and the refused ones with their rules."""
     model = as_obj(doc["model"])
@@ -564,9 +606,12 @@ def plan_html(doc: Doc) -> str:
     body = ["<div class=\"figures\">",
             _figure("Answer", as_str(doc["answer"]), esc(as_str(doc["engine"])), "headline-answer"),
             _figure("Layouts", len(layouts), f"{len(valid):,} valid"), "</div>\n",
+            "<h2>Layouts that fit, by the KV pool each GPU keeps for sequences</h2>\n",
+            layout_bars([(_layout_words(r), kv, opt_int(r["max_sequences"])) for r in valid
+                         if r["fits"] is True and (kv := opt_int(r["kv_pool_bytes"])) is not None]),
             "<h2>Layouts the engine accepts</h2>\n",
-            _table(("GPU", "GPUs", "TP", "PP", "EP", "fits", "weights/GPU", "KV pool", "sequences"),
-                   ((as_str(r["gpu"]), r["gpus"], r["tp"], r["pp"], r["ep"], r["fits"],
+            _table(("GPU", "GPUs", "TP", "PP", "EP", "fits", "weights per GPU", "KV pool per GPU", "sequences"),
+                   ((as_str(r["gpu"]), r["gpus"], r["tp"], r["pp"], r["ep"], _yes_no(r["fits"]),
                      _gib(opt_int(r["weights_bytes"])), _gib(opt_int(r["kv_pool_bytes"])), r["max_sequences"])
                     for r in valid), numeric=(1, 2, 3, 4, 8), ident="plan-valid"),
             "<h2>Layouts it refuses</h2>\n",

@@ -408,16 +408,27 @@ def budget_bar(fit: Doc) -> str:
              ("KV cache", as_int(fit["kv_bytes"]), "#f28e2b")]
     parts += [(as_str(t["name"]), as_int(t["bytes"]), CYCLE[i % len(CYCLE)])
               for i, t in enumerate(as_objs(fit["terms"])) if opt_int(t["bytes"])]
+    return memory_bar(parts, budget, usable, "budget-bar", "the device's memory",
+                      held_back="held back (1 − utilization)")
+
+
+def memory_bar(parts: list[tuple[str, int, str]], budget: int, usable: int, ident: str, what: str, *,
+               held_back: str = "") -> str:
+    """Memory as one stacked bar of named parts against a budget: when they fit, what is left (and what
+    is held back, ``budget − usable``) completes it; when not, the bar is as long as the need, the budget
+    and the usable line marked on it. A key under it, four to a line."""
+    parts = list(parts)
     used = sum(v for _, v, _ in parts)
-    if used <= usable:  # the parts fill the budget: what is used, what is left, what vLLM keeps back
+    if used <= usable:  # the parts fill the budget: what is used, what is left, what is kept back
         parts.append(("free", usable - used, "#e8ecf2"))
         if usable < budget:
-            parts.append(("held back (1 − utilization)", budget - usable, "#bab0ac"))
+            parts.append((held_back or "held back", budget - usable, "#bab0ac"))
     whole = max(budget, used)
     left, width, h = 0.0, TREEMAP_W, 46.0
     tall = 46 + 62 + 18 * ((len(parts) + 3) // 4)
-    out = [f"<svg id=\"budget-bar\" viewBox=\"0 0 {TREEMAP_W:g} {tall}\" width=\"{TREEMAP_W:g}\" height=\"{tall}\" "
-           f"role=\"img\" aria-label=\"the device's memory\" data-budget=\"{budget}\" data-width=\"{width:g}\">"]
+    out = [f"<svg id=\"{esc(ident)}\" viewBox=\"0 0 {TREEMAP_W:g} {tall}\" width=\"{TREEMAP_W:g}\" "
+           f"height=\"{tall}\" role=\"img\" aria-label=\"{esc(what)}\" data-budget=\"{budget}\" "
+           f"data-width=\"{width:g}\">"]
     x = left
     for name, value, colour in parts:
         w = width * value / whole
@@ -443,6 +454,30 @@ def budget_bar(fit: Doc) -> str:
                f"<text x=\"{min(bx, width - 4):.1f}\" y=\"{h + 28:g}\" text-anchor=\"end\">budget "
                f"{gib(budget)}</text>")
     out.append("</svg>\n")
+    return "".join(out)
+
+
+def layout_bars(rows: list[tuple[str, int, int | None]], width: float = TREEMAP_W) -> str:
+    """One bar a layout that fits, in the plan's order: its label (GPUs, type, TP/PP/EP), its KV pool per
+    GPU (the headroom for sequences), and the sequences that fit; at most 24 rows."""
+    rows = rows[:24]
+    if not rows:
+        return ""
+    most = max((kv for _, kv, _ in rows), default=1) or 1
+    label_w, row_h = 300.0, 20.0
+    tall = row_h * len(rows) + 24
+    out = [f"<svg id=\"plan-layouts\" viewBox=\"0 0 {width:g} {tall:g}\" width=\"{width:g}\" height=\"{tall:g}\" "
+           "role=\"img\" aria-label=\"layouts that fit, by KV pool per GPU\">"]
+    for i, (label, kv, seqs) in enumerate(rows):
+        y = i * row_h + 4
+        w = (width - label_w - 200) * kv / most
+        out.append(f"<text x=\"0\" y=\"{y + 13:g}\">{esc(label)}</text>"
+                   f"<rect class=\"layout\" data-kv=\"{kv}\" x=\"{label_w:g}\" y=\"{y:g}\" width=\"{w:.3f}\" "
+                   f"height=\"{row_h - 6:g}\" fill=\"#4e79a7\"><title>{esc(label)}: {kv:,} B KV pool</title></rect>"
+                   f"<text x=\"{label_w + w + 6:.1f}\" y=\"{y + 13:g}\">{gib(kv)}"
+                   + (f" · {seqs:,} sequences" if seqs is not None else "") + "</text>")
+    out.append(f"<text x=\"{label_w:g}\" y=\"{tall - 4:g}\" class=\"axis\">KV pool per GPU: what is left for "
+               "sequences after the weights and the engine's terms</text></svg>\n")
     return "".join(out)
 
 

@@ -37,7 +37,10 @@ from inspector.render.results import (
 )
 
 if TYPE_CHECKING:
-    from inspector.analysis.fit import Budget
+    from inspector.analysis.engines import Engine
+    from inspector.analysis.estimate import Estimate
+    from inspector.analysis.fit import Budget, Fit
+    from inspector.analysis.knobs import Knob
     from inspector.analysis.listing import CachedModel
     from inspector.analysis.report import Report
     from inspector.analysis.train import TrainOptions
@@ -425,9 +428,48 @@ def estimate_with(checkpoint: Checkpoint, options: EstimateOptions) -> EstimateR
     est = estimate_report(report, context=options.context, batch=options.batch, kv_dtype=options.kv_dtype,
                           what_if=options.what_if)
     settings = Settings(options.weights_dtype, options.overhead, options.utilization)
-    fitted = fit(report, est, options.budget, ENGINES[options.engine] if options.engine else None,
-                 settings=settings, pipeline=options.pipeline) if options.budget else None
-    return EstimateResult(report, est, fitted)
+    engine = ENGINES[options.engine] if options.engine else None
+    fitted = fit(report, est, options.budget, engine, settings=settings,
+                 pipeline=options.pipeline) if options.budget else None
+    if fitted is None or fitted.fits is not False or options.budget is None:
+        return EstimateResult(report, est, fitted)
+    return EstimateResult(report, est, fitted, _estimate_knobs(report, est, options, engine, fitted))
+
+
+def _estimate_knobs(report: Report, est: Estimate, options: EstimateOptions, engine: Engine | None,
+                    fitted: Fit) -> tuple[Knob, ...]:
+    """What makes a model that does not fit fit (``analysis.knobs.estimate_knobs``): the same fit at a
+    shorter context or an 8-bit KV cache, and ``plan``'s first layout of more of the same GPU."""
+    from dataclasses import replace
+
+    from inspector.analysis.engines import ENGINES
+    from inspector.analysis.estimate import default_engine
+    from inspector.analysis.estimate import estimate as estimate_report
+    from inspector.analysis.fit import Settings, fit
+    from inspector.analysis.knobs import estimate_knobs
+    from inspector.analysis.plan import plan as plan_report
+
+    budget = options.budget
+    assert budget is not None
+    quick = Settings(options.weights_dtype, options.overhead, options.utilization, curve_points=0)
+
+    def again(context: int, kv_dtype: str) -> Fit:
+        changed = estimate_report(report, context=context, batch=options.batch, kv_dtype=kv_dtype, what_if=())
+        return fit(report, changed, budget, engine, settings=quick, pipeline=options.pipeline)
+
+    def layout() -> tuple[str, int] | None:
+        if budget.gpu is None or options.pipeline != 1:
+            return None
+        chosen = engine or default_engine(report)
+        found = plan_report(report, replace(est, what_if=()), ENGINES[chosen.name], gpus=[budget.gpu], max_gpus=8,
+                            utilization=options.utilization).best
+        if found is None or found.fit is None or found.layout.gpus <= budget.devices:
+            return None
+        lay = found.layout
+        change = f"--gpu {budget.gpu}x{lay.gpus}" + (f" --pipeline {lay.pp}" if lay.pp > 1 else "")
+        return change, found.fit.total_bytes
+
+    return estimate_knobs(fitted, context=est.context, kv_dtype=est.kv_dtype, again=again, layout=layout)
 
 
 # --- several files of one model (GGUF quantisations) --------------------------------------------------

@@ -153,6 +153,8 @@ ESTIMATE = document("estimate", "inspect estimate MODEL --json", {
     "fit": FIT,
     "fits": NBOOL,  # the one answer a script gates on (issue 52): fit.fits, null without a budget
     "warnings": STRS,
+    # where it does not fit: each change that makes it fit (analysis/knobs.py); budget_bytes 0: another GPU count
+    "suggestions": arr(obj({"change": STR, "total": INT, "budget_bytes": INT})),
 })
 
 TRAIN = document("train", "inspect train MODEL --json", {

@@ -222,3 +222,21 @@ def test_quiet_says_nothing_but_errors(cli) -> None:
         assert (done.code, done.out, done.err) == (1, loud.out, "")
     failed = cli("estimate", "llama3-8b", "--gpu", "bogus", "-q")
     assert failed.code == 2 and failed.err.startswith("Error: ")
+
+
+@pytest.mark.parametrize("args", [
+    ["llama3-70b", "--gpu", "H100"],
+    ["llama3-8b", "--gpu", "RTX4090", "--context", "65536"],
+    ["mixtral-8x7b", "--gpu", "A100-80GB"],
+])
+def test_each_estimate_suggestion_is_what_its_command_line_gives(cli, args: list[str]) -> None:
+    """estimate's next knob: a shorter context, an 8-bit KV cache, plan's first layout of more of the same GPU;
+    each suggestion, run as the command line it names, fits with the memory per device it promised."""
+    done = cli("estimate", *args, "--json")
+    assert done.code == 0
+    doc = done.json()
+    assert doc["fits"] is False and doc["suggestions"]
+    for s in doc["suggestions"]:
+        again = cli("estimate", *args, *s["change"].split(), "--json")
+        assert again.code == 0, (s, again.err)
+        assert (again.json()["fits"], again.json()["fit"]["total_bytes"]) == (True, s["total"]), s

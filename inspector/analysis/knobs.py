@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
+from inspector.analysis.fit import Fit
 from inspector.analysis.train import Train, TrainOptions
 from inspector.errors import UsageError
 
@@ -26,7 +27,7 @@ class Knob:
 
     change: str  # as typed: "--checkpointing", "--method qlora", "--batch 2"
     total: int  # bytes per GPU at the peak, with the change
-    budget: int  # bytes per GPU it is held to
+    budget: int  # bytes per GPU it is held to (0: another GPU count, whose layout plan checked)
 
 
 def train_knobs(t: Train, again: Callable[[TrainOptions], Train]) -> tuple[Knob, ...]:
@@ -63,3 +64,35 @@ def train_knobs(t: Train, again: Callable[[TrainOptions], Train]) -> tuple[Knob,
         if len(found) == MAX_KNOBS:
             break
     return tuple(found)
+
+
+def estimate_knobs(fitted: Fit, *, context: int, kv_dtype: str, again: Callable[[int, str], Fit],
+                   layout: Callable[[], tuple[str, int] | None]) -> tuple[Knob, ...]:
+    """Where a model does not fit its budget for serving: a shorter context (the largest that fits, as the
+    fit reports it), an 8-bit KV cache where the cache is 16-bit, and more of the same GPU in the layout
+    ``plan`` ranks first (``layout``: its command-line change and memory per GPU, or None) — each with the
+    memory per device it then needs (``again(context, kv_dtype)``: the same fit with those two changed)."""
+    if fitted.fits is not False:
+        return ()
+    tried: list[tuple[str, Callable[[], tuple[bool | None, int]]]] = []
+    if fitted.max_context and fitted.max_context < context:
+        shorter = fitted.max_context
+        tried.append((f"--context {shorter}", lambda: _answer(again(shorter, kv_dtype))))
+    if kv_dtype.lower() in ("bf16", "fp16", "f16", "float16", "bfloat16"):
+        tried.append(("--kv-dtype fp8", lambda: _answer(again(context, "fp8"))))
+    found = []
+    for change, run in tried:
+        try:
+            fits, total = run()
+        except UsageError:
+            continue
+        if fits is True:
+            found.append(Knob(change, total, fitted.usable_bytes or fitted.budget_bytes))
+    more = layout()
+    if more is not None:
+        found.append(Knob(more[0], more[1], 0))
+    return tuple(found[:MAX_KNOBS])
+
+
+def _answer(f: Fit) -> tuple[bool | None, int]:
+    return f.fits, f.total_bytes

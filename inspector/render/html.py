@@ -488,6 +488,7 @@ def estimate_html(doc: Doc) -> str:
                  _figure("Largest context", fit["max_context"] if fits is not None else None,
                          f"tokens at batch {as_int(fit['batch'])}"), "</div>\n"]
         if fits is not None:
+            body += _suggestions(as_objs(doc["suggestions"]))
             body += ["<h2>The device's memory</h2>\n", budget_bar(fit)]
             body.append(_table(("part", "bytes", "GiB", "how"), [
                 ("weights", as_int(fit["weights_bytes"]), gib(as_int(fit["weights_bytes"])),
@@ -582,7 +583,8 @@ def _suggestions(knobs: list[Doc]) -> list[str]:
         return []
     return ["<h2>What makes it fit</h2>\n", _table(
         ("change", "per GPU", "of"),
-        ((as_str(k["change"]), gib(as_int(k["total"])), gib(as_int(k["budget_bytes"]))) for k in knobs),
+        ((as_str(k["change"]), gib(as_int(k["total"])),
+          gib(as_int(k["budget_bytes"])) if as_int(k["budget_bytes"]) else "its GPUs") for k in knobs),
         numeric=(1, 2), ident="suggestions")]
 
 

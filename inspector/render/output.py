@@ -30,6 +30,7 @@ if TYPE_CHECKING:  # rich is imported where a table is drawn: `inspect --json` n
     from inspector.analysis.estimate import Estimate
     from inspector.analysis.fit import Budget, CommonFit, Fit
     from inspector.analysis.formula import FormulaCheck
+    from inspector.analysis.knobs import Knob
     from inspector.analysis.listing import CachedModel, FileRow, ListingRow, RepoFiles
 
 #: 2: every document names its model in one shape (``model_json``)
@@ -793,7 +794,8 @@ def fit_table(f: Fit) -> RenderableType:
     return Group(*parts)  # (its warnings are said once, on stderr)
 
 
-def estimate_json(report: Report, est: Estimate, fitted: Fit | None = None) -> dict[str, object]:
+def estimate_json(report: Report, est: Estimate, fitted: Fit | None = None,
+                  suggestions: Sequence[Knob] = ()) -> dict[str, object]:
     q = est.quant
     c = report.checkpoint
     return {
@@ -814,6 +816,7 @@ def estimate_json(report: Report, est: Estimate, fitted: Fit | None = None) -> d
         "fit": None if fitted is None else fit_json(fitted),
         "fits": None if fitted is None else fitted.fits,
         "warnings": list(est.warnings) + ([] if fitted is None else list(fitted.warnings)),
+        "suggestions": [{"change": k.change, "total": k.total, "budget_bytes": k.budget} for k in suggestions],
     }
 
 

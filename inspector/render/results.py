@@ -159,6 +159,8 @@ class EstimateResult:
     report: Report
     estimate: Estimate
     fit: Fit | None = None
+    #: where it does not fit: the changes that make it fit (``analysis.knobs.estimate_knobs``)
+    suggestions: tuple[Knob, ...] = ()
 
     @property
     def fits(self) -> bool | None:
@@ -184,7 +186,7 @@ class EstimateResult:
         """The ``inspect estimate --json`` document (``estimate.schema.json``)."""
         from inspector.render.output import estimate_json
 
-        return estimate_json(self.report, self.estimate, self.fit)
+        return estimate_json(self.report, self.estimate, self.fit, self.suggestions)
 
 
 

@@ -23,7 +23,8 @@ def _gib(value: int | None) -> str:
 
 def knob_lines(suggestions: Sequence[Knob]) -> list[str]:
     """Each change that makes the step fit, with what it then needs: "--checkpointing: 19.10 GiB"."""
-    return [f"{k.change}: {_gib(k.total)} GiB of {_gib(k.budget)} GiB" for k in suggestions]
+    return [f"{k.change}: {_gib(k.total)} GiB of {_gib(k.budget)} GiB" if k.budget else
+            f"{k.change}: {_gib(k.total)} GiB a GPU" for k in suggestions]
 
 
 def train_json(report: Report, t: Train, suggestions: Sequence[Knob] = ()) -> dict[str, object]:

@@ -170,11 +170,16 @@ def _compare_html(r: ComparisonResult, view: View) -> Verbatim:
 
 def _estimate_table(r: EstimateResult, view: View) -> RenderableType:
     from rich.console import Group
+    from rich.text import Text
 
     from inspector.render.output import estimate_table
+    from inspector.render.train import knob_lines
 
     drawn = estimate_table(r.report, r.estimate, r.fit)
-    return drawn if r.fit is None else Group(_verdict(r.fits, r.verdict), drawn)  # the answer first
+    if r.fit is None:
+        return drawn
+    knobs = [Text("what makes it fit: " + "; ".join(knob_lines(r.suggestions)))] if r.suggestions else []
+    return Group(_verdict(r.fits, r.verdict), *knobs, drawn)  # the answer first
 
 
 def _verdict(fits: bool | None, verdict: str) -> RenderableType:
@@ -188,8 +193,12 @@ def _verdict(fits: bool | None, verdict: str) -> RenderableType:
 
 def _estimate_markdown(r: EstimateResult, view: View) -> Verbatim:
     from inspector.render.output import estimate_markdown
+    from inspector.render.text import markdown
+    from inspector.render.train import knob_lines
 
-    return Verbatim(estimate_markdown(r.report, r.estimate, r.fit))
+    knobs = "".join(f"- {markdown(line)}\n" for line in knob_lines(r.suggestions))
+    return Verbatim(estimate_markdown(r.report, r.estimate, r.fit) + (f"\nWhat makes it fit:\n\n{knobs}" if knobs
+                                                                      else ""))
 
 
 def _estimate_html(r: EstimateResult, view: View) -> Verbatim:

@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from inspector.analysis.fit import Budget, Fit
     from inspector.analysis.knobs import Knob
     from inspector.analysis.listing import CachedModel
+    from inspector.analysis.plan import Plan
     from inspector.analysis.report import Report
     from inspector.analysis.train import TrainOptions
     from inspector.analysis.values import ValueDiff
@@ -699,11 +700,16 @@ def plan_options(*, gpus: str | Sequence[str] | None = None, max_gpus: int | str
 def plan_with(checkpoint: Checkpoint, options: PlanOptions) -> PlanResult:
     from inspector.analysis.engines import ENGINES
     from inspector.analysis.estimate import estimate as estimate_report
+    from inspector.analysis.knobs import plan_knobs
     from inspector.analysis.plan import plan as plan_report
     from inspector.analysis.report import build_report
 
     report = build_report(checkpoint)
     est = estimate_report(report, context=options.context, kv_dtype=options.kv_dtype, what_if=())
-    return PlanResult(report, plan_report(report, est, ENGINES[options.engine], gpus=options.gpus,
-                                          max_gpus=options.max_gpus, objective=options.objective,
-                                          utilization=options.utilization))
+
+    def planned(max_gpus: int) -> Plan:
+        return plan_report(report, est, ENGINES[options.engine], gpus=options.gpus, max_gpus=max_gpus,
+                           objective=options.objective, utilization=options.utilization)
+
+    done = planned(options.max_gpus)
+    return PlanResult(report, done, plan_knobs(done, options.max_gpus, planned))

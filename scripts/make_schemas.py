@@ -180,6 +180,8 @@ PLAN = document("plan", "inspect plan MODEL --json", {
     "objective": {"enum": ["gpus", "throughput", "context"]}, "utilization": NNUM, "answer": STR,
     "fits": NBOOL,  # some layout fits; null where no valid layout's fit is known
     "rules": arr(obj({"key": STR, "demands": STR, "source": STR})),
+    # where no layout fits: the GPU count that would (analysis/knobs.py)
+    "suggestions": arr(obj({"change": STR, "total": INT, "budget_bytes": INT})),
     "layouts": arr(obj({
         "gpu": STR, "gpu_bytes": INT, "gpus": INT, "tp": INT, "pp": INT, "ep": INT, "valid": BOOL, "fits": NBOOL,
         "reasons": STRS, "weights_bytes": NINT, "replicated_bytes": NINT, "kv_pool_bytes": NINT,

@@ -240,3 +240,21 @@ def test_each_estimate_suggestion_is_what_its_command_line_gives(cli, args: list
         again = cli("estimate", *args, *s["change"].split(), "--json")
         assert again.code == 0, (s, again.err)
         assert (again.json()["fits"], again.json()["fit"]["total_bytes"]) == (True, s["total"]), s
+
+
+@pytest.mark.parametrize("args", [
+    ["llama3-70b", "--gpu", "L4", "--max-gpus", "2"],
+    ["deepseek-v3", "--gpu", "H100"],
+])
+def test_plans_suggestion_is_what_its_command_line_gives(cli, args: list[str]) -> None:
+    """plan's next knob: where no layout of the GPUs considered fits, the GPU count that would, as plan
+    itself ranks the layouts up to 64 GPUs; run, the command line fits with its first layout's figure."""
+    done = cli("plan", *args, "--json")
+    doc = done.json()
+    assert doc["fits"] is False and len(doc["suggestions"]) == 1
+    s = doc["suggestions"][0]
+    again = cli("plan", *args, *s["change"].split(), "--json")
+    assert again.code == 0 and again.json()["fits"] is True
+    first = next(r for r in again.json()["layouts"] if r["valid"] and r["fits"])
+    assert first["total_bytes"] == s["total"]
+    assert cli("plan", "llama3-8b", "--gpu", "H100", "--json").json()["suggestions"] == []

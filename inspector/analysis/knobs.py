@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from inspector.analysis.fit import Fit
+from inspector.analysis.plan import Plan
 from inspector.analysis.train import Train, TrainOptions
 from inspector.errors import UsageError
 
@@ -96,3 +97,22 @@ def estimate_knobs(fitted: Fit, *, context: int, kv_dtype: str, again: Callable[
 
 def _answer(f: Fit) -> tuple[bool | None, int]:
     return f.fits, f.total_bytes
+
+
+#: the most GPUs a plan's next knob looks to (8 nodes of 8)
+PLAN_REACH = 64
+#: GPUs per node the suggestion counts in (``--max-gpus`` past it takes ``--nodes``)
+NODE_GPUS = 8
+
+
+def plan_knobs(done: Plan, max_gpus: int, again: Callable[[int], Plan]) -> tuple[Knob, ...]:
+    """Where no layout of the GPUs considered fits: the GPU count that would, as ``plan`` itself ranks the
+    layouts up to ``PLAN_REACH`` GPUs (``again(max_gpus)``), and the memory per GPU of its first layout."""
+    if done.fits is not False or max_gpus >= PLAN_REACH:
+        return ()
+    best = again(PLAN_REACH).best
+    if best is None or best.fit is None:
+        return ()
+    n = best.layout.gpus
+    change = f"--max-gpus {n}" if n <= NODE_GPUS else f"--max-gpus {NODE_GPUS} --nodes {-(-n // NODE_GPUS)}"
+    return (Knob(change, best.fit.total_bytes, 0),)

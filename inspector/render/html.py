@@ -608,6 +608,7 @@ def plan_html(doc: Doc) -> str:
     body = ["<div class=\"figures\">",
             _figure("Answer", as_str(doc["answer"]), esc(as_str(doc["engine"])), "headline-answer"),
             _figure("Layouts", len(layouts), f"{len(valid):,} valid"), "</div>\n",
+            *_suggestions(as_objs(doc["suggestions"])),
             "<h2>Layouts that fit, by the KV pool each GPU keeps for sequences</h2>\n",
             layout_bars([(_layout_words(r), kv, opt_int(r["max_sequences"])) for r in valid
                          if r["fits"] is True and (kv := opt_int(r["kv_pool_bytes"])) is not None]),

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from inspector.analysis.knobs import Knob
 from inspector.analysis.plan import Plan, Row
 from inspector.analysis.report import Report
 from inspector.render.output import SCHEMA_VERSION, model_json, n
@@ -40,7 +43,7 @@ def headline(p: Plan) -> str:
     return f"{_layout(best)}: {pool}{seqs}"
 
 
-def plan_json(report: Report, p: Plan) -> dict[str, object]:
+def plan_json(report: Report, p: Plan, suggestions: Sequence[Knob] = ()) -> dict[str, object]:
     """One row per layout, in ranking order: the GPU, counts as integers, validity with every broken rule,
     and the per-GPU figures in bytes (null for an invalid layout)."""
     rows = []
@@ -66,14 +69,18 @@ def plan_json(report: Report, p: Plan) -> dict[str, object]:
         "rules": [{"key": rule.key, "demands": rule.demands, "source": rule.source}
                   for rule in {rule.key: rule for r in p.rows for rule, _ in r.broken}.values()],
         "layouts": rows,
+        "suggestions": [{"change": k.change, "total": k.total, "budget_bytes": k.budget} for k in suggestions],
     }
 
 
-def plan_table(report: Report, p: Plan) -> RenderableType:
+def plan_table(report: Report, p: Plan, suggestions: Sequence[str] = ()) -> RenderableType:
+    """The answer, then (``suggestions``) what makes it fit, the layouts accepted and refused."""
     parts: list[RenderableType] = [
         Text(f"{sanitize(report.checkpoint.label)}: {p.engine}, {p.context:,} tokens a sequence, ranked by "
              f"{p.objective}", style="bold"),
         Text(headline(p), style="bold green" if p.best else "bold red")]
+    if suggestions:
+        parts.append(Text("what makes it fit: " + sanitize("; ".join(suggestions))))
     t = Table(title="Layouts the engine accepts (memory per GPU)", title_justify="left", show_edge=False,
               pad_edge=False)
     # headers of short words: at 80 columns they fold, and the figures keep their width

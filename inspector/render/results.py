@@ -290,6 +290,8 @@ class PlanResult:
 
     report: Report
     plan: Plan
+    #: where no layout fits: the GPU count that would (``analysis.knobs.plan_knobs``)
+    suggestions: tuple[Knob, ...] = ()
 
     @property
     def fits(self) -> bool | None:
@@ -311,7 +313,7 @@ class PlanResult:
         """The ``inspect plan --json`` document (``plan.schema.json``)."""
         from inspector.render.plan import plan_json
 
-        return plan_json(self.report, self.plan)
+        return plan_json(self.report, self.plan, self.suggestions)
 
 
 def _fits_word(fits: bool) -> str:

@@ -234,14 +234,18 @@ def _train_html(r: TrainResult, view: View) -> Verbatim:
 
 def _plan_table(r: PlanResult, view: View) -> RenderableType:
     from inspector.render.plan import plan_table
+    from inspector.render.train import knob_lines
 
-    return plan_table(r.report, r.plan)
+    return plan_table(r.report, r.plan, knob_lines(r.suggestions))
 
 
 def _plan_markdown(r: PlanResult, view: View) -> Verbatim:
     from inspector.render.plan import plan_markdown
+    from inspector.render.text import markdown
+    from inspector.render.train import knob_lines
 
-    return Verbatim(plan_markdown(r.report, r.plan))
+    knobs = "".join(f"- {markdown(line)}\n" for line in knob_lines(r.suggestions))
+    return Verbatim(plan_markdown(r.report, r.plan) + (f"\nWhat makes it fit:\n\n{knobs}" if knobs else ""))
 
 
 def _plan_html(r: PlanResult, view: View) -> Verbatim:

@@ -283,3 +283,31 @@ def test_a_marker_from_outside_in_an_error_is_left_as_written(cli, tmp_path: Pat
     assert NotFoundError("⟨zzz⟩/x: no such file").worded({"engine": "--engine"})[0] == "⟨zzz⟩/x: no such file"
     run = cli(str(tmp_path / "⟨zzz⟩"))
     assert run.code in (2, 3) and "internal error" not in run.err and "Error:" in run.err
+
+
+@pytest.mark.parametrize(("words", "table"), [
+    ("inspect train llama3-8b --method ", "methods"),
+    ("inspect train llama3-8b --optimizer adamw", "optimizers"),
+    ("inspect estimate llama3-8b --gpu ", "gpus"),
+    ("inspect plan llama3-8b --engine ", "engines"),
+    ("inspect estimate lla", "aliases"),
+    ("inspect estimate llama3-8b --format ", "formats"),
+])
+def test_shell_completion_offers_the_codes_own_values(words: str, table: str) -> None:
+    """Issue 52: option values complete from the tables the code checks them against (bash's protocol:
+    the typed words and the cursor's word in the environment)."""
+    import os
+    import shutil
+    import subprocess
+
+    from inspector.analysis.engines import ENGINES, GPUS
+    from inspector.analysis.train import METHODS, OPTIMIZERS
+    from inspector.sources.bundled import ALIASES
+
+    typed = words.split(" ")
+    prefix = typed[-1]
+    values = {"methods": METHODS, "optimizers": OPTIMIZERS, "gpus": GPUS, "engines": ENGINES, "aliases": ALIASES,
+              "formats": ("table", "json", "markdown", "html")}[table]
+    env = {**os.environ, "_INSPECT_COMPLETE": "complete_bash", "COMP_WORDS": words, "COMP_CWORD": str(len(typed) - 1)}
+    done = subprocess.run([shutil.which("inspect") or "inspect"], capture_output=True, text=True, env=env)
+    assert done.stdout.split() == [v for v in values if v.startswith(prefix)]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
@@ -25,6 +26,25 @@ EXIT_CODES_HELP = (
     "3 not found or no access · 4 invalid checkpoint · 5 network · 70 internal error. "
     "Anywhere on the line: --quiet (-q) says nothing on stderr but errors; --no-color (or NO_COLOR) draws no colours."
 )
+
+def _choices(kind: str) -> Callable[[str], list[str]]:
+    """Shell completion of an option's values, from the tables the code itself checks them against (each
+    imported only when the shell asks): methods, optimizers, precisions, offloads, engines, objectives,
+    formats, KV dtypes, GPU names and the bundled aliases."""
+    def complete(incomplete: str) -> list[str]:
+        from inspector.analysis.engines import ENGINES, GPUS
+        from inspector.analysis.plan import OBJECTIVES
+        from inspector.analysis.train import METHODS, OFFLOADS, OPTIMIZERS, PRECISIONS
+        from inspector.formats.dtypes import USER_DTYPE_BYTES
+        from inspector.sources.bundled import ALIASES
+
+        tables: dict[str, Iterable[str]] = {
+            "method": METHODS, "optimizer": OPTIMIZERS, "precision": PRECISIONS, "offload": OFFLOADS,
+            "engine": ENGINES, "objective": OBJECTIVES, "format": [f.value for f in views.Format],
+            "kv_dtype": USER_DTYPE_BYTES, "gpu": GPUS, "model": ALIASES}
+        return [value for value in tables[kind] if value.startswith(incomplete)]
+    return complete
+
 
 def _examples(*lines: str) -> str:
     """An --help epilog of examples (``\\b``: click prints the block as it is)."""
@@ -74,7 +94,8 @@ app = typer.Typer(
 
 
 Wide = Annotated[bool, typer.Option("--wide", help="on a terminal: draw tables at full width (as when piped)")]
-Format = Annotated[str, typer.Option("--format", help="table (default), json, markdown or html (a self-contained "
+Format = Annotated[str, typer.Option("--format", autocompletion=_choices("format"),
+        help="table (default), json, markdown or html (a self-contained "
                                                      "page: to stdout, or to a file with -o)")]
 Output = Annotated[str | None, typer.Option("-o", "--output", help="with --format html: the file to write "
                                                                   "(replaces only a report this tool wrote)")]
@@ -90,7 +111,8 @@ Offline = Annotated[bool, typer.Option("--offline", help="no network: the header
 @app.command("show", epilog=EXAMPLES["show"],
              help="Show what is inside MODEL (the default command: `inspect MODEL`).")
 def show(
-    model: Annotated[str, typer.Argument(metavar="MODEL", help="path, alias, or Hub repo id (org/name[@revision])")],
+    model: Annotated[str, typer.Argument(metavar="MODEL", autocompletion=_choices("model"),
+            help="path, alias, or Hub repo id (org/name[@revision])")],
     as_json: AsJson = False,
     fmt: Format = "table",
     tensors: Annotated[bool, typer.Option("--tensors", help="list every tensor: name [shape] DTYPE")] = False,
@@ -104,7 +126,8 @@ def show(
     formula: Annotated[bool, typer.Option("--formula", help="parameters predicted from config.json, per role, "
                                                             "beside the headers' counts")] = False,
     gpu: Annotated[str | None, typer.Option(
-        "--gpu", help="with a folder or repo of GGUF files: whether each fits this budget (24GiB, 80GiBx2); "
+        "--gpu", autocompletion=_choices("gpu"),
+                help="with a folder or repo of GGUF files: whether each fits this budget (24GiB, 80GiBx2); "
                       "for one model, see `inspect estimate --gpu`")] = None,
     context: Annotated[str | None, typer.Option(
         "--context", help="with --gpu: the context each file's fit is checked at (default: the model's own)")] = None,
@@ -237,22 +260,26 @@ def compare_cmd(
              help="Memory, KV cache, FLOPs, MoE active parameters and quantisation-aware counts, "
                               "each with its formula, source and assumptions; with --gpu, whether it fits.")
 def estimate_cmd(
-    model: Annotated[str, typer.Argument(metavar="MODEL", help="path, alias, or Hub repo id (org/name[@revision])")],
+    model: Annotated[str, typer.Argument(metavar="MODEL", autocompletion=_choices("model"),
+            help="path, alias, or Hub repo id (org/name[@revision])")],
     context: Annotated[str | None, typer.Option(
         "--context", help="tokens: 8192, 8k, 128k, 1M (k and M binary; default: the config's context)")] = None,
     batch: Annotated[str, typer.Option("--batch", help="sequences")] = "1",
     kv_dtype: Annotated[str | None, typer.Option(
-        "--kv-dtype", help="bf16, fp16, fp32, fp8, int8, int4, or llama.cpp's q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl "
+        "--kv-dtype", autocompletion=_choices("kv_dtype"),
+                help="bf16, fp16, fp32, fp8, int8, int4, or llama.cpp's q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl "
                            "(default: the model's dtype; f16 for a GGUF, as llama.cpp)")] = None,
     dtype: Annotated[str | None, typer.Option(
         "--dtype", help="what-if weight dtypes, comma-separated (default bf16,fp8,int4); with --gpu, one dtype "
                         "sizes the weights in the fit")] = None,
     gpu: Annotated[str | None, typer.Option(
-        "--gpu", help="memory budget per device, optionally ×N devices: 24GiB, 80GiBx2, 141GiBx8, 16GB, or a GPU "
+        "--gpu", autocompletion=_choices("gpu"),
+                help="memory budget per device, optionally ×N devices: 24GiB, 80GiBx2, 141GiBx8, 16GB, or a GPU "
                       "by name: H100, H200, A100-80GB, A100-40GB, L40S, L4, A10G, RTX4090, T4 (H100x2, 8xA100, "
                       "'RTX 4090', 4090)")] = None,
     engine: Annotated[str | None, typer.Option(
-        "--engine", help="with --gpu: the serving engine whose memory the fit models, vllm or llama.cpp "
+        "--engine", autocompletion=_choices("engine"),
+                help="with --gpu: the serving engine whose memory the fit models, vllm or llama.cpp "
                          "(default: llama.cpp for a GGUF, vllm otherwise)")] = None,
     utilization: Annotated[str | None, typer.Option(
         "--utilization", help="with --gpu and vLLM: gpu_memory_utilization, the share of the device vLLM "
@@ -296,8 +323,10 @@ def estimate_cmd(
                   "states and master copy exact from the headers, activations and logits by a stated formula, "
                   "sharded as DeepSpeed ZeRO and FSDP shard them; with --gpu, whether it fits.")
 def train_cmd(
-    model: Annotated[str, typer.Argument(metavar="MODEL", help="path, alias, or Hub repo id (org/name[@revision])")],
-    method: Annotated[str, typer.Option("--method", help="full, lora or qlora")] = "lora",
+    model: Annotated[str, typer.Argument(metavar="MODEL", autocompletion=_choices("model"),
+            help="path, alias, or Hub repo id (org/name[@revision])")],
+    method: Annotated[str, typer.Option("--method", autocompletion=_choices("method"),
+            help="full, lora or qlora")] = "lora",
     rank: Annotated[str | None, typer.Option("--rank", help="LoRA rank r (default 16)")] = None,
     alpha: Annotated[str | None, typer.Option("--alpha", help="LoRA alpha (reported only: it scales, costs nothing)")
                      ] = None,
@@ -305,21 +334,25 @@ def train_cmd(
         "--targets", help="all-linear (the default; peft's rule: every linear layer but the output layer) or module "
                           "names, comma-separated: q_proj,v_proj; an embedding's name adapts it too")] = None,
     optimizer: Annotated[str, typer.Option(
-        "--optimizer", help="adamw, adamw-8bit, paged-adamw-8bit, adafactor, sgd, sgd-momentum")] = "adamw",
+        "--optimizer", autocompletion=_choices("optimizer"),
+                help="adamw, adamw-8bit, paged-adamw-8bit, adafactor, sgd, sgd-momentum")] = "adamw",
     precision: Annotated[str, typer.Option(
-        "--precision", help="bf16-mixed (16-bit weights and an fp32 master copy), fp16-mixed, bf16 (pure), fp32")
+        "--precision", autocompletion=_choices("precision"),
+                help="bf16-mixed (16-bit weights and an fp32 master copy), fp16-mixed, bf16 (pure), fp32")
     ] = "bf16-mixed",
     batch: Annotated[str, typer.Option("--batch", help="sequences per GPU per step")] = "1",
     seq: Annotated[str, typer.Option("--seq", help="tokens per sequence: 2048, 4k, 32k")] = "2048",
     checkpointing: Annotated[bool, typer.Option(
         "--checkpointing/--no-checkpointing", help="activation (gradient) checkpointing, per layer")] = False,
     gpu: Annotated[str | None, typer.Option(
-        "--gpu", help="memory per GPU, ×N GPUs: 24GiB, 80GiBx8, or a GPU by name: H100, A100-80GB, RTX4090 "
+        "--gpu", autocompletion=_choices("gpu"),
+                help="memory per GPU, ×N GPUs: 24GiB, 80GiBx8, or a GPU by name: H100, A100-80GB, RTX4090 "
                       "(H100x8, 8xA100, 'RTX 4090', 4090)")] = None,
     zero: Annotated[str, typer.Option("--zero", help="DeepSpeed ZeRO stage 0, 1, 2 or 3 (needs several GPUs)")] = "0",
     fsdp: Annotated[bool, typer.Option("--fsdp", help="FSDP full shard (ZeRO stage 3's layout)")] = False,
     offload: Annotated[str, typer.Option(
-        "--offload", help="none, optimizer (states and master copy to the CPU) or all (the weights too)")] = "none",
+        "--offload", autocompletion=_choices("offload"),
+                help="none, optimizer (states and master copy to the CPU) or all (the weights too)")] = "none",
     fail_if: FailIfFit = None,
     as_json: AsJson = False,
     fmt: Format = "table",
@@ -346,20 +379,25 @@ def train_cmd(
                   "parallel layout, checked against the engine's own start-up rules, each valid one fitted; "
                   "the cheapest (fewest GPUs) first.")
 def plan_cmd(
-    model: Annotated[str, typer.Argument(metavar="MODEL", help="path, alias, or Hub repo id (org/name[@revision])")],
+    model: Annotated[str, typer.Argument(metavar="MODEL", autocompletion=_choices("model"),
+            help="path, alias, or Hub repo id (org/name[@revision])")],
     gpu: Annotated[str | None, typer.Option(
-        "--gpu", help="GPUs to consider, comma-separated: H100,A100-80GB,L40S (default: every named GPU)")] = None,
+        "--gpu", autocompletion=_choices("gpu"),
+                help="GPUs to consider, comma-separated: H100,A100-80GB,L40S (default: every named GPU)")] = None,
     max_gpus: Annotated[str, typer.Option("--max-gpus", help="GPUs per node to try, 1 to N (default 8)")] = "8",
     nodes: Annotated[str, typer.Option("--nodes", help="nodes: multiplies --max-gpus")] = "1",
-    engine: Annotated[str | None, typer.Option("--engine", help="vllm (default) or llama.cpp")] = None,
+    engine: Annotated[str | None, typer.Option("--engine", autocompletion=_choices("engine"),
+            help="vllm (default) or llama.cpp")] = None,
     context: Annotated[str | None, typer.Option(
         "--context", help="tokens a sequence holds, for the sequences that fit (default 8k)")] = None,
     objective: Annotated[str, typer.Option(
-        "--objective", help="gpus (fewest, then the most KV headroom), throughput (most sequences) or context")
+        "--objective", autocompletion=_choices("objective"),
+                help="gpus (fewest, then the most KV headroom), throughput (most sequences) or context")
     ] = "gpus",
     utilization: Annotated[str | None, typer.Option(
         "--utilization", help="vLLM's gpu_memory_utilization (default 0.9)")] = None,
-    kv_dtype: Annotated[str | None, typer.Option("--kv-dtype", help="the KV cache's dtype (default: the model's)")
+    kv_dtype: Annotated[str | None, typer.Option("--kv-dtype", autocompletion=_choices("kv_dtype"),
+            help="the KV cache's dtype (default: the model's)")
                         ] = None,
     fail_if: FailIfFit = None,
     as_json: AsJson = False,
@@ -394,7 +432,8 @@ def _gate(done: results.EstimateResult | results.TrainResult | results.PlanResul
                            "file sizes (Hub repos: the listed sizes). Exit 0 with no error finding, 1 with any. "
                            "Never modifies the audited files.")
 def audit_cmd(
-    target: Annotated[str, typer.Argument(metavar="MODEL", help="path, alias, or Hub repo id (org/name[@revision])")],
+    target: Annotated[str, typer.Argument(metavar="MODEL", autocompletion=_choices("model"),
+            help="path, alias, or Hub repo id (org/name[@revision])")],
     as_json: AsJson = False,
     fmt: Format = "table",
     deep: Annotated[
@@ -426,7 +465,8 @@ def audit_cmd(
 @app.command("save", epilog=EXAMPLES["save"],
              help="Write MODEL's header snapshot to a folder: inspect, diff or audit it later offline.")
 def save(
-    model: Annotated[str, typer.Argument(metavar="MODEL", help="path, alias, or Hub repo id (org/name[@revision])")],
+    model: Annotated[str, typer.Argument(metavar="MODEL", autocompletion=_choices("model"),
+            help="path, alias, or Hub repo id (org/name[@revision])")],
     out: Annotated[str, typer.Option("-o", "--output", help="folder to write (new, empty, or a snapshot)")],
     revision: Revision = None,
     endpoint: Endpoint = None,

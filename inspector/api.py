@@ -45,8 +45,9 @@ if TYPE_CHECKING:
     from inspector.analysis.plan import Plan
     from inspector.analysis.report import Report
     from inspector.analysis.train import TrainOptions
-    from inspector.analysis.values import ValueDiff
+    from inspector.analysis.values import Change, Sampled, TensorValues, ValueDiff
     from inspector.errors import ProblemSink, SeveralFiles
+    from inspector.sources.data import DataReader
     from inspector.sources.transport import HubOptions
 
 @paused()
@@ -264,6 +265,7 @@ def value_diff(a: Report, b: Report, sample_bytes: int, exact: bool, options: Hu
     from inspector.analysis.values import (
         Span,
         ValueDiff,
+        differing,
         digest_into,
         digest_table,
         sample_plan,
@@ -313,10 +315,50 @@ def value_diff(a: Report, b: Report, sample_bytes: int, exact: bool, options: Hu
                 raise UsageError("⟨exact⟩ hashes local files whole; one side is on the Hub",
                                  hint="compare local copies, or drop ⟨exact⟩")
             hashes[s.name] = (ha, hb)
-    tensors = verdicts(plan, reads[0], reads[1], hashes)
+    tensors = _with_changes(verdicts(plan, reads[0], reads[1], hashes), differing(plan, reads[0], reads[1]),
+                            readers)
     return ValueDiff(tuple(tensors), plan.weights_bytes, (readers[0].bytes_read, readers[1].bytes_read),
                      (readers[0].requests, readers[1].requests), sample_bytes, exact, summarise(tensors))
 
+
+
+def _with_changes(tensors: list[TensorValues], targets: list[tuple[Sampled, tuple[int, ...]]],
+                  readers: tuple[DataReader, DataReader]) -> list[TensorValues]:
+    """The changed float tensors' size of change (``values.measure``): their differing sampled ranges read
+    once more on each side (the same reader, its counts included), in order."""
+    from collections import defaultdict
+    from dataclasses import replace
+
+    from inspector.analysis.values import measure, spans
+
+    if not targets:
+        return tensors
+    ranges = [(s, k) for s, ks in targets for k in ks]  # numbered in this order
+    sides: list[list[bytes]] = []
+    for side, reader in enumerate(readers):
+        by_file: dict[str, list[tuple[int, int, int]]] = defaultdict(list)
+        for number, (s, k) in enumerate(ranges):
+            file, start = (s.file_a, s.start_a) if side == 0 else (s.file_b, s.start_b)
+            by_file[file].append((start + s.offsets[k][0], s.offsets[k][1], number))
+        joined = [span for file, slots in by_file.items() for span in spans(file, sorted(slots))]
+        pieces = [b""] * len(ranges)
+        bodies = reader.read((span.file, span.start, span.length) for span in joined)
+        try:  # the ranges joined into spans as the first read joined them: no request a range
+            for span, body in zip(joined, bodies, strict=False):
+                for at, length, number in span.slots:
+                    pieces[number] = bytes(body[at - span.start:at - span.start + length])
+        finally:
+            bodies.close()
+        sides.append(pieces)
+    changes: dict[str, Change | None] = {}
+    at = 0
+    for s, ks in targets:
+        a = b"".join(sides[0][at:at + len(ks)])
+        b = b"".join(sides[1][at:at + len(ks)])
+        at += len(ks)
+        changes[s.name] = measure(s.dtype, a, b) if len(a) == len(b) else None
+    return [replace(t, change=changes[t.name]) if t.name in changes and t.verdict == "changed" else t
+            for t in tensors]
 
 
 # --- compare -------------------------------------------------------------------------------------

@@ -111,7 +111,10 @@ DIFF = document("diff", "inspect diff A B --json", {
         "counts": obj({"changed": INT, "same-sampled": INT, "identical": INT, "incomparable": INT}),
         "tensors": arr(obj({"name": STR, "role": STR, "layer": NINT,
                             "verdict": {"enum": ["changed", "same-sampled", "identical", "incomparable"]},
-                            "sampled_bytes": INT, "bytes": INT, "why": STR}))}, nullable=True),
+                            "sampled_bytes": INT, "bytes": INT, "why": STR,
+                            # a changed float tensor's size of change, over its differing sampled ranges
+                            "max_abs_delta": {"type": ["number", "null"]},
+                            "relative_delta": {"type": ["number", "null"]}}))}, nullable=True),
 })
 
 COMPARE = document("compare", "inspect compare M1 … Mn --json", {

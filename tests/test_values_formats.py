@@ -62,3 +62,47 @@ def test_every_format_names_the_changed_tensors(tmp_path: Path, layers: int, cha
     # the heat map marks a changed layer's cell red and no other
     reds = re.findall(r'class="heat-changed" title="mlp\.up layer (\d+)', html)
     assert sorted(map(int, reds)) == sorted(changed)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_the_size_of_a_change_is_numpys(tmp_path: Path, dtype: str) -> None:
+    """Issue 52: each changed tensor says how much it changed over the sampled ranges that differ: the largest
+    |B − A| and that over the largest |A| there, held to numpy's own arithmetic on the arrays written
+    (every tensor here is read whole: no larger than the sample)."""
+    rng = np.random.default_rng(0)
+    a_arrays = {f"model.layers.{i}.mlp.up_proj.weight": rng.standard_normal((8, 16)).astype(dtype) for i in range(3)}
+    b_arrays = dict(a_arrays)
+    b_arrays["model.layers.1.mlp.up_proj.weight"] = (a_arrays["model.layers.1.mlp.up_proj.weight"] * 1.5).astype(dtype)
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir()
+    b.mkdir()
+    save_file(a_arrays, str(a / "model.safetensors"))
+    save_file(b_arrays, str(b / "model.safetensors"))
+    doc = inspector.diff(str(a), str(b), values=True).to_dict()
+    rows = {t["name"]: t for t in doc["values"]["tensors"]}
+    name = "model.layers.1.mlp.up_proj.weight"
+    xa, xb = a_arrays[name].astype(np.float64), b_arrays[name].astype(np.float64)
+    expected = float(np.abs(xb - xa).max())
+    assert rows[name]["verdict"] == "changed"
+    assert rows[name]["max_abs_delta"] == pytest.approx(expected, rel=1e-12)
+    assert rows[name]["relative_delta"] == pytest.approx(expected / float(np.abs(xa).max()), rel=1e-12)
+    assert rows["model.layers.0.mlp.up_proj.weight"]["max_abs_delta"] is None  # unchanged: nothing measured
+
+
+def test_the_size_of_a_bf16_change(tmp_path: Path) -> None:
+    """BF16 (the top half of a float32) as torch writes it."""
+    torch = pytest.importorskip("torch")
+    from safetensors.torch import save_file as save_torch
+
+    base = torch.linspace(-2, 2, 128, dtype=torch.float32).reshape(8, 16).to(torch.bfloat16)
+    changed = base.clone()
+    changed[3, 4] = 7.0
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir()
+    b.mkdir()
+    save_torch({"w.weight": base}, str(a / "model.safetensors"))
+    save_torch({"w.weight": changed}, str(b / "model.safetensors"))
+    row = inspector.diff(str(a), str(b), values=True).to_dict()["values"]["tensors"][0]
+    expected = float((changed.float() - base.float()).abs().max())
+    assert row["max_abs_delta"] == expected
+    assert row["relative_delta"] == pytest.approx(expected / float(base.float().abs().max()))

@@ -64,6 +64,16 @@ class Sampled:
     nbytes: int
     whole: bool  # the ranges cover the whole tensor
     row_bytes: int | None  # bytes of a row of a 2-D tensor (None otherwise), to name the rows that changed
+    dtype: str = ""  # both sides' (a tensor of two dtypes is incomparable)
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """How much a changed tensor changed, over the sampled ranges that differ: the largest absolute
+    difference of one value, and that over the largest magnitude A holds there (None where A's are 0)."""
+
+    max_abs: float
+    relative: float | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +86,7 @@ class TensorValues:
     sampled_bytes: int
     nbytes: int
     why: str  # for incomparable; the rows where a change was seen; or how identity was proven
+    change: Change | None = None  # a changed float tensor's size of change (``measure``)
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,7 +185,7 @@ def sample_plan(a: Report, b: Report, sample_bytes: int = SAMPLE_BYTES) -> Plan:
             info.name, place.role, place.stack, place.layer, info.file, o_info.file,
             start_a + info.begin, start_b + o_info.begin, offsets, numbered, nbytes,
             len(offsets) == 1 and offsets[0][1] == nbytes,
-            nbytes // shape[0] if len(shape) == 2 and shape[0] else None))
+            nbytes // shape[0] if len(shape) == 2 and shape[0] else None, info.dtype))
         weights += nbytes
         numbered += len(offsets)
     return Plan(tuple(sampled), tuple(incomparable), weights, numbered)
@@ -327,3 +338,48 @@ def _spans(values: list[int]) -> str:
         else:
             spans.append((v, v))
     return ", ".join(f"{a}–{b}" if b > a else f"{a}" for a, b in spans)
+
+
+#: the changed tensors whose size of change is measured (their differing sampled ranges read once more, a side)
+MAX_MEASURED: Final = 64
+#: the dtypes whose values are read as numbers (numpy's little-endian type; BF16: the top half of an F32)
+FLOAT_DTYPES: Final = {"F64": "<f8", "F32": "<f4", "F16": "<f2", "BF16": "<u2"}
+
+
+def differing(plan: Plan, digests_a: bytes | bytearray,
+              digests_b: bytes | bytearray) -> list[tuple[Sampled, tuple[int, ...]]]:
+    """The changed float tensors (at most ``MAX_MEASURED``, in name order) and which of their sampled ranges
+    differ: what ``measure`` reads again."""
+    found = []
+    a, b = memoryview(digests_a), memoryview(digests_b)
+    for s in sorted(plan.sampled, key=lambda s: natural_key(s.name)):
+        if s.dtype not in FLOAT_DTYPES:
+            continue
+        ks = tuple(k for k in range(len(s.offsets)) if a[(s.first + k) * DIGEST:(s.first + k + 1) * DIGEST] !=
+                   b[(s.first + k) * DIGEST:(s.first + k + 1) * DIGEST])
+        if ks:
+            found.append((s, ks))
+            if len(found) == MAX_MEASURED:
+                break
+    return found
+
+
+def measure(dtype: str, a: bytes, b: bytes) -> Change | None:
+    """The size of a change from the same elements' bytes on each side: the largest |B − A| of one value
+    (in float64, non-finite values left out) and that over the largest |A| among them."""
+    import numpy as np
+
+    kind = FLOAT_DTYPES[dtype]
+    xa, xb = np.frombuffer(a, dtype=kind), np.frombuffer(b, dtype=kind)
+    if dtype == "BF16":  # bfloat16: the top 16 bits of a float32
+        xa, xb = (x.astype(np.uint32) << 16 for x in (xa, xb))
+        xa, xb = xa.view(np.float32), xb.view(np.float32)
+    with np.errstate(all="ignore"):
+        fa, fb = xa.astype(np.float64), xb.astype(np.float64)
+        delta = np.abs(fb - fa)
+    finite = np.isfinite(delta)
+    if not finite.any():
+        return None
+    largest = float(delta[finite].max())
+    scale = float(np.abs(fa[np.isfinite(fa)]).max()) if np.isfinite(fa).any() else 0.0
+    return Change(largest, largest / scale if scale else None)

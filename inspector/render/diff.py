@@ -10,7 +10,7 @@ from inspector.analysis.adapter import AdapterDiff, adapter_config
 from inspector.analysis.diff import Diff
 from inspector.analysis.peft import describe
 from inspector.analysis.report import Report
-from inspector.analysis.values import ValueDiff
+from inspector.analysis.values import Change, ValueDiff
 from inspector.render.output import SCHEMA_VERSION, model_json, n, shape_text, short
 from inspector.render.text import markdown, sanitize
 
@@ -76,7 +76,9 @@ def values_json(v: ValueDiff) -> dict[str, object]:
         "bytes_read": list(v.bytes_read), "requests": list(v.requests), "summary": list(v.summary),
         "counts": {verdict: v.count(verdict) for verdict in ("changed", "same-sampled", "identical", "incomparable")},
         "tensors": [{"name": t.name, "role": t.role, "layer": t.layer, "verdict": t.verdict,
-                     "sampled_bytes": t.sampled_bytes, "bytes": t.nbytes, "why": t.why} for t in v.tensors],
+                     "sampled_bytes": t.sampled_bytes, "bytes": t.nbytes, "why": t.why,
+                     "max_abs_delta": t.change.max_abs if t.change else None,
+                     "relative_delta": t.change.relative if t.change else None} for t in v.tensors],
     }
 
 
@@ -98,6 +100,15 @@ def values_counts(v: ValueDiff) -> str:
             f"{v.requests[1]:,} requests, of {v.weights_bytes:,} B of compared tensors a side")
 
 
+def change_text(change: Change | None) -> str:
+    """A changed tensor's size of change: the largest |B − A| and, in brackets, that over the largest |A|:
+    "0.0123 (1.9 %)" (the column's header says which is which)."""
+    if change is None:
+        return ""
+    rel = f" ({change.relative * 100:.3g} %)" if change.relative is not None else ""
+    return f"{change.max_abs:.3g}{rel}"
+
+
 def identical_line(values: ValueDiff | None) -> str:
     """What a diff of the same structure says first: no difference, or the tensors whose values differ."""
     changed = values.count("changed") if values is not None else 0
@@ -115,10 +126,10 @@ def values_table(v: ValueDiff) -> RenderableType:
     shown = [t for t in v.tensors if t.verdict in VALUES_NAMED][:VALUES_LISTED]
     if shown:
         t = Table(show_edge=False, pad_edge=False)
-        for col in ("tensor", "verdict", "why"):
-            t.add_column(col)
+        for col in ("tensor", "verdict", "max |Δ| (of max |A|)", "why"):
+            t.add_column(col, overflow="fold")  # a tensor's name whole, folded where it must be
         for x in shown:
-            t.add_row(sanitize(x.name), x.verdict, sanitize(x.why))
+            t.add_row(sanitize(x.name), x.verdict, change_text(x.change), sanitize(x.why))
         parts.append(t)
     return Group(*parts)
 
@@ -264,8 +275,9 @@ def values_markdown(v: ValueDiff) -> str:
     lines += ["", f"_{markdown(values_counts(v))}_", ""]
     shown = [t for t in v.tensors if t.verdict in VALUES_NAMED][:VALUES_LISTED]
     if shown:
-        lines += ["| tensor | verdict | why |", "|---|---|---|"]
-        lines += [f"| {markdown(t.name)} | {t.verdict} | {markdown(t.why)} |" for t in shown]
+        lines += ["| tensor | verdict | max \\|Δ\\| (of max \\|A\\|) | why |", "|---|---|---|---|"]
+        lines += [f"| {markdown(t.name)} | {t.verdict} | {markdown(change_text(t.change))} | {markdown(t.why)} |"
+                  for t in shown]
         lines.append("")
     return "\n".join(lines) + "\n"
 

@@ -374,10 +374,19 @@ def _values_section(values: Doc) -> list[str]:
     out.append(_value_heat_map(tensors))
     named = [t for t in tensors if as_str(t["verdict"]) in ("changed", "incomparable")][:_VALUES_LISTED]
     if named:
-        out.append(_table(("tensor", "verdict", "why"),
-                          ((as_str(t["name"]), as_str(t["verdict"]), as_str(t["why"])) for t in named),
-                          numeric=(), ident="value-changes"))
+        out.append(_table(("tensor", "verdict", "max |Δ|", "of max |A|", "why"),
+                          ((as_str(t["name"]), as_str(t["verdict"]), _sig(t["max_abs_delta"]),
+                            _percent(t["relative_delta"]), as_str(t["why"])) for t in named),
+                          numeric=(2, 3), ident="value-changes"))
     return out
+
+
+def _sig(value: object) -> str:
+    return f"{value:.3g}" if isinstance(value, float) else "—"
+
+
+def _percent(value: object) -> str:
+    return f"{value * 100:.3g} %" if isinstance(value, float) else "—"
 
 
 def _value_heat_map(tensors: list[Doc]) -> str:

@@ -270,3 +270,24 @@ def _on_a_terminal_plain(args: list[str], columns: int) -> str:
     proc.wait(timeout=60)
     os.close(master)
     return out.decode()
+
+
+@pytest.mark.parametrize("columns", [80, 100, 120])
+def test_the_gguf_fit_table_fits_the_terminal(columns: int, tmp_path: Path) -> None:
+    """Issue 52: the "which file fits" table of a folder of GGUF files (written by gguf-py, named as
+    llama.cpp's releases name them) within the terminal, every figure whole."""
+    import re
+
+    from test_quick import tiny_gguf
+
+    blob = tiny_gguf(tmp_path / "scratch.gguf")
+    folder = tmp_path / "gguf"
+    folder.mkdir()
+    for quant in ("Q4_K_M", "Q5_K_M", "Q8_0", "IQ4_XS"):
+        (folder / f"Meta-Llama-3.1-8B-Instruct-{quant}.gguf").write_bytes(blob)
+    args = [str(folder), "--gpu", "8GiB"]
+    screen = re.sub(r"\x1b\[[0-9;]*m", "", _on_a_terminal(args, columns))
+    assert max(len(line.rstrip()) for line in screen.splitlines()) <= columns
+    piped = subprocess_output(args)
+    for figure in set(re.findall(r"\b\d+(?:\.\d+)?\b", piped.split("\n", 2)[-1])):
+        assert figure in screen, figure

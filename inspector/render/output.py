@@ -1121,12 +1121,18 @@ def files_table(where: str, name: str, rows: list[FileRow], budget: Budget | Non
     from rich.table import Table
     from rich.text import Text
 
+    # one model in several quantisations holds the same parameters in each file: said once in the title, and
+    # a kind column only where a projector is among them (an 80-column terminal holds the rest whole)
+    kinds = any(r.kind != "model" for r in rows)
+    counts = {r.parameters for r in rows}
     title = f"{where}: {len(rows)} GGUF files (inspect {name}/FILE for one)"
+    if len(counts) == 1:
+        title += f"; {n(next(iter(counts)))} parameters each"
     if budget is not None:
         title += f"; fit in {budget.devices} × {budget.per_device / 2**30:.2f} GiB"
     t = Table(title=sanitize(title), title_justify="left", show_edge=False, pad_edge=False)
-    columns = [("file", "left"), ("kind", "left"), ("main type", "left"), ("bytes", "right"), ("parameters", "right"),
-               ("bits/weight", "right")]
+    columns = [("file", "left"), *([("kind", "left")] if kinds else []), ("type", "left"), ("bytes", "right"),
+               *([("parameters", "right")] if len(counts) > 1 else []), ("bits/weight", "right")]
     if budget is not None:
         columns += [("needs GiB", "right"), ("fits", "left"), ("largest context", "right")]
     for col, just in columns:
@@ -1135,7 +1141,8 @@ def files_table(where: str, name: str, rows: list[FileRow], budget: Budget | Non
     # share it: a column of prose made every row as wide as its sentence (188 columns on an 80-column terminal)
     said: dict[str, list[str]] = {}
     for r in rows[:MAX_TABLE_ROWS]:
-        cells = [sanitize(r.file), r.kind, sanitize(r.type or "—"), n(r.bytes), n(r.parameters),
+        cells = [sanitize(r.file), *([r.kind] if kinds else []), sanitize(r.type or "—"), n(r.bytes),
+                 *([n(r.parameters)] if len(counts) > 1 else []),
                  f"{r.bits_per_weight:.3f}" if r.bits_per_weight else "—"]
         if budget is not None:
             verdict = "—" if r.kind != "model" else ("unknown" if r.fits is None else ("yes" if r.fits else "no"))

@@ -317,8 +317,10 @@ def value_diff(a: Report, b: Report, sample_bytes: int, exact: bool, options: Hu
             hashes[s.name] = (ha, hb)
     tensors = _with_changes(verdicts(plan, reads[0], reads[1], hashes), differing(plan, reads[0], reads[1]),
                             readers)
+    hashed = sum(s.nbytes for s in plan.sampled) if hashes is not None else 0
     return ValueDiff(tuple(tensors), plan.weights_bytes, (readers[0].bytes_read, readers[1].bytes_read),
-                     (readers[0].requests, readers[1].requests), sample_bytes, exact, summarise(tensors))
+                     (readers[0].requests, readers[1].requests), sample_bytes, exact, summarise(tensors),
+                     (hashed, hashed))
 
 
 

@@ -106,7 +106,8 @@ DIFF = document("diff", "inspect diff A B --json", {
                         "count": INT, "shape_a": NINTS, "shape_b": NINTS, "dtype_a": NSTR, "dtype_b": NSTR})),
     "notes": STRS,
     "values": obj({
-        "sample_bytes": INT, "exact": BOOL, "weights_bytes": INT, "bytes_read": INTS, "requests": INTS,
+        "sample_bytes": INT, "exact": BOOL, "weights_bytes": INT, "bytes_hashed": INTS, "bytes_read": INTS,
+        "requests": INTS,
         "summary": STRS,
         "counts": obj({"changed": INT, "same-sampled": INT, "identical": INT, "incomparable": INT}),
         "tensors": arr(obj({"name": STR, "role": STR, "layer": NINT,

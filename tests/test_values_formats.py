@@ -106,3 +106,19 @@ def test_the_size_of_a_bf16_change(tmp_path: Path) -> None:
     expected = float((changed.float() - base.float()).abs().max())
     assert row["max_abs_delta"] == expected
     assert row["relative_delta"] == pytest.approx(expected / float(base.float().abs().max()))
+
+
+def test_exact_says_the_bytes_it_hashed_and_what_it_proved(tmp_path: Path) -> None:
+    """``--exact``: the bytes each side hashed whole are reported (here every compared tensor's bytes, as
+    the files' headers place them), and a tensor equal by sha256 is called identical, one that is not changed."""
+    a, b = write_pair(tmp_path, 4, {2})
+    doc = inspector.diff(a, b, values=True, exact=True).to_dict()["values"]
+    from safetensors import safe_open
+
+    with safe_open(str(Path(a) / "model.safetensors"), "np") as f:  # the reference reader's own sizes
+        total = sum(f.get_tensor(k).nbytes for k in f.keys())  # noqa: SIM118 (safe_open has no __iter__)
+    assert doc["bytes_hashed"] == [total, total]
+    verdicts = {t["name"]: t["verdict"] for t in doc["tensors"]}
+    assert verdicts["model.layers.2.mlp.up_proj.weight"] == "changed"
+    assert {v for k, v in verdicts.items() if k != "model.layers.2.mlp.up_proj.weight"} == {"identical"}
+    assert "hashed whole (sha256)" in inspector.to_text(inspector.diff(a, b, values=True, exact=True), "table")

@@ -122,6 +122,8 @@ class ValueDiff:
     sample_bytes: int
     exact: bool
     summary: tuple[str, ...]
+    #: with ``--exact``: the bytes each side hashed whole (sha256, streamed)
+    bytes_hashed: tuple[int, int] = (0, 0)
 
     def count(self, verdict: Verdict) -> int:
         return sum(1 for t in self.tensors if t.verdict == verdict)

@@ -73,6 +73,7 @@ def values_json(v: ValueDiff) -> dict[str, object]:
     """Per tensor its verdict; the bytes and requests each side spent; the summary a person reads."""
     return {
         "sample_bytes": v.sample_bytes, "exact": v.exact, "weights_bytes": v.weights_bytes,
+        "bytes_hashed": list(v.bytes_hashed),
         "bytes_read": list(v.bytes_read), "requests": list(v.requests), "summary": list(v.summary),
         "counts": {verdict: v.count(verdict) for verdict in ("changed", "same-sampled", "identical", "incomparable")},
         "tensors": [{"name": t.name, "role": t.role, "layer": t.layer, "verdict": t.verdict,
@@ -96,8 +97,9 @@ def values_counts(v: ValueDiff) -> str:
     """The verdicts counted and what was read, one line."""
     counts = ", ".join(f"{v.count(k):,} {k}" for k in ("changed", "same-sampled", "identical", "incomparable")
                        if v.count(k))
+    hashed = (f"; hashed whole (sha256) {v.bytes_hashed[0]:,} + {v.bytes_hashed[1]:,} B" if v.exact else "")
     return (f"{counts}; read {v.bytes_read[0]:,} + {v.bytes_read[1]:,} B in {v.requests[0]:,} + "
-            f"{v.requests[1]:,} requests, of {v.weights_bytes:,} B of compared tensors a side")
+            f"{v.requests[1]:,} requests, of {v.weights_bytes:,} B of compared tensors a side{hashed}")
 
 
 def change_text(change: Change | None) -> str:

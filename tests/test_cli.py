@@ -311,3 +311,14 @@ def test_shell_completion_offers_the_codes_own_values(words: str, table: str) ->
     env = {**os.environ, "_INSPECT_COMPLETE": "complete_bash", "COMP_WORDS": words, "COMP_CWORD": str(len(typed) - 1)}
     done = subprocess.run([shutil.which("inspect") or "inspect"], capture_output=True, text=True, env=env)
     assert done.stdout.split() == [v for v in values if v.startswith(prefix)]
+
+
+@pytest.mark.parametrize(("command", "usage"), [
+    ("estimate", "Usage: inspect estimate [OPTIONS] MODEL"), ("diff", "Usage: inspect diff [OPTIONS] A B"),
+    ("compare", "Usage: inspect compare [OPTIONS] MODEL..."), ("audit", "Usage: inspect audit [OPTIONS] MODEL"),
+])
+def test_usage_lines_name_the_arguments(cli, command: str, usage: str) -> None:
+    """Issue 52: usage lines say MODEL, A and B (typer drew {model})."""
+    done = cli(command, "--help")
+    assert done.code == 0
+    assert done.out.splitlines()[0] == usage

@@ -27,6 +27,21 @@ EXIT_CODES_HELP = (
     "Anywhere on the line: --quiet (-q) says nothing on stderr but errors; --no-color (or NO_COLOR) draws no colours."
 )
 
+def _plain_required_metavar() -> None:
+    """Usage lines name a required argument as ``MODEL``, not typer's ``{MODEL}`` (issue 52): typer 0.28's
+    ``TyperArgument.make_metavar`` wraps a required one in braces; the braces are taken off what it gives."""
+    original = typer.core.TyperArgument.make_metavar
+
+    def make_metavar(self: typer.core.TyperArgument, ctx: Any, *, usage: bool = False) -> str:
+        text = original(self, ctx, usage=usage)
+        return text[1:-1] if text.startswith("{") and text.endswith("}") else text
+
+    typer.core.TyperArgument.make_metavar = make_metavar  # type: ignore[method-assign]
+
+
+_plain_required_metavar()
+
+
 def _choices(kind: str) -> Callable[[str], list[str]]:
     """Shell completion of an option's values, from the tables the code itself checks them against (each
     imported only when the shell asks): methods, optimizers, precisions, offloads, engines, objectives,

@@ -493,6 +493,7 @@ def _estimate_knobs(report: Report, est: Estimate, options: EstimateOptions, eng
     from inspector.analysis.fit import Settings, fit
     from inspector.analysis.knobs import estimate_knobs
     from inspector.analysis.plan import plan as plan_report
+    from inspector.analysis.report import build_report
 
     budget = options.budget
     assert budget is not None
@@ -514,7 +515,36 @@ def _estimate_knobs(report: Report, est: Estimate, options: EstimateOptions, eng
         change = f"--gpu {budget.gpu}x{lay.gpus}" + (f" --pipeline {lay.pp}" if lay.pp > 1 else "")
         return change, found.fit.total_bytes
 
-    return estimate_knobs(fitted, context=est.context, kv_dtype=est.kv_dtype, again=again, layout=layout)
+    def smaller_file() -> tuple[str, int] | None:
+        """The largest other GGUF file of a local folder of quantisations that fits (headers only)."""
+        from pathlib import Path
+
+        from inspector.errors import SeveralFiles
+
+        c = report.checkpoint
+        if c.provenance.origin != "file" or c.provenance.root is None or len(c.headers) != 1 \
+                or c.headers[0].format != "gguf":
+            return None
+        try:
+            open_model(c.provenance.root)
+            return None  # one model file there: no other quantisation
+        except SeveralFiles as several:
+            size = several.listing.get(c.label)
+            others = sorted(((s, f) for f, s in several.listing.items() if f in several.files and f != c.label
+                             and s is not None and size is not None and s < size
+                             and not f.lower().startswith("mmproj")), reverse=True)
+        for _, name in others[:FILE_WORKERS]:
+            path = str(Path(c.provenance.root) / name)
+            other = build_report(open_model(path))
+            other_est = estimate_report(other, context=est.context, batch=options.batch, kv_dtype=options.kv_dtype,
+                                        what_if=())
+            done = fit(other, other_est, budget, engine, settings=quick, pipeline=options.pipeline)
+            if done.fits is True:
+                return f"use {path}", done.total_bytes
+        return None
+
+    return estimate_knobs(fitted, context=est.context, kv_dtype=est.kv_dtype, again=again, layout=layout,
+                          smaller_file=smaller_file)
 
 
 # --- several files of one model (GGUF quantisations) --------------------------------------------------

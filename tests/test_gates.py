@@ -258,3 +258,29 @@ def test_plans_suggestion_is_what_its_command_line_gives(cli, args: list[str]) -
     first = next(r for r in again.json()["layouts"] if r["valid"] and r["fits"])
     assert first["total_bytes"] == s["total"]
     assert cli("plan", "llama3-8b", "--gpu", "H100", "--json").json()["suggestions"] == []
+
+
+def test_a_smaller_quantisation_of_the_same_folder_is_suggested(cli, tmp_path) -> None:
+    """A GGUF file that does not fit: the largest smaller file of its folder that fits is named, with what it
+    needs, and estimating that file gives that figure (two files gguf-py wrote, F32 and F16 of one model)."""
+    import gguf
+    import numpy as np
+    from helpers import finish_gguf
+
+    for name, dtype in (("tiny-F32.gguf", np.float32), ("tiny-F16.gguf", np.float16)):
+        w = gguf.GGUFWriter(str(tmp_path / name), "llama")
+        w.add_block_count(1)
+        w.add_context_length(2048)
+        w.add_embedding_length(1024)
+        w.add_feed_forward_length(2048)
+        w.add_head_count(8)
+        w.add_head_count_kv(8)
+        w.add_tensor("token_embd.weight", np.zeros((32000, 1024), dtype=dtype))
+        finish_gguf(w)
+    done = cli("estimate", str(tmp_path / "tiny-F32.gguf"), "--gpu", "120MiB", "--json")
+    doc = done.json()
+    assert doc["fits"] is False
+    use = [s for s in doc["suggestions"] if s["change"].startswith("use ")]
+    assert [s["change"] for s in use] == [f"use {tmp_path / 'tiny-F16.gguf'}"]
+    again = cli("estimate", str(tmp_path / "tiny-F16.gguf"), "--gpu", "120MiB", "--json").json()
+    assert (again["fits"], again["fit"]["total_bytes"]) == (True, use[0]["total"])

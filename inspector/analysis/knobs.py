@@ -68,11 +68,14 @@ def train_knobs(t: Train, again: Callable[[TrainOptions], Train]) -> tuple[Knob,
 
 
 def estimate_knobs(fitted: Fit, *, context: int, kv_dtype: str, again: Callable[[int, str], Fit],
-                   layout: Callable[[], tuple[str, int] | None]) -> tuple[Knob, ...]:
+                   layout: Callable[[], tuple[str, int] | None],
+                   smaller_file: Callable[[], tuple[str, int] | None] = lambda: None) -> tuple[Knob, ...]:
     """Where a model does not fit its budget for serving: a shorter context (the largest that fits, as the
-    fit reports it), an 8-bit KV cache where the cache is 16-bit, and more of the same GPU in the layout
-    ``plan`` ranks first (``layout``: its command-line change and memory per GPU, or None) — each with the
-    memory per device it then needs (``again(context, kv_dtype)``: the same fit with those two changed)."""
+    fit reports it), an 8-bit KV cache where the cache is 16-bit, a smaller quantisation of the same GGUF
+    folder (``smaller_file``: the file to use and what it needs, or None), and more of the same GPU in the
+    layout ``plan`` ranks first (``layout``: its command-line change and memory per GPU, or None) — each
+    with the memory per device it then needs (``again(context, kv_dtype)``: the same fit with those two
+    changed)."""
     if fitted.fits is not False:
         return ()
     tried: list[tuple[str, Callable[[], tuple[bool | None, int]]]] = []
@@ -89,6 +92,9 @@ def estimate_knobs(fitted: Fit, *, context: int, kv_dtype: str, again: Callable[
             continue
         if fits is True:
             found.append(Knob(change, total, fitted.usable_bytes or fitted.budget_bytes))
+    quantised = smaller_file()  # another quantisation of the same folder, the largest that fits
+    if quantised is not None:
+        found.append(Knob(quantised[0], quantised[1], fitted.usable_bytes or fitted.budget_bytes))
     more = layout()
     if more is not None:
         found.append(Knob(more[0], more[1], 0))

@@ -576,3 +576,34 @@ def test_the_plan_page_draws_the_layouts_that_fit_and_says_yes_or_no() -> None:
     assert [int(kv) for kv in drawn] == [r["kv_pool_bytes"] for r in fitting][:24]
     table = page.split('<table id="plan-valid">', 1)[1].split("</table>", 1)[0]
     assert ">True<" not in table and ">False<" not in table and ">yes<" in table
+
+
+def _screenshot_reports() -> dict[str, list[str]]:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("make_screenshots", Path(__file__).resolve().parent.parent
+                                                  / "scripts" / "make_screenshots.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return dict(module.REPORTS)
+
+
+@pytest.mark.parametrize(("name", "args"), sorted(_screenshot_reports().items()))
+def test_every_page_of_the_docs_opens_quietly_and_is_drawn(cli, tmp_path: Path, browser, name: str,
+                                                           args: list[str]) -> None:
+    """Issue 52: each HTML page the docs show (docs/html.md) opens in chromium without a request, error or
+    console message, and the test draws its screenshot: to .test-artifacts/html always, and over
+    docs/screenshots/NAME.png with INSPECTOR_UPDATE_DOCS=1 (as the docs' examples are regenerated)."""
+    from inspector.safeio import write_atomic
+
+    page_file = report(cli, tmp_path, name, *args)
+    docs = Path(__file__).resolve().parent.parent / "docs"
+    assert f"screenshots/{name}.png" in (docs / "html.md").read_text()
+    with Opened(browser, page_file, f"docs-{name}") as opened:
+        opened.quiet()
+        png = opened.page.screenshot()
+    assert png.startswith(b"\x89PNG")
+    if os.environ.get("INSPECTOR_UPDATE_DOCS"):
+        write_atomic(docs / "screenshots", f"{name}.png", png, "screenshot")
+    assert (docs / "screenshots" / f"{name}.png").is_file()

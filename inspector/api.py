@@ -457,13 +457,13 @@ def estimate(model: str | Checkpoint, *, context: int | str | None = None, batch
     """``inspect estimate`` (options as ``estimate_options`` takes them)."""
     options = estimate_options(context=context, batch=batch, kv_dtype=kv_dtype, dtypes=dtypes, gpu=gpu,
                                overhead=overhead, engine=engine, utilization=utilization, pipeline=pipeline)
-    return estimate_with(open_model(model, revision=revision, hub=hub),
-                         options)
+    return estimate_with(open_model(model, revision=revision, hub=hub), options, hub=hub)
 
 
 @paused()
-def estimate_with(checkpoint: Checkpoint, options: EstimateOptions) -> EstimateResult:
-    """The estimate of an open checkpoint with checked options."""
+def estimate_with(checkpoint: Checkpoint, options: EstimateOptions, *, hub: HubOptions | None = None) -> EstimateResult:
+    """The estimate of an open checkpoint with checked options (``hub``: how its repo is reached again, for
+    the other files a suggestion may name)."""
     from inspector.analysis.engines import ENGINES
     from inspector.analysis.estimate import estimate as estimate_report
     from inspector.analysis.fit import Settings, fit
@@ -478,11 +478,11 @@ def estimate_with(checkpoint: Checkpoint, options: EstimateOptions) -> EstimateR
                  pipeline=options.pipeline) if options.budget else None
     if fitted is None or fitted.fits is not False or options.budget is None:
         return EstimateResult(report, est, fitted)
-    return EstimateResult(report, est, fitted, _estimate_knobs(report, est, options, engine, fitted))
+    return EstimateResult(report, est, fitted, _estimate_knobs(report, est, options, engine, fitted, hub))
 
 
 def _estimate_knobs(report: Report, est: Estimate, options: EstimateOptions, engine: Engine | None,
-                    fitted: Fit) -> tuple[Knob, ...]:
+                    fitted: Fit, hub: HubOptions | None = None) -> tuple[Knob, ...]:
     """What makes a model that does not fit fit (``analysis.knobs.estimate_knobs``): the same fit at a
     shorter context or an 8-bit KV cache, and ``plan``'s first layout of more of the same GPU."""
     from dataclasses import replace
@@ -516,26 +516,35 @@ def _estimate_knobs(report: Report, est: Estimate, options: EstimateOptions, eng
         return change, found.fit.total_bytes
 
     def smaller_file() -> tuple[str, int] | None:
-        """The largest other GGUF file of a local folder of quantisations that fits (headers only)."""
+        """The largest other GGUF file of the same local folder or Hub repo (at the commit read) that fits,
+        reading headers only (the repo's listing once, then one header a file tried)."""
         from pathlib import Path
 
         from inspector.errors import SeveralFiles
 
         c = report.checkpoint
-        if c.provenance.origin != "file" or c.provenance.root is None or len(c.headers) != 1 \
-                or c.headers[0].format != "gguf":
+        p = c.provenance
+        if len(c.headers) != 1 or c.headers[0].format != "gguf":
             return None
+        container = p.root if p.origin == "file" else f"{p.repo_id}@{p.revision}" if p.origin == "hub" and \
+            p.repo_id and p.revision else None
+        if container is None:
+            return None
+        mine = c.headers[0].file
         try:
-            open_model(c.provenance.root)
+            open_model(container, hub=hub)
             return None  # one model file there: no other quantisation
         except SeveralFiles as several:
-            size = several.listing.get(c.label)
-            others = sorted(((s, f) for f, s in several.listing.items() if f in several.files and f != c.label
+            size = several.listing.get(mine)
+            others = sorted(((s, f) for f, s in several.listing.items() if f in several.files and f != mine
                              and s is not None and size is not None and s < size
-                             and not f.lower().startswith("mmproj")), reverse=True)
+                             and not f.rsplit("/", 1)[-1].lower().startswith("mmproj")), reverse=True)
+            opener = several.opener
         for _, name in others[:FILE_WORKERS]:
-            path = str(Path(c.provenance.root) / name)
-            other = build_report(open_model(path))
+            path = str(Path(container) / name) if p.origin == "file" else f"{p.repo_id}/{name}"
+            opened = opener(name) if opener is not None else open_model(path, hub=hub)
+            assert isinstance(opened, Checkpoint)
+            other = build_report(opened)
             other_est = estimate_report(other, context=est.context, batch=options.batch, kv_dtype=options.kv_dtype,
                                         what_if=())
             done = fit(other, other_est, budget, engine, settings=quick, pipeline=options.pipeline)

@@ -326,7 +326,7 @@ def estimate_cmd(
     except SeveralFiles as several:  # a GGUF repo of several quantisations: the fit of each file
         file_listing(model, several, revision, hub_options(endpoint, token, offline), form, wide, gpu, context)
         return
-    done = api.estimate_with(checkpoint, options)
+    done = api.estimate_with(checkpoint, options, hub=hub_options(endpoint, token, offline))
     for warning in (*done.estimate.warnings, *(done.fit.warnings if done.fit is not None else ())):
         say(f"warning: {warning}")
     views.emit(done, form, wide=wide, target=target)

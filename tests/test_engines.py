@@ -62,7 +62,8 @@ def test_vllm_prediction_beside_its_receipt(cli, tmp_path: Path, name: str) -> N
     assert abs(f["kv_pool_bytes"] / (receipt["kv_pool_gib"] * GIB) - 1) < 0.02
     assert abs(f["kv_pool_tokens"] / receipt["kv_tokens"] - 1) < 0.02
     assert f["kv_pool_tokens"] % 16 == 0  # whole blocks, as num_gpu_blocks × 16
-    out = cli("estimate", model, "--engine", "vllm", "--gpu", "H100", "--utilization", "0.95", "--context", "16k").out
+    out = cli("estimate", model, "--engine", "vllm", "--gpu", "H100", "--utilization", "0.95", "--context", "16k",
+              "--explain").out  # each term's formula and source: the table shows them with --explain
     for term in ("rotary cache", "activation peak", "non-torch memory", "CUDA graphs", "usable", "KV pool",
                  "llm-d planner accuracy report", "get_batch_defaults"):
         assert term in out

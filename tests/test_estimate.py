@@ -119,7 +119,8 @@ def test_a_windowed_fit_row_states_the_sum_it_is(tmp_path: Path, cli) -> None:
     assert fit["kv_bytes"] == per_layer_token * (3 * 8 + 100)
     assert fit["kv_formula"] == (f"({per_layer_token:,} B/token × 100 cells + {3 * per_layer_token:,} B/token "
                                  "× 8 cells (window 8)) × batch 1")
-    table = cli("estimate", str(tmp_path / "m"), "--context", "100", "--kv-dtype", "bf16", "--gpu", "1GiB").out
+    table = cli("estimate", str(tmp_path / "m"), "--context", "100", "--kv-dtype", "bf16", "--gpu", "1GiB",
+                "--explain").out
     assert fit["kv_formula"] in table
     cpp = cli("estimate", str(tmp_path / "m"), "--context", "100", "--kv-dtype", "bf16", "--gpu", "1GiB",
               "--engine", "llama.cpp", "--json").json()["fit"]

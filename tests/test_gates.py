@@ -284,3 +284,17 @@ def test_a_smaller_quantisation_of_the_same_folder_is_suggested(cli, tmp_path) -
     assert [s["change"] for s in use] == [f"use {tmp_path / 'tiny-F16.gguf'}"]
     again = cli("estimate", str(tmp_path / "tiny-F16.gguf"), "--gpu", "120MiB", "--json").json()
     assert (again["fits"], again["fit"]["total_bytes"]) == (True, use[0]["total"])
+
+
+@pytest.mark.parametrize("command", [["estimate", "llama3-8b", "--gpu", "RTX4090"],
+                                     ["train", "llama3-8b", "--gpu", "RTX4090"],
+                                     ["plan", "llama3-8b", "--gpu", "H100,L4", "--max-gpus", "3"]])
+def test_the_long_prose_is_behind_explain(cli, command: list[str]) -> None:
+    """Issue 52: the how and sources prose behind --explain; the table without it is the answer and its
+    figures, and says how to see the rest; --json keeps everything either way."""
+    short, long = cli(*command), cli(*command, "--explain")
+    assert short.code == long.code == 0
+    assert len(short.out.splitlines()) < len(long.out.splitlines())
+    if command[0] != "plan":
+        assert "--explain" in short.out.splitlines()[-1]
+    assert cli(*command, "--json").out == cli(*command, "--json", "--explain").out

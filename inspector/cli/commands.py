@@ -114,6 +114,8 @@ Format = Annotated[str, typer.Option("--format", autocompletion=_choices("format
                                                      "page: to stdout, or to a file with -o)")]
 Output = Annotated[str | None, typer.Option("-o", "--output", help="with --format html: the file to write "
                                                                   "(replaces only a report this tool wrote)")]
+Explain = Annotated[bool, typer.Option(
+    "--explain", help="each figure's formula, source and assumptions in the table (--json has them always)")]
 FailIfFit = Annotated[str | None, typer.Option(
     "--fail-if", help="nofit: exit 1, with the verdict on stderr, unless it fits (an unknown fit fails too)")]
 AsJson = Annotated[bool, typer.Option("--json", help="short for --format json: one JSON document (schema_version 2)")]
@@ -306,6 +308,7 @@ def estimate_cmd(
         "--overhead", help="runtime overhead per device, replacing the engine's terms (activation peak, "
                            "buffers): 2GiB, 500MB")] = None,
     fail_if: FailIfFit = None,
+    explain: Explain = False,
     as_json: AsJson = False,
     fmt: Format = "table",
     revision: Revision = None,
@@ -329,7 +332,7 @@ def estimate_cmd(
     done = api.estimate_with(checkpoint, options, hub=hub_options(endpoint, token, offline))
     for warning in (*done.estimate.warnings, *(done.fit.warnings if done.fit is not None else ())):
         say(f"warning: {warning}")
-    views.emit(done, form, wide=wide, target=target)
+    views.emit(done, form, view=views.View(explain=explain), wide=wide, target=target)
     _gate(done, gates)
 
 
@@ -369,6 +372,7 @@ def train_cmd(
         "--offload", autocompletion=_choices("offload"),
                 help="none, optimizer (states and master copy to the CPU) or all (the weights too)")] = "none",
     fail_if: FailIfFit = None,
+    explain: Explain = False,
     as_json: AsJson = False,
     fmt: Format = "table",
     revision: Revision = None,
@@ -385,7 +389,7 @@ def train_cmd(
                                 precision=precision, batch=batch, seq=seq, checkpointing=checkpointing, gpu=gpu,
                                 zero=zero, fsdp=fsdp, offload=offload)
     done = api.train_with(open_model(model, revision, hub_options(endpoint, token, offline)), options)
-    views.emit(done, form, wide=wide, target=target)
+    views.emit(done, form, view=views.View(explain=explain), wide=wide, target=target)
     _gate(done, gates)
 
 
@@ -415,6 +419,7 @@ def plan_cmd(
             help="the KV cache's dtype (default: the model's)")
                         ] = None,
     fail_if: FailIfFit = None,
+    explain: Explain = False,
     as_json: AsJson = False,
     fmt: Format = "table",
     revision: Revision = None,
@@ -430,7 +435,7 @@ def plan_cmd(
     options = api.plan_options(gpus=gpu, max_gpus=max_gpus, nodes=nodes, engine=engine, context=context,
                                objective=objective, utilization=utilization, kv_dtype=kv_dtype)
     done = api.plan_with(open_model(model, revision, hub_options(endpoint, token, offline)), options)
-    views.emit(done, form, wide=wide, target=target)
+    views.emit(done, form, view=views.View(explain=explain), wide=wide, target=target)
     _gate(done, gates)
 
 

@@ -733,7 +733,11 @@ def gb_gib(value: int) -> str:
     return f"{value:,} B ({value / 10**9:.2f} GB, {value / 2**30:.2f} GiB)"
 
 
-def fit_table(f: Fit) -> RenderableType:
+#: the line a table without ``--explain`` ends with
+EXPLAIN_HINT = "--explain: each figure's formula, source and assumptions (--json has them always)"
+
+
+def fit_table(f: Fit, *, explain: bool = False) -> RenderableType:
     from rich.console import Group
     from rich.table import Table
     from rich.text import Text
@@ -742,13 +746,16 @@ def fit_table(f: Fit) -> RenderableType:
     gpu = f" {f.gpu}" if f.gpu else ""
     util = f" × utilization {f.utilization:g}" if f.utilization else ""
     at = f", context {f.context:,}, batch {f.batch}" if f.engine != "diffusers" else ""
-    t = Table(title=f"Will it fit? {f.devices} ×{gpu} {f.budget_bytes / 2**30:.2f} GiB{util}, {f.engine}{at}",
-              title_justify="left", show_edge=False, pad_edge=False)
+    # the question as a line of its own: as the table's title it wrapped at the table's width
+    title = Text(f"Will it fit? {f.devices} ×{gpu} {f.budget_bytes / 2**30:.2f} GiB{util}, {f.engine}{at}",
+                 style="italic")
+    t = Table(show_edge=False, pad_edge=False)
     t.add_column("memory" + per)
     t.add_column("bytes", justify="right")
     t.add_column("GB", justify="right")
     t.add_column("GiB", justify="right")
-    t.add_column("how")
+    if explain:
+        t.add_column("how")
     tp = f.devices // f.pipeline
     rows = [("weights", f.weights_bytes, (f"1/{tp} of {f.weights_bytes_all:,} B, replicated pieces whole"
                                           if tp > 1 else "as the headers hold them") +
@@ -770,10 +777,11 @@ def fit_table(f: Fit) -> RenderableType:
         rows.append(("KV pool", f.kv_pool_bytes,
                      "usable − weights − terms above (vLLM sizes its cache to it)" + tokens))
     for label, value, how in rows:
-        t.add_row(sanitize(label), n(value), f"{value / 10**9:.2f}", f"{value / 2**30:.2f}", sanitize(how))
+        t.add_row(sanitize(label), n(value), f"{value / 10**9:.2f}", f"{value / 2**30:.2f}",
+                  *([sanitize(how)] if explain else []))
     if f.fits is None:
-        parts: list[RenderableType] = [t, Text("fit unknown: " + sanitize(f.unknown or "a figure is missing"),
-                                               style="bold yellow")]
+        parts: list[RenderableType] = [title, t, Text("fit unknown: " + sanitize(f.unknown or "a figure is missing"),
+                                                      style="bold yellow")]
     else:
         verdict = Text("fits" if f.fits else "does not fit", style="bold green" if f.fits else "bold red")
         verdict.append(f": {f.total_bytes / 2**30:.2f} GiB of {f.usable_bytes / 2**30:.2f} GiB{per}", style="")
@@ -782,8 +790,8 @@ def fit_table(f: Fit) -> RenderableType:
                 f"largest batch at {f.context:,} tokens: {f.max_batch:,}") if f.max_context else \
             "the weights alone are more than the budget, before any activation" if f.engine == "diffusers" else \
             "not even one token of context fits beside the weights and overhead"
-        parts = [t, verdict, Text(most)]
-    sources = [f"{term.name}: {term.source}" for term in f.terms]
+        parts = [title, t, verdict, Text(most)]
+    sources = [f"{term.name}: {term.source}" for term in f.terms] if explain else []
     if sources:
         parts.append(Text("sources: " + sanitize("; ".join(sources)), style="dim"))
     if f.replicated and f.devices > 1:
@@ -865,13 +873,14 @@ def estimate_scope(est: Estimate) -> str:
     return f"estimates at context {est.context:,}, batch {est.batch}, KV cache in {est.kv_dtype}"
 
 
-def estimate_table(report: Report, est: Estimate, fitted: Fit | None = None) -> RenderableType:
+def estimate_table(report: Report, est: Estimate, fitted: Fit | None = None, *,
+                   explain: bool = False) -> RenderableType:
     from rich.console import Group
     from rich.table import Table
     from rich.text import Text
 
     c = report.checkpoint
-    parts: list[RenderableType] = [] if fitted is None else [fit_table(fitted), Text("")]
+    parts: list[RenderableType] = [] if fitted is None else [fit_table(fitted, explain=explain), Text("")]
     parts += [
         Text(f"{sanitize(c.label)}: {estimate_scope(est)}", style="bold")]
     if est.architecture.stacks and est.kv is not None:
@@ -879,8 +888,9 @@ def estimate_table(report: Report, est: Estimate, fitted: Fit | None = None) -> 
     t = Table(show_edge=False, pad_edge=False)
     t.add_column("figure")
     t.add_column("value", justify="right")
-    t.add_column("formula")
-    t.add_column("notes", justify="right")
+    if explain:
+        t.add_column("formula")
+        t.add_column("notes", justify="right")
     notes: list[str] = []
     for f in est.figures:
         marks = []
@@ -888,7 +898,8 @@ def estimate_table(report: Report, est: Estimate, fitted: Fit | None = None) -> 
             if text not in notes:
                 notes.append(text)
             marks.append(str(notes.index(text) + 1))
-        t.add_row(sanitize(figure_label(f.name)), _value(f.value, f.unit), sanitize(f.formula), ",".join(marks))
+        t.add_row(sanitize(figure_label(f.name)), _value(f.value, f.unit),
+                  *([sanitize(f.formula), ",".join(marks)] if explain else []))
     parts += [t, Text("")]
     q = est.quant
     if q.method or q.overhead_elements:
@@ -913,6 +924,8 @@ def estimate_table(report: Report, est: Estimate, fitted: Fit | None = None) -> 
     for what in est.what_if:
         w.add_row(what.dtype, f"{what.bytes:,} ({size(what.bytes)})", sanitize(what.formula))
     parts += [w, Text("")]
+    if not explain:
+        return Group(*parts, Text(EXPLAIN_HINT, style="dim"))
     for i, note in enumerate(notes, 1):
         parts.append(Text(f"{i}. {sanitize(note)}", style="dim"))
     return Group(*parts)

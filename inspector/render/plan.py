@@ -73,7 +73,7 @@ def plan_json(report: Report, p: Plan, suggestions: Sequence[Knob] = ()) -> dict
     }
 
 
-def plan_table(report: Report, p: Plan, suggestions: Sequence[str] = ()) -> RenderableType:
+def plan_table(report: Report, p: Plan, suggestions: Sequence[str] = (), *, explain: bool = False) -> RenderableType:
     """The answer, then (``suggestions``) what makes it fit, the layouts accepted and refused."""
     parts: list[RenderableType] = [
         Text(f"{sanitize(report.checkpoint.label)}: {p.engine}, {p.context:,} tokens a sequence, ranked by "
@@ -105,7 +105,8 @@ def plan_table(report: Report, p: Plan, suggestions: Sequence[str] = ()) -> Rend
         for r in invalid[:SHOWN_INVALID]:
             parts.append(Text(f"  {_layout(r)}: " + "; ".join(why for _, why in r.broken), style="red"))
         keys = {rule.key: rule for r in invalid for rule, _ in r.broken}
-        parts += [Text(f"  {rule.key}: {rule.demands} ({rule.source})", style="dim") for rule in keys.values()]
+        if explain:  # each broken rule as the engine's source states it
+            parts += [Text(f"  {rule.key}: {rule.demands} ({rule.source})", style="dim") for rule in keys.values()]
     parts.append(Text("cheapest = fewest GPUs (price is not modelled); each fit is `inspect estimate`'s for that "
                       "layout", style="dim"))
     return Group(*parts)

@@ -11,7 +11,7 @@ from rich.text import Text
 from inspector.analysis.knobs import Knob
 from inspector.analysis.report import Report
 from inspector.analysis.train import OPTIMIZERS, Train
-from inspector.render.output import SCHEMA_VERSION, model_json, n
+from inspector.render.output import EXPLAIN_HINT, SCHEMA_VERSION, model_json, n
 from inspector.render.text import markdown, sanitize
 
 GIB = 2**30
@@ -67,7 +67,7 @@ def _headline(report: Report, t: Train) -> str:
             f"{o.seq:,} tokens, checkpointing {'on' if o.checkpointing else 'off'}{gpus}{shard}")
 
 
-def train_table(report: Report, t: Train) -> RenderableType:
+def train_table(report: Report, t: Train, *, explain: bool = False) -> RenderableType:
     o = t.options
     parts: list[RenderableType] = [Text(_headline(report, t), style="bold")]
     kind = "every parameter" if o.method == "full" else f"{t.adapted:,} adapted modules"
@@ -75,13 +75,15 @@ def train_table(report: Report, t: Train) -> RenderableType:
                       + (f"; frozen linear weights in NF4 at {t.bits_per_weight:.3f} bits a weight"
                          if t.bits_per_weight else "")))
     table = Table(title="Memory per GPU", title_justify="left", show_edge=False, pad_edge=False)
-    for col, just in (("term", "left"), ("bytes", "right"), ("GiB", "right"), ("", "left"), ("how", "left")):
+    for col, just in (("term", "left"), ("bytes", "right"), ("GiB", "right"), ("", "left"),
+                      *([("how", "left")] if explain else [])):
         table.add_column(col, justify=just)  # type: ignore[arg-type]
     for term in t.terms:
         table.add_row(term.name.replace("_", " "), n(term.bytes) if term.bytes is not None else "unknown",
-                      _gib(term.bytes), "exact" if term.exact else "model", sanitize(term.formula))
+                      _gib(term.bytes), "exact" if term.exact else "model",
+                      *([sanitize(term.formula)] if explain else []))
     table.add_row(Text("total (peak)", style="bold"), n(t.total) if t.total is not None else "unknown",
-                  _gib(t.total), "", sanitize(t.peak_rule))
+                  _gib(t.total), "", *([sanitize(t.peak_rule)] if explain else []))
     parts.append(table)
     if t.cpu_bytes:
         parts.append(Text(f"on the CPU: {n(t.cpu_bytes)} B ({_gib(t.cpu_bytes)} GiB) per GPU's share"))
@@ -95,6 +97,8 @@ def train_table(report: Report, t: Train) -> RenderableType:
             parts.append(Text(f"largest batch at {o.seq:,} tokens: {t.largest_batch:,}; largest sequence at batch "
                               f"{o.batch}: {t.largest_seq:,} tokens" if t.largest_batch is not None
                               and t.largest_seq is not None else ""))
+    if not explain:
+        return Group(*parts, Text(EXPLAIN_HINT, style="dim"))
     thumbs = Table(title="What others would say (their rules, not ours)", title_justify="left", show_edge=False,
                    pad_edge=False)
     for col, just in (("who", "left"), ("GiB", "right"), ("their rule", "left")):

@@ -52,6 +52,8 @@ class View:
     all_changes: bool = False
     #: show: list every file, however many
     all_shards: bool = False
+    #: estimate, train, plan: each figure's formula, source and assumptions beside it (JSON keeps them always)
+    explain: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,7 +177,7 @@ def _estimate_table(r: EstimateResult, view: View) -> RenderableType:
     from inspector.render.output import estimate_table
     from inspector.render.train import knob_lines
 
-    drawn = estimate_table(r.report, r.estimate, r.fit)
+    drawn = estimate_table(r.report, r.estimate, r.fit, explain=view.explain)
     if r.fit is None:
         return drawn
     knobs = [Text("what makes it fit: " + "; ".join(knob_lines(r.suggestions)))] if r.suggestions else []
@@ -213,7 +215,7 @@ def _train_table(r: TrainResult, view: View) -> RenderableType:
 
     from inspector.render.train import knob_lines, train_table
 
-    drawn = train_table(r.report, r.train)
+    drawn = train_table(r.report, r.train, explain=view.explain)
     if r.train.options.budget is None:
         return drawn
     knobs = [Text("what makes it fit: " + "; ".join(knob_lines(r.suggestions)))] if r.suggestions else []
@@ -236,7 +238,7 @@ def _plan_table(r: PlanResult, view: View) -> RenderableType:
     from inspector.render.plan import plan_table
     from inspector.render.train import knob_lines
 
-    return plan_table(r.report, r.plan, knob_lines(r.suggestions))
+    return plan_table(r.report, r.plan, knob_lines(r.suggestions), explain=view.explain)
 
 
 def _plan_markdown(r: PlanResult, view: View) -> Verbatim:

@@ -172,3 +172,21 @@ def measured(*args: str, env: dict[str, str] | None = None) -> dict[str, Any]:
     facts: dict[str, Any] = json.loads(lines[-1])
     facts["stderr"], facts["stdout"] = done.stderr, "\n".join(lines[:-1])
     return facts
+
+
+def model_gguf(path: Path, dtype: Any) -> bytes:
+    """A one-layer llama GGUF that gguf-py writes, its embedding [32000, 1024] in ``dtype`` (numpy's: F32 is
+    twice F16's bytes), with the metadata a fit needs (layers, context, widths, heads); its bytes."""
+    import gguf
+    import numpy as np
+
+    w = gguf.GGUFWriter(str(path), "llama")
+    w.add_block_count(1)
+    w.add_context_length(2048)
+    w.add_embedding_length(1024)
+    w.add_feed_forward_length(2048)
+    w.add_head_count(8)
+    w.add_head_count_kv(8)
+    w.add_tensor("token_embd.weight", np.zeros((32000, 1024), dtype=dtype))
+    finish_gguf(w)
+    return path.read_bytes()

@@ -263,20 +263,11 @@ def test_plans_suggestion_is_what_its_command_line_gives(cli, args: list[str]) -
 def test_a_smaller_quantisation_of_the_same_folder_is_suggested(cli, tmp_path) -> None:
     """A GGUF file that does not fit: the largest smaller file of its folder that fits is named, with what it
     needs, and estimating that file gives that figure (two files gguf-py wrote, F32 and F16 of one model)."""
-    import gguf
     import numpy as np
-    from helpers import finish_gguf
+    from helpers import model_gguf
 
     for name, dtype in (("tiny-F32.gguf", np.float32), ("tiny-F16.gguf", np.float16)):
-        w = gguf.GGUFWriter(str(tmp_path / name), "llama")
-        w.add_block_count(1)
-        w.add_context_length(2048)
-        w.add_embedding_length(1024)
-        w.add_feed_forward_length(2048)
-        w.add_head_count(8)
-        w.add_head_count_kv(8)
-        w.add_tensor("token_embd.weight", np.zeros((32000, 1024), dtype=dtype))
-        finish_gguf(w)
+        model_gguf(tmp_path / name, dtype)
     done = cli("estimate", str(tmp_path / "tiny-F32.gguf"), "--gpu", "120MiB", "--json")
     doc = done.json()
     assert doc["fits"] is False
@@ -298,3 +289,16 @@ def test_the_long_prose_is_behind_explain(cli, command: list[str]) -> None:
     if command[0] != "plan":
         assert "--explain" in short.out.splitlines()[-1]
     assert cli(*command, "--json").out == cli(*command, "--json", "--explain").out
+
+
+def test_a_suggested_file_name_passes_the_sanitiser(cli, tmp_path) -> None:
+    """A file name from a folder's listing reaches the table's suggestion line: its control characters shown
+    as escapes, never written to the terminal."""
+    import numpy as np
+    from helpers import model_gguf
+
+    model_gguf(tmp_path / "big-F32.gguf", np.float32)
+    model_gguf(tmp_path / "evil\x1b[31m-F16.gguf", np.float16)
+    out = cli("estimate", str(tmp_path / "big-F32.gguf"), "--gpu", "120MiB").out
+    assert "what makes it fit: use " in out
+    assert "\x1b" not in out and "\\x1b" in out

@@ -116,31 +116,14 @@ def test_the_default_branch_named_reads_offline_as_the_bare_id(cli, spec: str, m
     assert other.code == 3  # another branch is not the snapshot's
 
 
-def _model_gguf(path: Path, dtype: object) -> bytes:
-    """A one-layer llama GGUF gguf-py writes, its embedding in ``dtype`` (F32 is twice F16's bytes)."""
-    import gguf
-    import numpy as np
-    from helpers import finish_gguf
-
-    w = gguf.GGUFWriter(str(path), "llama")
-    w.add_block_count(1)
-    w.add_context_length(2048)
-    w.add_embedding_length(1024)
-    w.add_feed_forward_length(2048)
-    w.add_head_count(8)
-    w.add_head_count_kv(8)
-    w.add_tensor("token_embd.weight", np.zeros((32000, 1024), dtype=dtype))
-    finish_gguf(w)
-    return path.read_bytes()
-
-
 def test_a_hub_repos_smaller_quantisation_is_suggested(cli, online, monkeypatch, tmp_path: Path) -> None:
     """estimate of one GGUF of a Hub repo that does not fit: the repo's largest smaller file that fits is
     named (its listing once, then one header), and estimating it gives the promised figure."""
     import numpy as np
+    from helpers import model_gguf
 
-    files = {"tiny-F32.gguf": _model_gguf(tmp_path / "a.gguf", np.float32),
-             "tiny-F16.gguf": _model_gguf(tmp_path / "b.gguf", np.float16)}
+    files = {"tiny-F32.gguf": model_gguf(tmp_path / "a.gguf", np.float32),
+             "tiny-F16.gguf": model_gguf(tmp_path / "b.gguf", np.float16)}
     with HubServer() as server:
         server.add_files("acme/sizes", files)
         monkeypatch.setenv("HF_ENDPOINT", server.url)

@@ -17,6 +17,7 @@ from inspector.analysis.fit import Fit
 from inspector.analysis.plan import Plan
 from inspector.analysis.train import Train, TrainOptions
 from inspector.errors import UsageError
+from inspector.formats.dtypes import USER_DTYPE_BYTES
 
 #: at most this many changes are listed (the cheapest first)
 MAX_KNOBS = 5
@@ -82,7 +83,7 @@ def estimate_knobs(fitted: Fit, *, context: int, kv_dtype: str, again: Callable[
     if fitted.max_context and fitted.max_context < context:
         shorter = fitted.max_context
         tried.append((f"--context {shorter}", lambda: _answer(again(shorter, kv_dtype))))
-    if kv_dtype.lower() in ("bf16", "fp16", "f16", "float16", "bfloat16"):
+    if USER_DTYPE_BYTES.get(kv_dtype.lower()) == 2:  # a 16-bit cache (the dtype table's width)
         tried.append(("--kv-dtype fp8", lambda: _answer(again(context, "fp8"))))
     found = []
     for change, run in tried:

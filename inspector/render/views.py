@@ -175,12 +175,13 @@ def _estimate_table(r: EstimateResult, view: View) -> RenderableType:
     from rich.text import Text
 
     from inspector.render.output import estimate_table
+    from inspector.render.text import sanitize
     from inspector.render.train import knob_lines
 
     drawn = estimate_table(r.report, r.estimate, r.fit, explain=view.explain)
     if r.fit is None:
         return drawn
-    knobs = [Text("what makes it fit: " + "; ".join(knob_lines(r.suggestions)))] if r.suggestions else []
+    knobs = [Text("what makes it fit: " + sanitize("; ".join(knob_lines(r.suggestions))))] if r.suggestions else []
     return Group(_verdict(r.fits, r.verdict), *knobs, drawn)  # the answer first
 
 
@@ -213,12 +214,13 @@ def _train_table(r: TrainResult, view: View) -> RenderableType:
     from rich.console import Group
     from rich.text import Text
 
+    from inspector.render.text import sanitize
     from inspector.render.train import knob_lines, train_table
 
     drawn = train_table(r.report, r.train, explain=view.explain)
     if r.train.options.budget is None:
         return drawn
-    knobs = [Text("what makes it fit: " + "; ".join(knob_lines(r.suggestions)))] if r.suggestions else []
+    knobs = [Text("what makes it fit: " + sanitize("; ".join(knob_lines(r.suggestions))))] if r.suggestions else []
     return Group(_verdict(r.fits, r.verdict), *knobs, drawn)
 
 

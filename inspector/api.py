@@ -15,7 +15,7 @@ opens or analyses a model runs with the cyclic collector paused (``inspector.pau
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
@@ -32,21 +32,25 @@ from inspector.render.results import (
     FileListing,
     FilesResult,
     Inspection,
+    LineageResult,
     PlanResult,
     TrainResult,
 )
 
 if TYPE_CHECKING:
+    from inspector.analysis.ancestry import Seen
     from inspector.analysis.engines import Engine
     from inspector.analysis.estimate import Estimate
     from inspector.analysis.fit import Budget, Fit
     from inspector.analysis.knobs import Knob
+    from inspector.analysis.lineage import Pick, Values
     from inspector.analysis.listing import CachedModel
     from inspector.analysis.plan import Plan
     from inspector.analysis.report import Report
     from inspector.analysis.train import TrainOptions
     from inspector.analysis.values import Change, Sampled, TensorValues, ValueDiff
-    from inspector.errors import ProblemSink, SeveralFiles
+    from inspector.errors import InspectorError, ProblemSink, SeveralFiles
+    from inspector.model import TensorInfo
     from inspector.sources.data import DataReader
     from inspector.sources.transport import HubOptions
 
@@ -363,6 +367,245 @@ def _with_changes(tensors: list[TensorValues], targets: list[tuple[Sampled, tupl
             for t in tensors]
 
 
+# --- lineage -------------------------------------------------------------------------------------
+
+@paused()
+def lineage(model: str | Checkpoint, candidates: Sequence[str | Checkpoint] = (), *, exact: bool = False,
+            hub: HubOptions | None = None) -> LineageResult:
+    """Where ``model`` came from (``inspect lineage MODEL [CANDIDATE ...]``): each candidate's relation to it
+    (identical, finetune, merge, quantized, adapter, unrelated, different-architecture, unknown) from the
+    listing's file hashes, the tensors' names and shapes, and a few KB of sampled values; without candidates,
+    the bases it declares (card ``base_model``, ``adapter_config.json``, a GGUF's ``general.base_model``).
+    ``exact``: local weight files hashed whole (streamed) to prove a copy."""
+    from inspector.analysis.ancestry import Seen, assess
+    from inspector.analysis.lineage import declared_bases
+    from inspector.analysis.report import build_report
+    from inspector.errors import InspectorError, UsageError
+
+    opened = open_model(model, hub=hub)
+    declared = declared_bases(opened, _card(opened, hub))
+    wanted: list[tuple[str | Checkpoint, str | None]] = [(x, None) for x in candidates] or [
+        (b, where) for b, where in declared.bases]
+    if not wanted:
+        raise UsageError(f"{opened.label}: no candidate given, and it declares no base (no base_model in its card, "
+                         "adapter_config.json or GGUF metadata)", hint="inspect lineage MODEL BASE [OTHER ...]")
+    report = build_report(opened)
+    seen: list[tuple[Seen, Checkpoint | None]] = []
+    for name, where in wanted:
+        label = name if isinstance(name, str) else name.label
+        try:
+            other = open_model(name, hub=hub)
+        except InspectorError as e:
+            if where is None:
+                raise _naming(e, f"candidate {label}") from None
+            seen.append((Seen(label, None, where, f"the declared base could not be read: {e.message}"), None))
+            continue
+        seen.append(_seen(opened, other, label, where, exact, hub))
+    picks, values, samples, counts = _lineage_values(report, seen, hub)
+    final = [replace(s, samples=samples.get(i, {})) for i, (s, _) in enumerate(seen)]
+    return LineageResult(assess(report, picks, values, final, declared, read=counts[:2], requests=counts[2]))
+
+
+_lineage = lineage  # for ``audit``, whose ``lineage`` parameter is a switch
+
+
+def _naming(e: InspectorError, who: str) -> InspectorError:
+    """The same error, its message led by which input it is about (its exit code kept)."""
+    e.template, e.message = f"{who}: {e.template}", f"{who}: {e.message}"
+    e.args = (e.message,)
+    return e
+
+
+def _card(checkpoint: Checkpoint, hub: HubOptions | None) -> bytes | None:
+    """The first ``CARD_BYTES`` of the model card (README.md) where the folder or repo has one, read by range;
+    None without one, or where the source keeps no files (a header snapshot)."""
+    from inspector.analysis.lineage import CARD_BYTES
+    from inspector.errors import InspectorError
+    from inspector.sources.data import data_reader
+
+    entry = next((f for f in checkpoint.files if f.path == "README.md"), None)
+    if entry is None or not entry.size:
+        return None
+    try:
+        reader = data_reader(checkpoint, hub)
+        bodies = reader.read([("README.md", 0, min(entry.size, CARD_BYTES))])
+        try:
+            return next(bodies)
+        finally:
+            bodies.close()
+    except InspectorError:
+        return None
+
+
+def _seen(model: Checkpoint, other: Checkpoint, label: str, where: str | None, exact: bool,
+          hub: HubOptions | None) -> tuple[Seen, Checkpoint | None]:
+    """A candidate opened: its report named as the model's tensors are (GGUF names for a GGUF model), and
+    how many of the model's weight files it holds by hash."""
+    from inspector.analysis.ancestry import Seen
+    from inspector.analysis.diff import align_formats
+    from inspector.analysis.report import build_report
+
+    if _is_gguf(other) and not _is_gguf(model):
+        return Seen(label, None, where, "it is a GGUF and the model is not: lineage asks where the model came "
+                    "from (swap them: inspect lineage GGUF MODEL)"), None
+    _, renamed = align_formats(model, other)
+    return Seen(label, build_report(renamed), where, files=_files_by_hash(model, other, exact, hub)), renamed
+
+
+def _is_gguf(c: Checkpoint) -> bool:
+    return bool(c.headers) and all(h.format == "gguf" for h in c.headers)
+
+
+def _files_by_hash(model: Checkpoint, other: Checkpoint, exact: bool,
+                   hub: HubOptions | None) -> tuple[int, int] | None:
+    """(the model's weight files whose sha256 one of the candidate's files has, the model's weight files):
+    from the listings (the Hub's LFS sha256, the HF cache's blob names), or with ``exact`` on local files
+    streamed whole; None where a side's hashes are not known."""
+    from inspector.sources.data import data_reader
+
+    weights = sorted({h.file for h in model.headers})
+    mine = {f.path: f.sha256 for f in model.files}
+    theirs = {f.sha256 for f in other.files if f.sha256}
+    if weights and all(mine.get(w) for w in weights) and theirs:
+        return sum(1 for w in weights if mine[w] in theirs), len(weights)
+    if not exact:
+        return None
+    readers = (data_reader(model, hub), data_reader(other, hub))
+    sizes = [({f.path: f.size for f in c.files}, c) for c in (model, other)]
+    hashed = []
+    for (size_of, c), reader in zip(sizes, readers, strict=True):
+        files = sorted({h.file for h in c.headers})
+        hashed.append({reader.sha256(f, 0, size_of.get(f) or 0) for f in files} if all(size_of.get(f) for f in files)
+                      else set())
+    if not hashed[0] or None in hashed[0] or None in hashed[1]:
+        return None
+    found = {reader_hash for reader_hash in hashed[0] if reader_hash in hashed[1]}
+    return len(found), len(weights)
+
+
+def _lineage_values(report: Report, seen: list[tuple[Seen, Checkpoint | None]], hub: HubOptions | None
+                    ) -> tuple[list[Pick], dict[int, Values], dict[int, dict[int, tuple[Values, ...]]],
+                               tuple[int, int, int]]:
+    """The sampled values: the model's once, each candidate's that the values decide, at the same elements
+    (a permuted GGUF q or k: both row orders). (picks, the model's values by pick, each candidate's by pick,
+    (the model's bytes read, the candidates', requests))."""
+    from inspector.analysis.ancestry import needs_values
+    from inspector.analysis.lineage import byte_ranges, decode, permuted_rows, plan, source_ranges
+    from inspector.sources.data import data_reader
+
+    asking = [i for i, (s, c) in enumerate(seen) if s.report is not None and c is not None and
+              needs_values(report, s.report, s.files)]
+    if not asking:
+        return [], {}, {}, (0, 0, 0)
+    wanted = sorted({i for k in asking for i, _ in _aligned_indexes(report, seen[k][0])})
+    picks = plan(report, wanted)
+    model_reader = data_reader(report.checkpoint, hub)
+    values: dict[int, Values] = {}
+    mine = [(k, byte_ranges(report.tensors[p.index].info, p.ranges)) for k, p in enumerate(picks)]
+    bodies = _read_pieces(model_reader, [_pieces(report.checkpoint, report.tensors[picks[k].index].info, r)
+                                         for k, r in mine if r is not None])
+    for (k, _), body in zip([x for x in mine if x[1] is not None], bodies, strict=True):
+        decoded = decode(report.tensors[picks[k].index].info.dtype, body)
+        if decoded is not None:
+            values[k] = decoded
+    config = report.checkpoint.config or {}
+    heads = {"q": config.get("num_attention_heads"), "k": config.get("num_key_value_heads")
+             or config.get("num_attention_heads")}
+    out: dict[int, dict[int, tuple[Values, ...]]] = {}
+    read = requests = 0
+    for i in asking:
+        s, checkpoint = seen[i]
+        assert s.report is not None and checkpoint is not None
+        theirs = {t.info.name: t.info for t in s.report.tensors}
+        reader = data_reader(checkpoint, hub)
+        # a GGUF against a checkpoint in another format: llama.cpp's converter reordered q's and k's rows
+        reorders = _is_gguf(report.checkpoint) and not _is_gguf(checkpoint)
+        jobs: list[tuple[int, TensorInfo, list[tuple[int, int]]]] = []
+        for k, p in enumerate(picks):
+            info = report.tensors[p.index].info
+            other = theirs.get(info.name)
+            if k not in values or other is None or other.shape != info.shape:
+                continue
+            alternatives = [list(p.ranges)]
+            n = heads["q" if ".attn_q." in info.name else "k"]
+            if reorders and isinstance(n, int) and permuted_rows(info, n):
+                alternatives.append(source_ranges(info, p.ranges, n))
+            for alt in alternatives:
+                ranges = byte_ranges(other, alt)
+                if ranges is not None:
+                    jobs.append((k, other, ranges))
+        got: dict[int, list[Values]] = {}
+        for (k, other, _), body in zip(jobs, _read_pieces(reader, [_pieces(checkpoint, o, r) for _, o, r in jobs]),
+                                       strict=True):
+            decoded = decode(other.dtype, body)
+            if decoded is not None:
+                got.setdefault(k, []).append(decoded)
+        out[i] = {k: tuple(v) for k, v in got.items()}
+        read += reader.bytes_read
+        requests += reader.requests
+    return picks, values, out, (model_reader.bytes_read, read, requests + model_reader.requests)
+
+
+def _aligned_indexes(report: Report, s: Seen) -> list[tuple[int, TensorInfo]]:
+    from inspector.analysis.lineage import aligned
+
+    assert s.report is not None
+    return aligned(report, s.report)
+
+
+def _pieces(checkpoint: Checkpoint, info: TensorInfo, ranges: list[tuple[int, int]]) -> list[tuple[str, int, int]]:
+    """A tensor's byte ranges (offsets in its data) as (file, start in the file, length)."""
+    start = next(h.data_start for h in checkpoint.headers if h.file == info.file)
+    assert start is not None
+    return [(info.file, start + info.begin + offset, length) for offset, length in ranges]
+
+
+def _read_pieces(reader: DataReader, groups: list[list[tuple[str, int, int]]]) -> list[bytes]:
+    """Each group's pieces read and joined in order: the pieces of one file sorted and joined into bounded
+    spans (``values.spans``), one request a span, in file order."""
+    from collections import defaultdict
+
+    from inspector.analysis.values import spans
+
+    by_file: dict[str, list[tuple[int, int, int]]] = defaultdict(list)
+    numbered = 0
+    owner: list[int] = []
+    for g, pieces in enumerate(groups):
+        for file, start, length in pieces:
+            by_file[file].append((start, length, numbered))
+            owner.append(g)
+            numbered += 1
+    joined = [span for file, slots in by_file.items() for span in spans(file, sorted(slots))]
+    parts = [b""] * numbered
+    bodies = reader.read((span.file, span.start, span.length) for span in joined)
+    try:
+        for span, body in zip(joined, bodies, strict=False):
+            for at, length, number in span.slots:
+                parts[number] = bytes(body[at - span.start:at - span.start + length])
+    finally:
+        bodies.close()
+    out = [bytearray() for _ in groups]
+    for number, piece in enumerate(parts):
+        out[owner[number]] += piece
+    return [bytes(b) for b in out]
+
+
+def lineage_gates(fail_if: str | None) -> tuple[str, ...]:
+    """``--fail-if``'s conditions for ``lineage`` (unrelated, changed, declared), checked before any model is
+    opened; for ``LineageResult.gates_hit``."""
+    from inspector.analysis.ancestry import GATES
+    from inspector.errors import UsageError
+
+    if not fail_if:
+        return ()
+    named = tuple(g.strip() for g in fail_if.split(",") if g.strip())
+    wrong = [g for g in named if g not in GATES]
+    if wrong or not named:
+        raise UsageError(f"⟨fail_if⟩ {', '.join(wrong) or fail_if!r}: not one of {', '.join(GATES)}",
+                         hint="inspect lineage MODEL BASE --fail-if unrelated")
+    return named
+
+
 # --- compare -------------------------------------------------------------------------------------
 
 @paused()
@@ -635,11 +878,12 @@ def files(model: str | Checkpoint, *, revision: str | None = None, hub: HubOptio
 @paused()
 def audit(model: str | Checkpoint, *, modeling: bool = False, deep: bool = False,
           progress: Progress | None = None, revision: str | None = None,
-          hub: HubOptions | None = None) -> Audit:
+          hub: HubOptions | None = None, lineage: bool = False) -> Audit:
     """``inspect audit``: is the checkpoint whole and consistent? ``modeling`` also checks against
     the model class on PyTorch's meta device (the torch extra). ``deep`` also scans the tensor data
     for NaN, Inf and all-zero tensors: local files only (it reads the weights; never a Hub repo's),
-    ``progress`` told (``Phase.DATA``, bytes done, bytes in all)."""
+    ``progress`` told (``Phase.DATA``, bytes done, bytes in all). ``lineage``: the base the model declares
+    checked against it as ``inspect lineage`` checks it (a few KB of each read)."""
     from inspector.analysis import audit as audit_mod
 
     checkpoint = open_model(model, revision=revision, hub=hub, lenient=True)
@@ -656,6 +900,12 @@ def audit(model: str | Checkpoint, *, modeling: bool = False, deep: bool = False
         from inspector.analysis.modeling import modeling_check
 
         extra += modeling_check(inp)
+    if lineage:
+        from inspector.analysis.ancestry import declared_findings
+        from inspector.analysis.lineage import declared_bases
+
+        if declared_bases(checkpoint, _card(checkpoint, hub)).bases:
+            extra += declared_findings(_lineage(checkpoint, hub=hub).lineage)
     if extra:
         result = audit_mod.AuditResult(result.input, audit_mod.sort_findings((*result.findings, *extra)),
                                        result.checked)

@@ -169,10 +169,13 @@ Severity = Literal["error", "warning", "info"]
 
 @dataclass(frozen=True, slots=True)
 class FileEntry:
-    """A file of the checkpoint's folder or repo, with its size when known."""
+    """A file of the checkpoint's folder or repo, with its size when known, and its content's sha256 where
+    the source names it without reading the file (a Hub listing's LFS ``sha256``; an HF cache's blob, which
+    is named by it): what ``inspect lineage`` proves a re-upload by."""
 
     path: str
     size: int | None
+    sha256: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

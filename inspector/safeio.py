@@ -31,6 +31,8 @@ from typing import Any, Final
 from inspector.errors import InvalidCheckpointError, NotFoundError, NotRegularFile
 
 COMMIT: Final = re.compile(r"^[0-9a-f]{40}$")
+#: a file's content hash as a Hub listing (LFS ``sha256``) and the HF cache's blob names write it
+SHA256: Final = re.compile(r"[0-9a-f]{64}")
 #: THE repo-id syntax: ``name`` or ``org/name``, each part ASCII letters, digits, ``.``, ``_``, ``-``
 #: (starting with a letter or digit, at most 96 characters), never ``..``: the Hub's own rule
 REPO_ID: Final = re.compile(r"^(?:[A-Za-z0-9][A-Za-z0-9._-]{0,95}/)?[A-Za-z0-9][A-Za-z0-9._-]{0,95}$")

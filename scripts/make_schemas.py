@@ -231,8 +231,35 @@ REPO_FILES = document("repo-files", "inspect MODEL --files --json", {
     "unknown_sizes": INT,
 })
 
+def _lineage() -> dict[str, Any]:
+    """The relation and tensor-kind enums from the analysis' own tables (one list of words, not two)."""
+    from typing import get_args
+
+    from inspector.analysis.lineage import RELATIONS, Kind
+
+    relation = {"enum": list(RELATIONS)}
+    tensor = obj({"name": STR, "role": STR, "layer": NINT, "relation": {"enum": list(get_args(Kind))}, "why": STR,
+                  "correlation": NNUM, "max_abs_change": NNUM})
+    candidate = obj({
+        "model": STR, "checkpoint": {"anyOf": [MODEL, {"type": "null"}]}, "declared": NSTR, "relation": relation,
+        "why": STR, "files_identical": NINT, "files_compared": NINT, "tensors_aligned": INT, "tensors_compared": INT,
+        "tensors_equal": INT, "tensors_changed": INT, "tensors_unrelated": INT, "tensors_blended": INT,
+        "tensors_quantized": INT, "tensors_constant": INT, "tensors_incomparable": INT, "changed_roles": STRS,
+        "changed_layers": INTS, "weight": NNUM, "fingerprint": NSTR, "tensors": arr(tensor)})
+    return document("lineage", "inspect lineage MODEL [CANDIDATE ...] --json", {
+        "model": MODEL, "verdict": relation, "base": NSTR, "parents": STRS,
+        "weights": {"type": "object", "additionalProperties": NNUM},
+        "declared_base": NSTR, "declared_bases": arr(obj({"model": STR, "where": STR})),
+        "declared_relation": {"enum": ["adapter", "merge", "quantized", "finetune", None]},
+        "declared_matches": NBOOL, "fingerprint": STR, "tensors_sampled": INT, "bytes_read": INT,
+        "model_bytes_read": INT, "weights_bytes": INT, "requests": INT, "evidence": STRS, "candidates": arr(candidate)})
+
+
+LINEAGE = _lineage()
+
 SCHEMAS = {"show": SHOW, "files": FILES, "repo-files": REPO_FILES, "diff": DIFF, "adapter-diff": ADAPTER_DIFF,
-           "compare": COMPARE, "estimate": ESTIMATE, "audit": AUDIT, "train": TRAIN, "plan": PLAN}
+           "compare": COMPARE, "estimate": ESTIMATE, "audit": AUDIT, "train": TRAIN, "plan": PLAN,
+           "lineage": LINEAGE}
 
 
 def main() -> None:

@@ -32,6 +32,8 @@ model.unexpected-key       warning   --modeling: a key the model class does not 
 model.undeclared-buffer    info      --modeling: a saved buffer the model recomputes (non-persistent)
 model.ignored-key          info      --modeling: a key the model class ignores on load by design
 model.not-checked          info      --modeling: converted by an operation not simulated here
+lineage.declared-base      warning   --lineage: the declared base (card, adapter, GGUF) is unrelated to it
+lineage.declared-unread    info      --lineage: the declared base could not be read or decided
 =========================  ========  ==================================================================
 """
 

@@ -85,6 +85,9 @@ EXAMPLES: dict[str, str] = {
                       "inspect plan llama3-70b --gpu H100 --max-gpus 8 --nodes 2"),
     "audit": _examples("inspect audit ./my-checkpoint", "inspect audit org/name --json",
                        "inspect audit ./folder --deep"),
+    "lineage": _examples("inspect lineage ./my-finetune", "inspect lineage org/merged org/parent-a org/parent-b",
+                         "inspect lineage model.Q8_0.gguf meta-llama/Meta-Llama-3-8B --json",
+                         "inspect lineage org/name --fail-if declared"),
     "save": _examples("inspect save meta-llama/Meta-Llama-3-8B -o ./llama3-headers", "inspect ./llama3-headers"),
     "aliases": _examples("inspect aliases", "inspect aliases --json"),
 }
@@ -462,6 +465,9 @@ def audit_cmd(
     modeling: Annotated[bool, typer.Option(
         "--modeling", help="also check against the model class on PyTorch's meta device (needs the torch extra)")
     ] = False,
+    lineage: Annotated[bool, typer.Option(
+        "--lineage", help="also check the base the model declares against its values (as inspect lineage does)")
+    ] = False,
     revision: Revision = None,
     endpoint: Endpoint = None,
     token: Token = None,
@@ -476,9 +482,47 @@ def audit_cmd(
 
         raise UsageError("--deep needs a local checkpoint folder or file")
     with ProgressBar() as progress:
-        audited = api.audit(checkpoint, modeling=modeling, deep=deep, progress=progress)
+        audited = api.audit(checkpoint, modeling=modeling, deep=deep, progress=progress, lineage=lineage,
+                            hub=hub_options(endpoint, token, offline))
     views.emit(audited, form, wide=wide)
     if audited.errors:
+        raise typer.Exit(1)
+
+
+@app.command("lineage", epilog=EXAMPLES["lineage"],
+             help="Where a checkpoint came from: identical to, a fine-tune, merge, quantisation or adapter of each "
+                  "candidate, or unrelated, proven from the listing's file hashes, the tensors' shapes and a few KB "
+                  "of sampled values (never the weights). Without candidates, the bases the model declares (card "
+                  "base_model, adapter_config.json, GGUF general.base_model). Exit 0; with --fail-if, 1 when the "
+                  "named condition holds.")
+def lineage_cmd(
+    model: Annotated[str, typer.Argument(metavar="MODEL", autocompletion=_choices("model"),
+            help="path, alias, or Hub repo id (org/name[@revision])")],
+    candidates: Annotated[list[str] | None, typer.Argument(
+        metavar="[CANDIDATE]...", help="models it may come from (default: the bases it declares)")] = None,
+    as_json: AsJson = False,
+    fmt: Format = "table",
+    fail_if: Annotated[str | None, typer.Option(
+        "--fail-if", help="comma-separated: unrelated (no candidate is where it came from, or that is not known), "
+                          "changed (not identical to a candidate), declared (the declared base is not borne out)")
+    ] = None,
+    exact: Annotated[bool, typer.Option(
+        "--exact", help="local files: hash every weight file whole (streamed) to prove a copy")] = False,
+    endpoint: Endpoint = None,
+    token: Token = None,
+    offline: Offline = False,
+    wide: Wide = False,
+    output: Output = None,
+) -> None:
+    gates = api.lineage_gates(fail_if)
+    form = views.output_format(fmt, as_json)
+    target = views.output_target(form, output)
+    hub = hub_options(endpoint, token, offline)
+    found = api.lineage(model, list(candidates or ()), exact=exact, hub=hub)
+    views.emit(found, form, wide=wide, target=target)
+    hit = found.gates_hit(gates)
+    if hit:
+        say(f"--fail-if {', '.join(hit)}: {found.verdict}")
         raise typer.Exit(1)
 
 

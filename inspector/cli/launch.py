@@ -65,8 +65,8 @@ def quick(args: list[str]) -> int | None:
 
 #: the typer app's commands (a test holds this to ``commands.app``): a first word that names one is that
 #: command, never a model, even where a folder of that name exists
-COMMANDS: frozenset[str] = frozenset({"show", "diff", "compare", "estimate", "train", "plan", "audit", "save",
-                                      "aliases"})
+COMMANDS: frozenset[str] = frozenset({"show", "diff", "compare", "estimate", "train", "plan", "audit", "lineage",
+                                      "save", "aliases"})
 
 
 def _local_or_alias(model: str) -> bool:

@@ -633,3 +633,7 @@ def plan_html(doc: Doc) -> str:
                    ident="plan-refused")]
     scope = f"{esc(as_str(doc['engine']))} · {as_int(doc['context']):,} tokens a sequence"
     return page(label_of(doc), f"{esc(_origin(model))}<br>{scope}", body, doc)
+
+
+#: the page's pieces, for the renderers of other results drawn from their typed records (``render.lineage``)
+figure, table = _figure, _table

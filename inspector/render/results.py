@@ -11,6 +11,7 @@ from inspector.model import Checkpoint
 
 if TYPE_CHECKING:
     from inspector.analysis.adapter import AdapterDiff
+    from inspector.analysis.ancestry import Lineage
     from inspector.analysis.audit import AuditResult
     from inspector.analysis.compare import Comparison
     from inspector.analysis.diff import Diff
@@ -314,6 +315,44 @@ class PlanResult:
         from inspector.render.plan import plan_json
 
         return plan_json(self.report, self.plan, self.suggestions)
+
+
+@dataclass(frozen=True, slots=True)
+class LineageResult:
+    """``inspect lineage MODEL [CANDIDATE ...]``: where the model came from, each candidate's relation to it
+    and the evidence counted."""
+
+    lineage: Lineage
+
+    @property
+    def verdict(self) -> str:
+        """identical, finetune, merge, quantized, adapter, unrelated, different-architecture or unknown."""
+        return self.lineage.verdict
+
+    @property
+    def base(self) -> str | None:
+        """The closest candidate the model came from (None for a merge: see ``parents``, or for none)."""
+        return self.lineage.base
+
+    @property
+    def parents(self) -> tuple[str, ...]:
+        return self.lineage.parents
+
+    @property
+    def declared_matches(self) -> bool | None:
+        return self.lineage.declared_matches
+
+    def gates_hit(self, gates: Sequence[str]) -> list[str]:
+        """The ``--fail-if`` conditions (unrelated, changed, declared) this answer trips."""
+        from inspector.analysis.ancestry import gates_hit
+
+        return gates_hit(self.lineage, gates)
+
+    def to_dict(self) -> dict[str, object]:
+        """The ``inspect lineage --json`` document (``lineage.schema.json``)."""
+        from inspector.render.lineage import lineage_json
+
+        return lineage_json(self.lineage)
 
 
 def _fits_word(fits: bool) -> str:

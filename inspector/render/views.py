@@ -27,6 +27,7 @@ from inspector.render.results import (
     FileListing,
     FilesResult,
     Inspection,
+    LineageResult,
     PlanResult,
     TrainResult,
 )
@@ -270,6 +271,24 @@ def _audit_markdown(r: Audit, view: View) -> Verbatim:
     return Verbatim(audit_markdown(r.result))
 
 
+def _lineage_table(r: LineageResult, view: View) -> RenderableType:
+    from inspector.render.lineage import lineage_table
+
+    return lineage_table(r.lineage)
+
+
+def _lineage_markdown(r: LineageResult, view: View) -> Verbatim:
+    from inspector.render.lineage import lineage_markdown
+
+    return Verbatim(lineage_markdown(r.lineage))
+
+
+def _lineage_html(r: LineageResult, view: View) -> Verbatim:
+    from inspector.render.lineage import lineage_html
+
+    return Verbatim(lineage_html(r.lineage))
+
+
 def _listing_table(r: FileListing, view: View) -> RenderableType:
     from inspector.render.output import files_table
 
@@ -339,6 +358,7 @@ RENDERERS: Final[Mapping[type, Mapping[Format, Renderer]]] = {
     TrainResult: _row(TrainResult, _train_table, _train_markdown, _train_html),
     PlanResult: _row(PlanResult, _plan_table, _plan_markdown, _plan_html),
     Audit: _row(Audit, _audit_table, _audit_markdown),
+    LineageResult: _row(LineageResult, _lineage_table, _lineage_markdown, _lineage_html),
     FileListing: _row(FileListing, _listing_table, _as_markdown(_listing_table)),
     FilesResult: _row(FilesResult, _files_table, _as_markdown(_files_table)),
     CacheResult: _row(CacheResult, _cache_table, _as_markdown(_cache_table)),
@@ -349,6 +369,7 @@ RENDERERS: Final[Mapping[type, Mapping[Format, Renderer]]] = {
 WHAT: Final[Mapping[type, str]] = {
     Inspection: "a model", Difference: "a diff", ComparisonResult: "a comparison", EstimateResult: "an estimate",
     TrainResult: "a training estimate", PlanResult: "a plan", Audit: "an audit (a list of findings)",
+    LineageResult: "a lineage",
     FileListing: "a listing of several model files", FilesResult: "a repo's file listing",
     CacheResult: "a cache of many models", Aliases: "the alias list",
 }

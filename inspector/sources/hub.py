@@ -38,7 +38,7 @@ from inspector.errors import (
 )
 from inspector.formats.registry import REPO_HEADER_BUDGET, SAFETENSORS, reader_for, reader_named
 from inspector.model import Checkpoint, FileEntry, Phase, Progress, Provenance, WeightFile, natural_key
-from inspector.safeio import COMMIT, commit_id, relative_name
+from inspector.safeio import COMMIT, SHA256, commit_id, relative_name
 from inspector.sources.assemble import Parts, assemble, checkpoint_of, stored_files
 from inspector.sources.header_cache import HeaderCache
 from inspector.sources.resolve import HubOpener
@@ -246,10 +246,16 @@ def _offline(repo_id: str, revision: str | None, cache: HeaderCache, hub: Hub, w
 
 def repo_sizes(hub: Hub, info: Mapping[str, Any], repo_id: str) -> dict[str, int | None]:
     """Every file of a listing with its size, each name validated before it can become a path."""
+    return {name: size for name, (size, _) in repo_files(hub, info, repo_id).items()}
+
+
+def repo_files(hub: Hub, info: Mapping[str, Any], repo_id: str) -> dict[str, tuple[int | None, str | None]]:
+    """Every file of a listing with its size and, for an LFS file, the sha256 the listing names (64 hex
+    digits, or None), each name validated before it can become a path."""
     siblings = info.get("siblings") or []
     if not isinstance(siblings, list):
         raise InvalidCheckpointError(f"{hub.public}: the listing of {repo_id} has no list of files")
-    sizes: dict[str, int | None] = {}
+    files: dict[str, tuple[int | None, str | None]] = {}
     for i, s in enumerate(siblings):
         if not isinstance(s, dict) or "rfilename" not in s:
             continue
@@ -258,8 +264,10 @@ def repo_sizes(hub: Hub, info: Mapping[str, Any], repo_id: str) -> dict[str, int
         lfs = s.get("lfs")
         if size is None and isinstance(lfs, dict):
             size = lfs.get("size")
-        sizes[name] = size if type(size) is int and size >= 0 else None
-    return sizes
+        digest = lfs.get("sha256") if isinstance(lfs, dict) else None
+        files[name] = (size if type(size) is int and size >= 0 else None,
+                       digest if isinstance(digest, str) and SHA256.fullmatch(digest) else None)
+    return files
 
 
 #: the index the one-request answer is asked for (``get_sharded_safetensors_metadata``'s default)
@@ -474,7 +482,8 @@ def fetch_checkpoint(hub: Hub, repo_id: str, sha: str, info: Mapping[str, Any],
     small files and every header concurrently, each header parsed on arrival. ``problems``: the run's
     sink (the audit's collects header errors, a broken index and missing shards). ``early``: reads already
     sent at the branch, used where they are at ``sha``."""
-    sizes = repo_sizes(hub, info, repo_id)
+    listed = repo_files(hub, info, repo_id)
+    sizes = {name: size for name, (size, _) in listed.items()}
 
     def attempt() -> Parts:
         with ThreadPoolExecutor(max_workers=max(1, min(hub.options.workers, len(sizes) or 1))) as pool:
@@ -505,7 +514,7 @@ def fetch_checkpoint(hub: Hub, repo_id: str, sha: str, info: Mapping[str, Any],
         # one file of several (a GGUF quantisation) is labelled by its file: two of one repo are told apart
         parts, label=repo_id if only is None else f"{repo_id}/{only}",
         provenance=Provenance("hub", f"{hub.public}/{repo_id}", repo_id, sha, notes=tuple(notes)),
-        files=tuple(FileEntry(p, s) for p, s in sorted(sizes.items(), key=lambda kv: natural_key(kv[0]))))
+        files=tuple(FileEntry(p, s, h) for p, (s, h) in sorted(listed.items(), key=lambda kv: natural_key(kv[0]))))
     if rebuilt:
         checkpoint = replace(checkpoint, side=replace(checkpoint.side, rebuilt=rebuilt))
     snapshot = {

@@ -30,7 +30,7 @@ from inspector.errors import (
 )
 from inspector.formats.registry import SAFETENSORS, reader_by_magic, reader_for, weight_suffixes
 from inspector.model import Checkpoint, FileEntry, Origin, Problems, Provenance, WeightFile, natural_key
-from inspector.safeio import is_repo_id, open_regular, pread_all, read_json_file, read_ref, regular_size
+from inspector.safeio import SHA256, is_repo_id, open_regular, pread_all, read_json_file, read_ref, regular_size
 from inspector.sources.assemble import assemble, checkpoint_of, index_shards, json_object, pick_index
 from inspector.sources.bundled import ALIASES, bundled_path
 from inspector.sources.snapshot import is_snapshot, load_snapshot
@@ -330,9 +330,21 @@ def _list_files(folder: Path) -> list[FileEntry]:
                 size: int | None = full.stat().st_size  # follows HF cache symlinks into blobs/
             except OSError:
                 size = None
-            entries.append(FileEntry(full.relative_to(folder).as_posix(), size))
+            entries.append(FileEntry(full.relative_to(folder).as_posix(), size, _blob_sha256(full)))
     entries.sort(key=lambda f: natural_key(f.path))
     return entries
+
+
+def _blob_sha256(path: Path) -> str | None:
+    """An HF cache file's sha256 without reading it: its link's target in ``blobs/`` is named by the
+    content's sha256 for an LFS file (a git blob id, 40 digits, for others: None)."""
+    if not path.is_symlink():
+        return None
+    try:
+        target = Path(os.readlink(path))
+    except OSError:
+        return None
+    return target.name if target.parent.name == "blobs" and SHA256.fullmatch(target.name) else None
 
 
 def _load_json(path: Path) -> dict[str, Any] | None:

@@ -1,0 +1,177 @@
+"""Renderers for ``inspect lineage``: the verdict first, then one row a candidate with its evidence counted,
+then the tensors of the closest candidate that are not equal. JSON, table, markdown and HTML, every string
+from outside through ``text.sanitize`` first."""
+
+from __future__ import annotations
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from inspector.analysis.ancestry import Candidate, Lineage, TensorEvidence
+from inspector.render.output import SCHEMA_VERSION, model_json
+from inspector.render.text import markdown, sanitize
+
+#: tensors listed under the table (the JSON has every sampled one)
+SHOWN_TENSORS = 12
+_STYLE = {"identical": "green", "finetune": "green", "merge": "green", "quantized": "green", "adapter": "green",
+          "unrelated": "red", "different-architecture": "red", "unknown": "yellow"}
+
+
+def _candidate_json(c: Candidate) -> dict[str, object]:
+    k = c.counts
+    return {
+        "model": c.label, "checkpoint": model_json(c.checkpoint) if c.checkpoint is not None else None,
+        "declared": c.declared, "relation": c.relation, "why": c.why,
+        "files_identical": c.files[0] if c.files is not None else None,
+        "files_compared": c.files[1] if c.files is not None else None,
+        "tensors_aligned": c.aligned, "tensors_compared": k.compared, "tensors_equal": k.equal,
+        "tensors_changed": k.changed + k.unrelated, "tensors_unrelated": k.unrelated, "tensors_blended": k.blended,
+        "tensors_quantized": k.quantized, "tensors_constant": k.constant, "tensors_incomparable": k.incomparable,
+        "changed_roles": list(c.changed_roles), "changed_layers": list(c.changed_layers), "weight": c.weight,
+        "fingerprint": c.fingerprint,
+        "tensors": [_tensor_json(t) for t in c.tensors],
+    }
+
+
+def _tensor_json(t: TensorEvidence) -> dict[str, object]:
+    return {"name": t.name, "role": t.role, "layer": t.layer, "relation": t.kind, "why": t.why,
+            "correlation": t.correlation, "max_abs_change": t.max_abs}
+
+
+def lineage_json(lin: Lineage) -> dict[str, object]:
+    """The ``inspect lineage --json`` document: the verdict, the base (or a merge's parents), the declared
+    base checked, the bytes and requests read, one object a candidate."""
+    parents = {c.label: c.weight for c in lin.candidates}
+    return {
+        "schema_version": SCHEMA_VERSION, "model": model_json(lin.model.checkpoint), "verdict": lin.verdict,
+        "base": lin.base, "parents": list(lin.parents), "weights": {p: parents[p] for p in lin.parents},
+        "declared_base": lin.declared.first,
+        "declared_bases": [{"model": b, "where": w} for b, w in lin.declared.bases],
+        "declared_relation": lin.declared.relation, "declared_matches": lin.declared_matches,
+        "fingerprint": lin.fingerprint, "tensors_sampled": lin.sampled,
+        "bytes_read": sum(lin.tensor_bytes_read), "model_bytes_read": lin.tensor_bytes_read[0],
+        "weights_bytes": lin.model.summary.bytes, "requests": lin.requests,
+        "evidence": list(lin.evidence), "candidates": [_candidate_json(c) for c in lin.candidates],
+    }
+
+
+def headline(lin: Lineage) -> str:
+    """The answer in one line: "finetune of org/base" / "merge of A and B" / "unrelated to every candidate"."""
+    if lin.verdict == "merge":
+        return "merge of " + " and ".join(lin.parents)
+    if lin.base is not None:
+        return f"{lin.verdict} of {lin.base}" if lin.verdict != "identical" else f"identical to {lin.base}"
+    return {"unrelated": "unrelated to every candidate", "different-architecture":
+            "another architecture than every candidate"}.get(lin.verdict, "unknown: not enough evidence")
+
+
+def _evidence_cell(c: Candidate) -> str:
+    k = c.counts
+    if not k.compared:
+        return ""
+    parts = [f"{k.equal:,} equal", f"{k.changed + k.unrelated:,} changed"]
+    if k.quantized:
+        parts.append(f"{k.quantized:,} quantised")
+    if k.blended:
+        parts.append(f"{k.blended:,} blended")
+    if k.constant:
+        parts.append(f"{k.constant:,} constant")
+    return f"{', '.join(parts)} of {k.compared:,}"
+
+
+def _not_equal(lin: Lineage) -> list[TensorEvidence]:
+    best = next((c for c in lin.candidates if c.label == lin.base), None)
+    if best is None:
+        return []
+    return [t for t in best.tensors if t.kind not in ("equal", "constant")]
+
+
+def lineage_table(lin: Lineage) -> RenderableType:
+    parts: list[RenderableType] = []
+    head = Text()
+    head.append(sanitize(headline(lin)), style=f"bold {_STYLE[lin.verdict]}")
+    parts.append(head)
+    parts += [Text(sanitize(line)) for line in lin.evidence]
+    t = Table(show_edge=False, pad_edge=False, title=f"lineage of {sanitize(lin.model.checkpoint.label)}")
+    for col in ("candidate", "relation", "tensors", "why"):
+        t.add_column(col, overflow="fold")
+    for c in lin.candidates:
+        name = Text(sanitize(c.label))
+        if c.declared:
+            name.append(" (declared)", style="dim")
+        t.add_row(name, Text(c.relation, style=_STYLE[c.relation]), _evidence_cell(c), sanitize(c.why))
+    parts.append(t)
+    rows = _not_equal(lin)
+    if rows:
+        listed = Table(show_edge=False, pad_edge=False, title=f"tensors not equal to {sanitize(lin.base or '')}")
+        for col in ("tensor", "relation", "r", "largest change"):
+            listed.add_column(col, overflow="fold", justify="right" if col in ("r", "largest change") else "left")
+        for x in rows[:SHOWN_TENSORS]:
+            listed.add_row(sanitize(x.name), x.kind, _num(x.correlation), _num(x.max_abs))
+        parts.append(listed)
+        if len(rows) > SHOWN_TENSORS:
+            parts.append(Text(f"… and {len(rows) - SHOWN_TENSORS:,} more (--json lists them all)", style="dim"))
+    parts.append(Text(_read_line(lin), style="dim"))
+    return Group(*parts)
+
+
+def _num(value: float | None) -> str:
+    return "—" if value is None else f"{value:.3g}"
+
+
+def _read_line(lin: Lineage) -> str:
+    model, others = lin.tensor_bytes_read
+    if not lin.sampled:
+        return "no tensor data read"
+    share = model / lin.model.summary.bytes * 100 if lin.model.summary.bytes else 0
+    return (f"{lin.sampled:,} tensors sampled: {model:,} bytes of the model's tensor data read ({share:.2g} %), "
+            f"{others:,} of the candidates', {lin.requests:,} requests; sampled evidence is not proof of equality")
+
+
+def lineage_markdown(lin: Lineage) -> str:
+    out = [f"## Lineage of {markdown(sanitize(lin.model.checkpoint.label))}\n",
+           f"**{markdown(sanitize(headline(lin)))}**\n"]
+    out += [f"- {markdown(sanitize(line))}" for line in lin.evidence]
+    out.append("\n| candidate | relation | tensors | why |\n|---|---|---|---|")
+    for c in lin.candidates:
+        label = sanitize(c.label) + (" (declared)" if c.declared else "")
+        out.append(f"| {markdown(label)} | {c.relation} | {_evidence_cell(c)} | {markdown(sanitize(c.why))} |")
+    rows = _not_equal(lin)
+    if rows:
+        out.append(f"\nTensors not equal to {markdown(sanitize(lin.base or ''))}:\n\n| tensor | relation | r | "
+                   "largest change |\n|---|---|---:|---:|")
+        out += [f"| {markdown(sanitize(x.name))} | {x.kind} | {_num(x.correlation)} | {_num(x.max_abs)} |"
+                for x in rows[:SHOWN_TENSORS]]
+    out.append(f"\n{markdown(_read_line(lin))}\n")
+    return "\n".join(out)
+
+
+def lineage_html(lin: Lineage) -> str:
+    """A self-contained page (``html.page``): the verdict, the candidates, the tensors not equal."""
+    from inspector.render.html import figure, page, table
+
+    doc = lineage_json(lin)
+    body = ["<div class=\"figures\">",
+            figure("Verdict", sanitize(headline(lin)), "", "lineage-verdict"),
+            figure("Tensors sampled", lin.sampled, f"{sum(lin.tensor_bytes_read):,} bytes read"),
+            "</div>\n"]
+    body += [f"<p>{_esc(line)}</p>\n" for line in lin.evidence]
+    body.append("<h2>Candidates</h2>\n")
+    body.append(table(("candidate", "relation", "tensors", "why"),
+                      ((sanitize(c.label) + (" (declared)" if c.declared else ""), c.relation, _evidence_cell(c),
+                        sanitize(c.why)) for c in lin.candidates), ident="lineage-candidates"))
+    rows = _not_equal(lin)
+    if rows:
+        body.append(f"<h2>Tensors not equal to {_esc(lin.base or '')}</h2>\n")
+        body.append(table(("tensor", "relation", "r", "largest change"),
+                          ((sanitize(x.name), x.kind, _num(x.correlation), _num(x.max_abs)) for x in rows),
+                          ident="lineage-tensors"))
+    body.append(f"<p class=\"note\">{_esc(_read_line(lin))}</p>\n")
+    return page(sanitize(f"lineage of {lin.model.checkpoint.label}"), _esc(headline(lin)), body, doc)
+
+
+def _esc(text: str) -> str:
+    from inspector.render.svg import esc
+
+    return esc(sanitize(text))

@@ -391,10 +391,12 @@ def lineage(model: str | Checkpoint, candidates: Sequence[str | Checkpoint] = ()
                          "adapter_config.json or GGUF metadata)", hint="inspect lineage MODEL BASE [OTHER ...]")
     report = build_report(opened)
     seen: list[tuple[Seen, Checkpoint | None]] = []
+    if len(wanted) > MAX_CANDIDATES:
+        raise UsageError(f"{len(wanted)} candidates: at most {MAX_CANDIDATES}", hint="name the likeliest bases")
     for name, where in wanted:
         label = name if isinstance(name, str) else name.label
-        try:
-            other = open_model(name, hub=hub)
+        try:  # a declared base is a Hub repo id from the model's files: opened as one, never as a local path
+            other = open_model(f"hf://{name}" if where is not None else name, hub=hub)
         except InspectorError as e:
             if where is None:
                 raise _naming(e, f"candidate {label}") from None
@@ -406,6 +408,8 @@ def lineage(model: str | Checkpoint, candidates: Sequence[str | Checkpoint] = ()
     return LineageResult(assess(report, picks, values, final, declared, read=counts[:2], requests=counts[2]))
 
 
+#: the most candidates one lineage compares (each is opened, and sampled where values decide)
+MAX_CANDIDATES: Final = 10
 _lineage = lineage  # for ``audit``, whose ``lineage`` parameter is a switch
 
 
@@ -487,10 +491,12 @@ def _lineage_values(report: Report, seen: list[tuple[Seen, Checkpoint | None]], 
                     ) -> tuple[list[Pick], dict[int, Values], dict[int, dict[int, tuple[Values, ...]]],
                                tuple[int, int, int]]:
     """The sampled values: the model's once, each candidate's that the values decide, at the same elements
-    (a permuted GGUF q or k: both row orders). (picks, the model's values by pick, each candidate's by pick,
-    (the model's bytes read, the candidates', requests))."""
+    (a permuted GGUF q or k: both row orders), every side read at once (each its own bounded pool). (picks,
+    the model's values by pick, each candidate's by pick, (the model's bytes read, the candidates', requests))."""
+    from concurrent.futures import ThreadPoolExecutor
+
     from inspector.analysis.ancestry import needs_values
-    from inspector.analysis.lineage import byte_ranges, decode, permuted_rows, plan, source_ranges
+    from inspector.analysis.lineage import byte_ranges, decodable, plan
     from inspector.sources.data import data_reader
 
     asking = [i for i, (s, c) in enumerate(seen) if s.report is not None and c is not None and
@@ -498,52 +504,65 @@ def _lineage_values(report: Report, seen: list[tuple[Seen, Checkpoint | None]], 
     if not asking:
         return [], {}, {}, (0, 0, 0)
     wanted = sorted({i for k in asking for i, _ in _aligned_indexes(report, seen[k][0])})
-    picks = plan(report, wanted)
-    model_reader = data_reader(report.checkpoint, hub)
-    values: dict[int, Values] = {}
-    mine = [(k, byte_ranges(report.tensors[p.index].info, p.ranges)) for k, p in enumerate(picks)]
-    bodies = _read_pieces(model_reader, [_pieces(report.checkpoint, report.tensors[picks[k].index].info, r)
-                                         for k, r in mine if r is not None])
-    for (k, _), body in zip([x for x in mine if x[1] is not None], bodies, strict=True):
-        decoded = decode(report.tensors[picks[k].index].info.dtype, body)
-        if decoded is not None:
-            values[k] = decoded
-    config = report.checkpoint.config or {}
-    heads = {"q": config.get("num_attention_heads"), "k": config.get("num_key_value_heads")
-             or config.get("num_attention_heads")}
-    out: dict[int, dict[int, tuple[Values, ...]]] = {}
-    read = requests = 0
+    picks = [p for p in plan(report, wanted) if decodable(report.tensors[p.index].info.dtype)]
+    mine: Jobs = [(k, report.tensors[p.index].info, r) for k, p in enumerate(picks)
+                  if (r := byte_ranges(report.tensors[p.index].info, p.ranges)) is not None]
+    sides: list[tuple[Checkpoint, Jobs]] = [(report.checkpoint, mine)]
     for i in asking:
         s, checkpoint = seen[i]
         assert s.report is not None and checkpoint is not None
-        theirs = {t.info.name: t.info for t in s.report.tensors}
-        reader = data_reader(checkpoint, hub)
-        # a GGUF against a checkpoint in another format: llama.cpp's converter reordered q's and k's rows
-        reorders = _is_gguf(report.checkpoint) and not _is_gguf(checkpoint)
-        jobs: list[tuple[int, TensorInfo, list[tuple[int, int]]]] = []
-        for k, p in enumerate(picks):
-            info = report.tensors[p.index].info
-            other = theirs.get(info.name)
-            if k not in values or other is None or other.shape != info.shape:
-                continue
-            alternatives = [list(p.ranges)]
-            n = heads["q" if ".attn_q." in info.name else "k"]
-            if reorders and isinstance(n, int) and permuted_rows(info, n):
-                alternatives.append(source_ranges(info, p.ranges, n))
-            for alt in alternatives:
-                ranges = byte_ranges(other, alt)
-                if ranges is not None:
-                    jobs.append((k, other, ranges))
-        got: dict[int, list[Values]] = {}
-        for (k, other, _), body in zip(jobs, _read_pieces(reader, [_pieces(checkpoint, o, r) for _, o, r in jobs]),
-                                       strict=True):
-            decoded = decode(other.dtype, body)
-            if decoded is not None:
-                got.setdefault(k, []).append(decoded)
-        out[i] = {k: tuple(v) for k, v in got.items()}
-        read += reader.bytes_read
-        requests += reader.requests
-    return picks, values, out, (model_reader.bytes_read, read, requests + model_reader.requests)
+        sides.append((checkpoint, _candidate_jobs(report, picks, s.report, checkpoint)))
+    readers = [data_reader(checkpoint, hub) for checkpoint, _ in sides]
+
+    def read(side: int) -> dict[int, list[Values]]:
+        checkpoint, jobs = sides[side]
+        return _decoded(jobs, _read_pieces(readers[side], [_pieces(checkpoint, o, r) for _, o, r in jobs]))
+
+    with ThreadPoolExecutor(max_workers=len(sides)) as pool:
+        got = list(pool.map(read, range(len(sides))))
+    values = {k: v[0] for k, v in got[0].items()}
+    out = {i: {k: tuple(v) for k, v in got[n + 1].items()} for n, i in enumerate(asking)}
+    return picks, values, out, (readers[0].bytes_read, sum(r.bytes_read for r in readers[1:]),
+                                sum(r.requests for r in readers))
+
+
+#: what one side reads: (the pick's number, the tensor read, its byte ranges: offsets in its data)
+Jobs = list[tuple[int, "TensorInfo", list[tuple[int, int]]]]
+
+
+def _candidate_jobs(report: Report, picks: list[Pick], theirs: Report, checkpoint: Checkpoint) -> Jobs:
+    """A candidate's reads of the picks: the same elements of its tensor of the same name and shape (a GGUF
+    model's q or k against another format: also as llama.cpp's converter reordered their rows)."""
+    from inspector.analysis.lineage import byte_ranges, permuted_rows, source_ranges
+
+    by_name = {t.info.name: t.info for t in theirs.tensors}
+    reorders = _is_gguf(report.checkpoint) and not _is_gguf(checkpoint)
+    config = report.checkpoint.config or {}
+    heads = {"q": config.get("num_attention_heads"),
+             "k": config.get("num_key_value_heads") or config.get("num_attention_heads")}
+    jobs: Jobs = []
+    for k, p in enumerate(picks):
+        info = report.tensors[p.index].info
+        other = by_name.get(info.name)
+        if other is None or other.shape != info.shape:
+            continue
+        alternatives = [list(p.ranges)]
+        n = heads["q" if ".attn_q." in info.name else "k"]
+        if reorders and isinstance(n, int) and permuted_rows(info, n):
+            alternatives.append(source_ranges(info, p.ranges, n))
+        jobs += [(k, other, ranges) for alt in alternatives if (ranges := byte_ranges(other, alt)) is not None]
+    return jobs
+
+
+def _decoded(jobs: Jobs, bodies: list[bytes]) -> dict[int, list[Values]]:
+    from inspector.analysis.lineage import decode
+
+    got: dict[int, list[Values]] = {}
+    for (k, info, _), body in zip(jobs, bodies, strict=True):
+        decoded = decode(info.dtype, body)
+        if decoded is not None:
+            got.setdefault(k, []).append(decoded)
+    return got
 
 
 def _aligned_indexes(report: Report, s: Seen) -> list[tuple[int, TensorInfo]]:

@@ -38,16 +38,44 @@ CHUNK = 1 << 16
 
 
 @dataclass
+class Tiled:
+    """Tensor data made on the fly, for full-size files whose values matter (a benchmark's fine-tune): each
+    region ``[start, end)`` of the file repeats one of ``blocks`` (valid values, made once), placed by the
+    absolute offset, so two files tiling the same block hold the same bytes there."""
+
+    regions: list[tuple[int, int, int]]  # (start, end, block index), sorted, not overlapping
+    blocks: list[bytes]
+
+    def read(self, start: int, end: int) -> bytes:
+        out = bytearray()
+        for lo, hi, which in self.regions:
+            if hi <= start or lo >= end:
+                continue
+            a, b = max(lo, start), min(hi, end)
+            if a > start + len(out):
+                out += b"\0" * (a - start - len(out))
+            block = self.blocks[which]
+            at = a % len(block)
+            out += (block * ((b - a + at) // len(block) + 1))[at:at + b - a]
+        out += b"\0" * (end - start - len(out))
+        return bytes(out)
+
+
+@dataclass
 class VFile:
     size: int
-    head: bytes  # the first bytes; the rest are zeros
+    head: bytes  # the first bytes; the rest are zeros (or ``tail``'s)
     lfs: bool
+    tail: Tiled | None = None  # the bytes after ``head``, made on the fly
+    salt: str = ""  # tells apart the digest of virtual files whose heads and sizes agree (their tails differ)
 
     def read(self, start: int, end: int) -> bytes:
         """Bytes [start, end) of the virtual file."""
         out = bytearray()
         if start < len(self.head):
             out += self.head[start:min(end, len(self.head))]
+        if self.tail is not None and start + len(out) < end:
+            out += self.tail.read(start + len(out), end)
         out += b"\0" * (end - start - len(out))
         return bytes(out)
 
@@ -57,7 +85,7 @@ class VFile:
         stands in with a digest of its head and size (hashing gigabytes of zeros would cost seconds)."""
         if len(self.head) >= self.size:
             return hashlib.sha256(self.head[:self.size]).hexdigest()
-        return hashlib.sha256(self.head + str(self.size).encode()).hexdigest()
+        return hashlib.sha256(self.head + str(self.size).encode() + self.salt.encode()).hexdigest()
 
 
 @dataclass

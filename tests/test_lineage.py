@@ -289,7 +289,7 @@ def test_every_format_draws_it(family: dict[str, Path], merged: Path) -> None:
 
     result = inspector.lineage(str(merged), [str(family["base"]), str(family["other"])])
     table = to_text(result, Format.TABLE, width=80)
-    assert table.splitlines()[0].startswith("merge of") and max(map(len, table.splitlines())) <= 80
+    assert " is a merge of " in table.splitlines()[0] and max(map(len, table.splitlines())) <= 80
     assert "| candidate | relation |" in to_text(result, Format.MARKDOWN)
     assert 'id="lineage-candidates"' in to_text(result, Format.HTML)
 

@@ -332,22 +332,20 @@ def _with_evidence(lin: Lineage) -> Lineage:
         lines.append(f"a merge of {parts}")
     elif lin.base is not None:
         c = by_label[lin.base]
-        lines.append(f"{_words(c.relation)} {c.label}: {c.why}")
+        lines.append(c.why)
         if c.changed_roles and c.relation == "finetune":
-            lines.append("changed: " + ", ".join(c.changed_roles) + (f" in layers {c.layers}" if c.changed_layers
-                                                                     else ""))
+            where = f" in layer{'s' if len(c.changed_layers) > 1 else ''} {c.layers}" if c.changed_layers else ""
+            lines.append("changed: " + ", ".join(c.changed_roles) + where)
     else:
         lines += [f"{c.label}: {c.relation}: {c.why}" for c in lin.candidates]
     d = lin.declared
     if d.bases:
         where = "; ".join(f"{b} ({w})" for b, w in d.bases)
+        named = {c.label.lower() for c in lin.candidates}
         verdict = {True: "the evidence bears it out", False: "the evidence contradicts it",
-                   None: "not decided"}[lin.declared_matches]
+                   None: "not decided" if any(b.lower() in named for b, _ in d.bases) else
+                   "not checked (not among the candidates)"}[lin.declared_matches]
         lines.append(f"declares {where}: {verdict}")
     lines += [f"declares {u}" for u in d.unnamed]
     return replace(lin, evidence=tuple(lines))
 
-
-def _words(relation: Relation) -> str:
-    return {"identical": "identical to", "quantized": "quantised from", "adapter": "an adapter of",
-            "finetune": "a fine-tune of", "merge": "a merge with"}.get(relation, relation)

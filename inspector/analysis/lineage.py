@@ -97,8 +97,10 @@ class Declared:
         return self.bases[0][0] if self.bases else None
 
 
-#: a Hub repo id as the card's base_model holds it (``org/name``, or a bare legacy ``name``)
-_REPO_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}(/[A-Za-z0-9][A-Za-z0-9._-]{0,95})?$")
+#: a Hub repo id as a card's base_model names it (``org/name``; a legacy bare ``name`` is not taken: it would
+#: be read as a bundled alias or a path). Opened as a Hub address (``hf://``), never as a local path
+_PART = r"[A-Za-z0-9][A-Za-z0-9_-]*(?:\.[A-Za-z0-9_-]+)*"  # no "..", no leading "." or "-"
+_REPO_ID = re.compile(rf"^{_PART}/{_PART}$")
 _HF_URL = re.compile(r"^https?://(?:www\.)?huggingface\.co/([A-Za-z0-9][A-Za-z0-9._-]{0,95}/"
                      r"[A-Za-z0-9][A-Za-z0-9._-]{0,95})/?$")
 #: the most bytes of a README read for its front matter, and the most bases taken from it
@@ -135,12 +137,12 @@ def declared_bases(checkpoint: Checkpoint, card: bytes | None) -> Declared:
         value = meta.get("base_model")
         names = [value] if isinstance(value, str) else value if isinstance(value, list) else []
         found += [(n.strip(), "README.md base_model") for n in names[:MAX_DECLARED]
-                  if isinstance(n, str) and _REPO_ID.match(n.strip())]
+                  if isinstance(n, str) and len(n) <= 200 and _REPO_ID.match(n.strip())]
         rel = meta.get("base_model_relation")
         relation = rel if isinstance(rel, str) and rel in ("adapter", "merge", "quantized", "finetune") else None
     adapter = checkpoint.side_json.get(ADAPTER_CONFIG)
     base = adapter.get("base_model_name_or_path") if adapter is not None else None
-    if isinstance(base, str) and _REPO_ID.match(base):
+    if isinstance(base, str) and len(base) <= 200 and _REPO_ID.match(base):
         found.append((base, f"{ADAPTER_CONFIG} base_model_name_or_path"))
     for h in checkpoint.headers:
         if h.format != "gguf":
@@ -149,7 +151,7 @@ def declared_bases(checkpoint: Checkpoint, card: bytes | None) -> Declared:
             key = f"general.base_model.{i}."
             url, name = h.metadata.get(key + "repo_url"), h.metadata.get(key + "name")
             hit = _HF_URL.match(url) if isinstance(url, str) else None
-            if hit:
+            if hit and _REPO_ID.match(hit.group(1)):
                 found.append((hit.group(1), f"GGUF {key}repo_url"))
             elif isinstance(name, str) and name:
                 unnamed.append(f"{name} (GGUF {key}name, no Hub repo named)")

@@ -9,6 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from inspector.analysis.ancestry import Candidate, Lineage, TensorEvidence
+from inspector.model import natural_key
 from inspector.render.output import SCHEMA_VERSION, model_json
 from inspector.render.text import markdown, sanitize
 
@@ -57,20 +58,26 @@ def lineage_json(lin: Lineage) -> dict[str, object]:
 
 
 def headline(lin: Lineage) -> str:
-    """The answer in one line: "finetune of org/base" / "merge of A and B" / "unrelated to every candidate"."""
+    """The answer in one line: "org/x is a fine-tune of org/base" / "… is a merge of A and B"."""
+    label = lin.model.checkpoint.label
     if lin.verdict == "merge":
-        return "merge of " + " and ".join(lin.parents)
+        return f"{label} is a merge of " + " and ".join(lin.parents)
     if lin.base is not None:
-        return f"{lin.verdict} of {lin.base}" if lin.verdict != "identical" else f"identical to {lin.base}"
-    return {"unrelated": "unrelated to every candidate", "different-architecture":
-            "another architecture than every candidate"}.get(lin.verdict, "unknown: not enough evidence")
+        return f"{label} is {_WORDS[lin.verdict]} {lin.base}"
+    return {"unrelated": f"{label} is unrelated to every candidate",
+            "different-architecture": f"{label} has another architecture than every candidate"}.get(
+        lin.verdict, f"{label}: not enough evidence to say where it came from")
 
 
+_WORDS = {"identical": "identical to", "quantized": "quantised from", "adapter": "an adapter of",
+          "finetune": "a fine-tune of", "merge": "a merge with"}
 def _evidence_cell(c: Candidate) -> str:
     k = c.counts
     if not k.compared:
         return ""
-    parts = [f"{k.equal:,} equal", f"{k.changed + k.unrelated:,} changed"]
+    parts = [f"{k.equal:,} equal", f"{k.changed:,} changed"]
+    if k.unrelated:
+        parts.append(f"{k.unrelated:,} unrelated")
     if k.quantized:
         parts.append(f"{k.quantized:,} quantised")
     if k.blended:
@@ -84,16 +91,14 @@ def _not_equal(lin: Lineage) -> list[TensorEvidence]:
     best = next((c for c in lin.candidates if c.label == lin.base), None)
     if best is None:
         return []
-    return [t for t in best.tensors if t.kind not in ("equal", "constant")]
+    return sorted((t for t in best.tensors if t.kind not in ("equal", "constant")), key=lambda t: natural_key(t.name))
 
 
 def lineage_table(lin: Lineage) -> RenderableType:
     parts: list[RenderableType] = []
-    head = Text()
-    head.append(sanitize(headline(lin)), style=f"bold {_STYLE[lin.verdict]}")
-    parts.append(head)
+    parts.append(Text(sanitize(headline(lin)), style=f"bold {_STYLE[lin.verdict]}"))
     parts += [Text(sanitize(line)) for line in lin.evidence]
-    t = Table(show_edge=False, pad_edge=False, title=f"lineage of {sanitize(lin.model.checkpoint.label)}")
+    t = Table(show_edge=False, pad_edge=False)
     for col in ("candidate", "relation", "tensors", "why"):
         t.add_column(col, overflow="fold")
     for c in lin.candidates:

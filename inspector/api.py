@@ -15,7 +15,7 @@ opens or analyses a model runs with the cyclic collector paused (``inspector.pau
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
@@ -38,19 +38,16 @@ from inspector.render.results import (
 )
 
 if TYPE_CHECKING:
-    from inspector.analysis.ancestry import Seen
     from inspector.analysis.engines import Engine
     from inspector.analysis.estimate import Estimate
     from inspector.analysis.fit import Budget, Fit
     from inspector.analysis.knobs import Knob
-    from inspector.analysis.lineage import Pick, Values
     from inspector.analysis.listing import CachedModel
     from inspector.analysis.plan import Plan
     from inspector.analysis.report import Report
     from inspector.analysis.train import TrainOptions
     from inspector.analysis.values import Change, Sampled, TensorValues, ValueDiff
-    from inspector.errors import InspectorError, ProblemSink, SeveralFiles
-    from inspector.model import TensorInfo
+    from inspector.errors import ProblemSink, SeveralFiles
     from inspector.sources.data import DataReader
     from inspector.sources.transport import HubOptions
 
@@ -376,237 +373,14 @@ def lineage(model: str | Checkpoint, candidates: Sequence[str | Checkpoint] = ()
     (identical, finetune, merge, quantized, adapter, unrelated, different-architecture, unknown) from the
     listing's file hashes, the tensors' names and shapes, and a few KB of sampled values; without candidates,
     the bases it declares (card ``base_model``, ``adapter_config.json``, a GGUF's ``general.base_model``).
-    ``exact``: local weight files hashed whole (streamed) to prove a copy."""
-    from inspector.analysis.ancestry import Seen, assess
-    from inspector.analysis.lineage import declared_bases
-    from inspector.analysis.report import build_report
-    from inspector.errors import InspectorError, UsageError
+    ``exact``: local weight files hashed whole (streamed) to prove a copy. At most 10 candidates."""
+    from inspector.api_lineage import find
 
-    opened = open_model(model, hub=hub)
-    declared = declared_bases(opened, _card(opened, hub))
-    wanted: list[tuple[str | Checkpoint, str | None]] = [(x, None) for x in candidates] or [
-        (b, where) for b, where in declared.bases]
-    if not wanted:
-        raise UsageError(f"{opened.label}: no candidate given, and it declares no base (no base_model in its card, "
-                         "adapter_config.json or GGUF metadata)", hint="inspect lineage MODEL BASE [OTHER ...]")
-    report = build_report(opened)
-    seen: list[tuple[Seen, Checkpoint | None]] = []
-    if len(wanted) > MAX_CANDIDATES:
-        raise UsageError(f"{len(wanted)} candidates: at most {MAX_CANDIDATES}", hint="name the likeliest bases")
-    for name, where in wanted:
-        label = name if isinstance(name, str) else name.label
-        try:  # a declared base is a Hub repo id from the model's files: opened as one, never as a local path
-            other = open_model(f"hf://{name}" if where is not None else name, hub=hub)
-        except InspectorError as e:
-            if where is None:
-                raise _naming(e, f"candidate {label}") from None
-            seen.append((Seen(label, None, where, f"the declared base could not be read: {e.message}"), None))
-            continue
-        seen.append(_seen(opened, other, label, where, exact, hub))
-    picks, values, samples, counts = _lineage_values(report, seen, hub)
-    final = [replace(s, samples=samples.get(i, {})) for i, (s, _) in enumerate(seen)]
-    return LineageResult(assess(report, picks, values, final, declared, read=counts[:2], requests=counts[2]))
+    return LineageResult(find(model, candidates, exact=exact, hub=hub,
+                              opener=lambda name: open_model(name, hub=hub)))
 
 
-#: the most candidates one lineage compares (each is opened, and sampled where values decide)
-MAX_CANDIDATES: Final = 10
 _lineage = lineage  # for ``audit``, whose ``lineage`` parameter is a switch
-
-
-def _naming(e: InspectorError, who: str) -> InspectorError:
-    """The same error, its message led by which input it is about (its exit code kept)."""
-    e.template, e.message = f"{who}: {e.template}", f"{who}: {e.message}"
-    e.args = (e.message,)
-    return e
-
-
-def _card(checkpoint: Checkpoint, hub: HubOptions | None) -> bytes | None:
-    """The first ``CARD_BYTES`` of the model card (README.md) where the folder or repo has one, read by range;
-    None without one, or where the source keeps no files (a header snapshot)."""
-    from inspector.analysis.lineage import CARD_BYTES
-    from inspector.errors import InspectorError
-    from inspector.sources.data import data_reader
-
-    entry = next((f for f in checkpoint.files if f.path == "README.md"), None)
-    if entry is None or not entry.size:
-        return None
-    try:
-        reader = data_reader(checkpoint, hub)
-        bodies = reader.read([("README.md", 0, min(entry.size, CARD_BYTES))])
-        try:
-            return next(bodies)
-        finally:
-            bodies.close()
-    except InspectorError:
-        return None
-
-
-def _seen(model: Checkpoint, other: Checkpoint, label: str, where: str | None, exact: bool,
-          hub: HubOptions | None) -> tuple[Seen, Checkpoint | None]:
-    """A candidate opened: its report named as the model's tensors are (GGUF names for a GGUF model), and
-    how many of the model's weight files it holds by hash."""
-    from inspector.analysis.ancestry import Seen
-    from inspector.analysis.diff import align_formats
-    from inspector.analysis.report import build_report
-
-    if _is_gguf(other) and not _is_gguf(model):
-        return Seen(label, None, where, "it is a GGUF and the model is not: lineage asks where the model came "
-                    "from (swap them: inspect lineage GGUF MODEL)"), None
-    _, renamed = align_formats(model, other)
-    return Seen(label, build_report(renamed), where, files=_files_by_hash(model, other, exact, hub)), renamed
-
-
-def _is_gguf(c: Checkpoint) -> bool:
-    return bool(c.headers) and all(h.format == "gguf" for h in c.headers)
-
-
-def _files_by_hash(model: Checkpoint, other: Checkpoint, exact: bool,
-                   hub: HubOptions | None) -> tuple[int, int] | None:
-    """(the model's weight files whose sha256 one of the candidate's files has, the model's weight files):
-    from the listings (the Hub's LFS sha256, the HF cache's blob names), or with ``exact`` on local files
-    streamed whole; None where a side's hashes are not known."""
-    from inspector.sources.data import data_reader
-
-    weights = sorted({h.file for h in model.headers})
-    mine = {f.path: f.sha256 for f in model.files}
-    theirs = {f.sha256 for f in other.files if f.sha256}
-    if weights and all(mine.get(w) for w in weights) and theirs:
-        return sum(1 for w in weights if mine[w] in theirs), len(weights)
-    if not exact:
-        return None
-    readers = (data_reader(model, hub), data_reader(other, hub))
-    sizes = [({f.path: f.size for f in c.files}, c) for c in (model, other)]
-    hashed = []
-    for (size_of, c), reader in zip(sizes, readers, strict=True):
-        files = sorted({h.file for h in c.headers})
-        hashed.append({reader.sha256(f, 0, size_of.get(f) or 0) for f in files} if all(size_of.get(f) for f in files)
-                      else set())
-    if not hashed[0] or None in hashed[0] or None in hashed[1]:
-        return None
-    found = {reader_hash for reader_hash in hashed[0] if reader_hash in hashed[1]}
-    return len(found), len(weights)
-
-
-def _lineage_values(report: Report, seen: list[tuple[Seen, Checkpoint | None]], hub: HubOptions | None
-                    ) -> tuple[list[Pick], dict[int, Values], dict[int, dict[int, tuple[Values, ...]]],
-                               tuple[int, int, int]]:
-    """The sampled values: the model's once, each candidate's that the values decide, at the same elements
-    (a permuted GGUF q or k: both row orders), every side read at once (each its own bounded pool). (picks,
-    the model's values by pick, each candidate's by pick, (the model's bytes read, the candidates', requests))."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    from inspector.analysis.ancestry import needs_values
-    from inspector.analysis.lineage import byte_ranges, decodable, plan
-    from inspector.sources.data import data_reader
-
-    asking = [i for i, (s, c) in enumerate(seen) if s.report is not None and c is not None and
-              needs_values(report, s.report, s.files)]
-    if not asking:
-        return [], {}, {}, (0, 0, 0)
-    wanted = sorted({i for k in asking for i, _ in _aligned_indexes(report, seen[k][0])})
-    picks = [p for p in plan(report, wanted) if decodable(report.tensors[p.index].info.dtype)]
-    mine: Jobs = [(k, report.tensors[p.index].info, r) for k, p in enumerate(picks)
-                  if (r := byte_ranges(report.tensors[p.index].info, p.ranges)) is not None]
-    sides: list[tuple[Checkpoint, Jobs]] = [(report.checkpoint, mine)]
-    for i in asking:
-        s, checkpoint = seen[i]
-        assert s.report is not None and checkpoint is not None
-        sides.append((checkpoint, _candidate_jobs(report, picks, s.report, checkpoint)))
-    readers = [data_reader(checkpoint, hub) for checkpoint, _ in sides]
-
-    def read(side: int) -> dict[int, list[Values]]:
-        checkpoint, jobs = sides[side]
-        return _decoded(jobs, _read_pieces(readers[side], [_pieces(checkpoint, o, r) for _, o, r in jobs]))
-
-    with ThreadPoolExecutor(max_workers=len(sides)) as pool:
-        got = list(pool.map(read, range(len(sides))))
-    values = {k: v[0] for k, v in got[0].items()}
-    out = {i: {k: tuple(v) for k, v in got[n + 1].items()} for n, i in enumerate(asking)}
-    return picks, values, out, (readers[0].bytes_read, sum(r.bytes_read for r in readers[1:]),
-                                sum(r.requests for r in readers))
-
-
-#: what one side reads: (the pick's number, the tensor read, its byte ranges: offsets in its data)
-Jobs = list[tuple[int, "TensorInfo", list[tuple[int, int]]]]
-
-
-def _candidate_jobs(report: Report, picks: list[Pick], theirs: Report, checkpoint: Checkpoint) -> Jobs:
-    """A candidate's reads of the picks: the same elements of its tensor of the same name and shape (a GGUF
-    model's q or k against another format: also as llama.cpp's converter reordered their rows)."""
-    from inspector.analysis.lineage import byte_ranges, permuted_rows, source_ranges
-
-    by_name = {t.info.name: t.info for t in theirs.tensors}
-    reorders = _is_gguf(report.checkpoint) and not _is_gguf(checkpoint)
-    config = report.checkpoint.config or {}
-    heads = {"q": config.get("num_attention_heads"),
-             "k": config.get("num_key_value_heads") or config.get("num_attention_heads")}
-    jobs: Jobs = []
-    for k, p in enumerate(picks):
-        info = report.tensors[p.index].info
-        other = by_name.get(info.name)
-        if other is None or other.shape != info.shape:
-            continue
-        alternatives = [list(p.ranges)]
-        n = heads["q" if ".attn_q." in info.name else "k"]
-        if reorders and isinstance(n, int) and permuted_rows(info, n):
-            alternatives.append(source_ranges(info, p.ranges, n))
-        jobs += [(k, other, ranges) for alt in alternatives if (ranges := byte_ranges(other, alt)) is not None]
-    return jobs
-
-
-def _decoded(jobs: Jobs, bodies: list[bytes]) -> dict[int, list[Values]]:
-    from inspector.analysis.lineage import decode
-
-    got: dict[int, list[Values]] = {}
-    for (k, info, _), body in zip(jobs, bodies, strict=True):
-        decoded = decode(info.dtype, body)
-        if decoded is not None:
-            got.setdefault(k, []).append(decoded)
-    return got
-
-
-def _aligned_indexes(report: Report, s: Seen) -> list[tuple[int, TensorInfo]]:
-    from inspector.analysis.lineage import aligned
-
-    assert s.report is not None
-    return aligned(report, s.report)
-
-
-def _pieces(checkpoint: Checkpoint, info: TensorInfo, ranges: list[tuple[int, int]]) -> list[tuple[str, int, int]]:
-    """A tensor's byte ranges (offsets in its data) as (file, start in the file, length)."""
-    start = next(h.data_start for h in checkpoint.headers if h.file == info.file)
-    assert start is not None
-    return [(info.file, start + info.begin + offset, length) for offset, length in ranges]
-
-
-def _read_pieces(reader: DataReader, groups: list[list[tuple[str, int, int]]]) -> list[bytes]:
-    """Each group's pieces read and joined in order: the pieces of one file sorted and joined into bounded
-    spans (``values.spans``), one request a span, in file order."""
-    from collections import defaultdict
-
-    from inspector.analysis.values import spans
-
-    by_file: dict[str, list[tuple[int, int, int]]] = defaultdict(list)
-    numbered = 0
-    owner: list[int] = []
-    for g, pieces in enumerate(groups):
-        for file, start, length in pieces:
-            by_file[file].append((start, length, numbered))
-            owner.append(g)
-            numbered += 1
-    joined = [span for file, slots in by_file.items() for span in spans(file, sorted(slots))]
-    parts = [b""] * numbered
-    bodies = reader.read((span.file, span.start, span.length) for span in joined)
-    try:
-        for span, body in zip(joined, bodies, strict=False):
-            for at, length, number in span.slots:
-                parts[number] = bytes(body[at - span.start:at - span.start + length])
-    finally:
-        bodies.close()
-    out = [bytearray() for _ in groups]
-    for number, piece in enumerate(parts):
-        out[owner[number]] += piece
-    return [bytes(b) for b in out]
 
 
 def lineage_gates(fail_if: str | None) -> tuple[str, ...]:
@@ -922,8 +696,9 @@ def audit(model: str | Checkpoint, *, modeling: bool = False, deep: bool = False
     if lineage:
         from inspector.analysis.ancestry import declared_findings
         from inspector.analysis.lineage import declared_bases
+        from inspector.api_lineage import card
 
-        if declared_bases(checkpoint, _card(checkpoint, hub)).bases:
+        if declared_bases(checkpoint, card(checkpoint, hub)).bases:
             extra += declared_findings(_lineage(checkpoint, hub=hub).lineage)
     if extra:
         result = audit_mod.AuditResult(result.input, audit_mod.sort_findings((*result.findings, *extra)),

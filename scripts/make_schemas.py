@@ -243,6 +243,7 @@ def _lineage() -> dict[str, Any]:
     candidate = obj({
         "model": STR, "checkpoint": {"anyOf": [MODEL, {"type": "null"}]}, "declared": NSTR, "relation": relation,
         "why": STR, "files_identical": NINT, "files_compared": NINT, "tensors_aligned": INT, "tensors_compared": INT,
+        "tensors_packed": INT,
         "tensors_equal": INT, "tensors_changed": INT, "tensors_unrelated": INT, "tensors_blended": INT,
         "tensors_quantized": INT, "tensors_constant": INT, "tensors_incomparable": INT, "changed_roles": STRS,
         "changed_layers": INTS, "weight": NNUM, "fingerprint": NSTR, "tensors": arr(tensor)})

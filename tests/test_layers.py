@@ -31,7 +31,7 @@ ALLOWED: dict[str, set[str]] = {
 def layer_of(module: str) -> str:
     if module in BASE:
         return "base"
-    if module in ("inspector", "inspector.api", "inspector.__main__"):
+    if module in ("inspector", "inspector.api", "inspector.__main__") or module.startswith("inspector.api_"):
         return "cli" if module == "inspector.__main__" else "api"
     part = module.split(".")[1]
     if part in ("formats", "sources", "analysis", "render", "cli"):

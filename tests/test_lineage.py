@@ -155,6 +155,23 @@ def merged(family: dict[str, Path]) -> Path:
     return out
 
 
+@pytest.fixture(scope="module", params=[False, True], ids=["nf4", "nf4-double-quant"])
+def bnb4(family: dict[str, Path], request: pytest.FixtureRequest) -> Path:
+    """The base loaded by transformers with bitsandbytes' 4-bit NF4 (on CPU; with and without double
+    quantisation) and saved: the linears packed with absmax, quant_map and quant_state; the rest as they were."""
+    pytest.importorskip("bitsandbytes")
+    import transformers
+
+    out = family["base"].parent / f"bnb4-{request.param}"
+    if not out.is_dir():
+        config = transformers.BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4",
+                                                 bnb_4bit_use_double_quant=request.param)
+        model = transformers.AutoModelForCausalLM.from_pretrained(family["base"], quantization_config=config,
+                                                                  device_map="cpu")
+        model.save_pretrained(out)
+    return out
+
+
 def lineage(model: Path | str, *candidates: Path | str) -> dict[str, Any]:
     return inspector.lineage(str(model), [str(c) for c in candidates]).to_dict()
 
@@ -359,7 +376,7 @@ def test_a_reupload_is_proven_by_the_listing_hashes_with_no_tensor_byte_read(hub
 def test_a_finetune_over_the_hub_reads_under_two_percent_a_side(hub: Any, family: dict[str, Path]) -> None:
     """The fine-tune decided with the bytes read ≤ 2 % of the weights on each side; the requests as documented: at
     most one a sampled range a side (``RANGES`` a tensor), the count the server saw."""
-    from inspector.analysis.lineage import RANGES
+    from inspector.analysis.samples import RANGES
     from inspector.sources.transport import HubOptions
 
     hub.clear_log()
@@ -409,3 +426,49 @@ def test_every_verdict_document_validates_against_its_schema(family: dict[str, P
     del broken["declared_matches"]
     assert list(check.iter_errors(broken))
     assert list(check.iter_errors({**docs[0], "extra": 1}))
+
+
+def test_a_bitsandbytes_4bit_save_is_quantized_from_its_base(family: dict[str, Path], bnb4: Path) -> None:
+    """Every packed linear decoded (codes × absmax, the nested absmax too) lies within half the NF4 map's largest
+    gap of the block's absmax of the base's values; against another initialisation, unrelated."""
+    doc = lineage(bnb4, family["base"])
+    base = by_model(doc)["base"]
+    assert doc["verdict"] == "quantized", doc["evidence"]
+    linears = [t for t in base["tensors"] if t["name"].endswith("_proj.weight")]
+    assert len(linears) == 14 and all(t["relation"] == "quantized" for t in linears)
+    assert lineage(bnb4, family["other"])["verdict"] == "unrelated"
+
+
+def test_gptq_packed_linears_are_counted_not_guessed(family: dict[str, Path], tmp_path: Path) -> None:
+    """A GPTQ layout (AutoGPTQ's QuantLinear names: qweight int32 [in/8, out], qzeros, scales, g_idx) beside the
+    base's own embeddings, norms and output layer (safetensors' writer): the packed linears are counted, not
+    dequantised, and the verdict says it rests on the unpacked tensors; the same layout beside another
+    initialisation's unpacked tensors is unrelated."""
+    import numpy as np
+    from safetensors.numpy import load_file, save_file
+
+    for source, verdict in (("base", "quantized"), ("other", "unrelated")):
+        tensors = load_file(family[source] / "model.safetensors")
+        out: dict[str, Any] = {}
+        for name, data in tensors.items():
+            if name.endswith("_proj.weight"):
+                module = name.removesuffix(".weight")
+                rows, cols = data.shape
+                out[f"{module}.qweight"] = np.zeros((cols // 8, rows), np.int32)
+                out[f"{module}.qzeros"] = np.zeros((cols // 128, rows // 8), np.int32)
+                out[f"{module}.scales"] = np.ones((cols // 128, rows), np.float16)
+                out[f"{module}.g_idx"] = np.arange(cols, dtype=np.int32) // 128
+            else:
+                out[name] = data
+        folder = tmp_path / f"gptq-{source}"
+        folder.mkdir()
+        save_file(out, str(folder / "model.safetensors"))
+        config = json.loads((family[source] / "config.json").read_text())
+        config["quantization_config"] = {"quant_method": "gptq", "bits": 4, "group_size": 128}
+        (folder / "config.json").write_text(json.dumps(config))
+        doc = lineage(folder, family["base"])
+        base = by_model(doc)["base"]
+        assert doc["verdict"] == verdict, doc["evidence"]
+        assert base["tensors_packed"] == 14
+        if verdict == "quantized":
+            assert "packed" in base["why"] and "not dequantised" in base["why"]

@@ -76,7 +76,7 @@ def test_every_form_of_base_model_the_hub_accepts() -> None:
 def test_only_the_cards_first_bytes_are_read(tmp_path: Path) -> None:
     """A 10 MB README: its front matter from the first CARD_BYTES, no more (the declared base past them is not
     seen); bytes that are not UTF-8 read as replacement characters."""
-    from inspector.api import _card
+    from inspector.api_lineage import card as _card
 
     card = b"---\nbase_model: org/a\nnote: \xff\xfe\n---\n" + b"x" * (10 << 20)
     c = inspector.open_model(str(_model(tmp_path / "m", card=card)))

@@ -17,12 +17,10 @@ from typing import TYPE_CHECKING, Final
 from inspector.analysis.adapter import adapter_config, diff_adapter
 from inspector.analysis.audit import Finding
 from inspector.analysis.lineage import (
-    ALIGNED_SHARE,
     DERIVED,
     Counts,
     Declared,
     Kind,
-    Pick,
     Related,
     Relation,
     aligned,
@@ -31,14 +29,18 @@ from inspector.analysis.lineage import (
     fingerprint,
     layer_spans,
     ordered,
+    packed,
     relate,
+    same_architecture,
+    structure,
     verdict_of,
 )
 from inspector.analysis.report import Report
+from inspector.analysis.samples import Pick
 from inspector.model import Checkpoint
 
 if TYPE_CHECKING:
-    from inspector.analysis.lineage import Values
+    from inspector.analysis.samples import Values
 
 #: a tensor's relations, best evidence first (of the row mappings tried, the best is kept)
 _BEST: Final[tuple[Kind, ...]] = ("equal", "quantized", "changed", "constant", "unrelated", "incomparable")
@@ -112,9 +114,11 @@ class Lineage:
 
 
 def assess(model: Report, picks: Sequence[Pick], values: Mapping[int, Values], seen: Sequence[Seen],
-           declared: Declared, *, read: tuple[int, int] = (0, 0), requests: int = 0) -> Lineage:
-    """The answer from what was read: ``values`` the model's sampled values by pick number."""
-    relations = [_relate_all(model, picks, values, s) for s in seen]
+           declared: Declared, *, bounds: Mapping[int, Values] | None = None, read: tuple[int, int] = (0, 0),
+           requests: int = 0) -> Lineage:
+    """The answer from what was read: ``values`` the model's sampled values by pick number, ``bounds`` their own
+    quantisation bounds where their source gives them (bitsandbytes' 4-bit weights)."""
+    relations = [_relate_all(model, picks, values, s, bounds or {}) for s in seen]
     weights = _blends(model, picks, values, seen, relations)
     candidates = [_candidate(model, picks, s, rel) for s, rel in zip(seen, relations, strict=True)]
     parents = _parents(relations, candidates)
@@ -134,7 +138,7 @@ def needs_values(model: Report, candidate: Report, files: tuple[int, int] | None
     hashes, or too few tensors aligned (``_candidate`` decides those first, in that order)."""
     if adapter_config(model) is not None or (files is not None and files[1] and files[0] == files[1]):
         return False
-    return len(aligned(model, candidate)) >= ALIGNED_SHARE * max(1, len(model.tensors))
+    return same_architecture(model, candidate)
 
 
 #: ``--fail-if``'s conditions: the model is unrelated to every candidate (or that is not known), it is not
@@ -164,24 +168,24 @@ def declared_findings(lin: Lineage) -> list[Finding]:
     return []
 
 
-def _relate_all(model: Report, picks: Sequence[Pick], values: Mapping[int, Values],
-                s: Seen) -> dict[int, tuple[Related, int]]:
+def _relate_all(model: Report, picks: Sequence[Pick], values: Mapping[int, Values], s: Seen,
+                bounds: Mapping[int, Values]) -> dict[int, tuple[Related, int]]:
     """Each pick's best relation to this candidate, and which row mapping gave it."""
     if s.report is None:
         return {}
-    theirs = {t.info.name: t.info for t in s.report.tensors}
+    pairs = dict(aligned(model, s.report))
     out: dict[int, tuple[Related, int]] = {}
     for k, pick in enumerate(picks):
         m = values.get(k)
         options = s.samples.get(k)
         info = model.tensors[pick.index].info
-        other = theirs.get(info.name)
+        other = pairs.get(pick.index)
         if other is None:
             continue
         if m is None or not options:
             out[k] = (Related("incomparable", 0, f"{info.dtype} and {other.dtype}: not read as numbers here"), 0)
             continue
-        tried = [(relate(info.dtype, m, other.dtype, c), j) for j, c in enumerate(options)]
+        tried = [(relate(info.dtype, m, other.dtype, c, bounds.get(k)), j) for j, c in enumerate(options)]
         out[k] = min(tried, key=lambda x: _BEST.index(x[0].kind))
     return out
 
@@ -231,12 +235,14 @@ def _candidate(model: Report, picks: Sequence[Pick], s: Seen, rel: dict[int, tup
         return Candidate(s.label, theirs.checkpoint, s.declared, "identical",
                          f"every weight file's sha256 ({s.files[1]:,}) is one of its files': no tensor byte read",
                          s.files, len(found), Counts(), fingerprint=fp)
-    if len(found) < ALIGNED_SHARE * max(1, len(model.tensors)):
+    if not same_architecture(model, theirs):
+        _, pack, counted = structure(model, theirs)
         return Candidate(s.label, theirs.checkpoint, s.declared, "different-architecture",
-                         f"{len(found):,} of the model's {len(model.tensors):,} tensors are in it by name and shape",
+                         f"{len(found) + pack:,} of the model's {counted:,} tensors are in it by name and shape",
                          s.files, len(found), Counts(), fingerprint=fp)
-    tensors = _evidence(model, picks, rel)
-    counts = count([t.kind for t in tensors])
+    tensors = _evidence(model, picks, rel) + _packed_evidence(model, theirs)
+    counts = count([t.kind for t in tensors if not t.why.startswith(_PACKED)],
+                   sum(1 for t in tensors if t.why.startswith(_PACKED)))
     same = {(t.info.name, t.info.shape, t.info.dtype) for t in model.tensors} == {
         (t.info.name, t.info.shape, t.info.dtype) for t in theirs.tensors}
     relation, why = verdict_of(counts, same_tensors=same)
@@ -251,6 +257,18 @@ def _evidence(model: Report, picks: Sequence[Pick], rel: dict[int, tuple[Related
     for k, (r, _) in sorted(rel.items()):
         info, place = model.tensors[picks[k].index]
         out.append(TensorEvidence(info.name, place.role, place.layer, r.kind, r.why, r.correlation, r.max_abs))
+    return tuple(out)
+
+
+_PACKED = "packed"
+
+
+def _packed_evidence(model: Report, theirs: Report) -> tuple[TensorEvidence, ...]:
+    out = []
+    for i, module in packed(model, theirs):
+        info, place = model.tensors[i]
+        out.append(TensorEvidence(info.name, place.role, place.layer, "incomparable",
+                                  f"{_PACKED} ({info.dtype} {list(info.shape)}) for {module}: not dequantised here"))
     return tuple(out)
 
 

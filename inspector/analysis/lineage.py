@@ -29,14 +29,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, Literal, get_args
 
 from inspector.analysis.report import Report
-from inspector.formats.dtypes import DTYPE_BITS
+from inspector.analysis.samples import is_bnb4, unit
 from inspector.model import ADAPTER_CONFIG, Checkpoint, TensorInfo, natural_key
 
 if TYPE_CHECKING:
-    import numpy as np
-    import numpy.typing as npt
-
-    Values = npt.NDArray[np.float64]
+    from inspector.analysis.samples import Values
 
 Relation = Literal["identical", "finetune", "merge", "quantized", "adapter", "unrelated", "different-architecture",
                    "unknown"]
@@ -46,13 +43,6 @@ Kind = Literal["equal", "quantized", "changed", "unrelated", "blended", "constan
 #: the relations that name a candidate as where the model came from, closest first
 DERIVED: Final[tuple[Relation, ...]] = ("identical", "quantized", "adapter", "finetune", "merge")
 
-#: elements a sampled range holds: a multiple of every GGML block (32 and 256 elements)
-RANGE: Final = 256
-#: ranges a tensor (start, middle, end, one drawn from its name); a tensor of at most RANGE × RANGES
-#: elements is read whole
-RANGES: Final = 4
-#: the most tensors sampled (evenly over the model's, in name order): 4,096 × 4 ranges a side at most
-MAX_SAMPLED: Final = 4096
 #: a changed tensor is related to the candidate's when the sampled values correlate at least this much
 #: (two independent draws of 256 or more values: |r| < 0.2 but for a chance below 10^-3)
 RELATED_R: Final = 0.2
@@ -71,14 +61,6 @@ HALF_ULP: Final[Mapping[str, tuple[float, float]]] = {
     "F64": (2.0**-53, 2.0**-1075), "F32": (2.0**-24, 2.0**-150), "F16": (2.0**-11, 2.0**-25),
     "BF16": (2.0**-8, 2.0**-134), "F8_E4M3": (2.0**-4, 2.0**-10), "F8_E5M2": (2.0**-3, 2.0**-17),
 }
-#: numpy's type for each dtype read as numbers (BF16: the top half of an F32)
-NUMPY: Final[Mapping[str, str]] = {"F64": "<f8", "F32": "<f4", "F16": "<f2", "BF16": "<u2", "I64": "<i8",
-                                   "I32": "<i4", "I16": "<i2", "I8": "i1", "U8": "u1", "U16": "<u2", "U32": "<u4",
-                                   "U64": "<u8", "BOOL": "u1"}
-
-#: the tensors llama.cpp's converter reorders (``convert_hf_to_gguf.py``, ``LlamaModel.permute``: the rows of
-#: q and k interleaved for its rotary embedding), by their GGUF names
-PERMUTED: Final = re.compile(r"^blk\.\d+\.attn_(q|k)\.weight$")
 
 
 # --- what the model declares ---------------------------------------------------------------------
@@ -171,143 +153,48 @@ def fingerprint(report: Report) -> str:
 
 
 def aligned(model: Report, candidate: Report) -> list[tuple[int, TensorInfo]]:
-    """(index of the model's tensor, the candidate's tensor of the same name and shape), in the model's order."""
-    by_name = {t.info.name: t.info for t in candidate.tensors}
+    """(index of the model's tensor, the candidate's tensor of the same name and shape), in the model's order; a
+    bitsandbytes 4-bit weight aligns with the candidate's weight of its name and element count."""
+    theirs = {t.info.name: t.info for t in candidate.tensors}
+    mine = {t.info.name: t.info for t in model.tensors}
     out = []
     for i, t in enumerate(model.tensors):
-        other = by_name.get(t.info.name)
-        if other is not None and other.shape == t.info.shape:
+        other = theirs.get(t.info.name)
+        if other is not None and (other.shape == t.info.shape or (
+                is_bnb4(mine, t.info) and not is_bnb4(theirs, other) and other.numel == t.info.numel)):
             out.append((i, other))
     return out
 
 
-# --- what is read --------------------------------------------------------------------------------
+def packed(model: Report, candidate: Report) -> list[tuple[int, str]]:
+    """The model's packed linear weights (GPTQ's and AWQ's ``qweight``, compressed-tensors' ``weight_packed``)
+    whose module the candidate holds unpacked: (index, the candidate's weight name). They are not dequantised
+    here (``Kind`` ``incomparable``): they pack along the input axis, a column of the candidate's weight, which
+    would cost a request an element's row. (bitsandbytes' 4-bit weights pack along the row: those are decoded.)"""
+    from inspector.analysis.roles import is_packed
 
-
-def unit(dtype: str) -> tuple[int, int] | None:
-    """(elements, bytes) of a dtype's smallest whole piece: one element of a plain dtype, one block of a
-    GGML type (gguf-py's ``GGML_QUANT_SIZES``); None where a piece is not whole bytes or the type unknown."""
-    bits = DTYPE_BITS.get(dtype)
-    if bits is not None:
-        return (1, bits // 8) if bits % 8 == 0 else None
-    import gguf
-
-    qtype = gguf.GGMLQuantizationType.__members__.get(dtype)
-    return None if qtype is None else gguf.GGML_QUANT_SIZES[qtype]
-
-
-def decodable(dtype: str) -> bool:
-    """Whether values of this dtype can be read as numbers here (a plain dtype numpy holds, or a GGML type
-    gguf-py dequantises)."""
-    if dtype in NUMPY:
-        return True
-    if dtype in DTYPE_BITS:
-        return False
-    import gguf
-
-    return dtype in gguf.GGMLQuantizationType.__members__ and dtype not in ("F16", "F32", "BF16", "F64")
-
-
-@dataclass(frozen=True, slots=True)
-class Pick:
-    """Ranges of elements of one model tensor (in its stored order), read on every side."""
-
-    index: int  # the model tensor's place in ``report.tensors``
-    ranges: tuple[tuple[int, int], ...]  # (first element, count)
-
-    @property
-    def elements(self) -> int:
-        return sum(n for _, n in self.ranges)
-
-
-def plan(model: Report, indexes: Sequence[int]) -> list[Pick]:
-    """The ranges of each tensor to read (at most ``MAX_SAMPLED`` tensors, evenly spread): whole where it is
-    small, else ``RANGES`` ranges of ``RANGE`` elements at multiples of ``RANGE``."""
-    chosen = list(indexes)
-    if len(chosen) > MAX_SAMPLED:
-        step = len(chosen) / MAX_SAMPLED
-        chosen = [chosen[int(k * step)] for k in range(MAX_SAMPLED)]
+    theirs = {t.info.name for t in candidate.tensors}
     out = []
-    for i in chosen:
-        info = model.tensors[i].info
-        n = info.numel
-        if n <= RANGE * RANGES:
-            out.append(Pick(i, ((0, n),) if n else ()))
-            continue
-        places = n // RANGE
-        picks = {0, places - 1, places // 2}
-        stream = hashlib.shake_256(info.name.encode("utf-8", "surrogatepass")).digest(64)
-        for k in range(0, 64, 8):
-            if len(picks) == RANGES:
-                break
-            picks.add(int.from_bytes(stream[k:k + 8], "little") % places)
-        out.append(Pick(i, tuple((p * RANGE, RANGE) for p in sorted(picks))))
+    for i, t in enumerate(model.tensors):
+        name = t.info.name
+        module = name.rsplit(".", 1)[0] + ".weight"
+        if is_packed(name) and module in theirs:
+            out.append((i, module))
     return out
 
 
-def byte_ranges(info: TensorInfo, ranges: Sequence[tuple[int, int]]) -> list[tuple[int, int]] | None:
-    """The bytes (offset in the tensor's data, length) holding these element ranges, or None where they do
-    not fall on whole pieces of its dtype (a block cut in two)."""
-    u = unit(info.dtype)
-    if u is None:
-        return None
-    per, size = u
-    out = []
-    for first, count in ranges:
-        if first % per or (count % per and first + count != info.numel):
-            return None
-        blocks = -(-count // per)
-        out.append((first // per * size, blocks * size))
-    return out
+def structure(model: Report, candidate: Report) -> tuple[int, int, int]:
+    """(tensors aligned by name and shape, packed weights whose module the candidate holds, the model's tensors
+    that count: its quantisation companions, scales and zero points, aside)."""
+    counted = sum(1 for t in model.tensors if t.place.kind != "quant")
+    return len(aligned(model, candidate)), len(packed(model, candidate)), counted
 
 
-def permuted_rows(info: TensorInfo, heads: int | None) -> bool:
-    """Whether this GGUF tensor's rows are llama.cpp's reordering of the source's (``PERMUTED``) and can be
-    mapped back (``heads`` divides its rows into pairs)."""
-    rows = info.shape[0] if len(info.shape) == 2 else 0
-    return bool(PERMUTED.match(info.name) and heads and rows and rows % (2 * heads) == 0)
-
-
-def source_ranges(info: TensorInfo, ranges: Sequence[tuple[int, int]], heads: int) -> list[tuple[int, int]]:
-    """The candidate's element ranges holding what a permuted GGUF tensor's ranges hold, row piece by row
-    piece: ``convert_hf_to_gguf.py`` writes ``w.reshape(heads, 2, rows // heads // 2, cols).swapaxes(1, 2)``,
-    so GGUF row g = h·d + 2i + j (d = rows / heads) holds source row h·d + j·d/2 + i."""
-    rows, cols = info.shape
-    d = rows // heads
-    out = []
-    for first, count in ranges:
-        at, end = first, first + count
-        while at < end:
-            g, col = divmod(at, cols)
-            take = min(end - at, cols - col)
-            h, r = divmod(g, d)
-            source = h * d + (r % 2) * (d // 2) + r // 2
-            out.append((source * cols + col, take))
-            at += take
-    return out
-
-
-def decode(dtype: str, data: bytes) -> Values | None:
-    """Stored bytes as float64 values (GGML blocks by gguf-py's dequantiser), None where this dtype is not
-    read as numbers."""
-    import numpy as np
-
-    kind = NUMPY.get(dtype)
-    if kind is not None:
-        raw = np.frombuffer(data, dtype=kind)
-        if dtype == "BF16":
-            raw = (raw.astype(np.uint32) << 16).view(np.float32)
-        return raw.astype(np.float64)
-    if not decodable(dtype):
-        return None
-    import gguf
-
-    qtype = gguf.GGMLQuantizationType[dtype]
-    size = gguf.GGML_QUANT_SIZES[qtype][1]
-    blocks = np.frombuffer(data, dtype=np.uint8)
-    if len(blocks) % size:
-        return None
-    return np.asarray(gguf.quants.dequantize(blocks.reshape(-1, size), qtype), dtype=np.float64).reshape(-1)
+def same_architecture(model: Report, candidate: Report) -> bool:
+    """At least ``ALIGNED_SHARE`` of the model's tensors (companions aside) are the candidate's, as they are or
+    packed."""
+    found, pack, counted = structure(model, candidate)
+    return found + pack >= ALIGNED_SHARE * max(1, counted)
 
 
 # --- relating one tensor -------------------------------------------------------------------------
@@ -350,8 +237,9 @@ def _bits(dtype: str) -> float:
     return 64.0 if u is None else u[1] * 8 / u[0]
 
 
-def relate(m_dtype: str, m: Values, c_dtype: str, c: Values) -> Related:
-    """One tensor: the model's sampled values ``m`` against the candidate's ``c`` (the same elements)."""
+def relate(m_dtype: str, m: Values, c_dtype: str, c: Values, bound: Values | None = None) -> Related:
+    """One tensor: the model's sampled values ``m`` against the candidate's ``c`` (the same elements); ``bound``:
+    each value's own quantisation bound where its source gave one (bitsandbytes' 4-bit weight)."""
     import numpy as np
 
     n = len(m)
@@ -367,8 +255,8 @@ def relate(m_dtype: str, m: Values, c_dtype: str, c: Values) -> Related:
         return Related("incomparable", n, "a sampled value is not finite")
     delta = np.abs(m - c)
     largest = float(delta.max())
-    if m_dtype != c_dtype and _bits(m_dtype) <= _bits(c_dtype):  # stored in fewer bits: made from it?
-        bound = quantisation_bound(m_dtype, c)
+    if bound is not None or (m_dtype != c_dtype and _bits(m_dtype) <= _bits(c_dtype)):  # fewer bits: made from it?
+        bound = bound if bound is not None else quantisation_bound(m_dtype, c)
         if bound is not None and bool((delta <= bound).all()):
             return Related("quantized", n, f"within {m_dtype}'s bound", _correlation(m, c), largest)
     r = _correlation(m, c)
@@ -420,6 +308,7 @@ class Counts:
     """A candidate's evidence, tensor by tensor."""
 
     compared: int = 0
+    packed: int = 0  # packed linear weights (GPTQ, AWQ, bitsandbytes 4-bit) not dequantised
     equal: int = 0
     quantized: int = 0
     changed: int = 0
@@ -437,9 +326,9 @@ class Counts:
         return self.equal + self.quantized + self.changed + self.blended
 
 
-def count(kinds: Sequence[Kind]) -> Counts:
+def count(kinds: Sequence[Kind], packed: int = 0) -> Counts:
     tally = {k: sum(1 for x in kinds if x == k) for k in get_args(Kind)}
-    return Counts(len(kinds) - tally["incomparable"], tally["equal"], tally["quantized"], tally["changed"],
+    return Counts(len(kinds) - tally["incomparable"], packed, tally["equal"], tally["quantized"], tally["changed"],
                   tally["unrelated"], tally["blended"], tally["constant"], tally["incomparable"])
 
 
@@ -451,10 +340,14 @@ def verdict_of(c: Counts, *, same_tensors: bool) -> tuple[Relation, str]:
                            "none could be compared" if c.compared else "no tensor could be compared")
     sampled = f"{c.informative:,} tensors sampled"
     if c.unrelated * 2 > c.informative or c.related == 0:
-        return "unrelated", (f"{c.unrelated:,} of {sampled} share nothing with it: another initialisation or "
-                             "another model of the same shape")
+        return "unrelated", f"{c.unrelated:,} of {sampled} share nothing with it"
     if c.equal == c.informative and same_tensors:
         return "identical", f"equal in every sampled element of {sampled}"
+    if c.packed and c.equal + c.quantized == c.informative:
+        return "quantized", (f"{c.packed:,} linear weights packed (GPTQ, AWQ or bitsandbytes) and not dequantised "
+                             f"here; the verdict rests on the {sampled} stored unpacked: {c.equal:,} equal in every "
+                             f"sampled element" + (f", {c.quantized:,} within a quantisation bound" if c.quantized
+                                                   else ""))
     if c.equal + c.quantized == c.informative and c.quantized:
         return "quantized", (f"{c.quantized:,} of {sampled} are its values within the stored type's quantisation "
                              f"bound, {c.equal:,} equal")

@@ -26,7 +26,8 @@ def _candidate_json(c: Candidate) -> dict[str, object]:
         "declared": c.declared, "relation": c.relation, "why": c.why,
         "files_identical": c.files[0] if c.files is not None else None,
         "files_compared": c.files[1] if c.files is not None else None,
-        "tensors_aligned": c.aligned, "tensors_compared": k.compared, "tensors_equal": k.equal,
+        "tensors_aligned": c.aligned, "tensors_compared": k.compared, "tensors_packed": k.packed,
+        "tensors_equal": k.equal,
         "tensors_changed": k.changed + k.unrelated, "tensors_unrelated": k.unrelated, "tensors_blended": k.blended,
         "tensors_quantized": k.quantized, "tensors_constant": k.constant, "tensors_incomparable": k.incomparable,
         "changed_roles": list(c.changed_roles), "changed_layers": list(c.changed_layers), "weight": c.weight,
@@ -84,6 +85,8 @@ def _evidence_cell(c: Candidate) -> str:
         parts.append(f"{k.blended:,} blended")
     if k.constant:
         parts.append(f"{k.constant:,} constant")
+    if k.packed:
+        parts.append(f"{k.packed:,} packed")
     return f"{', '.join(parts)} of {k.compared:,}"
 
 

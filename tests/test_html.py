@@ -369,6 +369,30 @@ def test_train_and_plan_pages(cli, browser: Any, tmp_path: Path) -> None:
         assert "28 attention heads are not divisible by 8" in (opened.page.text_content("#plan-refused") or "")
 
 
+def test_the_lineage_page(cli, browser: Any, tmp_path: Path) -> None:
+    """fixtures/lineage's fine-tune against its base and another initialisation (transformers wrote all three):
+    the page opens quietly, its verdict is the JSON's, one row a candidate, one a tensor not equal to the base."""
+    import shutil
+
+    args = ("lineage", "fixtures/lineage/finetune", "fixtures/lineage/base", "fixtures/lineage/other")
+    page = report(cli, tmp_path, "lineage", *args)
+    doc = cli(*args, "--json").json()
+    assert doc["verdict"] == "finetune"
+    with Opened(browser, page, "lineage") as opened:
+        opened.quiet()
+        assert "is a fine-tune of fixtures/lineage/base" in (opened.page.text_content("#lineage-verdict") or "")
+        assert opened.page.locator("#lineage-candidates tbody tr").count() == len(doc["candidates"])
+        changed = [t for t in doc["candidates"][0]["tensors"] if t["relation"] not in ("equal", "constant")]
+        assert opened.page.locator("#lineage-tensors tbody tr").count() == len(changed) > 0
+    evil = tmp_path / HOSTILE["script"].replace("/", "_")
+    shutil.copytree(ROOT / "fixtures" / "lineage" / "finetune", evil)
+    page = report(cli, tmp_path, "lineage-hostile", "lineage", str(evil), "fixtures/lineage/base")
+    with Opened(browser, page, "lineage-hostile") as opened:
+        opened.quiet()
+        assert HOSTILE["script"].replace("/", "_") in opened.page.inner_text("body")
+    assert "<script>alert" not in page.read_text()
+
+
 def test_moe_and_dense_compare_has_a_legend_entry_and_its_own_colour_for_every_role(cli, tmp_path: Path,
                                                                                   browser) -> None:
     """Issue 41: the compare legend showed 9 of 14 roles and Mixtral's moe.expert.up took embedding's colour

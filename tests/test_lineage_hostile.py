@@ -145,3 +145,35 @@ def test_too_many_candidates_is_a_usage_error(tmp_path: Path) -> None:
     base = _model(tmp_path / "base")
     with pytest.raises(UsageError, match="at most 10"):
         inspector.lineage(str(base), [str(base)] * 11)
+
+
+def _cached(root: Path, repo: str, source: Path) -> Path:
+    """``source``'s files in the HF cache layout huggingface_hub writes: snapshots/<commit>/FILE → ../../blobs/<id>,
+    an LFS file's blob named by its sha256, another's by its git blob id (40 hex digits)."""
+    import hashlib
+
+    folder = root / f"models--{repo.replace('/', '--')}"
+    snapshot = folder / "snapshots" / ("0" * 40)
+    (folder / "blobs").mkdir(parents=True)
+    snapshot.mkdir(parents=True)
+    for f in source.iterdir():
+        data = f.read_bytes()
+        blob = hashlib.sha256(data).hexdigest() if f.suffix == ".safetensors" else hashlib.sha1(data).hexdigest()
+        (folder / "blobs" / blob).write_bytes(data)
+        (snapshot / f.name).symlink_to(Path("..") / ".." / "blobs" / blob)
+    return snapshot
+
+
+def test_an_hf_cache_copy_is_proven_by_its_blob_names_with_no_tensor_byte_read(tmp_path: Path) -> None:
+    """Two cached repos whose weight blob is the same sha256 (the cache names LFS blobs by it): identical, and no
+    tensor byte read; a third whose weights differ is sampled."""
+    base = _model(tmp_path / "base")
+    a = _cached(tmp_path / "cache", "org/a", base)
+    b = _cached(tmp_path / "cache", "org/b", base)
+    c = _cached(tmp_path / "cache", "org/c", _model(tmp_path / "other", seed=1))
+    doc = inspector.lineage(str(a), [str(b)]).to_dict()
+    assert doc["verdict"] == "identical" and doc["bytes_read"] == 0
+    assert doc["candidates"][0]["files_identical"] == doc["candidates"][0]["files_compared"] == 1
+    other = inspector.lineage(str(c), [str(b)]).to_dict()
+    assert other["candidates"][0]["files_identical"] == 0 and other["bytes_read"] > 0
+    assert other["verdict"] == "unrelated"

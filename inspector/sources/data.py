@@ -69,31 +69,36 @@ class _Counted:
 
 
 class LocalData(_Counted):
-    """A local folder's files, each named inside the folder and opened as a regular file."""
+    """A local folder's files, each named inside the folder and opened as a regular file. ``prefix``: where the
+    files lie below ``root`` (an HF cache snapshot's ``snapshots/<commit>/``, whose files link into the repo
+    folder's ``blobs/``: the repo folder is the root they must stay inside)."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, prefix: str = "") -> None:
         super().__init__()
-        self.root = root
+        self.root, self.prefix = root, prefix
+
+    def _path(self, file: str) -> Path:
+        return inside(self.root, self.prefix + file, "weight file")
 
     def read(self, spans: Iterable[Span]) -> Generator[bytes, None, None]:
         fds: dict[str, int] = {}
         try:
             for file, start, length in spans:
                 if file not in fds:
-                    fds[file] = open_regular(inside(self.root, file, "weight file"))
+                    fds[file] = open_regular(self._path(file))
                 self.count(1, length)
-                yield pread_all(fds[file], length, start, self.root / file)
+                yield pread_all(fds[file], length, start, self.root / (self.prefix + file))
         finally:
             for fd in fds.values():
                 os.close(fd)
 
     def sha256(self, file: str, start: int, length: int) -> str | None:
-        fd = open_regular(inside(self.root, file, "weight file"))
+        fd = open_regular(self._path(file))
         digest = hashlib.sha256()
         try:
             done = 0
             while done < length:
-                block = pread_all(fd, min(HASH_CHUNK, length - done), start + done, self.root / file)
+                block = pread_all(fd, min(HASH_CHUNK, length - done), start + done, self.root / (self.prefix + file))
                 if not block:
                     break
                 digest.update(block)
@@ -142,7 +147,10 @@ def data_reader(checkpoint: Checkpoint, options: HubOptions | None = None) -> Da
     A header snapshot, a bundled one or a config-only cache keeps no tensor data: an invalid-checkpoint
     error naming it."""
     if checkpoint.origin in ("folder", "file", "hf-cache") and checkpoint.root:
-        return LocalData(Path(checkpoint.root))
+        root = Path(checkpoint.root)
+        if root.parent.name == "snapshots" and (root.parent.parent / "blobs").is_dir():  # an HF cache snapshot
+            return LocalData(root.parent.parent, f"snapshots/{root.name}/")
+        return LocalData(root)
     if checkpoint.origin == "hub" and checkpoint.repo_id and checkpoint.revision:
         hub = Hub(options or HubOptions())
         if hub.offline:

@@ -712,11 +712,12 @@ def train_options(*, method: str = "lora", rank: int | str | None = None, alpha:
                   targets: str | Sequence[str] | None = None, optimizer: str = "adamw",
                   precision: str = "bf16-mixed", batch: int | str = 1, seq: int | str = 2048,
                   checkpointing: bool = False, gpu: str | None = None, zero: int | str = 0, fsdp: bool = False,
-                  offload: str = "none") -> TrainOptions:
+                  offload: str = "none", experts: str = "fused") -> TrainOptions:
     """``train``'s options, checked before any model is opened: ``method`` full, lora or qlora;
     ``rank`` (default 16), ``alpha`` (positive, finite) and ``targets`` (``all-linear``, the default, or
     module names: a comma-separated string or a list) only for LoRA and QLoRA; ``gpu`` a budget
-    or a GPU's name, ``xN`` for N GPUs; ``zero`` a DeepSpeed stage; ``offload`` none, optimizer or all."""
+    or a GPU's name, ``xN`` for N GPUs; ``zero`` a DeepSpeed stage; ``offload`` none, optimizer or all;
+    ``experts`` fused (a MoE as transformers 5 loads it, the default) or separate (transformers 4.x)."""
     import math
 
     from inspector.analysis.fit import parse_budget, parse_count, parse_fraction, parse_whole
@@ -738,7 +739,7 @@ def train_options(*, method: str = "lora", rank: int | str | None = None, alpha:
         method=method.lower(), rank=rank_value, alpha=alpha_value, targets=names, optimizer=optimizer.lower(),
         precision=precision.lower(), batch=parse_count(str(batch), "⟨batch⟩"), seq=parse_count(str(seq), "⟨seq⟩"),
         checkpointing=checkpointing, budget=parse_budget(gpu) if gpu else None, zero=zero_value, fsdp=fsdp,
-        offload=offload.lower())
+        offload=offload.lower(), experts=experts.lower())  # type: ignore[arg-type]
     check_options(options)
     return options
 
@@ -748,11 +749,11 @@ def train(model: str | Checkpoint, *, method: str = "lora", rank: int | str | No
           alpha: float | str | None = None, targets: str | Sequence[str] | None = None, optimizer: str = "adamw",
           precision: str = "bf16-mixed", batch: int | str = 1, seq: int | str = 2048, checkpointing: bool = False,
           gpu: str | None = None, zero: int | str = 0, fsdp: bool = False, offload: str = "none",
-          revision: str | None = None, hub: HubOptions | None = None) -> TrainResult:
+          experts: str = "fused", revision: str | None = None, hub: HubOptions | None = None) -> TrainResult:
     """``inspect train``: the memory to fine-tune ``model`` (options as ``train_options`` takes them)."""
     checked = train_options(method=method, rank=rank, alpha=alpha, targets=targets, optimizer=optimizer,
                             precision=precision, batch=batch, seq=seq, checkpointing=checkpointing, gpu=gpu,
-                            zero=zero, fsdp=fsdp, offload=offload)
+                            zero=zero, fsdp=fsdp, offload=offload, experts=experts)
     return train_with(open_model(model, revision=revision, hub=hub), checked)
 
 

@@ -166,7 +166,7 @@ TRAIN = document("train", "inspect train MODEL --json", {
     "optimizer": {"enum": ["adamw", "adamw-8bit", "paged-adamw-8bit", "adafactor", "sgd", "sgd-momentum"]},
     "precision": {"enum": ["bf16-mixed", "fp16-mixed", "bf16", "fp32"]}, "batch": INT, "seq": INT,
     "checkpointing": BOOL, "gpus": INT, "gpu": NSTR, "budget_bytes": NINT, "zero": INT, "fsdp": BOOL,
-    "offload": {"enum": ["none", "optimizer", "all"]},
+    "offload": {"enum": ["none", "optimizer", "all"]}, "experts": {"enum": ["fused", "separate"]},
     "trainable_parameters": INT, "frozen_parameters": INT, "adapted_modules": INT,
     "trainable_by_role": {"type": "object", "additionalProperties": INT},
     "weights": INT, "gradients": INT, "optimizer_states": INT, "master_weights": INT, "activations": NINT,

@@ -39,6 +39,19 @@ from typing import Final
 
 from inspector.analysis.architecture import CACHING, Architecture, architecture
 from inspector.analysis.engines import VLLM_NON_TORCH, VLLM_NON_TORCH_SOURCE
+from inspector.analysis.experts import (
+    LAYOUTS,
+    PATTERN,
+    PEFT_CONVERTS,
+    TARGETS,
+    VERSIONS,
+    Layout,
+    Wrapped,
+    fused,
+    moe_layers,
+    unpaired,
+    wrapped,
+)
 from inspector.analysis.fit import Budget, largest
 from inspector.analysis.report import Report
 from inspector.analysis.stats import Tensor
@@ -126,6 +139,13 @@ class Adapted:
         embedding (lora_embedding_A [r, vocab], _B [hidden, r]): the same sum of the two dimensions."""
         return rank * (self.shape[0] + self.shape[1])
 
+    def factors(self, rank: int) -> tuple[tuple[int, int], tuple[int, int]]:
+        """The two tensors the optimizer updates: lora_A [r, in], lora_B [out, r] of a linear layer [out, in];
+        lora_embedding_A [r, vocabulary], _B [hidden, r] of an embedding."""
+        if self.embedding:
+            return (rank, self.shape[0]), (self.shape[1], rank)
+        return (rank, self.shape[1]), (self.shape[0], rank)
+
 
 def linear_modules(tensors: Iterable[Tensor]) -> list[tuple[str, Tensor]]:
     """The linear layers of a checkpoint: 2-D ``.weight`` parameters of a role that is no embedding,
@@ -135,12 +155,27 @@ def linear_modules(tensors: Iterable[Tensor]) -> list[tuple[str, Tensor]]:
             and t.place.role not in _NOT_LINEAR and not t.info.name[: -len(".weight")].endswith(_EMBEDDING_MODULES)]
 
 
-def adapted_modules(tensors: list[Tensor], targets: tuple[str, ...]) -> list[Adapted]:
+def in_memory_linears(tensors: list[Tensor], model_type: str | None, layout: Layout) -> list[tuple[str, Tensor]]:
+    """The ``nn.Linear`` layers once transformers has loaded the model: the files' linear layers, less the experts
+    and routers transformers 5 fuses (``experts.fused``): what bitsandbytes quantises and peft's modules reach."""
+    if not fused(model_type, layout):
+        return linear_modules(tensors)
+    hidden = {name for m in moe_layers(tensors) for name in m.names}
+    return [(m, t) for m, t in linear_modules(tensors) if t.info.name not in hidden]
+
+
+def adapted_modules(tensors: list[Tensor], targets: tuple[str, ...], model_type: str | None = None,
+                    layout: Layout = "fused") -> list[Adapted | Wrapped]:
     """The modules peft's ``target_modules`` selects: ``all-linear`` (every linear layer but the output
     layer, peft's ``_maybe_include_all_linear_layers``), or names matched as peft matches them (the
-    module's name equals the key or ends with ``.`` + key). A target that matches nothing is a usage
-    error naming the nearest module names."""
-    linears = linear_modules(tensors)
+    module's name equals the key or ends with ``.`` + key), over the model as transformers loads it: a fused
+    MoE's experts and router are no linear layers, and for the families peft converts its expert and router
+    names become wrapped parameters (``experts.wrapped``). A target that matches nothing is a usage error
+    naming the nearest module names."""
+    linears = in_memory_linears(tensors, model_type, layout)
+    if fused(model_type, layout) and model_type in PEFT_CONVERTS:
+        assert model_type is not None
+        return _converted(tensors, linears, targets, model_type)
     if targets == ("all-linear",):
         return [Adapted(m, t.place.role, _pair(t.info.shape), False) for m, t in linears if t.place.role != "lm_head"]
     embeddings = [(t.info.name[: -len(".weight")], t) for t in tensors if t.place.kind == "parameter"
@@ -157,6 +192,33 @@ def adapted_modules(tensors: list[Tensor], targets: tuple[str, ...]) -> list[Ada
         out += found
     unique = {a.module: a for a in out}
     return list(unique.values())
+
+
+def _converted(tensors: list[Tensor], linears: list[tuple[str, Tensor]], targets: tuple[str, ...],
+               model_type: str) -> list[Adapted | Wrapped]:
+    """peft's conversion of the LoRA config for a fused MoE (``experts``): ``all-linear`` is every linear leaf
+    name (the output layer's aside) and every name its mapping knows; a name the mapping knows targets the fused
+    parameter and no module of that name; the others target modules as usual."""
+    mapping = TARGETS[PATTERN[model_type]]
+    if targets == ("all-linear",):
+        leaves = {m.rsplit(".", 1)[-1] for m, t in linears if t.place.role != "lm_head"} | set(mapping)
+    else:
+        leaves = set(targets)
+        refused = unpaired(model_type, leaves)
+        if refused is not None:
+            raise UsageError(f"⟨targets⟩: {refused}", hint="name both, or neither")
+    modules = leaves - set(mapping)
+    out: list[Adapted | Wrapped] = [Adapted(m, t.place.role, _pair(t.info.shape), False) for m, t in linears
+                                    if any(_matches(m, key) for key in modules)]
+    out += wrapped(model_type, moe_layers(tensors), leaves & set(mapping))
+    if targets != ("all-linear",):
+        for key in modules:
+            if not any(_matches(m, key) for m, _ in linears):
+                leaves_here = sorted({m.rsplit(".", 1)[-1] for m, _ in linears} | set(mapping))
+                near = difflib.get_close_matches(key, leaves_here, n=5, cutoff=0.4) or leaves_here[:8]
+                raise UsageError(f"⟨targets⟩: {key!r} matches no linear layer of this model as transformers loads "
+                                 "it", hint="its modules include " + ", ".join(near))
+    return out
 
 
 def _matches(module: str, key: str) -> bool:
@@ -180,9 +242,10 @@ NF4_SOURCE: Final = ("bitsandbytes functional.quantize_4bit (quant_type nf4, blo
 def nf4_bytes(numel: int) -> int:
     """Bytes of one linear weight in bitsandbytes' NF4 with double quantisation: two 4-bit values a
     byte; a uint8 scale per block of 64; a float32 absmax per 256 of those blocks; the float32 offset
-    of the scales and the 16-entry float32 NF4 code."""
+    of the scales, the 16-entry float32 NF4 code, and the nested quantisation's own 256-entry float32 map
+    (``quantize_blockwise``'s dynamic code, one a layer: measured after loading with bitsandbytes 0.50)."""
     blocks = -(-numel // NF4_BLOCK)
-    return -(-numel // 2) + blocks + 4 * -(-blocks // NF4_BLOCK2) + 4 + 16 * 4
+    return -(-numel // 2) + blocks + 4 * -(-blocks // NF4_BLOCK2) + 4 + 16 * 4 + 256 * 4
 
 
 # --- the result ------------------------------------------------------------------------------------
@@ -226,6 +289,9 @@ class TrainOptions:
     zero: int = 0
     fsdp: bool = False
     offload: str = "none"
+    #: how the experts of a MoE are held in memory (``experts.LAYOUTS``): fused as transformers 5 loads them, or
+    #: one ``nn.Linear`` each as transformers 4 did
+    experts: Layout = "fused"
 
 
 @dataclass(frozen=True, slots=True)
@@ -281,6 +347,8 @@ def check_options(options: TrainOptions) -> None:
         raise UsageError(f"⟨precision⟩: unknown {o.precision!r}", hint="use " + ", ".join(PRECISIONS))
     if o.offload not in OFFLOADS:
         raise UsageError(f"⟨offload⟩: unknown {o.offload!r}", hint="use " + ", ".join(OFFLOADS))
+    if o.experts not in LAYOUTS:
+        raise UsageError(f"⟨experts⟩: unknown {o.experts!r}", hint="use " + ", ".join(LAYOUTS))
     if not 1 <= o.rank <= 65536:
         raise UsageError(f"⟨rank⟩ {o.rank} is not 1 to 65,536")
     if not 1 <= o.batch <= 1 << 20 or not 1 <= o.seq <= 1 << 24:
@@ -315,7 +383,7 @@ def train(report: Report, options: TrainOptions, arch: Architecture | None = Non
     assumptions: list[str] = []
 
     if o.method == "full":
-        adapted: list[Adapted] = []
+        adapted: list[Adapted | Wrapped] = []
         trainable: list[Trained] = [(t.info.shape, t.info.numel, str(t.place.role)) for t in params]
         n_trainable = total_params
         weights = total_params * half
@@ -324,12 +392,14 @@ def train(report: Report, options: TrainOptions, arch: Architecture | None = Non
         grad_bytes = half
         bits = None
     else:
-        adapted = adapted_modules(report.tensors, o.targets)
+        model_type = report.config.model_type
+        adapted = adapted_modules(report.tensors, o.targets, model_type, o.experts)
         n_trainable = sum(a.parameters(o.rank) for a in adapted)
-        trainable = [(a.shape, a.parameters(o.rank), a.role) for a in adapted]
+        trainable = [(f, math.prod(f), a.role) for a in adapted for f in a.factors(o.rank)]
         adapter = n_trainable * 4  # peft's autocast_adapter_dtype: adapters in float32 on a 16-bit base
         if o.method == "qlora":
-            quantised = [t for _, t in linear_modules(report.tensors) if t.place.role != "lm_head"]
+            quantised = [t for _, t in in_memory_linears(report.tensors, model_type, o.experts)
+                         if t.place.role != "lm_head"]
             nf4 = sum(nf4_bytes(t.info.numel) for t in quantised)
             q_params = sum(t.info.numel for t in quantised)
             rest = total_params - q_params
@@ -343,11 +413,19 @@ def train(report: Report, options: TrainOptions, arch: Architecture | None = Non
             weights_formula = f"{total_params:,} frozen × {half} B + adapters {n_trainable:,} × 4 B"
         assumptions.append("peft's LoRA layers in float32 on a 16-bit base (LoraConfig autocast_adapter_dtype, its "
                            "default); the frozen base keeps no gradient or optimizer state")
+        if fused(model_type, o.experts) and moe_layers(report.tensors):
+            reach = ("peft adapts them through its parameter wrapper (gate_up_proj at rank 2r), and a dense layer's "
+                     "or shared expert's linear of a converted name not at all" if model_type in PEFT_CONVERTS else
+                     "peft adapts neither")
+            assumptions.append(f"experts as {VERSIONS} hold them: fused gate_up_proj and down_proj, the router a "
+                               f"module of its own, none an nn.Linear: {reach}"
+                               + ("; bitsandbytes keeps them in 16-bit" if o.method == "qlora" else "")
+                               + " (--experts separate: transformers 4.x, one nn.Linear an expert)")
         param_bytes = 4
         grad_bytes = 4
     opt = OPTIMIZERS[o.optimizer]
     states = sum(state_bytes(o.optimizer, shape, n, param_bytes)
-                 for shape, n, _ in _state_shapes(trainable, o.method, o.rank))
+                 for shape, n, _ in trainable)  # the parameters (full), or each adapter's two factors
     master = n_trainable * 4 if (mixed and o.method == "full") else 0
     gradients = n_trainable * grad_bytes
 
@@ -422,19 +500,6 @@ def train(report: Report, options: TrainOptions, arch: Architecture | None = Non
         thumbs=_thumbs(total_params, o), assumptions=tuple(assumptions))
 
 
-def _state_shapes(trainable: list[Trained], method: str, rank: int) -> list[Trained]:
-    """The tensors the optimizer updates: the parameters (full), or each adapter's two factors
-    (A [r, in] and B [out, r]; the shapes an Adafactor or an 8-bit optimizer sees)."""
-    if method == "full":
-        return trainable
-    out: list[Trained] = []
-    for shape, _, role in trainable:
-        if role in _EMBEDDINGS:  # lora_embedding_A [r, vocabulary], _B [hidden, r]
-            a, b = (rank, shape[0]), (shape[1], rank)
-        else:  # lora_A [r, in], lora_B [out, r] of a linear layer [out, in]
-            a, b = (rank, shape[1]), (shape[0], rank)
-        out += [(a, math.prod(a), role), (b, math.prod(b), role)]
-    return out
 
 
 def _by_role(trainable: list[Trained]) -> dict[str, int]:

@@ -48,6 +48,7 @@ def _choices(kind: str) -> Callable[[str], list[str]]:
     formats, KV dtypes, GPU names and the bundled aliases."""
     def complete(incomplete: str) -> list[str]:
         from inspector.analysis.engines import ENGINES, GPUS
+        from inspector.analysis.experts import LAYOUTS
         from inspector.analysis.plan import OBJECTIVES
         from inspector.analysis.train import METHODS, OFFLOADS, OPTIMIZERS, PRECISIONS
         from inspector.formats.dtypes import USER_DTYPE_BYTES
@@ -56,7 +57,7 @@ def _choices(kind: str) -> Callable[[str], list[str]]:
         tables: dict[str, Iterable[str]] = {
             "method": METHODS, "optimizer": OPTIMIZERS, "precision": PRECISIONS, "offload": OFFLOADS,
             "engine": ENGINES, "objective": OBJECTIVES, "format": [f.value for f in views.Format],
-            "kv_dtype": USER_DTYPE_BYTES, "gpu": GPUS, "model": ALIASES}
+            "kv_dtype": USER_DTYPE_BYTES, "gpu": GPUS, "model": ALIASES, "experts": LAYOUTS}
         return [value for value in tables[kind] if value.startswith(incomplete)]
     return complete
 
@@ -374,6 +375,10 @@ def train_cmd(
     offload: Annotated[str, typer.Option(
         "--offload", autocompletion=_choices("offload"),
                 help="none, optimizer (states and master copy to the CPU) or all (the weights too)")] = "none",
+    experts: Annotated[str, typer.Option(
+        "--experts", autocompletion=_choices("experts"),
+        help="a MoE's experts in memory: fused (transformers 5: what peft adapts and bitsandbytes quantises) or "
+             "separate (transformers 4.x, one nn.Linear an expert)")] = "fused",
     fail_if: FailIfFit = None,
     explain: Explain = False,
     as_json: AsJson = False,
@@ -390,7 +395,7 @@ def train_cmd(
     target = views.output_target(form, output)
     options = api.train_options(method=method, rank=rank, alpha=alpha, targets=targets, optimizer=optimizer,
                                 precision=precision, batch=batch, seq=seq, checkpointing=checkpointing, gpu=gpu,
-                                zero=zero, fsdp=fsdp, offload=offload)
+                                zero=zero, fsdp=fsdp, offload=offload, experts=experts)
     done = api.train_with(open_model(model, revision, hub_options(endpoint, token, offline)), options)
     views.emit(done, form, view=views.View(explain=explain), wide=wide, target=target)
     _gate(done, gates)

@@ -40,7 +40,7 @@ def train_json(report: Report, t: Train, suggestions: Sequence[Knob] = ()) -> di
         "targets": list(o.targets) if o.method != "full" else [], "optimizer": o.optimizer,
         "precision": o.precision, "batch": o.batch, "seq": o.seq, "checkpointing": o.checkpointing,
         "gpus": t.devices, "gpu": budget.gpu if budget else None, "budget_bytes": budget.per_device if budget else None,
-        "zero": o.zero, "fsdp": o.fsdp, "offload": o.offload,
+        "zero": o.zero, "fsdp": o.fsdp, "offload": o.offload, "experts": o.experts,
         "trainable_parameters": t.trainable, "frozen_parameters": t.frozen, "adapted_modules": t.adapted,
         "trainable_by_role": dict(t.by_role),
         **{term.name: term.bytes for term in t.terms},

@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from inspector.analysis.listing import CachedModel
     from inspector.analysis.plan import Plan
     from inspector.analysis.report import Report
+    from inspector.analysis.stages import StageOptions
     from inspector.analysis.train import TrainOptions
     from inspector.analysis.values import Change, Sampled, TensorValues, ValueDiff
     from inspector.errors import ProblemSink, SeveralFiles
@@ -712,12 +713,17 @@ def train_options(*, method: str = "lora", rank: int | str | None = None, alpha:
                   targets: str | Sequence[str] | None = None, optimizer: str = "adamw",
                   precision: str = "bf16-mixed", batch: int | str = 1, seq: int | str = 2048,
                   checkpointing: bool = False, gpu: str | None = None, zero: int | str = 0, fsdp: bool = False,
-                  offload: str = "none", experts: str = "fused") -> TrainOptions:
+                  offload: str = "none", experts: str = "fused", stage: str = "sft", loss: str | None = None,
+                  generations: int | str | None = None, completion_len: int | str | None = None,
+                  beta: float | str | None = None, rollout_memory: float | str | None = None) -> TrainOptions:
     """``train``'s options, checked before any model is opened: ``method`` full, lora or qlora;
     ``rank`` (default 16), ``alpha`` (positive, finite) and ``targets`` (``all-linear``, the default, or
     module names: a comma-separated string or a list) only for LoRA and QLoRA; ``gpu`` a budget
     or a GPU's name, ``xN`` for N GPUs; ``zero`` a DeepSpeed stage; ``offload`` none, optimizer or all;
-    ``experts`` fused (a MoE as transformers 5 loads it, the default) or separate (transformers 4.x)."""
+    ``experts`` fused (a MoE as transformers 5 loads it, the default) or separate (transformers 4.x); ``stage``
+    sft, dpo or grpo as TRL runs them, ``loss`` standard or fused (TRL's fused LM head; DPO's and GRPO's own), and
+    for GRPO ``generations`` (8), ``completion_len`` (512), ``beta`` (0.0) and ``rollout_memory`` (a colocated
+    vLLM's share of each GPU, 0)."""
     import math
 
     from inspector.analysis.fit import parse_budget, parse_count, parse_fraction, parse_whole
@@ -739,9 +745,32 @@ def train_options(*, method: str = "lora", rank: int | str | None = None, alpha:
         method=method.lower(), rank=rank_value, alpha=alpha_value, targets=names, optimizer=optimizer.lower(),
         precision=precision.lower(), batch=parse_count(str(batch), "⟨batch⟩"), seq=parse_count(str(seq), "⟨seq⟩"),
         checkpointing=checkpointing, budget=parse_budget(gpu) if gpu else None, zero=zero_value, fsdp=fsdp,
-        offload=offload.lower(), experts=experts.lower())  # type: ignore[arg-type]
+        offload=offload.lower(), experts=experts.lower(),  # type: ignore[arg-type]
+        stage=_stage_options(stage, loss, generations, completion_len, beta, rollout_memory))
     check_options(options)
     return options
+
+
+def _stage_options(stage: str, loss: str | None, generations: int | str | None, completion_len: int | str | None,
+                   beta: float | str | None, rollout_memory: float | str | None) -> StageOptions:
+    import math
+
+    from inspector.analysis.fit import parse_count, parse_fraction, parse_whole
+    from inspector.analysis.stages import COMPLETION, GENERATIONS, StageOptions, check_stage
+    from inspector.errors import UsageError
+
+    given = [name for name, value in (("⟨generations⟩", generations), ("⟨completion_len⟩", completion_len),
+                                      ("⟨beta⟩", beta), ("⟨rollout_memory⟩", rollout_memory)) if value is not None]
+    chosen = StageOptions(
+        stage=stage.lower(), loss=loss.lower() if loss is not None else None,  # type: ignore[arg-type]
+        generations=GENERATIONS if generations is None else parse_whole(generations, "⟨generations⟩"),
+        completion=COMPLETION if completion_len is None else parse_count(str(completion_len), "⟨completion_len⟩"),
+        beta=0.0 if beta is None else parse_fraction(beta, "⟨beta⟩"),
+        rollout_memory=0.0 if rollout_memory is None else parse_fraction(rollout_memory, "⟨rollout_memory⟩"))
+    if not (math.isfinite(chosen.beta) and math.isfinite(chosen.rollout_memory)):
+        raise UsageError("⟨beta⟩ and ⟨rollout_memory⟩ are finite numbers")
+    check_stage(chosen, given)
+    return chosen
 
 
 @paused()
@@ -749,11 +778,16 @@ def train(model: str | Checkpoint, *, method: str = "lora", rank: int | str | No
           alpha: float | str | None = None, targets: str | Sequence[str] | None = None, optimizer: str = "adamw",
           precision: str = "bf16-mixed", batch: int | str = 1, seq: int | str = 2048, checkpointing: bool = False,
           gpu: str | None = None, zero: int | str = 0, fsdp: bool = False, offload: str = "none",
-          experts: str = "fused", revision: str | None = None, hub: HubOptions | None = None) -> TrainResult:
+          experts: str = "fused", stage: str = "sft", loss: str | None = None, generations: int | str | None = None,
+          completion_len: int | str | None = None, beta: float | str | None = None,
+          rollout_memory: float | str | None = None, revision: str | None = None,
+          hub: HubOptions | None = None) -> TrainResult:
     """``inspect train``: the memory to fine-tune ``model`` (options as ``train_options`` takes them)."""
     checked = train_options(method=method, rank=rank, alpha=alpha, targets=targets, optimizer=optimizer,
                             precision=precision, batch=batch, seq=seq, checkpointing=checkpointing, gpu=gpu,
-                            zero=zero, fsdp=fsdp, offload=offload, experts=experts)
+                            zero=zero, fsdp=fsdp, offload=offload, experts=experts, stage=stage, loss=loss,
+                            generations=generations, completion_len=completion_len, beta=beta,
+                            rollout_memory=rollout_memory)
     return train_with(open_model(model, revision=revision, hub=hub), checked)
 
 

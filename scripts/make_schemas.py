@@ -167,6 +167,8 @@ TRAIN = document("train", "inspect train MODEL --json", {
     "precision": {"enum": ["bf16-mixed", "fp16-mixed", "bf16", "fp32"]}, "batch": INT, "seq": INT,
     "checkpointing": BOOL, "gpus": INT, "gpu": NSTR, "budget_bytes": NINT, "zero": INT, "fsdp": BOOL,
     "offload": {"enum": ["none", "optimizer", "all"]}, "experts": {"enum": ["fused", "separate"]},
+    "stage": {"enum": ["sft", "dpo", "grpo"]}, "loss": {"enum": ["standard", "fused"]}, "generations": NINT,
+    "completion_len": NINT, "beta": NNUM, "rollout_memory": NNUM, "reference": INT,
     "trainable_parameters": INT, "frozen_parameters": INT, "adapted_modules": INT,
     "trainable_by_role": {"type": "object", "additionalProperties": INT},
     "weights": INT, "gradients": INT, "optimizer_states": INT, "master_weights": INT, "activations": NINT,

@@ -34,7 +34,7 @@ import difflib
 import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Final
 
 from inspector.analysis.architecture import CACHING, Architecture, architecture
@@ -54,6 +54,16 @@ from inspector.analysis.experts import (
 )
 from inspector.analysis.fit import Budget, largest
 from inspector.analysis.report import Report
+from inspector.analysis.stages import (
+    TRL,
+    StageOptions,
+    check_batch,
+    check_stage,
+    fused_head_bytes,
+    has_reference,
+    rows,
+    rows_words,
+)
 from inspector.analysis.stats import Tensor
 from inspector.errors import UsageError
 
@@ -292,6 +302,8 @@ class TrainOptions:
     #: how the experts of a MoE are held in memory (``experts.LAYOUTS``): fused as transformers 5 loads them, or
     #: one ``nn.Linear`` each as transformers 4 did
     experts: Layout = "fused"
+    #: the trainer's stage and loss kernel (``stages``): sft, dpo, grpo as TRL runs them
+    stage: StageOptions = field(default_factory=StageOptions)
 
 
 @dataclass(frozen=True, slots=True)
@@ -303,6 +315,7 @@ class Train:
     by_role: tuple[tuple[str, int], ...]  # trainable parameters by role
     adapted: int  # modules LoRA adapts (0 for full)
     weights: Term
+    reference: Term  # DPO's and GRPO's frozen reference model
     gradients: Term
     optimizer_states: Term
     master_weights: Term
@@ -321,8 +334,10 @@ class Train:
 
     @property
     def terms(self) -> tuple[Term, ...]:
-        return (self.weights, self.gradients, self.optimizer_states, self.master_weights, self.activations,
-                self.logits, self.overhead)
+        """The memory's parts, in the table's order (the reference model's only where the stage has one)."""
+        reference = (self.reference,) if self.options.stage.stage != "sft" else ()
+        return (self.weights, *reference, self.gradients, self.optimizer_states, self.master_weights,
+                self.activations, self.logits, self.overhead)
 
 
 # --- the arithmetic --------------------------------------------------------------------------------
@@ -364,6 +379,8 @@ def check_options(options: TrainOptions) -> None:
     if o.offload != "none" and not (o.zero or o.fsdp):
         raise UsageError("⟨offload⟩ moves sharded state to the CPU: it goes with ⟨zero⟩ or ⟨fsdp⟩",
                          hint="⟨gpu=RTX4090x2⟩ ⟨zero=2⟩ ⟨offload=optimizer⟩")
+    check_stage(o.stage)
+    check_batch(o.stage, o.batch, devices)
     if o.method == "qlora" and o.precision == "fp32":
         raise UsageError("⟨method=qlora⟩ computes in 16-bit: ⟨precision=fp32⟩ does not apply",
                          hint="⟨precision=bf16-mixed⟩")
@@ -449,6 +466,8 @@ def train(report: Report, options: TrainOptions, arch: Architecture | None = Non
                 f"; ZeRO stage {stage} over {devices} GPUs" if not o.fsdp else f"; FSDP full shard over {devices} GPUs")
     act, act_formula, act_unknown = _activations(arch, report, o, half)
     logits_bytes, logits_formula = _logits(report, o)
+    reference = total_params * half if has_reference(o.stage, o.method) else 0
+    g_reference = shard(reference, 3)
     overhead = VLLM_NON_TORCH[devices > 1]
     terms = dict(
         weights=Term("weights", g_weights, weights_formula + (" ÷ GPUs" if g_weights != weights else ""),
@@ -471,19 +490,21 @@ def train(report: Report, options: TrainOptions, arch: Architecture | None = Non
                       VLLM_NON_TORCH_SOURCE, False),
     )
     out_grad = shard(sum(n for _, n, role in trainable if role in ("lm_head", "embedding")) * grad_bytes, 2)
-    fixed = g_weights + g_states + g_master + overhead
+    fixed = g_weights + g_reference + g_states + g_master + overhead
 
     def peak(batch: int, seq: int) -> int | None:
-        a = _activation_bytes(arch, report, o, half, batch, seq)
+        n, length = rows(o.stage, batch, seq)
+        a = _activation_bytes(arch, report, o, half, n, length)
         if a is None:
             return None
-        return fixed + max(a + _logit_bytes(report, batch, seq) + out_grad, g_grads)
+        return fixed + max(a + _head_bytes(report, o, n, length, half) + out_grad, g_grads)
 
     total = peak(o.batch, o.seq)
-    fits = None if total is None or o.budget is None else total <= o.budget.per_device
+    usable = None if o.budget is None else int(o.budget.per_device * (1 - o.stage.rollout_memory))
+    fits = None if total is None or usable is None else total <= usable
     largest_batch = largest_seq = None
-    if o.budget is not None and total is not None:
-        budget = o.budget.per_device
+    if usable is not None and total is not None:
+        budget = usable
         largest_batch = largest(lambda b: (peak(b, o.seq) or 0) <= budget, 1 << 20)
         largest_seq = largest(lambda s: (peak(o.batch, s) or 0) <= budget, 1 << 24)
     rule = ("weights + master + optimizer states + overhead + the larger of (activations + logits + the output "
@@ -497,7 +518,15 @@ def train(report: Report, options: TrainOptions, arch: Architecture | None = Non
         master_weights=terms["master_weights"], activations=terms["activations"], logits=terms["logits"],
         overhead=terms["overhead"], total=total, peak_rule=rule, cpu_bytes=cpu, fits=fits,
         largest_batch=largest_batch, largest_seq=largest_seq, bits_per_weight=bits,
-        thumbs=_thumbs(total_params, o), assumptions=tuple(assumptions))
+        thumbs=_thumbs(total_params, o), assumptions=tuple(assumptions),
+        reference=Term("reference", g_reference,
+                       (f"{total_params:,} parameters × {half} B, frozen" + (" ÷ GPUs" if g_reference != reference
+                                                                             else "")) if reference else
+                       ("none: " + ("SFT has no reference model" if o.stage.stage == "sft" else
+                                    "peft's base with the adapter disabled is the reference" if o.method != "full"
+                                    else "beta 0: GRPO keeps no reference model")),
+                       f"{TRL} {o.stage.stage.upper()}Trainer: a second copy of the model as loaded"
+                       if reference else f"{TRL}", True))
 
 
 
@@ -621,12 +650,12 @@ def _activations(arch: Architecture, report: Report, o: TrainOptions, half: int)
     widths, why = _widths(arch, report)
     if why is not None:
         return 0, "", why
-    value = _activation_bytes(arch, report, o, half, o.batch, o.seq) or 0
+    value = _activation_bytes(arch, report, o, half, *rows(o.stage, o.batch, o.seq)) or 0
     w = widths[0]
     per = _layer_bytes(w, half)
     layer = (f"per layer and token: norms 2 × (4·h + {2 * half}·h) + attention {half}·(q {w.q:,} + k {w.k:,} + "
              f"v {w.v:,}) + {2 * half}·o {w.o:,} + 4·heads {w.heads} + MLP {half} × {w.mlp:,} = {per:,} B")
-    tokens = f"{o.batch} × {o.seq:,} tokens"
+    tokens = rows_words(o.stage, o.batch, o.seq)
     if o.checkpointing:
         return value, (f"{tokens} × ({len(widths)} layers × {half}·h {w.hidden:,} (each layer's input) + one layer "
                        f"recomputed + final norm); {layer}"), None
@@ -648,14 +677,29 @@ def _logit_bytes(report: Report, batch: int, seq: int, half: int = 2) -> int:
     return batch * seq * _vocabulary(report) * per
 
 
+def _head_bytes(report: Report, o: TrainOptions, n: int, length: int, half: int) -> int:
+    """The output layer's loss at its peak for ``n`` sequences of ``length`` tokens, by the loss kernel."""
+    if o.stage.kernel == "fused":
+        vocab = _vocabulary(report)
+        return fused_head_bytes(n * length, vocab, report.config.hidden_size or 0, half) if vocab else 0
+    return _logit_bytes(report, n, length, half)
+
+
 def _logits(report: Report, o: TrainOptions) -> tuple[int, str]:
     vocab = _vocabulary(report)
     if not vocab:
         return 0, "none: no output layer over a vocabulary"
     half = 4 if o.precision == "fp32" else 2
+    n, length = rows(o.stage, o.batch, o.seq)
+    tokens = rows_words(o.stage, o.batch, o.seq)
+    if o.stage.kernel == "fused":
+        hidden = report.config.hidden_size or 0
+        return _head_bytes(report, o, n, length, half), (
+            f"{TRL}'s fused LM head: a tile of min({n * length:,}, 4,096) tokens × min({vocab:,}, 32,768) × {half} B + "
+            f"the hidden states' fp32 gradient {n * length:,} × {hidden:,} × 4 B + 9 fp32 vectors a token")
     per = "4 B fp32 logits + 4 B log-probabilities" if half == 4 else \
         "2 B logits + 4 B their fp32 upcast + 4 B log-probabilities"
-    return _logit_bytes(report, o.batch, o.seq, half), f"{o.batch} × {o.seq:,} tokens × vocabulary {vocab:,} × ({per})"
+    return _logit_bytes(report, n, length, half), f"{tokens} × vocabulary {vocab:,} × ({per})"
 
 
 # --- what the answer assumes, and what others would say ------------------------------------------------
@@ -665,17 +709,27 @@ def _assumptions(o: TrainOptions, arch: Architecture) -> list[str]:
     out = [
         f"activations of {o.precision}: a flash/SDPA attention kernel (no s × s score matrix kept); no dropout; "
         "eager PyTorch (torch.compile and fused kernels keep less)",
-        "the logits as transformers' loss holds them; chunked or fused cross-entropy (torchtune's, Liger, Unsloth) "
-        "keeps a fraction",
+        ("the logits as transformers' loss holds them; chunked or fused cross-entropy (torchtune's, Liger, Unsloth) "
+         "keeps a fraction" if o.stage.kernel == "standard" else f"the loss as {TRL}'s fused LM head computes it"),
         "allocator fragmentation (reserved − allocated) is not counted; neither are the optimizer step's temporaries",
     ]
     if o.checkpointing:
         out.append("activation checkpointing per decoder layer (transformers' gradient_checkpointing_enable)")
-    if o.method != "full" and o.targets == ("all-linear",) and any(
+    if o.experts == "separate" and o.method != "full" and any(
             layer.mlp.kind == "moe" for s in arch.stacks for layer in s.layers):
-        out.append("experts adapted as the separate linear layers the checkpoint stores; peft 0.21 on transformers 5, "
-                   "which fuses them in memory, adapts the fused parameters instead (its ParamWrapper) and counts "
-                   "differently")
+        out.append("experts as transformers 4.x held them: one nn.Linear an expert, each adapted (and quantised) "
+                   "on its own")
+    st = o.stage
+    if st.stage == "dpo":
+        out.append(f"{TRL} DPOTrainer: chosen and rejected concatenated into one batch of twice the rows; the "
+                   "reference forward under no_grad keeps only log-probabilities")
+    elif st.stage == "grpo":
+        out.append(f"{TRL} GRPOTrainer: {st.generations} completions a prompt, up to {st.completion:,} tokens each, "
+                   f"one gradient-accumulation step; beta {st.beta:g}"
+                   + (f"; a colocated vLLM holds {st.rollout_memory:.0%} of each GPU" if st.rollout_memory else
+                      "; generation's own peak (the KV cache of the completions) is not counted"))
+    if st.kernel == "fused":
+        out.append("the loss through TRL's fused LM head (no batch × sequence × vocabulary logits)")
     towers = [s.kind for s in arch.stacks if s.kind in ("vision", "audio")]
     if towers:
         out.append(f"text-only batches: the {', '.join(towers)} tower does not run (its activations depend on the "

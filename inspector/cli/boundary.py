@@ -23,7 +23,8 @@ FLAGS: dict[str, str] = {
     "optimizer": "--optimizer", "overhead": "--overhead", "pipeline": "--pipeline", "precision": "--precision",
     "rank": "--rank", "revision": "--revision", "sample_bytes": "--sample-bytes", "seq": "--seq",
     "targets": "--targets", "token": "--token", "utilization": "--utilization", "values": "--values",
-    "zero": "--zero",
+    "zero": "--zero", "experts": "--experts", "stage": "--stage", "loss": "--loss", "generations": "--generations",
+    "completion_len": "--completion-len", "beta": "--beta", "rollout_memory": "--rollout-memory",
 }
 
 

@@ -50,6 +50,7 @@ def _choices(kind: str) -> Callable[[str], list[str]]:
         from inspector.analysis.engines import ENGINES, GPUS
         from inspector.analysis.experts import LAYOUTS
         from inspector.analysis.plan import OBJECTIVES
+        from inspector.analysis.stages import LOSSES, STAGES
         from inspector.analysis.train import METHODS, OFFLOADS, OPTIMIZERS, PRECISIONS
         from inspector.formats.dtypes import USER_DTYPE_BYTES
         from inspector.sources.bundled import ALIASES
@@ -57,7 +58,8 @@ def _choices(kind: str) -> Callable[[str], list[str]]:
         tables: dict[str, Iterable[str]] = {
             "method": METHODS, "optimizer": OPTIMIZERS, "precision": PRECISIONS, "offload": OFFLOADS,
             "engine": ENGINES, "objective": OBJECTIVES, "format": [f.value for f in views.Format],
-            "kv_dtype": USER_DTYPE_BYTES, "gpu": GPUS, "model": ALIASES, "experts": LAYOUTS}
+            "kv_dtype": USER_DTYPE_BYTES, "gpu": GPUS, "model": ALIASES, "experts": LAYOUTS,
+            "stage": STAGES, "loss": LOSSES}
         return [value for value in tables[kind] if value.startswith(incomplete)]
     return complete
 
@@ -80,7 +82,9 @@ EXAMPLES: dict[str, str] = {
     "train": _examples("inspect train llama3-8b --method qlora --gpu RTX4090",
                        "inspect train llama3-8b --method full --gpu H100x8 --zero 3 --checkpointing",
                        "inspect train mistral-7b --method lora --rank 8 --targets q_proj,v_proj --seq 4k --json",
-                       "inspect train qwen2.5-7b --method lora --optimizer adamw-8bit --gpu 24GiB --batch 4"),
+                       "inspect train qwen2.5-7b --method lora --optimizer adamw-8bit --gpu 24GiB --batch 4",
+                       "inspect train llama3-8b --method full --stage dpo --gpu H100x8 --zero 3",
+                       "inspect train qwen2.5-7b --stage grpo --batch 8 --gpu H100 --rollout-memory 0.3"),
     "plan": _examples("inspect plan llama3-70b", "inspect plan mixtral-8x7b --gpu H100,A100-80GB,L40S --context 32k",
                       "inspect plan qwen2.5-7b --objective throughput --json",
                       "inspect plan llama3-70b --gpu H100 --max-gpus 8 --nodes 2"),
@@ -379,6 +383,23 @@ def train_cmd(
         "--experts", autocompletion=_choices("experts"),
         help="a MoE's experts in memory: fused (transformers 5: what peft adapts and bitsandbytes quantises) or "
              "separate (transformers 4.x, one nn.Linear an expert)")] = "fused",
+    stage: Annotated[str, typer.Option(
+        "--stage", autocompletion=_choices("stage"),
+        help="sft, dpo (chosen and rejected, a reference model with full) or grpo (completions a prompt), as TRL "
+             "1.16 runs them")] = "sft",
+    loss: Annotated[str | None, typer.Option(
+        "--loss", autocompletion=_choices("loss"),
+        help="standard (transformers' loss: the logits whole) or fused (TRL's fused LM head; dpo and grpo use it)")
+    ] = None,
+    generations: Annotated[str | None, typer.Option(
+        "--generations", help="grpo: completions a prompt (default 8)")] = None,
+    completion_len: Annotated[str | None, typer.Option(
+        "--completion-len", help="grpo: tokens a completion at most (default 512); --seq is the prompt")] = None,
+    beta: Annotated[str | None, typer.Option(
+        "--beta", help="grpo: the KL weight (default 0.0: no reference model)")] = None,
+    rollout_memory: Annotated[str | None, typer.Option(
+        "--rollout-memory", help="grpo: a colocated vLLM's share of each GPU (TRL's vllm_gpu_memory_utilization, "
+                                 "0.3 when it is used)")] = None,
     fail_if: FailIfFit = None,
     explain: Explain = False,
     as_json: AsJson = False,
@@ -395,7 +416,9 @@ def train_cmd(
     target = views.output_target(form, output)
     options = api.train_options(method=method, rank=rank, alpha=alpha, targets=targets, optimizer=optimizer,
                                 precision=precision, batch=batch, seq=seq, checkpointing=checkpointing, gpu=gpu,
-                                zero=zero, fsdp=fsdp, offload=offload, experts=experts)
+                                zero=zero, fsdp=fsdp, offload=offload, experts=experts, stage=stage, loss=loss,
+                                generations=generations, completion_len=completion_len, beta=beta,
+                                rollout_memory=rollout_memory)
     done = api.train_with(open_model(model, revision, hub_options(endpoint, token, offline)), options)
     views.emit(done, form, view=views.View(explain=explain), wide=wide, target=target)
     _gate(done, gates)

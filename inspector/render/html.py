@@ -559,7 +559,8 @@ def train_html(doc: Doc) -> str:
 
 
 #: a training term's name for people (the JSON's keys are for scripts)
-TERM_WORDS: Final = {"weights": "weights", "gradients": "gradients", "optimizer_states": "optimizer states",
+TERM_WORDS: Final = {"weights": "weights", "reference": "reference model",
+                     "gradients": "gradients", "optimizer_states": "optimizer states",
                      "master_weights": "fp32 master copy", "activations": "activations", "logits": "logits",
                      "overhead": "outside PyTorch's allocator"}
 

@@ -41,6 +41,12 @@ def train_json(report: Report, t: Train, suggestions: Sequence[Knob] = ()) -> di
         "precision": o.precision, "batch": o.batch, "seq": o.seq, "checkpointing": o.checkpointing,
         "gpus": t.devices, "gpu": budget.gpu if budget else None, "budget_bytes": budget.per_device if budget else None,
         "zero": o.zero, "fsdp": o.fsdp, "offload": o.offload, "experts": o.experts,
+        "stage": o.stage.stage, "loss": o.stage.kernel,
+        "generations": o.stage.generations if o.stage.stage == "grpo" else None,
+        "completion_len": o.stage.completion if o.stage.stage == "grpo" else None,
+        "beta": o.stage.beta if o.stage.stage == "grpo" else None,
+        "rollout_memory": o.stage.rollout_memory if o.stage.stage == "grpo" else None,
+        "reference": t.reference.bytes,
         "trainable_parameters": t.trainable, "frozen_parameters": t.frozen, "adapted_modules": t.adapted,
         "trainable_by_role": dict(t.by_role),
         **{term.name: term.bytes for term in t.terms},
@@ -63,8 +69,12 @@ def _headline(report: Report, t: Train) -> str:
     gpus = "" if o.budget is None else f" on {t.devices} × {o.budget.gpu or _gib(o.budget.per_device) + ' GiB'}"
     shard = f", ZeRO {o.zero}" if o.zero else (", FSDP" if o.fsdp else "")
     shard += f", offload {o.offload}" if o.offload != "none" else ""
-    return (f"{sanitize(report.checkpoint.label)}: {what}, {o.precision}, {o.optimizer}, batch {o.batch} × "
-            f"{o.seq:,} tokens, checkpointing {'on' if o.checkpointing else 'off'}{gpus}{shard}")
+    st = o.stage
+    stage = {"sft": "", "dpo": "DPO, ", "grpo": f"GRPO ({st.generations} completions of {st.completion:,} tokens a "
+                                              "prompt), "}[st.stage]
+    loss = ", fused LM head" if st.kernel == "fused" else ""
+    return (f"{sanitize(report.checkpoint.label)}: {stage}{what}, {o.precision}, {o.optimizer}, batch {o.batch} × "
+            f"{o.seq:,} tokens{loss}, checkpointing {'on' if o.checkpointing else 'off'}{gpus}{shard}")
 
 
 def train_table(report: Report, t: Train, *, explain: bool = False) -> RenderableType:

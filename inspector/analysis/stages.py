@@ -1,0 +1,121 @@
+"""Training stages as TRL 1.16's trainers run them (``--stage``, LLaMA-Factory's word), and the loss kernel whose
+memory ``train``'s logits term counts (``--loss``).
+
+* **sft**: one sequence of ``--seq`` tokens a batch row (transformers' Trainer, TRL's ``SFTTrainer``).
+* **dpo** (``DPOTrainer``): each row is a chosen and a rejected sequence, concatenated into one batch of twice the
+  rows; a frozen **reference model**, a second copy of the weights as loaded (``create_model_from_path``), with a full
+  fine-tune, and none with LoRA (peft's adapter is disabled for the reference pass: ``use_adapter``). Its forward
+  runs under ``no_grad`` and keeps only per-token log-probabilities.
+* **grpo** (``GRPOTrainer``): ``--generations`` completions of up to ``--completion-len`` tokens a prompt; a batch
+  row is one completion after its prompt (``--seq`` tokens); ``beta`` 0.0 by default, so no reference model (one as
+  DPO's with ``--beta`` above 0 and a full fine-tune); a colocated vLLM takes ``--rollout-memory`` of each GPU
+  (``vllm_gpu_memory_utilization``, 0.3 by default when vLLM is used), which training cannot use. TRL's own check:
+  the generation batch (rows × GPUs, with one gradient-accumulation step) must hold whole groups of
+  ``--generations``, at least 2.
+
+Loss kernels: ``standard`` is transformers' (``ForCausalLMLoss``: the logits, their float32 upcast and
+log-softmax); ``fused`` is TRL 1.16's fused LM head (``add_fused_lm_head``, ``kernels/chunked_logprob.py``), which
+DPO and GRPO always use: the head projected in tiles of at most 4,096 tokens × 32,768 vocabulary entries in the
+compute dtype, online log-sum-exp statistics per token, and in the backward a float32 gradient of the hidden states.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Final, Literal
+
+from inspector.errors import UsageError
+
+Stage = Literal["sft", "dpo", "grpo"]
+STAGES: Final[tuple[Stage, ...]] = ("sft", "dpo", "grpo")
+Loss = Literal["standard", "fused"]
+LOSSES: Final[tuple[Loss, ...]] = ("standard", "fused")
+TRL: Final = "TRL 1.16"
+#: GRPOConfig's defaults
+GENERATIONS: Final = 8
+COMPLETION: Final = 512
+#: the fused head's tile (trl/kernels/chunked_logprob.py TOKEN_CHUNK_SIZE; trainer/utils.py _CHUNKED_LOGPROB_CHUNK_SIZE)
+TILE_TOKENS: Final = 4096
+TILE_VOCAB: Final = 32768
+#: float32 per-token vectors the fused head keeps or builds (running max, sum of exponents and the other statistics,
+#: the target logit, log-sum-exp, the log-probabilities)
+TOKEN_VECTORS: Final = 9
+
+
+@dataclass(frozen=True, slots=True)
+class StageOptions:
+    stage: Stage = "sft"
+    loss: Loss | None = None  # None: the stage's own (fused for dpo and grpo, standard for sft)
+    generations: int = GENERATIONS
+    completion: int = COMPLETION
+    beta: float = 0.0  # grpo's KL weight: above 0, a reference model
+    rollout_memory: float = 0.0  # grpo: a colocated vLLM's share of each GPU
+
+    @property
+    def kernel(self) -> Loss:
+        return self.loss if self.loss is not None else ("standard" if self.stage == "sft" else "fused")
+
+
+def check_stage(s: StageOptions, given: Sequence[str] = ()) -> None:
+    """Each option with the stage it belongs to (``given``: the GRPO options named), in its range; TRL's own
+    refusals where TRL refuses."""
+    if s.stage not in STAGES:
+        raise UsageError(f"⟨stage⟩: unknown {s.stage!r}", hint="use " + ", ".join(STAGES))
+    if s.loss is not None and s.loss not in LOSSES:
+        raise UsageError(f"⟨loss⟩: unknown {s.loss!r}", hint="use " + ", ".join(LOSSES))
+    if s.stage != "grpo" and given:
+        raise UsageError(f"{', '.join(given)}: {'options' if len(given) > 1 else 'an option'} of GRPO's only",
+                         hint="add ⟨stage=grpo⟩")
+    if s.stage in ("dpo", "grpo") and s.loss == "standard":
+        raise UsageError(f"⟨stage={s.stage}⟩: {TRL}'s trainer always uses its fused LM head",
+                         hint="drop ⟨loss⟩")
+    if s.stage != "grpo":
+        return
+    if s.generations < 2:
+        raise UsageError(f"⟨generations⟩ {s.generations}: GRPO needs at least 2 completions a prompt to compute the "
+                         "advantages (TRL's GRPOConfig)")
+    if not 1 <= s.completion <= 1 << 20:
+        raise UsageError("⟨completion_len⟩ is 1 to 1,048,576 tokens")
+    if not (0.0 <= s.beta < 1e6):
+        raise UsageError(f"⟨beta⟩ {s.beta}: a KL weight of 0 or more")
+    if not 0.0 <= s.rollout_memory < 1.0:
+        raise UsageError(f"⟨rollout_memory⟩ {s.rollout_memory}: a share of each GPU, 0 to below 1")
+
+
+def check_batch(s: StageOptions, batch: int, devices: int) -> None:
+    """GRPO: TRL's GRPOConfig refuses a generation batch that does not hold whole groups of completions."""
+    if s.stage == "grpo" and (batch * devices) % s.generations:
+        raise UsageError(f"the generation batch ({batch} × {devices} GPU{'s' if devices > 1 else ''}) must be "
+                         f"divisible by ⟨generations={s.generations}⟩ (TRL's GRPOConfig, one gradient-accumulation "
+                         "step)", hint=f"⟨batch={s.generations}⟩, or fewer generations")
+
+
+def rows(s: StageOptions, batch: int, seq: int) -> tuple[int, int]:
+    """(sequences in the step, tokens each) for ``batch`` rows of ``seq`` tokens."""
+    if s.stage == "dpo":
+        return 2 * batch, seq
+    if s.stage == "grpo":
+        return batch, seq + s.completion
+    return batch, seq
+
+
+def rows_words(s: StageOptions, batch: int, seq: int) -> str:
+    n, length = rows(s, batch, seq)
+    if s.stage == "dpo":
+        return f"{n} sequences (chosen and rejected of {batch}) × {length:,} tokens"
+    if s.stage == "grpo":
+        return f"{n} completions × ({seq:,} prompt + {s.completion:,} completion) tokens"
+    return f"{n} × {length:,} tokens"
+
+
+def has_reference(s: StageOptions, method: str) -> bool:
+    """A frozen reference model beside the policy: DPO, and GRPO with beta above 0, on a full fine-tune (with LoRA the
+    base with its adapter disabled is the reference)."""
+    return method == "full" and (s.stage == "dpo" or (s.stage == "grpo" and s.beta > 0))
+
+
+def fused_head_bytes(tokens: int, vocab: int, hidden: int, half: int) -> int:
+    """TRL 1.16's fused LM head at its peak (the backward): one tile of the projection in the compute dtype, the
+    float32 gradient of the hidden states it accumulates, and its per-token float32 vectors."""
+    return min(tokens, TILE_TOKENS) * min(vocab, TILE_VOCAB) * half + tokens * hidden * 4 + tokens * TOKEN_VECTORS * 4

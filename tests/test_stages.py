@@ -1,0 +1,109 @@
+"""``train --stage dpo|grpo`` and ``--loss fused`` (issue 50), held to TRL 1.16 itself where TRL can answer: its
+configs' defaults and refusals, its fused LM head's tile constants, and whether its trainers build a reference model;
+the arithmetic terms (the reference model, the doubled DPO batch, GRPO's completions) written out."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+import inspector
+
+trl = pytest.importorskip("trl")
+
+#: meta-llama/Meta-Llama-3-8B's parameters (its index's total_size / 2 B: 16,060,522,496 B of BF16) and shape
+LLAMA3_8B = 8_030_261_248
+VOCAB, HIDDEN = 128_256, 4_096
+
+
+def test_dpo_full_holds_a_second_copy_of_the_weights_and_twice_the_rows() -> None:
+    """DPOTrainer with a full fine-tune creates the reference model from the model's path (create_model_from_path):
+    8,030,261,248 × 2 B, sharded by ZeRO-3 as the policy is; its collator concatenates chosen and rejected, so the
+    activations are SFT's at twice the batch (the same formula, the same rows)."""
+    dpo = inspector.train("llama3-8b", method="full", stage="dpo", gpu="H100x8", zero=3).train
+    assert dpo.reference.bytes == math.ceil(LLAMA3_8B * 2 / 8)
+    sft = inspector.train("llama3-8b", method="full", batch=2, gpu="H100x8", zero=3, loss="fused").train
+    assert dpo.activations.bytes == sft.activations.bytes and dpo.logits.bytes == sft.logits.bytes
+    doc = inspector.train("llama3-8b", method="full", stage="dpo", gpu="H100x8", zero=3).to_dict()
+    assert doc["reference"] == dpo.reference.bytes and "reference" in [t["name"] for t in doc["terms"]]
+
+
+def test_dpo_with_lora_has_no_reference_model() -> None:
+    """With a peft model and no ref_model, DPOTrainer sets ref_model None and disables the adapter for the reference
+    pass (its source: `if is_peft_model(self.model) ...: self.ref_model = None`)."""
+    import inspect as pyinspect
+
+    from trl.trainer import dpo_trainer
+
+    assert "self.ref_model = None" in pyinspect.getsource(dpo_trainer.DPOTrainer.__init__)
+    assert inspector.train("llama3-8b", method="lora", stage="dpo").train.reference.bytes == 0
+
+
+def test_grpo_defaults_are_trls_and_beta_zero_keeps_no_reference() -> None:
+    """GRPOConfig's defaults: 8 generations, 512 completion tokens, beta 0.0 (no reference model), vLLM's colocated
+    share 0.3 when used; the rows are completions of prompt + completion tokens."""
+    config = trl.GRPOConfig(output_dir="/tmp/x", use_cpu=True, bf16=False, per_device_train_batch_size=8)
+    assert (config.num_generations, config.max_completion_length, config.beta,
+            config.vllm_gpu_memory_utilization) == (8, 512, 0.0, 0.3)
+    t = inspector.train("llama3-8b", method="full", stage="grpo", batch=8, gpu="H100x8", zero=3).train
+    assert t.reference.bytes == 0
+    sft = inspector.train("llama3-8b", method="full", batch=8, seq=2048 + 512, gpu="H100x8", zero=3, loss="fused").train
+    assert t.activations.bytes == sft.activations.bytes
+    with_beta = inspector.train("llama3-8b", method="full", stage="grpo", batch=8, beta=0.04, gpu="H100x8",
+                                zero=3).train
+    assert with_beta.reference.bytes == math.ceil(LLAMA3_8B * 2 / 8)
+
+
+def test_grpo_refuses_what_grpoconfig_refuses() -> None:
+    """GRPOConfig raises on a generation batch that does not hold whole groups (1 × 1 GPU with 8 generations) and on
+    fewer than 2 generations; so does train."""
+    from inspector.errors import UsageError
+
+    with pytest.raises(ValueError, match="divisible by num_generations"):
+        trl.GRPOConfig(output_dir="/tmp/x", use_cpu=True, bf16=False, per_device_train_batch_size=1, num_generations=8)
+    with pytest.raises(UsageError, match="must be divisible by"):
+        inspector.train("llama3-8b", stage="grpo", batch=1)
+    with pytest.raises(ValueError, match="at least 2"):
+        trl.GRPOConfig(output_dir="/tmp/x", use_cpu=True, bf16=False, per_device_train_batch_size=2, num_generations=1)
+    with pytest.raises(UsageError, match="at least 2"):
+        inspector.train("llama3-8b", stage="grpo", batch=2, generations=1)
+    with pytest.raises(UsageError, match="GRPO's only"):
+        inspector.train("llama3-8b", generations=4)
+
+
+def test_a_colocated_vllm_takes_its_share_of_the_budget() -> None:
+    """vllm_gpu_memory_utilization 0.3: training fits in the other 70 % of each GPU."""
+    plain = inspector.train("llama3-8b", stage="grpo", batch=8, gpu="H100").train
+    shared = inspector.train("llama3-8b", stage="grpo", batch=8, gpu="H100", rollout_memory=0.3).train
+    assert plain.total == shared.total
+    assert shared.largest_batch is not None and plain.largest_batch is not None
+    assert shared.largest_batch <= plain.largest_batch
+
+
+def test_the_fused_head_is_trls_tile_and_not_the_logits() -> None:
+    """TRL 1.16's fused LM head projects tiles of TOKEN_CHUNK_SIZE tokens × _CHUNKED_LOGPROB_CHUNK_SIZE vocabulary
+    entries (its constants, read from the installed TRL); at its backward it holds one tile in the compute dtype, the
+    hidden states' float32 gradient and its per-token vectors: far below the logits whole."""
+    from trl.kernels.chunked_logprob import TOKEN_CHUNK_SIZE
+    from trl.trainer.utils import _CHUNKED_LOGPROB_CHUNK_SIZE
+
+    from inspector.analysis.stages import TILE_TOKENS, TILE_VOCAB
+
+    assert (TILE_TOKENS, TILE_VOCAB) == (TOKEN_CHUNK_SIZE, _CHUNKED_LOGPROB_CHUNK_SIZE)
+    tokens = 2048
+    fused = inspector.train("llama3-8b", loss="fused").train.logits.bytes
+    assert fused == min(tokens, 4096) * min(VOCAB, 32768) * 2 + tokens * HIDDEN * 4 + tokens * 9 * 4
+    standard = inspector.train("llama3-8b").train.logits.bytes
+    assert standard == tokens * VOCAB * (2 + 4 + 4)
+    assert fused < standard / 10
+
+
+def test_dpo_refuses_the_standard_loss_and_sft_options_stay_as_they_were() -> None:
+    from inspector.errors import UsageError
+
+    with pytest.raises(UsageError, match="fused LM head"):
+        inspector.train("llama3-8b", stage="dpo", loss="standard")
+    doc = inspector.train("llama3-8b").to_dict()
+    assert doc["stage"] == "sft" and doc["loss"] == "standard" and doc["reference"] == 0
+    assert "reference" not in [t["name"] for t in doc["terms"]]

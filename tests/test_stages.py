@@ -107,3 +107,26 @@ def test_dpo_refuses_the_standard_loss_and_sft_options_stay_as_they_were() -> No
     doc = inspector.train("llama3-8b").to_dict()
     assert doc["stage"] == "sft" and doc["loss"] == "standard" and doc["reference"] == 0
     assert "reference" not in [t["name"] for t in doc["terms"]]
+
+
+def test_sequence_parallel_refuses_what_ulysses_refuses() -> None:
+    """DeepSpeed's ALST Ulysses (ulysses_sp.py, UlyssesSPAttentionHF.__init__): "Attention head count {n} is not
+    divisible by SP size {sp}"; KV heads must divide by the SP size or it by them (Llama 3 8B: 32 heads, 8 KV heads)."""
+    from inspector.errors import UsageError
+
+    with pytest.raises(UsageError, match="Attention head count 32 is not divisible by SP size 3"):
+        inspector.train("llama3-8b", sp=3, gpu="H100x3")
+    with pytest.raises(UsageError, match="Attention head count 32 is not divisible by SP size 64"):
+        inspector.train("llama3-8b", sp=64, gpu="H100x64")
+    with pytest.raises(UsageError, match="do not split into sequence-parallel groups"):
+        inspector.train("llama3-8b", sp=4, gpu="H100x6")
+    assert inspector.train("llama3-8b", sp=16, gpu="H100x16").to_dict()["sp"] == 16  # 8 KV heads: replicated 2×
+
+
+def test_sequence_parallel_shards_the_sequence() -> None:
+    """Ulysses shards every sequence evenly over its group outside attention (and the heads inside, the same elements):
+    a GPU of SP 4 at 32,768 tokens holds what one GPU holds at 8,192."""
+    sp = inspector.train("llama3-8b", sp=4, gpu="H100x4", seq="32k").train
+    one = inspector.train("llama3-8b", seq="8k").train
+    assert sp.activations.bytes == one.activations.bytes and sp.logits.bytes == one.logits.bytes
+    assert inspector.train("llama3-8b", sp=4, gpu="H100x4", seq="32k").to_dict()["sp"] == 4

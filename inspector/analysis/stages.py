@@ -119,3 +119,34 @@ def fused_head_bytes(tokens: int, vocab: int, hidden: int, half: int) -> int:
     """TRL 1.16's fused LM head at its peak (the backward): one tile of the projection in the compute dtype, the
     float32 gradient of the hidden states it accumulates, and its per-token float32 vectors."""
     return min(tokens, TILE_TOKENS) * min(vocab, TILE_VOCAB) * half + tokens * hidden * 4 + tokens * TOKEN_VECTORS * 4
+
+
+# --- sequence parallelism ----------------------------------------------------------------------------
+
+#: where the sequence-parallel rules are read: DeepSpeed's ALST Ulysses (runtime/sequence_parallel/ulysses_sp.py,
+#: UlyssesSPAttentionHF), which transformers and accelerate use for ``sp_backend="deepspeed"``
+SP_SOURCE: Final = "DeepSpeed Ulysses (ALST UlyssesSPAttentionHF)"
+
+
+def sp_refusal(sp: int, heads: int | None, kv_heads: int | None, devices: int) -> str | None:
+    """Why DeepSpeed Ulysses refuses ``--sp``, in its words, or None: the attention heads must divide by the SP size,
+    and the KV heads by it or it by them (they are replicated then); the SP groups tile the GPUs."""
+    if sp == 1:
+        return None
+    if devices % sp:
+        return (f"{devices} GPU{'s do' if devices > 1 else ' does'} not split into sequence-parallel groups of {sp}: "
+                "give ⟨gpu⟩ a multiple of it")
+    if heads is None:
+        return "the config gives no attention head count, which Ulysses splits"
+    if heads % sp:
+        return f"Attention head count {heads} is not divisible by SP size {sp} ({SP_SOURCE})"
+    kv = kv_heads if kv_heads is not None else heads
+    if not (kv % sp == 0 or sp % kv == 0):
+        return f"KV attention head count {kv} is not divisible by SP size {sp} or vice versa ({SP_SOURCE})"
+    return None
+
+
+def sp_tokens(length: int, sp: int) -> int:
+    """Tokens of a sequence each GPU of an SP group holds outside attention (inside, its heads' share of all of
+    them: the same elements); Ulysses shards the sequence evenly."""
+    return -(-length // sp)

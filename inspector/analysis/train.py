@@ -63,6 +63,8 @@ from inspector.analysis.stages import (
     has_reference,
     rows,
     rows_words,
+    sp_refusal,
+    sp_tokens,
 )
 from inspector.analysis.stats import Tensor
 from inspector.errors import UsageError
@@ -304,6 +306,8 @@ class TrainOptions:
     experts: Layout = "fused"
     #: the trainer's stage and loss kernel (``stages``): sft, dpo, grpo as TRL runs them
     stage: StageOptions = field(default_factory=StageOptions)
+    #: sequence-parallel group size (DeepSpeed Ulysses): each GPU holds 1/sp of every sequence
+    sp: int = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -381,6 +385,8 @@ def check_options(options: TrainOptions) -> None:
                          hint="⟨gpu=RTX4090x2⟩ ⟨zero=2⟩ ⟨offload=optimizer⟩")
     check_stage(o.stage)
     check_batch(o.stage, o.batch, devices)
+    if not 1 <= o.sp <= 1024:
+        raise UsageError(f"⟨sp⟩ {o.sp} is not 1 to 1,024")
     if o.method == "qlora" and o.precision == "fp32":
         raise UsageError("⟨method=qlora⟩ computes in 16-bit: ⟨precision=fp32⟩ does not apply",
                          hint="⟨precision=bf16-mixed⟩")
@@ -492,8 +498,13 @@ def train(report: Report, options: TrainOptions, arch: Architecture | None = Non
     out_grad = shard(sum(n for _, n, role in trainable if role in ("lm_head", "embedding")) * grad_bytes, 2)
     fixed = g_weights + g_reference + g_states + g_master + overhead
 
+    refused = sp_refusal(o.sp, report.config.num_heads, report.config.num_kv_heads, devices)
+    if refused is not None:
+        raise UsageError(f"⟨sp={o.sp}⟩: {refused}", hint="a size that divides the heads and the GPUs")
+
     def peak(batch: int, seq: int) -> int | None:
         n, length = rows(o.stage, batch, seq)
+        length = sp_tokens(length, o.sp)
         a = _activation_bytes(arch, report, o, half, n, length)
         if a is None:
             return None
@@ -650,12 +661,13 @@ def _activations(arch: Architecture, report: Report, o: TrainOptions, half: int)
     widths, why = _widths(arch, report)
     if why is not None:
         return 0, "", why
-    value = _activation_bytes(arch, report, o, half, *rows(o.stage, o.batch, o.seq)) or 0
+    n, length = rows(o.stage, o.batch, o.seq)
+    value = _activation_bytes(arch, report, o, half, n, sp_tokens(length, o.sp)) or 0
     w = widths[0]
     per = _layer_bytes(w, half)
     layer = (f"per layer and token: norms 2 × (4·h + {2 * half}·h) + attention {half}·(q {w.q:,} + k {w.k:,} + "
              f"v {w.v:,}) + {2 * half}·o {w.o:,} + 4·heads {w.heads} + MLP {half} × {w.mlp:,} = {per:,} B")
-    tokens = rows_words(o.stage, o.batch, o.seq)
+    tokens = rows_words(o.stage, o.batch, o.seq) + (f" ÷ SP {o.sp}" if o.sp > 1 else "")
     if o.checkpointing:
         return value, (f"{tokens} × ({len(widths)} layers × {half}·h {w.hidden:,} (each layer's input) + one layer "
                        f"recomputed + final norm); {layer}"), None
@@ -691,7 +703,8 @@ def _logits(report: Report, o: TrainOptions) -> tuple[int, str]:
         return 0, "none: no output layer over a vocabulary"
     half = 4 if o.precision == "fp32" else 2
     n, length = rows(o.stage, o.batch, o.seq)
-    tokens = rows_words(o.stage, o.batch, o.seq)
+    length = sp_tokens(length, o.sp)
+    tokens = rows_words(o.stage, o.batch, o.seq) + (f" ÷ SP {o.sp}" if o.sp > 1 else "")
     if o.stage.kernel == "fused":
         hidden = report.config.hidden_size or 0
         return _head_bytes(report, o, n, length, half), (
@@ -730,6 +743,10 @@ def _assumptions(o: TrainOptions, arch: Architecture) -> list[str]:
                       "; generation's own peak (the KV cache of the completions) is not counted"))
     if st.kernel == "fused":
         out.append("the loss through TRL's fused LM head (no batch × sequence × vocabulary logits)")
+    if o.sp > 1:
+        out.append(f"sequence parallel {o.sp} (DeepSpeed Ulysses): each GPU holds 1/{o.sp} of every sequence's "
+                   "activations and logits; attention's all-to-all buffers and KV heads replicated where the SP size "
+                   "exceeds them are not counted")
     towers = [s.kind for s in arch.stacks if s.kind in ("vision", "audio")]
     if towers:
         out.append(f"text-only batches: the {', '.join(towers)} tower does not run (its activations depend on the "

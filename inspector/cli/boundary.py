@@ -24,7 +24,7 @@ FLAGS: dict[str, str] = {
     "rank": "--rank", "revision": "--revision", "sample_bytes": "--sample-bytes", "seq": "--seq",
     "targets": "--targets", "token": "--token", "utilization": "--utilization", "values": "--values",
     "zero": "--zero", "experts": "--experts", "stage": "--stage", "loss": "--loss", "generations": "--generations",
-    "completion_len": "--completion-len", "beta": "--beta", "rollout_memory": "--rollout-memory",
+    "completion_len": "--completion-len", "beta": "--beta", "rollout_memory": "--rollout-memory", "sp": "--sp",
 }
 
 

@@ -400,6 +400,8 @@ def train_cmd(
     rollout_memory: Annotated[str | None, typer.Option(
         "--rollout-memory", help="grpo: a colocated vLLM's share of each GPU (TRL's vllm_gpu_memory_utilization, "
                                  "0.3 when it is used)")] = None,
+    sp: Annotated[str, typer.Option(
+        "--sp", help="sequence parallel over N GPUs of --gpu (DeepSpeed Ulysses): heads must divide by N")] = "1",
     fail_if: FailIfFit = None,
     explain: Explain = False,
     as_json: AsJson = False,
@@ -418,7 +420,7 @@ def train_cmd(
                                 precision=precision, batch=batch, seq=seq, checkpointing=checkpointing, gpu=gpu,
                                 zero=zero, fsdp=fsdp, offload=offload, experts=experts, stage=stage, loss=loss,
                                 generations=generations, completion_len=completion_len, beta=beta,
-                                rollout_memory=rollout_memory)
+                                rollout_memory=rollout_memory, sp=sp)
     done = api.train_with(open_model(model, revision, hub_options(endpoint, token, offline)), options)
     views.emit(done, form, view=views.View(explain=explain), wide=wide, target=target)
     _gate(done, gates)

@@ -46,7 +46,7 @@ def train_json(report: Report, t: Train, suggestions: Sequence[Knob] = ()) -> di
         "completion_len": o.stage.completion if o.stage.stage == "grpo" else None,
         "beta": o.stage.beta if o.stage.stage == "grpo" else None,
         "rollout_memory": o.stage.rollout_memory if o.stage.stage == "grpo" else None,
-        "reference": t.reference.bytes,
+        "reference": t.reference.bytes, "sp": o.sp,
         "trainable_parameters": t.trainable, "frozen_parameters": t.frozen, "adapted_modules": t.adapted,
         "trainable_by_role": dict(t.by_role),
         **{term.name: term.bytes for term in t.terms},
@@ -66,9 +66,10 @@ def _headline(report: Report, t: Train) -> str:
     what = {"full": "full fine-tuning", "lora": f"LoRA rank {o.rank}", "qlora": f"QLoRA rank {o.rank}"}[o.method]
     if o.method != "full":
         what += " on " + ", ".join(o.targets)
-    gpus = "" if o.budget is None else f" on {t.devices} × {o.budget.gpu or _gib(o.budget.per_device) + ' GiB'}"
+    gpus = "" if o.budget is None else f"; {t.devices} × {o.budget.gpu or _gib(o.budget.per_device) + ' GiB'}"
     shard = f", ZeRO {o.zero}" if o.zero else (", FSDP" if o.fsdp else "")
     shard += f", offload {o.offload}" if o.offload != "none" else ""
+    shard += f", SP {o.sp}" if o.sp > 1 else ""
     st = o.stage
     stage = {"sft": "", "dpo": "DPO, ", "grpo": f"GRPO ({st.generations} completions of {st.completion:,} tokens a "
                                               "prompt), "}[st.stage]

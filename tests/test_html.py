@@ -352,8 +352,9 @@ def test_output_dash_is_stdout_and_special_files_are_usage_errors(cli, tmp_path:
 def test_train_and_plan_pages(cli, browser: Any, tmp_path: Path) -> None:
     """The train and plan pages open with nothing leaving them and nothing complaining; their headlines
     are the JSON documents' figures."""
-    train = report(cli, tmp_path, "train-qlora", "train", "llama3-8b", "--method", "qlora", "--gpu", "RTX4090")
-    doc = cli("train", "llama3-8b", "--method", "qlora", "--gpu", "RTX4090", "--json").json()
+    train = report(cli, tmp_path, "train-qlora", "train", "llama3-8b", "--method", "qlora", "--gpu", "RTX4090",
+                   "--checkpointing")
+    doc = cli("train", "llama3-8b", "--method", "qlora", "--gpu", "RTX4090", "--checkpointing", "--json").json()
     with Opened(browser, train, "train-qlora") as opened:
         opened.quiet()
         assert opened.page.text_content("#headline-verdict") == "fits"

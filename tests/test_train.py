@@ -137,7 +137,9 @@ def test_qlora_stores_nf4_as_bitsandbytes_does(psi_7_5b: Path) -> None:
 
 
 def test_qlora_fits_a_4090_and_full_does_not(cli) -> None:
-    qlora = cli("train", "llama3-8b", "--method", "qlora", "--gpu", "RTX4090", "--json")
+    """QLoRA's recipe (Dettmers et al. 2023, §3: paged optimizers for "the memory spikes during gradient
+    checkpointing") on a 24 GB card: with checkpointing it fits; a full fine-tune's states alone do not."""
+    qlora = cli("train", "llama3-8b", "--method", "qlora", "--gpu", "RTX4090", "--checkpointing", "--json")
     assert qlora.code == 0, qlora.err
     doc = qlora.json()
     assert doc["fits"] is True and doc["total"] <= doc["budget_bytes"]
@@ -148,7 +150,7 @@ def test_qlora_fits_a_4090_and_full_does_not(cli) -> None:
     assert full["weights"] + full["master_weights"] + full["optimizer_states"] > full["budget_bytes"]
     out = cli("train", "llama3-8b", "--method", "full", "--gpu", "RTX4090").out
     assert "does not fit" in out and "master weights" in out
-    assert "fits: " in cli("train", "llama3-8b", "--method", "qlora", "--gpu", "RTX4090").out
+    assert "fits: " in cli("train", "llama3-8b", "--method", "qlora", "--gpu", "RTX4090", "--checkpointing").out
 
 
 def test_the_modelled_receipts_are_within_ten_percent(tmp_path: Path) -> None:

@@ -446,6 +446,9 @@ def train(report: Report, options: TrainOptions, arch: Architecture | None = Non
                                + " (--experts separate: transformers 4.x, one nn.Linear an expert)")
         param_bytes = 4
         grad_bytes = 4
+    widths, _ = _widths(arch, report)
+    adapters = (adapter_activation_bytes(adapted, o.rank, len(widths))
+                if o.method != "full" and half == 2 and widths else -1)  # peft's fp32 adapters on a 16-bit base
     opt = OPTIMIZERS[o.optimizer]
     states = sum(state_bytes(o.optimizer, shape, n, param_bytes)
                  for shape, n, _ in trainable)  # the parameters (full), or each adapter's two factors
@@ -470,7 +473,7 @@ def train(report: Report, options: TrainOptions, arch: Architecture | None = Non
                            "largest layer's weights counted)")
     sharding = ("" if stage == 0 or devices == 1 else
                 f"; ZeRO stage {stage} over {devices} GPUs" if not o.fsdp else f"; FSDP full shard over {devices} GPUs")
-    act, act_formula, act_unknown = _activations(arch, report, o, half)
+    act, act_formula, act_unknown = _activations(arch, report, o, half, adapters)
     logits_bytes, logits_formula = _logits(report, o)
     reference = total_params * half if has_reference(o.stage, o.method) else 0
     g_reference = shard(reference, 3)
@@ -505,7 +508,7 @@ def train(report: Report, options: TrainOptions, arch: Architecture | None = Non
     def peak(batch: int, seq: int) -> int | None:
         n, length = rows(o.stage, batch, seq)
         length = sp_tokens(length, o.sp)
-        a = _activation_bytes(arch, report, o, half, n, length)
+        a = _activation_bytes(arch, report, o, half, n, length, adapters)
         if a is None:
             return None
         return fixed + max(a + _head_bytes(report, o, n, length, half) + out_grad, g_grads)
@@ -574,6 +577,7 @@ class _Widths:
     o: int  # heads × value width
     heads: int
     mlp: int  # elements the MLP keeps per token (gate, activation, up, product; × experts a token visits)
+    down: int = 0  # the down projection's input width of a dense MLP (0 for a mixture of experts)
 
 
 def _mlp_elements(report: Report, moe: bool) -> int | None:
@@ -604,13 +608,30 @@ def _shared_width(report: Report) -> int:
     return n * (report.config.moe_intermediate_size or 0)
 
 
-def _layer_bytes(w: _Widths, a: int) -> int:
+def _layer_bytes(w: _Widths, a: int, adapters: int = -1) -> int:
     """Bytes one layer keeps per token (``a``: bytes of an activation element): two RMSNorms (the fp32
     input, the normalised and the output), attention (q, k and v for the kernel, its output and the
-    output projection's contiguous copy, a float32 log-sum-exp per head) and the MLP."""
+    output projection's contiguous copy, a float32 log-sum-exp per head) and the MLP.
+
+    ``adapters`` ≥ 0: a frozen base under peft's LoRA, and the bytes a token its adapters keep in the layer. A
+    frozen weight needs no copy of its input, so the norms' normalised inputs (their weights' gradients), the
+    linear layers' inputs (the norms' outputs, the output projection's copy, a dense MLP's down-projection input)
+    are not kept (measured: torch's saved tensors, tests/test_activations.py)."""
     norms = 2 * (4 * w.hidden + 2 * a * w.hidden)
     attention = a * (w.q + w.k + w.v) + 2 * a * w.o + 4 * w.heads
-    return norms + attention + a * w.mlp
+    full = norms + attention + a * w.mlp
+    if adapters < 0:
+        return full
+    return full - a * (4 * w.hidden + w.o + w.down) + adapters
+
+
+def adapter_activation_bytes(adapted: Sequence[Adapted | Wrapped], rank: int, layers: int) -> int:
+    """Bytes a token the adapters of one layer keep, on average over ``layers``: peft runs a float32 adapter on a
+    16-bit base by casting the layer's input to float32 (``_cast_input_dtype``: lora_A saves that copy for its
+    weight's gradient) and lora_B saves lora_A's float32 output: 4 × (in + r) a linear layer adapted. (Fused
+    experts' wrapped parameters see only their routed tokens: not counted.)"""
+    linear = [x for x in adapted if isinstance(x, Adapted) and not x.embedding and x.role != "lm_head"]
+    return 4 * sum(x.shape[1] + rank for x in linear) // max(1, layers)
 
 
 def _widths(arch: Architecture, report: Report) -> tuple[list[_Widths], str | None]:
@@ -638,35 +659,40 @@ def _widths(arch: Architecture, report: Report) -> tuple[list[_Widths], str | No
             if mixer.kind == "mla":  # MLA keeps its up-projected keys and values per head
                 kv = att.heads
             out.append(_Widths(c.hidden_size, att.heads * att.key_dim, kv * att.key_dim, kv * att.value_dim,
-                               att.heads * att.value_dim, att.heads, mlp))
+                               att.heads * att.value_dim, att.heads, mlp,
+                               0 if layer.mlp.kind == "moe" else c.intermediate_size or 0))
     if not out:
         return [], "no attention layers in the headers to size"
     return out, None
 
 
 def _activation_bytes(arch: Architecture, report: Report, o: TrainOptions, half: int, batch: int,
-                      seq: int) -> int | None:
+                      seq: int, adapters: int = -1) -> int | None:
+    """``adapters``: a token's bytes of the adapters in a layer, where a frozen base runs them (else -1)."""
     widths, why = _widths(arch, report)
     if why is not None:
         return None
     tokens = batch * seq
-    per_layer = [_layer_bytes(w, half) for w in widths]
+    per_layer = [_layer_bytes(w, half, adapters) for w in widths]
     final_norm = 4 * widths[0].hidden + 2 * half * widths[0].hidden
     if o.checkpointing:  # each layer's input kept, one layer recomputed at a time
         return tokens * (len(widths) * half * widths[0].hidden + max(per_layer) + final_norm)
     return tokens * (sum(per_layer) + final_norm)
 
 
-def _activations(arch: Architecture, report: Report, o: TrainOptions, half: int) -> tuple[int, str, str | None]:
+def _activations(arch: Architecture, report: Report, o: TrainOptions, half: int,
+                 adapters: int = -1) -> tuple[int, str, str | None]:
     widths, why = _widths(arch, report)
     if why is not None:
         return 0, "", why
     n, length = rows(o.stage, o.batch, o.seq)
-    value = _activation_bytes(arch, report, o, half, n, sp_tokens(length, o.sp)) or 0
+    value = _activation_bytes(arch, report, o, half, n, sp_tokens(length, o.sp), adapters) or 0
     w = widths[0]
-    per = _layer_bytes(w, half)
+    per = _layer_bytes(w, half, adapters)
+    frozen = (f" − a frozen base's inputs {half}·(4·h + o + down {w.down:,}) + the float32 adapters' "
+              f"{adapters:,} B (their inputs' float32 copies and lora_A's outputs)") if adapters >= 0 else ""
     layer = (f"per layer and token: norms 2 × (4·h + {2 * half}·h) + attention {half}·(q {w.q:,} + k {w.k:,} + "
-             f"v {w.v:,}) + {2 * half}·o {w.o:,} + 4·heads {w.heads} + MLP {half} × {w.mlp:,} = {per:,} B")
+             f"v {w.v:,}) + {2 * half}·o {w.o:,} + 4·heads {w.heads} + MLP {half} × {w.mlp:,}{frozen} = {per:,} B")
     tokens = rows_words(o.stage, o.batch, o.seq) + (f" ÷ SP {o.sp}" if o.sp > 1 else "")
     if o.checkpointing:
         return value, (f"{tokens} × ({len(widths)} layers × {half}·h {w.hidden:,} (each layer's input) + one layer "

@@ -1,0 +1,112 @@
+"""``train``'s activations held to what torch itself keeps for the backward pass (issue 50), on CPU: every tensor
+autograd saves (``torch.autograd.graph.saved_tensors_hooks``), counted once per storage, parameters aside.
+
+Without checkpointing that is the whole forward's saved set; with it (transformers' ``gradient_checkpointing_enable``,
+non-reentrant), the forward keeps each layer's input, and the backward then holds one layer's recomputed set at a time:
+measured as the forward's set plus the largest one layer keeps without checkpointing (each tensor attributed to the
+decoder layer whose forward saved it). The model: a Llama built by transformers (BF16, SDPA attention), full
+fine-tuning and peft LoRA (float32 adapters on the BF16 base: its ``autocast_adapter_dtype``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+peft = pytest.importorskip("peft")
+
+import inspector  # noqa: E402
+
+BATCH, SEQ = 2, 512
+#: the band the issue holds the modelled term to
+BAND = 0.08
+
+
+@pytest.fixture(scope="module")
+def dense(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    torch.manual_seed(0)
+    config = transformers.LlamaConfig(vocab_size=512, hidden_size=256, intermediate_size=768, num_hidden_layers=4,
+                                      num_attention_heads=8, num_key_value_heads=2, max_position_embeddings=1024,
+                                      tie_word_embeddings=False)
+    folder = tmp_path_factory.mktemp("act") / "dense"
+    transformers.LlamaForCausalLM(config).to(torch.bfloat16).save_pretrained(folder)
+    return folder
+
+
+def _saved(model: Any, layers: Any, checkpointing: bool) -> tuple[int, int]:
+    """(bytes autograd saved in the forward, the most one decoder layer saved), each storage once."""
+    params = {p.untyped_storage().data_ptr() for p in model.parameters()}
+    seen: dict[int, tuple[int, int | None]] = {}
+    current: list[int | None] = [None]
+
+    def pack(t: Any) -> Any:
+        storage = t.untyped_storage()
+        if storage.data_ptr() not in params:
+            seen.setdefault(storage.data_ptr(), (storage.nbytes(), current[0]))
+        return t
+
+    hooks = []
+    for i, layer in enumerate(layers):
+        hooks.append(layer.register_forward_pre_hook(lambda m, a, i=i: current.__setitem__(0, i)))
+        hooks.append(layer.register_forward_hook(lambda m, a, o: current.__setitem__(0, None)))
+    if checkpointing:
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    model.train()
+    ids = torch.randint(0, 512, (BATCH, SEQ), generator=torch.Generator().manual_seed(0))
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        model(input_ids=ids, labels=ids)
+    for h in hooks:
+        h.remove()
+    by_layer: dict[int, int] = {}
+    for nbytes, layer in seen.values():
+        if layer is not None:
+            by_layer[layer] = by_layer.get(layer, 0) + nbytes
+    return sum(n for n, _ in seen.values()), max(by_layer.values(), default=0)
+
+
+def _model(folder: Path, method: str, targets: Any) -> tuple[Any, Any]:
+    model = transformers.LlamaForCausalLM.from_pretrained(folder, dtype=torch.bfloat16, attn_implementation="sdpa")
+    if method == "lora":
+        model = peft.get_peft_model(model, peft.LoraConfig(r=16, target_modules=targets))
+        return model, model.base_model.model.model.layers
+    return model, model.model.layers
+
+
+def _measured(folder: Path, method: str, targets: Any, checkpointing: bool) -> int:
+    """What torch keeps at the peak, less the loss's own tensors (ours are the logits term, apart)."""
+    model, layers = _model(folder, method, targets)
+    if not checkpointing:
+        total, _ = _saved(model, layers, False)
+        return total
+    _, one_layer = _saved(model, layers, False)
+    model, layers = _model(folder, method, targets)
+    forward, _ = _saved(model, layers, True)
+    return forward + one_layer
+
+
+CASES = [("full", "all-linear", False), ("full", "all-linear", True), ("lora", "all-linear", False),
+         ("lora", "all-linear", True), ("lora", "q_proj,v_proj", False)]
+
+
+@pytest.mark.parametrize(("method", "targets", "checkpointing"), CASES,
+                         ids=[f"{m}-{t}-{'ckpt' if c else 'plain'}" for m, t, c in CASES])
+def test_activations_are_what_torch_saves_for_backward(dense: Path, method: str, targets: str,
+                                                       checkpointing: bool) -> None:
+    """Within ±8 % of torch's saved tensors, the logits term added to ours (torch's set includes the loss's
+    log-softmax of the logits): full fine-tuning and LoRA (whose frozen base keeps no input copies and whose float32
+    adapters keep float32 ones), with and without checkpointing."""
+    measured = _measured(dense, method, targets if targets == "all-linear" else targets.split(","), checkpointing)
+    t = inspector.train(str(dense), method=method, targets=targets if method != "full" else None, batch=BATCH,
+                        seq=SEQ, precision="bf16", checkpointing=checkpointing).train
+    ours = t.activations.bytes + _loss_saved(t)
+    assert abs(ours - measured) <= BAND * measured, (ours, measured, ours / measured)
+
+
+def _loss_saved(t: Any) -> int:
+    """What transformers' loss saves of the logits for the backward: its float32 log-softmax (4 B a logit): the
+    logits term less the 16-bit logits and the upcast that are freed (2 + 4 of its 10 B a logit)."""
+    assert t.logits.bytes is not None
+    return t.logits.bytes * 4 // 10

@@ -168,7 +168,7 @@ TRAIN = document("train", "inspect train MODEL --json", {
     "checkpointing": BOOL, "gpus": INT, "gpu": NSTR, "budget_bytes": NINT, "zero": INT, "fsdp": BOOL,
     "offload": {"enum": ["none", "optimizer", "all"]}, "experts": {"enum": ["fused", "separate"]},
     "stage": {"enum": ["sft", "dpo", "grpo"]}, "loss": {"enum": ["standard", "fused"]}, "generations": NINT,
-    "completion_len": NINT, "beta": NNUM, "rollout_memory": NNUM, "reference": INT, "sp": INT,
+    "completion_len": NINT, "beta": NNUM, "rollout_memory": NNUM, "reference": INT, "sp": INT, "freeze": STRS,
     "trainable_parameters": INT, "frozen_parameters": INT, "adapted_modules": INT,
     "trainable_by_role": {"type": "object", "additionalProperties": INT},
     "weights": INT, "gradients": INT, "optimizer_states": INT, "master_weights": INT, "activations": NINT,

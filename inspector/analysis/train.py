@@ -161,10 +161,12 @@ class Adapted:
 
 def linear_modules(tensors: Iterable[Tensor]) -> list[tuple[str, Tensor]]:
     """The linear layers of a checkpoint: 2-D ``.weight`` parameters of a role that is no embedding,
-    norm or convolution (fused 3-D experts are parameters, not linear layers: peft cannot target them)."""
+    norm or convolution (fused 3-D experts are parameters, not linear layers: peft cannot target them), and
+    no embedding inside a tower either (a vision tower's ``position_embedding`` is an ``nn.Embedding``)."""
     return [(t.info.name[: -len(".weight")], t) for t in tensors
             if t.place.kind == "parameter" and t.info.name.endswith(".weight") and len(t.info.shape) == 2
-            and t.place.role not in _NOT_LINEAR and not t.info.name[: -len(".weight")].endswith(_EMBEDDING_MODULES)]
+            and t.place.role not in _NOT_LINEAR and not t.info.name[: -len(".weight")].endswith(_EMBEDDING_MODULES)
+            and "embed" not in t.info.name[: -len(".weight")].rsplit(".", 1)[-1]]
 
 
 def in_memory_linears(tensors: list[Tensor], model_type: str | None, layout: Layout) -> list[tuple[str, Tensor]]:
@@ -204,6 +206,27 @@ def adapted_modules(tensors: list[Tensor], targets: tuple[str, ...], model_type:
         out += found
     unique = {a.module: a for a in out}
     return list(unique.values())
+
+
+#: the parts ``--freeze`` names by role: a VLM's towers and projector
+FREEZABLE: Final = ("vision", "audio", "projector")
+
+
+def frozen(tensors: Iterable[Tensor], names: Sequence[str]) -> frozenset[str]:
+    """The parameters ``--freeze`` keeps from training: those of a role it names (``FREEZABLE``), or under a module
+    it names (a name equal to the tensor's module path, or a prefix of it ending at a dot). A name that matches no
+    parameter is a usage error naming the roles there are."""
+    params = [t for t in tensors if t.place.kind == "parameter"]
+    out: set[str] = set()
+    for name in names:
+        hit = {t.info.name for t in params if t.place.role == name or t.info.name.startswith(name + ".")}
+        if not hit:
+            roles = sorted({t.place.role for t in params if t.place.role in FREEZABLE})
+            raise UsageError(f"⟨freeze⟩: {name!r} names no part of this model",
+                             hint=("its towers: " + ", ".join(roles)) if roles else
+                             "a module path, as the tensor names start (model.embed_tokens)")
+        out |= hit
+    return frozenset(out)
 
 
 def _converted(tensors: list[Tensor], linears: list[tuple[str, Tensor]], targets: tuple[str, ...],
@@ -308,6 +331,8 @@ class TrainOptions:
     stage: StageOptions = field(default_factory=StageOptions)
     #: sequence-parallel group size (DeepSpeed Ulysses): each GPU holds 1/sp of every sequence
     sp: int = 1
+    #: parts kept from training (``frozen``): roles (vision, audio, projector) or module paths
+    freeze: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -405,10 +430,12 @@ def train(report: Report, options: TrainOptions, arch: Architecture | None = Non
     half = 4 if o.precision == "fp32" else 2  # bytes of a 16-bit (or fp32) weight
     assumptions: list[str] = []
 
+    frozen_names = frozen(report.tensors, o.freeze)
     if o.method == "full":
         adapted: list[Adapted | Wrapped] = []
-        trainable: list[Trained] = [(t.info.shape, t.info.numel, str(t.place.role)) for t in params]
-        n_trainable = total_params
+        trainable: list[Trained] = [(t.info.shape, t.info.numel, str(t.place.role)) for t in params
+                                    if t.info.name not in frozen_names]
+        n_trainable = sum(n for _, n, _ in trainable)
         weights = total_params * half
         weights_formula = f"{total_params:,} parameters × {half} B ({o.precision})"
         param_bytes = 4 if mixed or o.precision == "fp32" else 2  # what the optimizer updates
@@ -416,7 +443,8 @@ def train(report: Report, options: TrainOptions, arch: Architecture | None = Non
         bits = None
     else:
         model_type = report.config.model_type
-        adapted = adapted_modules(report.tensors, o.targets, model_type, o.experts)
+        adapted = [a for a in adapted_modules(report.tensors, o.targets, model_type, o.experts)
+                   if f"{a.module}.weight" not in frozen_names]
         n_trainable = sum(a.parameters(o.rank) for a in adapted)
         trainable = [(f, math.prod(f), a.role) for a in adapted for f in a.factors(o.rank)]
         adapter = n_trainable * 4  # peft's autocast_adapter_dtype: adapters in float32 on a 16-bit base
@@ -773,6 +801,9 @@ def _assumptions(o: TrainOptions, arch: Architecture) -> list[str]:
         out.append(f"sequence parallel {o.sp} (DeepSpeed Ulysses): each GPU holds 1/{o.sp} of every sequence's "
                    "activations and logits; attention's all-to-all buffers and KV heads replicated where the SP size "
                    "exceeds them are not counted")
+    if o.freeze:
+        out.append(f"frozen ({', '.join(o.freeze)}): no gradient, optimizer state or master copy; its weights "
+                   "stay in memory")
     towers = [s.kind for s in arch.stacks if s.kind in ("vision", "audio")]
     if towers:
         out.append(f"text-only batches: the {', '.join(towers)} tower does not run (its activations depend on the "

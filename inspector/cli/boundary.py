@@ -25,6 +25,7 @@ FLAGS: dict[str, str] = {
     "targets": "--targets", "token": "--token", "utilization": "--utilization", "values": "--values",
     "zero": "--zero", "experts": "--experts", "stage": "--stage", "loss": "--loss", "generations": "--generations",
     "completion_len": "--completion-len", "beta": "--beta", "rollout_memory": "--rollout-memory", "sp": "--sp",
+    "freeze": "--freeze",
 }
 
 

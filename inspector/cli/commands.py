@@ -402,6 +402,9 @@ def train_cmd(
                                  "0.3 when it is used)")] = None,
     sp: Annotated[str, typer.Option(
         "--sp", help="sequence parallel over N GPUs of --gpu (DeepSpeed Ulysses): heads must divide by N")] = "1",
+    freeze: Annotated[str | None, typer.Option(
+        "--freeze", help="comma-separated parts kept from training: vision, audio, projector (a VLM's) or module "
+                         "paths (model.embed_tokens)")] = None,
     fail_if: FailIfFit = None,
     explain: Explain = False,
     as_json: AsJson = False,
@@ -420,7 +423,7 @@ def train_cmd(
                                 precision=precision, batch=batch, seq=seq, checkpointing=checkpointing, gpu=gpu,
                                 zero=zero, fsdp=fsdp, offload=offload, experts=experts, stage=stage, loss=loss,
                                 generations=generations, completion_len=completion_len, beta=beta,
-                                rollout_memory=rollout_memory, sp=sp)
+                                rollout_memory=rollout_memory, sp=sp, freeze=freeze)
     done = api.train_with(open_model(model, revision, hub_options(endpoint, token, offline)), options)
     views.emit(done, form, view=views.View(explain=explain), wide=wide, target=target)
     _gate(done, gates)

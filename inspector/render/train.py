@@ -46,7 +46,7 @@ def train_json(report: Report, t: Train, suggestions: Sequence[Knob] = ()) -> di
         "completion_len": o.stage.completion if o.stage.stage == "grpo" else None,
         "beta": o.stage.beta if o.stage.stage == "grpo" else None,
         "rollout_memory": o.stage.rollout_memory if o.stage.stage == "grpo" else None,
-        "reference": t.reference.bytes, "sp": o.sp,
+        "reference": t.reference.bytes, "sp": o.sp, "freeze": list(o.freeze),
         "trainable_parameters": t.trainable, "frozen_parameters": t.frozen, "adapted_modules": t.adapted,
         "trainable_by_role": dict(t.by_role),
         **{term.name: term.bytes for term in t.terms},
@@ -70,6 +70,7 @@ def _headline(report: Report, t: Train) -> str:
     shard = f", ZeRO {o.zero}" if o.zero else (", FSDP" if o.fsdp else "")
     shard += f", offload {o.offload}" if o.offload != "none" else ""
     shard += f", SP {o.sp}" if o.sp > 1 else ""
+    shard += f", frozen {', '.join(sanitize(f) for f in o.freeze)}" if o.freeze else ""
     st = o.stage
     stage = {"sft": "", "dpo": "DPO, ", "grpo": f"GRPO ({st.generations} completions of {st.completion:,} tokens a "
                                               "prompt), "}[st.stage]

@@ -164,7 +164,8 @@ ESTIMATE = document("estimate", "inspect estimate MODEL --json", {
 TRAIN = document("train", "inspect train MODEL --json", {
     "model": MODEL, "method": {"enum": ["full", "lora", "qlora"]}, "rank": NINT, "alpha": NNUM, "targets": STRS,
     "optimizer": {"enum": ["adamw", "adamw-8bit", "paged-adamw-8bit", "adafactor", "sgd", "sgd-momentum"]},
-    "precision": {"enum": ["bf16-mixed", "fp16-mixed", "bf16", "fp32"]}, "batch": INT, "seq": INT,
+    "precision": {"enum": ["bf16-mixed", "fp16-mixed", "bf16", "fp32", "amp-bf16", "amp-fp16"]}, "batch": INT,
+    "seq": INT,
     "checkpointing": BOOL, "gpus": INT, "gpu": NSTR, "budget_bytes": NINT, "zero": INT, "fsdp": BOOL,
     "offload": {"enum": ["none", "optimizer", "all"]}, "experts": {"enum": ["fused", "separate"]},
     "stage": {"enum": ["sft", "dpo", "grpo"]}, "loss": {"enum": ["standard", "fused"]}, "generations": NINT,

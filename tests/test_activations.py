@@ -36,7 +36,7 @@ def dense(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
-def _saved(model: Any, layers: Any, checkpointing: bool) -> tuple[int, int]:
+def _saved(model: Any, layers: Any, checkpointing: bool, amp: bool = False) -> tuple[int, int]:
     """(bytes autograd saved in the forward, the most one decoder layer saved), each storage once."""
     params = {p.untyped_storage().data_ptr() for p in model.parameters()}
     seen: dict[int, tuple[int, int | None]] = {}
@@ -56,7 +56,8 @@ def _saved(model: Any, layers: Any, checkpointing: bool) -> tuple[int, int]:
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     model.train()
     ids = torch.randint(0, 512, (BATCH, SEQ), generator=torch.Generator().manual_seed(0))
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t), \
+            torch.autocast("cpu", dtype=torch.bfloat16, enabled=amp):
         model(input_ids=ids, labels=ids)
     for h in hooks:
         h.remove()
@@ -67,23 +68,24 @@ def _saved(model: Any, layers: Any, checkpointing: bool) -> tuple[int, int]:
     return sum(n for n, _ in seen.values()), max(by_layer.values(), default=0)
 
 
-def _model(folder: Path, method: str, targets: Any) -> tuple[Any, Any]:
-    model = transformers.LlamaForCausalLM.from_pretrained(folder, dtype=torch.bfloat16, attn_implementation="sdpa")
+def _model(folder: Path, method: str, targets: Any, amp: bool = False) -> tuple[Any, Any]:
+    dtype = torch.float32 if amp else torch.bfloat16
+    model = transformers.LlamaForCausalLM.from_pretrained(folder, dtype=dtype, attn_implementation="sdpa")
     if method == "lora":
         model = peft.get_peft_model(model, peft.LoraConfig(r=16, target_modules=targets))
         return model, model.base_model.model.model.layers
     return model, model.model.layers
 
 
-def _measured(folder: Path, method: str, targets: Any, checkpointing: bool) -> int:
-    """What torch keeps at the peak, less the loss's own tensors (ours are the logits term, apart)."""
-    model, layers = _model(folder, method, targets)
+def _measured(folder: Path, method: str, targets: Any, checkpointing: bool, amp: bool = False) -> int:
+    """What torch keeps at the peak (under autocast, its 16-bit weight copies among them)."""
+    model, layers = _model(folder, method, targets, amp)
     if not checkpointing:
-        total, _ = _saved(model, layers, False)
+        total, _ = _saved(model, layers, False, amp)
         return total
-    _, one_layer = _saved(model, layers, False)
-    model, layers = _model(folder, method, targets)
-    forward, _ = _saved(model, layers, True)
+    _, one_layer = _saved(model, layers, False, amp)
+    model, layers = _model(folder, method, targets, amp)
+    forward, _ = _saved(model, layers, True, amp)
     return forward + one_layer
 
 
@@ -110,3 +112,25 @@ def _loss_saved(t: Any) -> int:
     logits term less the 16-bit logits and the upcast that are freed (2 + 4 of its 10 B a logit)."""
     assert t.logits.bytes is not None
     return t.logits.bytes * 4 // 10
+
+
+#: without checkpointing only: with it, autocast's cache holds every layer's copy until the forward ends, which no
+#: saved tensor shows (the weights term counts them all, as the forward's end holds them)
+AMP_CASES = [("full", False), ("lora", False)]
+
+
+@pytest.mark.parametrize(("method", "checkpointing"), AMP_CASES,
+                         ids=[f"{m}-{'ckpt' if c else 'plain'}" for m, c in AMP_CASES])
+def test_autocast_over_float32_weights(dense: Path, method: str, checkpointing: bool) -> None:
+    """torch.autocast(bfloat16) over float32 weights (``--precision amp-bf16``): the activations and autocast's
+    16-bit copies of the linear weights (in our weights term: what it adds over the float32 weights) within ±8 %
+    of what torch saves."""
+    measured = _measured(dense, method, "all-linear", checkpointing, amp=True)
+    t = inspector.train(str(dense), method=method, targets="all-linear" if method != "full" else None, batch=BATCH,
+                        seq=SEQ, precision="amp-bf16", checkpointing=checkpointing).train
+    fp32 = inspector.train(str(dense), method=method, targets="all-linear" if method != "full" else None,
+                           precision="fp32").train
+    copies = t.weights.bytes - fp32.weights.bytes
+    assert copies > 0
+    ours = t.activations.bytes + copies + _loss_saved(t)
+    assert abs(ours - measured) <= BAND * measured, (ours, measured, ours / measured)

@@ -74,7 +74,7 @@ Trained = tuple[tuple[int, ...], int, str]
 METHODS: Final = ("full", "lora", "qlora")
 #: the methods that train an adapter, the only ones its rank, alpha and target modules shape
 ADAPTER_METHODS: Final = ("lora", "qlora")
-PRECISIONS: Final = ("bf16-mixed", "fp16-mixed", "bf16", "fp32")
+PRECISIONS: Final = ("bf16-mixed", "fp16-mixed", "bf16", "fp32", "amp-bf16", "amp-fp16")
 OFFLOADS: Final = ("none", "optimizer", "all")
 GIB: Final = 1024**3
 
@@ -412,7 +412,7 @@ def check_options(options: TrainOptions) -> None:
     check_batch(o.stage, o.batch, devices)
     if not 1 <= o.sp <= 1024:
         raise UsageError(f"⟨sp⟩ {o.sp} is not 1 to 1,024")
-    if o.method == "qlora" and o.precision == "fp32":
+    if o.method == "qlora" and (o.precision == "fp32" or o.precision.startswith("amp-")):
         raise UsageError("⟨method=qlora⟩ computes in 16-bit: ⟨precision=fp32⟩ does not apply",
                          hint="⟨precision=bf16-mixed⟩")
 
@@ -427,7 +427,9 @@ def train(report: Report, options: TrainOptions, arch: Architecture | None = Non
     devices = o.budget.devices if o.budget else 1
     stage = 3 if o.fsdp else o.zero
     mixed = o.precision in ("bf16-mixed", "fp16-mixed")
-    half = 4 if o.precision == "fp32" else 2  # bytes of a 16-bit (or fp32) weight
+    amp = o.precision.startswith("amp-")  # torch autocast over float32 weights
+    half = 4 if o.precision == "fp32" else 2  # bytes of an activation element (16-bit, or fp32)
+    wbytes = 4 if o.precision == "fp32" or amp else 2  # bytes of a weight as held
     assumptions: list[str] = []
 
     frozen_names = frozen(report.tensors, o.freeze)
@@ -436,10 +438,10 @@ def train(report: Report, options: TrainOptions, arch: Architecture | None = Non
         trainable: list[Trained] = [(t.info.shape, t.info.numel, str(t.place.role)) for t in params
                                     if t.info.name not in frozen_names]
         n_trainable = sum(n for _, n, _ in trainable)
-        weights = total_params * half
-        weights_formula = f"{total_params:,} parameters × {half} B ({o.precision})"
-        param_bytes = 4 if mixed or o.precision == "fp32" else 2  # what the optimizer updates
-        grad_bytes = half
+        weights = total_params * wbytes
+        weights_formula = f"{total_params:,} parameters × {wbytes} B ({o.precision})"
+        param_bytes = 4 if mixed or wbytes == 4 else 2  # what the optimizer updates
+        grad_bytes = wbytes
         bits = None
     else:
         model_type = report.config.model_type
@@ -459,9 +461,9 @@ def train(report: Report, options: TrainOptions, arch: Architecture | None = Non
             weights_formula = (f"{q_params:,} linear weights in NF4 ({nf4:,} B, {bits or 0:.3f} bits a weight) + "
                                f"{rest:,} others × 2 B + adapters {n_trainable:,} × 4 B")
         else:
-            weights = total_params * half + adapter
+            weights = total_params * wbytes + adapter
             bits = None
-            weights_formula = f"{total_params:,} frozen × {half} B + adapters {n_trainable:,} × 4 B"
+            weights_formula = f"{total_params:,} frozen × {wbytes} B + adapters {n_trainable:,} × 4 B"
         assumptions.append("peft's LoRA layers in float32 on a 16-bit base (LoraConfig autocast_adapter_dtype, its "
                            "default); the frozen base keeps no gradient or optimizer state")
         if fused(model_type, o.experts) and moe_layers(report.tensors):
@@ -474,9 +476,13 @@ def train(report: Report, options: TrainOptions, arch: Architecture | None = Non
                                + " (--experts separate: transformers 4.x, one nn.Linear an expert)")
         param_bytes = 4
         grad_bytes = 4
+    if amp:  # autocast's cache: one 16-bit copy of each linear weight per forward, saved for the backward
+        linears = sum(t.info.numel for _, t in in_memory_linears(report.tensors, report.config.model_type, o.experts))
+        weights += (linears + (n_trainable if o.method != "full" else 0)) * 2
+        weights_formula += f" + autocast's 16-bit copies of the linear weights ({linears:,} × 2 B)"
     widths, _ = _widths(arch, report)
-    adapters = (adapter_activation_bytes(adapted, o.rank, len(widths))
-                if o.method != "full" and half == 2 and widths else -1)  # peft's fp32 adapters on a 16-bit base
+    adapters = (adapter_activation_bytes(adapted, o.rank, len(widths), 2 if amp else 4)
+                if o.method != "full" and half == 2 and widths else -1)  # peft's adapters on a frozen base
     opt = OPTIMIZERS[o.optimizer]
     states = sum(state_bytes(o.optimizer, shape, n, param_bytes)
                  for shape, n, _ in trainable)  # the parameters (full), or each adapter's two factors
@@ -496,14 +502,14 @@ def train(report: Report, options: TrainOptions, arch: Architecture | None = Non
     if o.offload == "all":
         layer = max((sum(t.info.numel for t in members) for members in _layers(params)), default=0)
         cpu += g_weights
-        g_weights = min(g_weights, layer * half)
+        g_weights = min(g_weights, layer * wbytes)
         assumptions.append("offload all: the weights live on the CPU; the GPU holds the layer being computed (the "
                            "largest layer's weights counted)")
     sharding = ("" if stage == 0 or devices == 1 else
                 f"; ZeRO stage {stage} over {devices} GPUs" if not o.fsdp else f"; FSDP full shard over {devices} GPUs")
     act, act_formula, act_unknown = _activations(arch, report, o, half, adapters)
     logits_bytes, logits_formula = _logits(report, o)
-    reference = total_params * half if has_reference(o.stage, o.method) else 0
+    reference = total_params * wbytes if has_reference(o.stage, o.method) else 0
     g_reference = shard(reference, 3)
     overhead = VLLM_NON_TORCH[devices > 1]
     terms = dict(
@@ -562,7 +568,7 @@ def train(report: Report, options: TrainOptions, arch: Architecture | None = Non
         largest_batch=largest_batch, largest_seq=largest_seq, bits_per_weight=bits,
         thumbs=_thumbs(total_params, o), assumptions=tuple(assumptions),
         reference=Term("reference", g_reference,
-                       (f"{total_params:,} parameters × {half} B, frozen" + (" ÷ GPUs" if g_reference != reference
+                       (f"{total_params:,} parameters × {wbytes} B, frozen" + (" ÷ GPUs" if g_reference != reference
                                                                              else "")) if reference else
                        ("none: " + ("SFT has no reference model" if o.stage.stage == "sft" else
                                     "peft's base with the adapter disabled is the reference" if o.method != "full"
@@ -653,13 +659,28 @@ def _layer_bytes(w: _Widths, a: int, adapters: int = -1) -> int:
     return full - a * (4 * w.hidden + w.o + w.down) + adapters
 
 
-def adapter_activation_bytes(adapted: Sequence[Adapted | Wrapped], rank: int, layers: int) -> int:
+def _amp_layer_bytes(w: _Widths, a: int, adapters: int = -1) -> int:
+    """Bytes one layer keeps per token under torch autocast over float32 weights (measured structure, torch's saved
+    tensors: tests/test_activations.py): the residual stream and both RMSNorms in float32 (their input and the
+    normalised input, 8·h each), autocast's 16-bit cast of the norm's output for each linear that reads it (q, k, v
+    and a gated MLP's gate and up: 5·a·h), attention's query twice and key and value, the log-sum-exp, and the MLP.
+    A frozen base (``adapters`` ≥ 0) keeps neither the normalised inputs nor those casts nor the down input; the
+    adapters keep their own 16-bit casts."""
+    reads = 5 if w.down else 4
+    full = 2 * 8 * w.hidden + reads * a * w.hidden + a * (2 * w.q + w.k + w.v) + 4 * w.heads + a * w.mlp
+    if adapters < 0:
+        return full
+    return full - 8 * w.hidden - reads * a * w.hidden - a * w.down + adapters
+
+
+def adapter_activation_bytes(adapted: Sequence[Adapted | Wrapped], rank: int, layers: int, element: int = 4) -> int:
     """Bytes a token the adapters of one layer keep, on average over ``layers``: peft runs a float32 adapter on a
     16-bit base by casting the layer's input to float32 (``_cast_input_dtype``: lora_A saves that copy for its
     weight's gradient) and lora_B saves lora_A's float32 output: 4 × (in + r) a linear layer adapted. (Fused
-    experts' wrapped parameters see only their routed tokens: not counted.)"""
+    experts' wrapped parameters see only their routed tokens: not counted.) Under autocast (``element`` 2) the
+    copies are the 16-bit casts autocast makes for the adapters' matmuls."""
     linear = [x for x in adapted if isinstance(x, Adapted) and not x.embedding and x.role != "lm_head"]
-    return 4 * sum(x.shape[1] + rank for x in linear) // max(1, layers)
+    return element * sum(x.shape[1] + rank for x in linear) // max(1, layers)
 
 
 def _widths(arch: Architecture, report: Report) -> tuple[list[_Widths], str | None]:
@@ -701,10 +722,11 @@ def _activation_bytes(arch: Architecture, report: Report, o: TrainOptions, half:
     if why is not None:
         return None
     tokens = batch * seq
-    per_layer = [_layer_bytes(w, half, adapters) for w in widths]
+    amp = o.precision.startswith("amp-")
+    per_layer = [(_amp_layer_bytes if amp else _layer_bytes)(w, half, adapters) for w in widths]
     final_norm = 4 * widths[0].hidden + 2 * half * widths[0].hidden
-    if o.checkpointing:  # each layer's input kept, one layer recomputed at a time
-        return tokens * (len(widths) * half * widths[0].hidden + max(per_layer) + final_norm)
+    if o.checkpointing:  # each layer's input kept (float32 under autocast), one layer recomputed at a time
+        return tokens * (len(widths) * (4 if amp else half) * widths[0].hidden + max(per_layer) + final_norm)
     return tokens * (sum(per_layer) + final_norm)
 
 
@@ -716,11 +738,17 @@ def _activations(arch: Architecture, report: Report, o: TrainOptions, half: int,
     n, length = rows(o.stage, o.batch, o.seq)
     value = _activation_bytes(arch, report, o, half, n, sp_tokens(length, o.sp), adapters) or 0
     w = widths[0]
-    per = _layer_bytes(w, half, adapters)
+    per = (_amp_layer_bytes if o.precision.startswith("amp-") else _layer_bytes)(w, half, adapters)
     frozen = (f" − a frozen base's inputs {half}·(4·h + o + down {w.down:,}) + the float32 adapters' "
               f"{adapters:,} B (their inputs' float32 copies and lora_A's outputs)") if adapters >= 0 else ""
     layer = (f"per layer and token: norms 2 × (4·h + {2 * half}·h) + attention {half}·(q {w.q:,} + k {w.k:,} + "
              f"v {w.v:,}) + {2 * half}·o {w.o:,} + 4·heads {w.heads} + MLP {half} × {w.mlp:,}{frozen} = {per:,} B")
+    if o.precision.startswith("amp-"):
+        layer = (f"per layer and token under autocast: float32 norms 2 × 8·h + 16-bit casts of their outputs "
+                 f"{5 if w.down else 4} × {half}·h + attention {half}·(2·q {w.q:,} + k {w.k:,} + v {w.v:,}) + "
+                 f"4·heads {w.heads} + MLP {half} × {w.mlp:,}"
+                 + (" − the frozen base's saves + the adapters' 16-bit casts" if adapters >= 0 else "")
+                 + f" = {per:,} B")
     tokens = rows_words(o.stage, o.batch, o.seq) + (f" ÷ SP {o.sp}" if o.sp > 1 else "")
     if o.checkpointing:
         return value, (f"{tokens} × ({len(widths)} layers × {half}·h {w.hidden:,} (each layer's input) + one layer "
@@ -804,6 +832,10 @@ def _assumptions(o: TrainOptions, arch: Architecture) -> list[str]:
     if o.freeze:
         out.append(f"frozen ({', '.join(o.freeze)}): no gradient, optimizer state or master copy; its weights "
                    "stay in memory")
+    if o.precision.startswith("amp-"):
+        out.append("torch autocast over float32 weights: float32 weights and gradients, no separate master copy; "
+                   "autocast's cache holds a 16-bit copy of every linear weight until the forward ends (with "
+                   "checkpointing too); the residual stream and norms in float32")
     towers = [s.kind for s in arch.stacks if s.kind in ("vision", "audio")]
     if towers:
         out.append(f"text-only batches: the {', '.join(towers)} tower does not run (its activations depend on the "

@@ -134,3 +134,39 @@ def test_autocast_over_float32_weights(dense: Path, method: str, checkpointing: 
     assert copies > 0
     ours = t.activations.bytes + copies + _loss_saved(t)
     assert abs(ours - measured) <= BAND * measured, (ours, measured, ours / measured)
+
+
+def _family(root: Path, name: str, config: Any) -> Path:
+    torch.manual_seed(0)
+    transformers.AutoModelForCausalLM.from_config(config).to(torch.bfloat16).save_pretrained(root / name)
+    return root / name
+
+
+@pytest.fixture(scope="module")
+def families(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """A mixture of experts as transformers 5 runs it (fused experts: Mixtral; Qwen3-MoE with its query and key
+    norms) and a dense Qwen3 (query and key norms)."""
+    root = tmp_path_factory.mktemp("families")
+    common = dict(vocab_size=512, hidden_size=256, num_hidden_layers=4, num_attention_heads=8, num_key_value_heads=2,
+                  max_position_embeddings=1024, tie_word_embeddings=False)
+    return {
+        "mixtral": _family(root, "mixtral", transformers.MixtralConfig(**common, intermediate_size=384,
+                                                                       num_local_experts=8, num_experts_per_tok=2)),
+        "qwen3_moe": _family(root, "qwen3_moe", transformers.Qwen3MoeConfig(
+            **common, intermediate_size=768, moe_intermediate_size=128, num_experts=8, num_experts_per_tok=2,
+            head_dim=32)),
+        "qwen3": _family(root, "qwen3", transformers.Qwen3Config(**common, intermediate_size=768, head_dim=32)),
+    }
+
+
+@pytest.mark.parametrize("family", ["mixtral", "qwen3_moe", "qwen3"])
+def test_moe_and_query_key_norms(families: dict[str, Path], family: str) -> None:
+    """Each routed expert keeps its copy of the token, its gate, up, activation and product, and its output for the
+    router's weighting; query and key norms keep their float32 inputs and normalised inputs: within ±8 %."""
+    folder = families[family]
+    model = transformers.AutoModelForCausalLM.from_pretrained(folder, dtype=torch.bfloat16,
+                                                              attn_implementation="sdpa")
+    measured, _ = _saved(model, model.model.layers, False)
+    t = inspector.train(str(folder), method="full", batch=BATCH, seq=SEQ, precision="bf16").train
+    ours = t.activations.bytes + _loss_saved(t)
+    assert abs(ours - measured) <= BAND * measured, (ours, measured, ours / measured)

@@ -612,13 +612,15 @@ class _Widths:
     heads: int
     mlp: int  # elements the MLP keeps per token (gate, activation, up, product; × experts a token visits)
     down: int = 0  # the down projection's input width of a dense MLP (0 for a mixture of experts)
+    qk_norm: bool = False  # RMSNorms on the queries and keys (Qwen3, OLMo2, Gemma 3)
 
 
 def _mlp_elements(report: Report, moe: bool) -> int | None:
     """Elements a token's MLP keeps for the backward pass: a gated MLP its gate and up projections'
     outputs, the activation's and their product (4 × width); a plain MLP the first projection's output
     and the activation's (2 × width); a mixture of experts that × experts a token visits, plus each
-    visited expert's copy of the token and a shared expert."""
+    visited expert's copy of the token and its output (kept to weigh it by the router: 2 × hidden), and a
+    shared expert (measured on transformers 5's fused experts: Mixtral, Qwen3-MoE)."""
     c = report.config
     roles = {r.role for r in report.summary.by_role}
     gated = bool(roles & {"mlp.gate", "mlp.gate_up", "moe.expert.gate", "moe.expert.gate_up"})
@@ -629,7 +631,7 @@ def _mlp_elements(report: Report, moe: bool) -> int | None:
     if not width or not k or not c.hidden_size:
         return None
     shared = _shared_width(report)
-    return k * (per * width + c.hidden_size) + per * shared + (c.num_experts or 0)
+    return k * (per * width + 2 * c.hidden_size) + per * shared + (c.num_experts or 0)
 
 
 def _shared_width(report: Report) -> int:
@@ -653,10 +655,16 @@ def _layer_bytes(w: _Widths, a: int, adapters: int = -1) -> int:
     are not kept (measured: torch's saved tensors, tests/test_activations.py)."""
     norms = 2 * (4 * w.hidden + 2 * a * w.hidden)
     attention = a * (w.q + w.k + w.v) + 2 * a * w.o + 4 * w.heads
-    full = norms + attention + a * w.mlp
+    full = norms + attention + a * w.mlp + _qk_norm_bytes(w, a)
     if adapters < 0:
         return full
     return full - a * (4 * w.hidden + w.o + w.down) + adapters
+
+
+def _qk_norm_bytes(w: _Widths, a: int) -> int:
+    """RMSNorms on the queries and keys keep their float32 input and the normalised input (their weights'
+    gradients) over every query and key element: (4 + a) × (q + k) bytes a token (measured, Qwen3-MoE)."""
+    return (4 + a) * (w.q + w.k) if w.qk_norm else 0
 
 
 def _amp_layer_bytes(w: _Widths, a: int, adapters: int = -1) -> int:
@@ -667,7 +675,8 @@ def _amp_layer_bytes(w: _Widths, a: int, adapters: int = -1) -> int:
     A frozen base (``adapters`` ≥ 0) keeps neither the normalised inputs nor those casts nor the down input; the
     adapters keep their own 16-bit casts."""
     reads = 5 if w.down else 4
-    full = 2 * 8 * w.hidden + reads * a * w.hidden + a * (2 * w.q + w.k + w.v) + 4 * w.heads + a * w.mlp
+    full = (2 * 8 * w.hidden + reads * a * w.hidden + a * (2 * w.q + w.k + w.v) + 4 * w.heads + a * w.mlp
+            + _qk_norm_bytes(w, 4))
     if adapters < 0:
         return full
     return full - 8 * w.hidden - reads * a * w.hidden - a * w.down + adapters
@@ -688,6 +697,7 @@ def _widths(arch: Architecture, report: Report) -> tuple[list[_Widths], str | No
     or audio tower runs on images and sounds this estimate has no size for); why not, when a layer's
     kind or a width is unknown."""
     c = report.config
+    qk = {t.place.layer for t in report.tensors if t.info.name.endswith((".q_norm.weight", ".k_norm.weight"))}
     out = []
     for stack in arch.stacks:
         if stack.kind not in ("decoder", "encoder"):
@@ -709,7 +719,7 @@ def _widths(arch: Architecture, report: Report) -> tuple[list[_Widths], str | No
                 kv = att.heads
             out.append(_Widths(c.hidden_size, att.heads * att.key_dim, kv * att.key_dim, kv * att.value_dim,
                                att.heads * att.value_dim, att.heads, mlp,
-                               0 if layer.mlp.kind == "moe" else c.intermediate_size or 0))
+                               0 if layer.mlp.kind == "moe" else c.intermediate_size or 0, layer.index in qk))
     if not out:
         return [], "no attention layers in the headers to size"
     return out, None

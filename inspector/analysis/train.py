@@ -333,6 +333,8 @@ class TrainOptions:
     sp: int = 1
     #: parts kept from training (``frozen``): roles (vision, audio, projector) or module paths
     freeze: tuple[str, ...] = ()
+    #: the optimizer step fused into the backward pass (torchtune's optimizer_in_bwd): no full set of gradients
+    optimizer_in_backward: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -488,6 +490,9 @@ def train(report: Report, options: TrainOptions, arch: Architecture | None = Non
                  for shape, n, _ in trainable)  # the parameters (full), or each adapter's two factors
     master = n_trainable * 4 if (mixed and o.method == "full") else 0
     gradients = n_trainable * grad_bytes
+    largest_grad = max((n for _, n, _ in trainable), default=0) * grad_bytes
+    if o.optimizer_in_backward:  # each gradient applied and freed as it is accumulated: the largest alive at once
+        gradients = largest_grad
 
     # ZeRO stages shard (1) optimizer states and master, (2) gradients, (3) weights over the GPUs
     def shard(value: int, from_stage: int) -> int:
@@ -515,8 +520,14 @@ def train(report: Report, options: TrainOptions, arch: Architecture | None = Non
     terms = dict(
         weights=Term("weights", g_weights, weights_formula + (" ÷ GPUs" if g_weights != weights else ""),
                      "the headers' shapes" + (f"; {NF4_SOURCE}" if o.method == "qlora" else ""), True),
-        gradients=Term("gradients", g_grads, f"{n_trainable:,} trainable × {grad_bytes} B" +
-                       (" ÷ GPUs" if g_grads != gradients else ""), "one gradient per trainable parameter", True),
+        gradients=Term("gradients", g_grads, (f"{n_trainable:,} trainable × {grad_bytes} B" if not
+                                              o.optimizer_in_backward else
+                                              f"the largest trainable tensor's {largest_grad // grad_bytes:,} × "
+                                              f"{grad_bytes} B (the optimizer steps in the backward)") +
+                       (" ÷ GPUs" if g_grads != gradients else ""),
+                       "one gradient per trainable parameter" if not o.optimizer_in_backward else
+                       "torch's register_post_accumulate_grad_hook, as torchtune's optimizer_in_bwd uses it: each "
+                       "parameter stepped and its gradient freed once accumulated", True),
         optimizer_states=Term("optimizer_states", g_states, f"{opt.states}: {states:,} B" +
                               (" ÷ GPUs" if g_states != states and g_states else "") +
                               (" (on the CPU)" if o.offload != "none" else ""), opt.source, True),
@@ -533,6 +544,8 @@ def train(report: Report, options: TrainOptions, arch: Architecture | None = Non
                       VLLM_NON_TORCH_SOURCE, False),
     )
     out_grad = shard(sum(n for _, n, role in trainable if role in ("lm_head", "embedding")) * grad_bytes, 2)
+    if o.optimizer_in_backward:
+        out_grad = g_grads  # the one gradient alive, whichever it is
     fixed = g_weights + g_reference + g_states + g_master + overhead
 
     refused = sp_refusal(o.sp, report.config.num_heads, report.config.num_kv_heads, devices)

@@ -25,7 +25,7 @@ FLAGS: dict[str, str] = {
     "targets": "--targets", "token": "--token", "utilization": "--utilization", "values": "--values",
     "zero": "--zero", "experts": "--experts", "stage": "--stage", "loss": "--loss", "generations": "--generations",
     "completion_len": "--completion-len", "beta": "--beta", "rollout_memory": "--rollout-memory", "sp": "--sp",
-    "freeze": "--freeze",
+    "freeze": "--freeze", "optimizer_in_backward": "--optimizer-in-backward",
 }
 
 

@@ -406,6 +406,9 @@ def train_cmd(
     freeze: Annotated[str | None, typer.Option(
         "--freeze", help="comma-separated parts kept from training: vision, audio, projector (a VLM's) or module "
                          "paths (model.embed_tokens)")] = None,
+    optimizer_in_backward: Annotated[bool, typer.Option(
+        "--optimizer-in-backward", help="the optimizer steps each parameter as its gradient is accumulated "
+                                        "(torchtune's optimizer_in_bwd): one gradient alive at a time")] = False,
     fail_if: FailIfFit = None,
     explain: Explain = False,
     as_json: AsJson = False,
@@ -424,7 +427,8 @@ def train_cmd(
                                 precision=precision, batch=batch, seq=seq, checkpointing=checkpointing, gpu=gpu,
                                 zero=zero, fsdp=fsdp, offload=offload, experts=experts, stage=stage, loss=loss,
                                 generations=generations, completion_len=completion_len, beta=beta,
-                                rollout_memory=rollout_memory, sp=sp, freeze=freeze)
+                                rollout_memory=rollout_memory, sp=sp, freeze=freeze,
+                                optimizer_in_backward=optimizer_in_backward)
     done = api.train_with(open_model(model, revision, hub_options(endpoint, token, offline)), options)
     views.emit(done, form, view=views.View(explain=explain), wide=wide, target=target)
     _gate(done, gates)

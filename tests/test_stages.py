@@ -130,3 +130,16 @@ def test_sequence_parallel_shards_the_sequence() -> None:
     one = inspector.train("llama3-8b", seq="8k").train
     assert sp.activations.bytes == one.activations.bytes and sp.logits.bytes == one.logits.bytes
     assert inspector.train("llama3-8b", sp=4, gpu="H100x4", seq="32k").to_dict()["sp"] == 4
+
+
+def test_offloaded_activations_live_on_the_cpu_but_one_layer() -> None:
+    """torchtune's OffloadActivations (training/_activation_offloading.py): every saved tensor of 1 KiB or more goes to
+    CPU memory in the forward and comes back in the backward as it is needed: the CPU holds the activations whole
+    (the figure without offloading), the GPU one layer's (the checkpointed figure less its kept layer inputs)."""
+    plain = inspector.train("llama3-8b", method="full", gpu="H100x8", zero=3).train
+    off = inspector.train("llama3-8b", method="full", gpu="H100x8", zero=3, offload_activations=True).train
+    ckpt = inspector.train("llama3-8b", method="full", gpu="H100x8", zero=3, checkpointing=True).train
+    assert off.cpu_bytes == plain.cpu_bytes + plain.activations.bytes
+    layers, hidden, tokens = 32, 4096, 2048
+    assert off.activations.bytes == ckpt.activations.bytes - tokens * layers * 2 * hidden
+    assert off.total < plain.total

@@ -34,7 +34,7 @@ import difflib
 import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Final
 
 from inspector.analysis.architecture import CACHING, Architecture, architecture
@@ -335,6 +335,8 @@ class TrainOptions:
     freeze: tuple[str, ...] = ()
     #: the optimizer step fused into the backward pass (torchtune's optimizer_in_bwd): no full set of gradients
     optimizer_in_backward: bool = False
+    #: activations moved to CPU memory in the forward and back in the backward (torchtune's OffloadActivations)
+    offload_activations: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -513,6 +515,11 @@ def train(report: Report, options: TrainOptions, arch: Architecture | None = Non
     sharding = ("" if stage == 0 or devices == 1 else
                 f"; ZeRO stage {stage} over {devices} GPUs" if not o.fsdp else f"; FSDP full shard over {devices} GPUs")
     act, act_formula, act_unknown = _activations(arch, report, o, half, adapters)
+    if o.offload_activations and not act_unknown:  # what the CPU holds: the activations as they would be on the GPU
+        n0, l0 = rows(o.stage, o.batch, o.seq)
+        cpu += _activation_bytes(arch, report, replace(o, offload_activations=False), half, n0,
+                                 sp_tokens(l0, o.sp), adapters) or 0
+        act_formula = "one layer's (the rest on the CPU, brought back in the backward); " + act_formula
     logits_bytes, logits_formula = _logits(report, o)
     reference = total_params * wbytes if has_reference(o.stage, o.method) else 0
     g_reference = shard(reference, 3)
@@ -748,6 +755,8 @@ def _activation_bytes(arch: Architecture, report: Report, o: TrainOptions, half:
     amp = o.precision.startswith("amp-")
     per_layer = [(_amp_layer_bytes if amp else _layer_bytes)(w, half, adapters) for w in widths]
     final_norm = 4 * widths[0].hidden + 2 * half * widths[0].hidden
+    if o.offload_activations:  # every saved tensor on the CPU; the backward brings back one layer's at a time
+        return tokens * (max(per_layer) + final_norm)
     if o.checkpointing:  # each layer's input kept (float32 under autocast), one layer recomputed at a time
         return tokens * (len(widths) * (4 if amp else half) * widths[0].hidden + max(per_layer) + final_norm)
     return tokens * (sum(per_layer) + final_norm)
@@ -855,6 +864,10 @@ def _assumptions(o: TrainOptions, arch: Architecture) -> list[str]:
     if o.freeze:
         out.append(f"frozen ({', '.join(o.freeze)}): no gradient, optimizer state or master copy; its weights "
                    "stay in memory")
+    if o.offload_activations:
+        out.append("activations offloaded as torchtune's OffloadActivations does: every saved tensor of 1 KiB or more "
+                   "to (pinned) CPU memory in the forward, back one layer at a time in the backward; its stash of "
+                   "up to 5 tensors in flight is not counted")
     if o.precision.startswith("amp-"):
         out.append("torch autocast over float32 weights: float32 weights and gradients, no separate master copy; "
                    "autocast's cache holds a 16-bit copy of every linear weight until the forward ends (with "

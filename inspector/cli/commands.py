@@ -409,6 +409,9 @@ def train_cmd(
     optimizer_in_backward: Annotated[bool, typer.Option(
         "--optimizer-in-backward", help="the optimizer steps each parameter as its gradient is accumulated "
                                         "(torchtune's optimizer_in_bwd): one gradient alive at a time")] = False,
+    offload_activations: Annotated[bool, typer.Option(
+        "--offload-activations", help="activations held in CPU memory, one layer's brought back at a time in the "
+                                      "backward (torchtune's OffloadActivations)")] = False,
     fail_if: FailIfFit = None,
     explain: Explain = False,
     as_json: AsJson = False,
@@ -428,7 +431,8 @@ def train_cmd(
                                 zero=zero, fsdp=fsdp, offload=offload, experts=experts, stage=stage, loss=loss,
                                 generations=generations, completion_len=completion_len, beta=beta,
                                 rollout_memory=rollout_memory, sp=sp, freeze=freeze,
-                                optimizer_in_backward=optimizer_in_backward)
+                                optimizer_in_backward=optimizer_in_backward,
+                                offload_activations=offload_activations)
     done = api.train_with(open_model(model, revision, hub_options(endpoint, token, offline)), options)
     views.emit(done, form, view=views.View(explain=explain), wide=wide, target=target)
     _gate(done, gates)

@@ -47,7 +47,7 @@ def train_json(report: Report, t: Train, suggestions: Sequence[Knob] = ()) -> di
         "beta": o.stage.beta if o.stage.stage == "grpo" else None,
         "rollout_memory": o.stage.rollout_memory if o.stage.stage == "grpo" else None,
         "reference": t.reference.bytes, "sp": o.sp, "freeze": list(o.freeze),
-        "optimizer_in_backward": o.optimizer_in_backward,
+        "optimizer_in_backward": o.optimizer_in_backward, "offload_activations": o.offload_activations,
         "trainable_parameters": t.trainable, "frozen_parameters": t.frozen, "adapted_modules": t.adapted,
         "trainable_by_role": dict(t.by_role),
         **{term.name: term.bytes for term in t.terms},
@@ -73,6 +73,7 @@ def _headline(report: Report, t: Train) -> str:
     shard += f", SP {o.sp}" if o.sp > 1 else ""
     shard += f", frozen {', '.join(sanitize(f) for f in o.freeze)}" if o.freeze else ""
     shard += ", optimizer in backward" if o.optimizer_in_backward else ""
+    shard += ", activations offloaded" if o.offload_activations else ""
     st = o.stage
     stage = {"sft": "", "dpo": "DPO, ", "grpo": f"GRPO ({st.generations} completions of {st.completion:,} tokens a "
                                               "prompt), "}[st.stage]

@@ -43,10 +43,10 @@ if TYPE_CHECKING:
     from inspector.analysis.fit import Budget, Fit
     from inspector.analysis.knobs import Knob
     from inspector.analysis.listing import CachedModel
+    from inspector.analysis.options import TrainOptions
     from inspector.analysis.plan import Plan
     from inspector.analysis.report import Report
     from inspector.analysis.stages import StageOptions
-    from inspector.analysis.train import TrainOptions
     from inspector.analysis.values import Change, Sampled, TensorValues, ValueDiff
     from inspector.errors import ProblemSink, SeveralFiles
     from inspector.sources.data import DataReader
@@ -732,7 +732,8 @@ def train_options(*, method: str = "lora", rank: int | str | None = None, alpha:
     import math
 
     from inspector.analysis.fit import parse_budget, parse_count, parse_fraction, parse_whole
-    from inspector.analysis.train import TrainOptions, check_adapter_options, check_options
+    from inspector.analysis.options import TrainOptions
+    from inspector.analysis.train import check_adapter_options, check_options
     from inspector.errors import UsageError
 
     check_adapter_options(method.lower(), [name for name, value in (("⟨rank⟩", rank), ("⟨alpha⟩", alpha),

@@ -14,8 +14,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from inspector.analysis.fit import Fit
+from inspector.analysis.options import TrainOptions
 from inspector.analysis.plan import Plan
-from inspector.analysis.train import Train, TrainOptions
+from inspector.analysis.train import Train
 from inspector.errors import UsageError
 from inspector.formats.dtypes import USER_DTYPE_BYTES
 

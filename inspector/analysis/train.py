@@ -30,39 +30,40 @@ whichever is larger (``Train.peak_rule``).
 
 from __future__ import annotations
 
-import difflib
 import math
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Final
 
-from inspector.analysis.architecture import CACHING, Architecture, architecture
+from inspector.analysis.activations import (
+    activation_bytes,
+    activations_term,
+    adapter_activation_bytes,
+    head_bytes,
+    logits_term,
+    widths_of,
+)
+from inspector.analysis.architecture import Architecture, architecture
 from inspector.analysis.engines import VLLM_NON_TORCH, VLLM_NON_TORCH_SOURCE
 from inspector.analysis.experts import (
     LAYOUTS,
-    PATTERN,
     PEFT_CONVERTS,
-    TARGETS,
     VERSIONS,
-    Layout,
     Wrapped,
     fused,
     moe_layers,
-    unpaired,
-    wrapped,
 )
-from inspector.analysis.fit import Budget, largest
+from inspector.analysis.fit import largest
+from inspector.analysis.lora import NF4_SOURCE, Adapted, adapted_modules, frozen, in_memory_linears, nf4_bytes
+from inspector.analysis.options import TrainOptions
 from inspector.analysis.report import Report
 from inspector.analysis.stages import (
     TRL,
-    StageOptions,
     check_batch,
     check_stage,
-    fused_head_bytes,
     has_reference,
     rows,
-    rows_words,
     sp_refusal,
     sp_tokens,
 )
@@ -127,162 +128,6 @@ def state_bytes(optimizer: str, shape: tuple[int, ...], numel: int, param_bytes:
     return 0
 
 
-# --- what LoRA adapts ------------------------------------------------------------------------------
-
-#: roles whose 2-D weights are not nn.Linear (embeddings are nn.Embedding; convolutions are not 2-D)
-_NOT_LINEAR: Final = frozenset({"embedding", "position_embedding", "token_type_embedding", "cls_token",
-                                "patch_embedding", "conv_stem", "norm", "buffer"})
-_EMBEDDINGS: Final = frozenset({"embedding", "position_embedding", "token_type_embedding"})
-#: modules that are nn.Embedding though their role is another's (T5's relative position table, attention's)
-_EMBEDDING_MODULES: Final = ("relative_attention_bias",)
-
-
-@dataclass(frozen=True, slots=True)
-class Adapted:
-    """One module LoRA adapts: its name, role and shape (Linear [out, in]; Embedding [vocab, hidden])."""
-
-    module: str
-    role: str
-    shape: tuple[int, int]
-    embedding: bool
-
-    def parameters(self, rank: int) -> int:
-        """r × (in + out) for a linear layer (A [r, in], B [out, r]); r × (vocab + hidden) for an
-        embedding (lora_embedding_A [r, vocab], _B [hidden, r]): the same sum of the two dimensions."""
-        return rank * (self.shape[0] + self.shape[1])
-
-    def factors(self, rank: int) -> tuple[tuple[int, int], tuple[int, int]]:
-        """The two tensors the optimizer updates: lora_A [r, in], lora_B [out, r] of a linear layer [out, in];
-        lora_embedding_A [r, vocabulary], _B [hidden, r] of an embedding."""
-        if self.embedding:
-            return (rank, self.shape[0]), (self.shape[1], rank)
-        return (rank, self.shape[1]), (self.shape[0], rank)
-
-
-def linear_modules(tensors: Iterable[Tensor]) -> list[tuple[str, Tensor]]:
-    """The linear layers of a checkpoint: 2-D ``.weight`` parameters of a role that is no embedding,
-    norm or convolution (fused 3-D experts are parameters, not linear layers: peft cannot target them), and
-    no embedding inside a tower either (a vision tower's ``position_embedding`` is an ``nn.Embedding``)."""
-    return [(t.info.name[: -len(".weight")], t) for t in tensors
-            if t.place.kind == "parameter" and t.info.name.endswith(".weight") and len(t.info.shape) == 2
-            and t.place.role not in _NOT_LINEAR and not t.info.name[: -len(".weight")].endswith(_EMBEDDING_MODULES)
-            and "embed" not in t.info.name[: -len(".weight")].rsplit(".", 1)[-1]]
-
-
-def in_memory_linears(tensors: list[Tensor], model_type: str | None, layout: Layout) -> list[tuple[str, Tensor]]:
-    """The ``nn.Linear`` layers once transformers has loaded the model: the files' linear layers, less the experts
-    and routers transformers 5 fuses (``experts.fused``): what bitsandbytes quantises and peft's modules reach."""
-    if not fused(model_type, layout):
-        return linear_modules(tensors)
-    hidden = {name for m in moe_layers(tensors) for name in m.names}
-    return [(m, t) for m, t in linear_modules(tensors) if t.info.name not in hidden]
-
-
-def adapted_modules(tensors: list[Tensor], targets: tuple[str, ...], model_type: str | None = None,
-                    layout: Layout = "fused") -> list[Adapted | Wrapped]:
-    """The modules peft's ``target_modules`` selects: ``all-linear`` (every linear layer but the output
-    layer, peft's ``_maybe_include_all_linear_layers``), or names matched as peft matches them (the
-    module's name equals the key or ends with ``.`` + key), over the model as transformers loads it: a fused
-    MoE's experts and router are no linear layers, and for the families peft converts its expert and router
-    names become wrapped parameters (``experts.wrapped``). A target that matches nothing is a usage error
-    naming the nearest module names."""
-    linears = in_memory_linears(tensors, model_type, layout)
-    if fused(model_type, layout) and model_type in PEFT_CONVERTS:
-        assert model_type is not None
-        return _converted(tensors, linears, targets, model_type)
-    if targets == ("all-linear",):
-        return [Adapted(m, t.place.role, _pair(t.info.shape), False) for m, t in linears if t.place.role != "lm_head"]
-    embeddings = [(t.info.name[: -len(".weight")], t) for t in tensors if t.place.kind == "parameter"
-                  and t.place.role in _EMBEDDINGS and t.info.name.endswith(".weight") and len(t.info.shape) == 2]
-    out: list[Adapted] = []
-    for key in targets:
-        found = [Adapted(m, t.place.role, _pair(t.info.shape), False) for m, t in linears if _matches(m, key)]
-        found += [Adapted(m, t.place.role, _pair(t.info.shape), True) for m, t in embeddings if _matches(m, key)]
-        if not found:
-            leaves = sorted({m.rsplit(".", 1)[-1] for m, _ in linears + embeddings})
-            near = difflib.get_close_matches(key, leaves, n=5, cutoff=0.4) or leaves[:8]
-            raise UsageError(f"⟨targets⟩: {key!r} matches no linear layer or embedding of this model",
-                             hint="its modules include " + ", ".join(near))
-        out += found
-    unique = {a.module: a for a in out}
-    return list(unique.values())
-
-
-#: the parts ``--freeze`` names by role: a VLM's towers and projector
-FREEZABLE: Final = ("vision", "audio", "projector")
-
-
-def frozen(tensors: Iterable[Tensor], names: Sequence[str]) -> frozenset[str]:
-    """The parameters ``--freeze`` keeps from training: those of a role it names (``FREEZABLE``), or under a module
-    it names (a name equal to the tensor's module path, or a prefix of it ending at a dot). A name that matches no
-    parameter is a usage error naming the roles there are."""
-    params = [t for t in tensors if t.place.kind == "parameter"]
-    out: set[str] = set()
-    for name in names:
-        hit = {t.info.name for t in params if t.place.role == name or t.info.name.startswith(name + ".")}
-        if not hit:
-            roles = sorted({t.place.role for t in params if t.place.role in FREEZABLE})
-            raise UsageError(f"⟨freeze⟩: {name!r} names no part of this model",
-                             hint=("its towers: " + ", ".join(roles)) if roles else
-                             "a module path, as the tensor names start (model.embed_tokens)")
-        out |= hit
-    return frozenset(out)
-
-
-def _converted(tensors: list[Tensor], linears: list[tuple[str, Tensor]], targets: tuple[str, ...],
-               model_type: str) -> list[Adapted | Wrapped]:
-    """peft's conversion of the LoRA config for a fused MoE (``experts``): ``all-linear`` is every linear leaf
-    name (the output layer's aside) and every name its mapping knows; a name the mapping knows targets the fused
-    parameter and no module of that name; the others target modules as usual."""
-    mapping = TARGETS[PATTERN[model_type]]
-    if targets == ("all-linear",):
-        leaves = {m.rsplit(".", 1)[-1] for m, t in linears if t.place.role != "lm_head"} | set(mapping)
-    else:
-        leaves = set(targets)
-        refused = unpaired(model_type, leaves)
-        if refused is not None:
-            raise UsageError(f"⟨targets⟩: {refused}", hint="name both, or neither")
-    modules = leaves - set(mapping)
-    out: list[Adapted | Wrapped] = [Adapted(m, t.place.role, _pair(t.info.shape), False) for m, t in linears
-                                    if any(_matches(m, key) for key in modules)]
-    out += wrapped(model_type, moe_layers(tensors), leaves & set(mapping))
-    if targets != ("all-linear",):
-        for key in modules:
-            if not any(_matches(m, key) for m, _ in linears):
-                leaves_here = sorted({m.rsplit(".", 1)[-1] for m, _ in linears} | set(mapping))
-                near = difflib.get_close_matches(key, leaves_here, n=5, cutoff=0.4) or leaves_here[:8]
-                raise UsageError(f"⟨targets⟩: {key!r} matches no linear layer of this model as transformers loads "
-                                 "it", hint="its modules include " + ", ".join(near))
-    return out
-
-
-def _matches(module: str, key: str) -> bool:
-    return module == key or module.endswith("." + key)
-
-
-def _pair(shape: tuple[int, ...]) -> tuple[int, int]:
-    return shape[0], shape[1]
-
-
-# --- QLoRA's frozen weights --------------------------------------------------------------------------
-
-NF4_BLOCK: Final = 64
-NF4_BLOCK2: Final = 256
-NF4_SOURCE: Final = ("bitsandbytes functional.quantize_4bit (quant_type nf4, blocksize 64, compress_statistics: "
-                     "absmax − its mean quantised blockwise in blocks of 256), as transformers' "
-                     "BitsAndBytesConfig(load_in_4bit, bnb_4bit_use_double_quant) stores every linear layer but "
-                     "the output layer")
-
-
-def nf4_bytes(numel: int) -> int:
-    """Bytes of one linear weight in bitsandbytes' NF4 with double quantisation: two 4-bit values a
-    byte; a uint8 scale per block of 64; a float32 absmax per 256 of those blocks; the float32 offset
-    of the scales, the 16-entry float32 NF4 code, and the nested quantisation's own 256-entry float32 map
-    (``quantize_blockwise``'s dynamic code, one a layer: measured after loading with bitsandbytes 0.50)."""
-    blocks = -(-numel // NF4_BLOCK)
-    return -(-numel // 2) + blocks + 4 * -(-blocks // NF4_BLOCK2) + 4 + 16 * 4 + 256 * 4
-
-
 # --- the result ------------------------------------------------------------------------------------
 
 
@@ -304,39 +149,6 @@ class Thumb:
     who: str
     bytes: int
     formula: str
-
-
-@dataclass(frozen=True, slots=True)
-class TrainOptions:
-    """What ``inspect train`` is asked (``check_options`` holds each in its range: ``METHODS``,
-    ``PRECISIONS``, ``OPTIMIZERS``, ``OFFLOADS``)."""
-
-    method: str = "lora"
-    rank: int = 16
-    alpha: float | None = None
-    targets: tuple[str, ...] = ("all-linear",)
-    optimizer: str = "adamw"
-    precision: str = "bf16-mixed"
-    batch: int = 1
-    seq: int = 2048
-    checkpointing: bool = False
-    budget: Budget | None = None
-    zero: int = 0
-    fsdp: bool = False
-    offload: str = "none"
-    #: how the experts of a MoE are held in memory (``experts.LAYOUTS``): fused as transformers 5 loads them, or
-    #: one ``nn.Linear`` each as transformers 4 did
-    experts: Layout = "fused"
-    #: the trainer's stage and loss kernel (``stages``): sft, dpo, grpo as TRL runs them
-    stage: StageOptions = field(default_factory=StageOptions)
-    #: sequence-parallel group size (DeepSpeed Ulysses): each GPU holds 1/sp of every sequence
-    sp: int = 1
-    #: parts kept from training (``frozen``): roles (vision, audio, projector) or module paths
-    freeze: tuple[str, ...] = ()
-    #: the optimizer step fused into the backward pass (torchtune's optimizer_in_bwd): no full set of gradients
-    optimizer_in_backward: bool = False
-    #: activations moved to CPU memory in the forward and back in the backward (torchtune's OffloadActivations)
-    offload_activations: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -484,7 +296,7 @@ def train(report: Report, options: TrainOptions, arch: Architecture | None = Non
         linears = sum(t.info.numel for _, t in in_memory_linears(report.tensors, report.config.model_type, o.experts))
         weights += (linears + (n_trainable if o.method != "full" else 0)) * 2
         weights_formula += f" + autocast's 16-bit copies of the linear weights ({linears:,} × 2 B)"
-    widths, _ = _widths(arch, report)
+    widths, _ = widths_of(arch, report)
     adapters = (adapter_activation_bytes(adapted, o.rank, len(widths), 2 if amp else 4)
                 if o.method != "full" and half == 2 and widths else -1)  # peft's adapters on a frozen base
     opt = OPTIMIZERS[o.optimizer]
@@ -514,13 +326,13 @@ def train(report: Report, options: TrainOptions, arch: Architecture | None = Non
                            "largest layer's weights counted)")
     sharding = ("" if stage == 0 or devices == 1 else
                 f"; ZeRO stage {stage} over {devices} GPUs" if not o.fsdp else f"; FSDP full shard over {devices} GPUs")
-    act, act_formula, act_unknown = _activations(arch, report, o, half, adapters)
+    act, act_formula, act_unknown = activations_term(arch, report, o, half, adapters)
     if o.offload_activations and not act_unknown:  # what the CPU holds: the activations as they would be on the GPU
         n0, l0 = rows(o.stage, o.batch, o.seq)
-        cpu += _activation_bytes(arch, report, replace(o, offload_activations=False), half, n0,
+        cpu += activation_bytes(arch, report, replace(o, offload_activations=False), half, n0,
                                  sp_tokens(l0, o.sp), adapters) or 0
         act_formula = "one layer's (the rest on the CPU, brought back in the backward); " + act_formula
-    logits_bytes, logits_formula = _logits(report, o)
+    logits_bytes, logits_formula = logits_term(report, o)
     reference = total_params * wbytes if has_reference(o.stage, o.method) else 0
     g_reference = shard(reference, 3)
     overhead = VLLM_NON_TORCH[devices > 1]
@@ -562,10 +374,10 @@ def train(report: Report, options: TrainOptions, arch: Architecture | None = Non
     def peak(batch: int, seq: int) -> int | None:
         n, length = rows(o.stage, batch, seq)
         length = sp_tokens(length, o.sp)
-        a = _activation_bytes(arch, report, o, half, n, length, adapters)
+        a = activation_bytes(arch, report, o, half, n, length, adapters)
         if a is None:
             return None
-        return fixed + max(a + _head_bytes(report, o, n, length, half) + out_grad, g_grads)
+        return fixed + max(a + head_bytes(report, o, n, length, half) + out_grad, g_grads)
 
     total = peak(o.batch, o.seq)
     usable = None if o.budget is None else int(o.budget.per_device * (1 - o.stage.rollout_memory))
@@ -612,221 +424,6 @@ def _layers(params: list[Tensor]) -> list[list[Tensor]]:
         if t.place.layer is not None:
             groups[(t.place.stack, t.place.layer)].append(t)
     return list(groups.values())
-
-
-# --- activations and logits --------------------------------------------------------------------------
-
-ACTIVATION_SOURCE: Final = ("Korthikanti et al. 2022 §4 (the tensors each layer keeps for its backward pass), for "
-                            "transformers' Llama-family layers with a flash/SDPA attention kernel")
-
-
-@dataclass(frozen=True, slots=True)
-class _Widths:
-    """A layer's widths the activation formula reads."""
-
-    hidden: int
-    q: int  # heads × key width
-    k: int  # KV heads × key width
-    v: int  # KV heads × value width
-    o: int  # heads × value width
-    heads: int
-    mlp: int  # elements the MLP keeps per token (gate, activation, up, product; × experts a token visits)
-    down: int = 0  # the down projection's input width of a dense MLP (0 for a mixture of experts)
-    qk_norm: bool = False  # RMSNorms on the queries and keys (Qwen3, OLMo2, Gemma 3)
-
-
-def _mlp_elements(report: Report, moe: bool) -> int | None:
-    """Elements a token's MLP keeps for the backward pass: a gated MLP its gate and up projections'
-    outputs, the activation's and their product (4 × width); a plain MLP the first projection's output
-    and the activation's (2 × width); a mixture of experts that × experts a token visits, plus each
-    visited expert's copy of the token and its output (kept to weigh it by the router: 2 × hidden), and a
-    shared expert (measured on transformers 5's fused experts: Mixtral, Qwen3-MoE)."""
-    c = report.config
-    roles = {r.role for r in report.summary.by_role}
-    gated = bool(roles & {"mlp.gate", "mlp.gate_up", "moe.expert.gate", "moe.expert.gate_up"})
-    per = 4 if gated else 2
-    if not moe:
-        return per * c.intermediate_size if c.intermediate_size else None
-    width, k = c.moe_intermediate_size or c.intermediate_size, c.experts_per_token
-    if not width or not k or not c.hidden_size:
-        return None
-    shared = _shared_width(report)
-    return k * (per * width + 2 * c.hidden_size) + per * shared + (c.num_experts or 0)
-
-
-def _shared_width(report: Report) -> int:
-    raw = report.config.raw
-    for key in ("shared_expert_intermediate_size",):
-        value = raw.get(key)
-        if type(value) is int and value > 0:
-            return value
-    n = report.config.shared_experts or 0
-    return n * (report.config.moe_intermediate_size or 0)
-
-
-def _layer_bytes(w: _Widths, a: int, adapters: int = -1) -> int:
-    """Bytes one layer keeps per token (``a``: bytes of an activation element): two RMSNorms (the fp32
-    input, the normalised and the output), attention (q, k and v for the kernel, its output and the
-    output projection's contiguous copy, a float32 log-sum-exp per head) and the MLP.
-
-    ``adapters`` ≥ 0: a frozen base under peft's LoRA, and the bytes a token its adapters keep in the layer. A
-    frozen weight needs no copy of its input, so the norms' normalised inputs (their weights' gradients), the
-    linear layers' inputs (the norms' outputs, the output projection's copy, a dense MLP's down-projection input)
-    are not kept (measured: torch's saved tensors, tests/test_activations.py)."""
-    norms = 2 * (4 * w.hidden + 2 * a * w.hidden)
-    attention = a * (w.q + w.k + w.v) + 2 * a * w.o + 4 * w.heads
-    full = norms + attention + a * w.mlp + _qk_norm_bytes(w, a)
-    if adapters < 0:
-        return full
-    return full - a * (4 * w.hidden + w.o + w.down) + adapters
-
-
-def _qk_norm_bytes(w: _Widths, a: int) -> int:
-    """RMSNorms on the queries and keys keep their float32 input and the normalised input (their weights'
-    gradients) over every query and key element: (4 + a) × (q + k) bytes a token (measured, Qwen3-MoE)."""
-    return (4 + a) * (w.q + w.k) if w.qk_norm else 0
-
-
-def _amp_layer_bytes(w: _Widths, a: int, adapters: int = -1) -> int:
-    """Bytes one layer keeps per token under torch autocast over float32 weights (measured structure, torch's saved
-    tensors: tests/test_activations.py): the residual stream and both RMSNorms in float32 (their input and the
-    normalised input, 8·h each), autocast's 16-bit cast of the norm's output for each linear that reads it (q, k, v
-    and a gated MLP's gate and up: 5·a·h), attention's query twice and key and value, the log-sum-exp, and the MLP.
-    A frozen base (``adapters`` ≥ 0) keeps neither the normalised inputs nor those casts nor the down input; the
-    adapters keep their own 16-bit casts."""
-    reads = 5 if w.down else 4
-    full = (2 * 8 * w.hidden + reads * a * w.hidden + a * (2 * w.q + w.k + w.v) + 4 * w.heads + a * w.mlp
-            + _qk_norm_bytes(w, 4))
-    if adapters < 0:
-        return full
-    return full - 8 * w.hidden - reads * a * w.hidden - a * w.down + adapters
-
-
-def adapter_activation_bytes(adapted: Sequence[Adapted | Wrapped], rank: int, layers: int, element: int = 4) -> int:
-    """Bytes a token the adapters of one layer keep, on average over ``layers``: peft runs a float32 adapter on a
-    16-bit base by casting the layer's input to float32 (``_cast_input_dtype``: lora_A saves that copy for its
-    weight's gradient) and lora_B saves lora_A's float32 output: 4 × (in + r) a linear layer adapted. (Fused
-    experts' wrapped parameters see only their routed tokens: not counted.) Under autocast (``element`` 2) the
-    copies are the 16-bit casts autocast makes for the adapters' matmuls."""
-    linear = [x for x in adapted if isinstance(x, Adapted) and not x.embedding and x.role != "lm_head"]
-    return element * sum(x.shape[1] + rank for x in linear) // max(1, layers)
-
-
-def _widths(arch: Architecture, report: Report) -> tuple[list[_Widths], str | None]:
-    """The widths of every layer that runs on the training tokens (decoder and encoder stacks; a vision
-    or audio tower runs on images and sounds this estimate has no size for); why not, when a layer's
-    kind or a width is unknown."""
-    c = report.config
-    qk = {t.place.layer for t in report.tensors if t.info.name.endswith((".q_norm.weight", ".k_norm.weight"))}
-    out = []
-    for stack in arch.stacks:
-        if stack.kind not in ("decoder", "encoder"):
-            continue
-        for layer in stack.layers:
-            kinds = {m.kind for m in layer.mixers}
-            if kinds - CACHING - {"cross"}:
-                return [], (f"layer {layer.index} of the {stack.kind} is {'+'.join(sorted(kinds))}: the formula covers "
-                            "attention and MLP layers, not state-space or linear-attention ones")
-            mixer = next(m for m in layer.mixers if m.kind in CACHING)
-            att = mixer.attention
-            if att is None or att.heads is None or att.key_dim is None or att.value_dim is None or not c.hidden_size:
-                return [], "the config gives no heads or head width"
-            kv = att.kv_heads if att.kv_heads is not None else att.heads
-            mlp = _mlp_elements(report, layer.mlp.kind == "moe")
-            if mlp is None:
-                return [], "the config gives no MLP width (intermediate_size)"
-            if mixer.kind == "mla":  # MLA keeps its up-projected keys and values per head
-                kv = att.heads
-            out.append(_Widths(c.hidden_size, att.heads * att.key_dim, kv * att.key_dim, kv * att.value_dim,
-                               att.heads * att.value_dim, att.heads, mlp,
-                               0 if layer.mlp.kind == "moe" else c.intermediate_size or 0, layer.index in qk))
-    if not out:
-        return [], "no attention layers in the headers to size"
-    return out, None
-
-
-def _activation_bytes(arch: Architecture, report: Report, o: TrainOptions, half: int, batch: int,
-                      seq: int, adapters: int = -1) -> int | None:
-    """``adapters``: a token's bytes of the adapters in a layer, where a frozen base runs them (else -1)."""
-    widths, why = _widths(arch, report)
-    if why is not None:
-        return None
-    tokens = batch * seq
-    amp = o.precision.startswith("amp-")
-    per_layer = [(_amp_layer_bytes if amp else _layer_bytes)(w, half, adapters) for w in widths]
-    final_norm = 4 * widths[0].hidden + 2 * half * widths[0].hidden
-    if o.offload_activations:  # every saved tensor on the CPU; the backward brings back one layer's at a time
-        return tokens * (max(per_layer) + final_norm)
-    if o.checkpointing:  # each layer's input kept (float32 under autocast), one layer recomputed at a time
-        return tokens * (len(widths) * (4 if amp else half) * widths[0].hidden + max(per_layer) + final_norm)
-    return tokens * (sum(per_layer) + final_norm)
-
-
-def _activations(arch: Architecture, report: Report, o: TrainOptions, half: int,
-                 adapters: int = -1) -> tuple[int, str, str | None]:
-    widths, why = _widths(arch, report)
-    if why is not None:
-        return 0, "", why
-    n, length = rows(o.stage, o.batch, o.seq)
-    value = _activation_bytes(arch, report, o, half, n, sp_tokens(length, o.sp), adapters) or 0
-    w = widths[0]
-    per = (_amp_layer_bytes if o.precision.startswith("amp-") else _layer_bytes)(w, half, adapters)
-    frozen = (f" − a frozen base's inputs {half}·(4·h + o + down {w.down:,}) + the float32 adapters' "
-              f"{adapters:,} B (their inputs' float32 copies and lora_A's outputs)") if adapters >= 0 else ""
-    layer = (f"per layer and token: norms 2 × (4·h + {2 * half}·h) + attention {half}·(q {w.q:,} + k {w.k:,} + "
-             f"v {w.v:,}) + {2 * half}·o {w.o:,} + 4·heads {w.heads} + MLP {half} × {w.mlp:,}{frozen} = {per:,} B")
-    if o.precision.startswith("amp-"):
-        layer = (f"per layer and token under autocast: float32 norms 2 × 8·h + 16-bit casts of their outputs "
-                 f"{5 if w.down else 4} × {half}·h + attention {half}·(2·q {w.q:,} + k {w.k:,} + v {w.v:,}) + "
-                 f"4·heads {w.heads} + MLP {half} × {w.mlp:,}"
-                 + (" − the frozen base's saves + the adapters' 16-bit casts" if adapters >= 0 else "")
-                 + f" = {per:,} B")
-    tokens = rows_words(o.stage, o.batch, o.seq) + (f" ÷ SP {o.sp}" if o.sp > 1 else "")
-    if o.checkpointing:
-        return value, (f"{tokens} × ({len(widths)} layers × {half}·h {w.hidden:,} (each layer's input) + one layer "
-                       f"recomputed + final norm); {layer}"), None
-    return value, f"{tokens} × ({len(widths)} layers + final norm); {layer}", None
-
-
-def _vocabulary(report: Report) -> int:
-    """Rows of the output layer (its own, or the tied embedding's): the real, padded vocabulary."""
-    for role in ("lm_head", "embedding"):
-        rows = [t.info.shape[0] for t in report.tensors if t.place.role == role and t.place.kind == "parameter"
-                and len(t.info.shape) == 2 and t.place.layer is None]
-        if rows:
-            return rows[0]
-    return report.config.vocab_size or 0
-
-
-def _logit_bytes(report: Report, batch: int, seq: int, half: int = 2) -> int:
-    per = 8 if half == 4 else 10  # fp32 logits + log-probabilities; a 16-bit model's own logits beside them
-    return batch * seq * _vocabulary(report) * per
-
-
-def _head_bytes(report: Report, o: TrainOptions, n: int, length: int, half: int) -> int:
-    """The output layer's loss at its peak for ``n`` sequences of ``length`` tokens, by the loss kernel."""
-    if o.stage.kernel == "fused":
-        vocab = _vocabulary(report)
-        return fused_head_bytes(n * length, vocab, report.config.hidden_size or 0, half) if vocab else 0
-    return _logit_bytes(report, n, length, half)
-
-
-def _logits(report: Report, o: TrainOptions) -> tuple[int, str]:
-    vocab = _vocabulary(report)
-    if not vocab:
-        return 0, "none: no output layer over a vocabulary"
-    half = 4 if o.precision == "fp32" else 2
-    n, length = rows(o.stage, o.batch, o.seq)
-    length = sp_tokens(length, o.sp)
-    tokens = rows_words(o.stage, o.batch, o.seq) + (f" ÷ SP {o.sp}" if o.sp > 1 else "")
-    if o.stage.kernel == "fused":
-        hidden = report.config.hidden_size or 0
-        return _head_bytes(report, o, n, length, half), (
-            f"{TRL}'s fused LM head: a tile of min({n * length:,}, 4,096) tokens × min({vocab:,}, 32,768) × {half} B + "
-            f"the hidden states' fp32 gradient {n * length:,} × {hidden:,} × 4 B + 9 fp32 vectors a token")
-    per = "4 B fp32 logits + 4 B log-probabilities" if half == 4 else \
-        "2 B logits + 4 B their fp32 upcast + 4 B log-probabilities"
-    return _logit_bytes(report, n, length, half), f"{tokens} × vocabulary {vocab:,} × ({per})"
 
 
 # --- what the answer assumes, and what others would say ------------------------------------------------

@@ -1,0 +1,42 @@
+"""What ``inspect train`` is asked, as one record (``train.check_options`` holds each option in its range)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from inspector.analysis.experts import Layout
+from inspector.analysis.fit import Budget
+from inspector.analysis.stages import StageOptions
+
+
+@dataclass(frozen=True, slots=True)
+class TrainOptions:
+    """What ``inspect train`` is asked (``check_options`` holds each in its range: ``METHODS``,
+    ``PRECISIONS``, ``OPTIMIZERS``, ``OFFLOADS``)."""
+
+    method: str = "lora"
+    rank: int = 16
+    alpha: float | None = None
+    targets: tuple[str, ...] = ("all-linear",)
+    optimizer: str = "adamw"
+    precision: str = "bf16-mixed"
+    batch: int = 1
+    seq: int = 2048
+    checkpointing: bool = False
+    budget: Budget | None = None
+    zero: int = 0
+    fsdp: bool = False
+    offload: str = "none"
+    #: how the experts of a MoE are held in memory (``experts.LAYOUTS``): fused as transformers 5 loads them, or
+    #: one ``nn.Linear`` each as transformers 4 did
+    experts: Layout = "fused"
+    #: the trainer's stage and loss kernel (``stages``): sft, dpo, grpo as TRL runs them
+    stage: StageOptions = field(default_factory=StageOptions)
+    #: sequence-parallel group size (DeepSpeed Ulysses): each GPU holds 1/sp of every sequence
+    sp: int = 1
+    #: parts kept from training (``frozen``): roles (vision, audio, projector) or module paths
+    freeze: tuple[str, ...] = ()
+    #: the optimizer step fused into the backward pass (torchtune's optimizer_in_bwd): no full set of gradients
+    optimizer_in_backward: bool = False
+    #: activations moved to CPU memory in the forward and back in the backward (torchtune's OffloadActivations)
+    offload_activations: bool = False

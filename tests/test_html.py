@@ -469,7 +469,7 @@ def test_a_missing_or_renamed_field_fails_instead_of_drawing_a_zero() -> None:
 def test_estimate_figures_are_labelled_in_words_not_json_keys(cli) -> None:
     """Every figure the analysis names has one label (``FIGURE_LABELS``), used by the table, the JSON
     document's ``label`` and the page; no JSON key is shown as a row's label."""
-    from inspector.render.output import FIGURE_LABELS
+    from inspector.render.estimate import FIGURE_LABELS
 
     names = set()
     for path in (ROOT / "inspector" / "analysis").glob("*.py"):

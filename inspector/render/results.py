@@ -59,7 +59,7 @@ class CacheResult:
     rows: tuple[CachedModel, ...]
 
     def to_dict(self) -> dict[str, object]:
-        from inspector.render.output import cache_json
+        from inspector.render.files import cache_json
 
         return cache_json(self.root, list(self.rows))
 
@@ -146,7 +146,7 @@ class ComparisonResult:
 
     def to_dict(self) -> dict[str, object]:
         """The ``inspect compare --json`` document (``compare.schema.json``)."""
-        from inspector.render.output import compare_json
+        from inspector.render.compare import compare_json
 
         return compare_json(self.comparison)
 
@@ -185,7 +185,7 @@ class EstimateResult:
 
     def to_dict(self) -> dict[str, object]:
         """The ``inspect estimate --json`` document (``estimate.schema.json``)."""
-        from inspector.render.output import estimate_json
+        from inspector.render.estimate import estimate_json
 
         return estimate_json(self.report, self.estimate, self.fit, self.suggestions)
 
@@ -205,7 +205,7 @@ class FileListing:
 
     def to_dict(self) -> dict[str, object]:
         """The ``inspect FOLDER|REPO --json`` document of such a folder (``files.schema.json``)."""
-        from inspector.render.output import files_json
+        from inspector.render.files import files_json
 
         return files_json(self.where, list(self.rows), self.budget, list(self.notes))
 
@@ -220,7 +220,7 @@ class FilesResult:
 
     def to_dict(self) -> dict[str, object]:
         """The ``inspect MODEL --files --json`` document (``repo-files.schema.json``)."""
-        from inspector.render.output import repo_files_json
+        from inspector.render.files import repo_files_json
 
         return repo_files_json(self.checkpoint, self.files)
 
@@ -242,7 +242,7 @@ class Audit:
 
     def to_dict(self) -> dict[str, object]:
         """The ``inspect audit --json`` document (``audit.schema.json``)."""
-        from inspector.render.output import audit_json
+        from inspector.render.audit import audit_json
 
         return audit_json(self.result)
 

@@ -11,7 +11,8 @@ from rich.text import Text
 from inspector.analysis.knobs import Knob
 from inspector.analysis.report import Report
 from inspector.analysis.train import OPTIMIZERS, Train
-from inspector.render.output import EXPLAIN_HINT, SCHEMA_VERSION, model_json, n
+from inspector.render.estimate import EXPLAIN_HINT
+from inspector.render.output import SCHEMA_VERSION, model_json, n
 from inspector.render.text import markdown, sanitize
 
 GIB = 2**30

@@ -88,7 +88,8 @@ def _show_table(r: Inspection, view: View) -> Verbatim | RenderableType:
     from rich.console import Group
     from rich.text import Text
 
-    from inspector.render.output import estimate_line, formula_table, report_table, tensor_lines
+    from inspector.render.estimate import estimate_line
+    from inspector.render.output import formula_table, report_table, tensor_lines
 
     if r.rows is not None:  # the list only, one tensor a line, ready for grep
         return Verbatim("\n".join(tensor_lines(list(r.rows))) + "\n")
@@ -154,13 +155,13 @@ def _diff_html(r: Difference, view: View) -> Verbatim:
 
 
 def _compare_table(r: ComparisonResult, view: View) -> RenderableType:
-    from inspector.render.output import compare_table
+    from inspector.render.compare import compare_table
 
     return compare_table(r.comparison)
 
 
 def _compare_markdown(r: ComparisonResult, view: View) -> Verbatim:
-    from inspector.render.output import compare_markdown
+    from inspector.render.compare import compare_markdown
 
     return Verbatim(compare_markdown(r.comparison))
 
@@ -175,7 +176,7 @@ def _estimate_table(r: EstimateResult, view: View) -> RenderableType:
     from rich.console import Group
     from rich.text import Text
 
-    from inspector.render.output import estimate_table
+    from inspector.render.estimate import estimate_table
     from inspector.render.text import sanitize
     from inspector.render.train import knob_lines
 
@@ -196,7 +197,7 @@ def _verdict(fits: bool | None, verdict: str) -> RenderableType:
 
 
 def _estimate_markdown(r: EstimateResult, view: View) -> Verbatim:
-    from inspector.render.output import estimate_markdown
+    from inspector.render.estimate import estimate_markdown
     from inspector.render.text import markdown
     from inspector.render.train import knob_lines
 
@@ -260,13 +261,13 @@ def _plan_html(r: PlanResult, view: View) -> Verbatim:
 
 
 def _audit_table(r: Audit, view: View) -> RenderableType:
-    from inspector.render.output import audit_table
+    from inspector.render.audit import audit_table
 
     return audit_table(r.result)
 
 
 def _audit_markdown(r: Audit, view: View) -> Verbatim:
-    from inspector.render.output import audit_markdown
+    from inspector.render.audit import audit_markdown
 
     return Verbatim(audit_markdown(r.result))
 
@@ -290,19 +291,19 @@ def _lineage_html(r: LineageResult, view: View) -> Verbatim:
 
 
 def _listing_table(r: FileListing, view: View) -> RenderableType:
-    from inspector.render.output import files_table
+    from inspector.render.files import files_table
 
     return files_table(r.where, r.name, list(r.rows), r.budget, list(r.notes))
 
 
 def _files_table(r: FilesResult, view: View) -> RenderableType:
-    from inspector.render.output import repo_files_table
+    from inspector.render.files import repo_files_table
 
     return repo_files_table(r.checkpoint, r.files)
 
 
 def _cache_table(r: CacheResult, view: View) -> RenderableType:
-    from inspector.render.output import cache_table
+    from inspector.render.files import cache_table
 
     return cache_table(r.root, list(r.rows))
 

@@ -168,7 +168,7 @@ TRAIN = document("train", "inspect train MODEL --json", {
     "seq": INT,
     "checkpointing": BOOL, "gpus": INT, "gpu": NSTR, "budget_bytes": NINT, "zero": INT, "fsdp": BOOL,
     "offload": {"enum": ["none", "optimizer", "all"]}, "experts": {"enum": ["fused", "separate"]},
-    "stage": {"enum": ["sft", "dpo", "grpo"]}, "loss": {"enum": ["standard", "fused"]}, "generations": NINT,
+    "stage": {"enum": ["sft", "dpo", "grpo"]}, "loss": {"enum": ["standard", "chunked", "fused"]}, "generations": NINT,
     "completion_len": NINT, "beta": NNUM, "rollout_memory": NNUM, "reference": INT, "sp": INT, "freeze": STRS,
     "optimizer_in_backward": BOOL, "offload_activations": BOOL,
     "trainable_parameters": INT, "frozen_parameters": INT, "adapted_modules": INT,

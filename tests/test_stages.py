@@ -143,3 +143,31 @@ def test_offloaded_activations_live_on_the_cpu_but_one_layer() -> None:
     layers, hidden, tokens = 32, 4096, 2048
     assert off.activations.bytes == ckpt.activations.bytes - tokens * layers * 2 * hidden
     assert off.total < plain.total
+
+
+def test_chunked_cross_entropy_keeps_every_chunks_log_softmax() -> None:
+    """torchtune 0.6.1's CEWithChunkedOutputLoss (modules/loss/ce_chunked_output_loss.py), written out: the logits in
+    8 chunks, each `F.cross_entropy(chunk.float(), labels, reduction="sum")` in turn. Measured with torch's
+    saved_tensors_hooks: what it keeps for the backward is every chunk's float32 log-softmax, 4 B a logit, as ours
+    counts beside the 16-bit logits and one chunk's upcast."""
+    torch = pytest.importorskip("torch")
+    tokens, vocab = 1024, 4096
+    logits = torch.randn(tokens, vocab, dtype=torch.bfloat16, requires_grad=True)
+    labels = torch.randint(0, vocab, (tokens,))
+    seen: dict[int, int] = {}
+
+    def pack(t: object) -> object:
+        storage = t.untyped_storage()  # type: ignore[attr-defined]
+        if storage.data_ptr() != logits.untyped_storage().data_ptr():
+            seen[storage.data_ptr()] = storage.nbytes()
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        loss = sum(torch.nn.functional.cross_entropy(c.float(), y, reduction="sum")
+                   for c, y in zip(logits.chunk(8), labels.chunk(8), strict=True))
+    loss.backward()
+    from inspector.analysis.stages import chunked_head_bytes
+
+    kept = sum(v for v in seen.values() if v >= tokens // 8 * vocab * 4)
+    assert kept == tokens * vocab * 4
+    assert chunked_head_bytes(tokens, vocab, 2) == tokens * vocab * 2 + kept + tokens // 8 * vocab * 4

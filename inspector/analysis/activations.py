@@ -13,7 +13,15 @@ from inspector.analysis.architecture import CACHING, Architecture
 from inspector.analysis.experts import Wrapped
 from inspector.analysis.lora import Adapted
 from inspector.analysis.report import Report
-from inspector.analysis.stages import TRL, fused_head_bytes, rows, rows_words, sp_tokens
+from inspector.analysis.stages import (
+    CHUNKS,
+    TRL,
+    chunked_head_bytes,
+    fused_head_bytes,
+    rows,
+    rows_words,
+    sp_tokens,
+)
 
 if TYPE_CHECKING:
     from inspector.analysis.options import TrainOptions
@@ -213,6 +221,8 @@ def head_bytes(report: Report, o: TrainOptions, n: int, length: int, half: int) 
     if o.stage.kernel == "fused":
         vocab = _vocabulary(report)
         return fused_head_bytes(n * length, vocab, report.config.hidden_size or 0, half) if vocab else 0
+    if o.stage.kernel == "chunked":
+        return chunked_head_bytes(n * length, _vocabulary(report), half)
     return _logit_bytes(report, n, length, half)
 
 
@@ -229,6 +239,10 @@ def logits_term(report: Report, o: TrainOptions) -> tuple[int, str]:
         return head_bytes(report, o, n, length, half), (
             f"{TRL}'s fused LM head: a tile of min({n * length:,}, 4,096) tokens × min({vocab:,}, 32,768) × {half} B + "
             f"the hidden states' fp32 gradient {n * length:,} × {hidden:,} × 4 B + 9 fp32 vectors a token")
+    if o.stage.kernel == "chunked":
+        return head_bytes(report, o, n, length, half), (
+            f"torchtune's chunked cross-entropy: {tokens} × vocabulary {vocab:,} × ({half} B logits + 4 B "
+            f"log-probabilities) + one chunk of {CHUNKS}'s fp32 upcast")
     per = "4 B fp32 logits + 4 B log-probabilities" if half == 4 else \
         "2 B logits + 4 B their fp32 upcast + 4 B log-probabilities"
     return _logit_bytes(report, n, length, half), f"{tokens} × vocabulary {vocab:,} × ({per})"

@@ -14,9 +14,12 @@ memory ``train``'s logits term counts (``--loss``).
   ``--generations``, at least 2.
 
 Loss kernels: ``standard`` is transformers' (``ForCausalLMLoss``: the logits, their float32 upcast and
-log-softmax); ``fused`` is TRL 1.16's fused LM head (``add_fused_lm_head``, ``kernels/chunked_logprob.py``), which
-DPO and GRPO always use: the head projected in tiles of at most 4,096 tokens × 32,768 vocabulary entries in the
-compute dtype, online log-sum-exp statistics per token, and in the backward a float32 gradient of the hidden states.
+log-softmax); ``chunked`` is torchtune's ``CEWithChunkedOutputLoss`` uncompiled (the 16-bit logits whole, as the
+model returns them in 8 chunks, each chunk upcast and log-softmaxed in turn: every chunk's float32 log-softmax is
+kept for the backward, one chunk's upcast at a time); ``fused`` is TRL 1.16's fused LM head (``add_fused_lm_head``,
+``kernels/chunked_logprob.py``), which DPO and GRPO always use: the head projected in tiles of at most 4,096
+tokens × 32,768 vocabulary entries in the compute dtype, online log-sum-exp statistics per token, and in the
+backward a float32 gradient of the hidden states.
 """
 
 from __future__ import annotations
@@ -29,8 +32,10 @@ from inspector.errors import UsageError
 
 Stage = Literal["sft", "dpo", "grpo"]
 STAGES: Final[tuple[Stage, ...]] = ("sft", "dpo", "grpo")
-Loss = Literal["standard", "fused"]
-LOSSES: Final[tuple[Loss, ...]] = ("standard", "fused")
+Loss = Literal["standard", "chunked", "fused"]
+LOSSES: Final[tuple[Loss, ...]] = ("standard", "chunked", "fused")
+#: torchtune's CEWithChunkedOutputLoss default (modules/loss/ce_chunked_output_loss.py, torchtune 0.6.1)
+CHUNKS: Final = 8
 TRL: Final = "TRL 1.16"
 #: GRPOConfig's defaults
 GENERATIONS: Final = 8
@@ -150,3 +155,9 @@ def sp_tokens(length: int, sp: int) -> int:
     """Tokens of a sequence each GPU of an SP group holds outside attention (inside, its heads' share of all of
     them: the same elements); Ulysses shards the sequence evenly."""
     return -(-length // sp)
+
+
+def chunked_head_bytes(tokens: int, vocab: int, half: int) -> int:
+    """torchtune's chunked cross-entropy, uncompiled: the 16-bit logits whole, every chunk's float32 log-softmax
+    (kept for the backward: the whole vocabulary's in the end), and one chunk's float32 upcast at a time."""
+    return tokens * vocab * (half + 4) + -(-tokens // CHUNKS) * vocab * 4

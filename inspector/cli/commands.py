@@ -390,7 +390,8 @@ def train_cmd(
              "1.16 runs them")] = "sft",
     loss: Annotated[str | None, typer.Option(
         "--loss", autocompletion=_choices("loss"),
-        help="standard (transformers' loss: the logits whole) or fused (TRL's fused LM head; dpo and grpo use it)")
+        help="standard (transformers' loss: the logits whole), chunked (torchtune's chunked cross-entropy) or "
+             "fused (TRL's fused LM head; dpo and grpo use it)")
     ] = None,
     generations: Annotated[str | None, typer.Option(
         "--generations", help="grpo: completions a prompt (default 8)")] = None,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Final
 
 from inspector.analysis.adapter import adapter_config, diff_adapter
@@ -300,8 +300,6 @@ def _parents(relations: list[dict[int, tuple[Related, int]]], candidates: list[C
 
 
 def _as_parent(c: Candidate, weight: float | None, rel: dict[int, tuple[Related, int]]) -> Candidate:
-    from dataclasses import replace
-
     blended = sum(1 for r, _ in rel.values() if r.kind == "blended")
     equal = sum(1 for r, _ in rel.values() if r.kind == "equal")
     why = (f"a parent of the merge: {blended:,} tensors blended from it" + (f" (w = {weight:.4g})" if weight is not None
@@ -340,8 +338,6 @@ def _declared_matches(declared: Declared, candidates: Sequence[Candidate]) -> bo
 
 def _with_evidence(lin: Lineage) -> Lineage:
     """The answer's lines in words: the verdict and its evidence, then the declared base's check."""
-    from dataclasses import replace
-
     lines = []
     by_label = {c.label: c for c in lin.candidates}
     if lin.verdict == "merge":

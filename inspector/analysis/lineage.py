@@ -137,9 +137,10 @@ def declared_bases(checkpoint: Checkpoint, card: bytes | None) -> Declared:
                 found.append((hit.group(1), f"GGUF {key}repo_url"))
             elif isinstance(name, str) and name:
                 unnamed.append(f"{name} (GGUF {key}name, no Hub repo named)")
-    seen: set[str] = set()
-    unique = tuple(b for b in found if not (b[0].lower() in seen or seen.add(b[0].lower())))  # type: ignore[func-returns-value]
-    return Declared(unique, relation, tuple(unnamed))
+    unique: dict[str, tuple[str, str]] = {}
+    for base in found:  # each base once, where it is first declared
+        unique.setdefault(base[0].lower(), base)
+    return Declared(tuple(unique.values()), relation, tuple(unnamed))
 
 
 # --- structure -----------------------------------------------------------------------------------

@@ -205,7 +205,8 @@ def diff(a: str | Checkpoint, b: str | Checkpoint, *, values: bool = False, samp
     the adapter's check against the base instead. ``values``: also which tensors' values differ, from
     ``sample_bytes`` of each (``--values``); ``exact``: local tensors hashed whole (``--exact``)."""
     from inspector.analysis.adapter import adapter_config, diff_adapter
-    from inspector.analysis.diff import align_formats, diff_reports
+    from inspector.analysis.align import align_formats
+    from inspector.analysis.diff import diff_reports
     from inspector.analysis.report import build_report
     from inspector.errors import UsageError
 

@@ -11,8 +11,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import TYPE_CHECKING, Final
 
+from inspector.analysis.align import align_formats
 from inspector.analysis.ancestry import Lineage, Seen, assess, needs_values
-from inspector.analysis.diff import align_formats
 from inspector.analysis.lineage import CARD_BYTES, aligned, declared_bases
 from inspector.analysis.report import Report, build_report
 from inspector.analysis.samples import Pick, Source, permuted_rows, plan, source, source_ranges, values_of

@@ -34,13 +34,20 @@ from __future__ import annotations
 import math
 import re
 from collections import defaultdict
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 from operator import attrgetter
 from typing import TYPE_CHECKING, Final
 
+from inspector.analysis.align import (
+    align_stacks,
+    layer_pattern,
+    layers_of,
+    leaf_of,
+    mlp_width,
+    pair_layer,
+)
 from inspector.analysis.config import ModelConfig
-from inspector.analysis.families import CONV1D_TYPES, LLAMA_LIKE
+from inspector.analysis.families import LLAMA_LIKE
 from inspector.analysis.report import Report
 from inspector.analysis.roles import PACKING_DTYPES, is_packed, role_group
 from inspector.analysis.stats import Tensor, layer_suffix
@@ -146,7 +153,7 @@ def _quantities(c: ModelConfig) -> list[tuple[str, str, int]]:
     add("vocabulary", "vocab", c.vocab_size)
     add("positions", "positions", c.max_position)
     add("hidden size", "hidden", c.hidden_size)
-    width = _mlp_width(c)
+    width = mlp_width(c)
     add("MLP width", "intermediate", width)
     if width:
         add("MLP width", "2 × intermediate", 2 * width)  # fused gate_up
@@ -161,14 +168,6 @@ def _quantities(c: ModelConfig) -> list[tuple[str, str, int]]:
         add("q width", "3 × hidden", 3 * c.hidden_size)  # GPT-2 c_attn
     add("router", "experts", c.num_experts)
     return q
-
-
-def _mlp_width(c: ModelConfig) -> int | None:
-    """The MLP width; GPT-2's config leaves ``n_inner`` null, meaning 4 × hidden."""
-    if c.intermediate_size is None and c.hidden_size and c.model_type in CONV1D_TYPES:
-        return 4 * c.hidden_size
-    return c.intermediate_size
-
 
 
 # nn.Linear weights are [out, in]: what each position of a role's weight stands for. Used only to
@@ -456,7 +455,7 @@ def _explain(a: Report, b: Report) -> tuple[Cause, ...]:  # noqa: C901 (over the
         sa, sb = ta.info.shape, tb.info.shape
         if sa == sb and ta.info.numel == tb.info.numel == math.prod(sa):  # (what the checks below let pass)
             return
-        pattern = _pattern(key)
+        pattern = layer_pattern(key)
         if ta.info.numel != math.prod(sa) or tb.info.numel != math.prod(sb):  # packed words: logical counts,
             # which a shape's dimensions do not give (the packed axis differs by format)
             ledger.add("residual", pattern, f"{ta.info.numel:,} → {tb.info.numel:,} weights (packed)",
@@ -528,8 +527,8 @@ def _explain(a: Report, b: Report) -> tuple[Cause, ...]:  # noqa: C901 (over the
     if b is a:  # one report both sides: each tensor pairs with itself, every delta is 0, and no line of 0 is kept
         return _causes(ledger, a, b)
     # layers
-    la, lb = _layers(a), _layers(b)
-    la, lb = _align_stacks(la, lb)
+    la, lb = layers_of(a), layers_of(b)
+    la, lb = align_stacks(la, lb)
     for stack in sorted(set(la) | set(lb)):
         layers_a, layers_b = la.get(stack, {}), lb.get(stack, {})
         if not layers_a or not layers_b:  # a whole stack only one side has (a vision tower, say)
@@ -548,128 +547,13 @@ def _explain(a: Report, b: Report) -> tuple[Cause, ...]:  # noqa: C901 (over the
             removed = sum(t.info.numel for t in layers_a[i].values() if t.place.kind == "parameter")
             ledger.add("layer count", f"{stack}: a layer of A", f"−{removed:,}", -removed)
         for i in sorted(layers_b):
-            _pair_layer(layers_a.get(i, template), layers_b[i], pair, single, ca, cb)
+            pair_layer(layers_a.get(i, template), layers_b[i], pair, single, ca, cb)
     # outside the layers
     oa = {t.info.name: t for t in a.tensors if t.place.layer is None}
     ob = {t.info.name: t for t in b.tensors if t.place.layer is None}
-    _pair_layer(oa, ob, pair, single, ca, cb)
+    pair_layer(oa, ob, pair, single, ca, cb)
 
     return _causes(ledger, a, b)
-
-
-def _oriented(t: Tensor, c: ModelConfig) -> Tensor:
-    """A Conv1D weight ([in, out]) as an nn.Linear one ([out, in])."""
-    if c.model_type in CONV1D_TYPES and len(t.info.shape) == 2 and t.place.role.split(".", 1)[0] in ("attn", "mlp"):
-        return Tensor(t.info._replace(shape=t.info.shape[::-1]), t.place)
-    return t
-
-
-#: a fused projection's parts, in the order they are stacked along its output dimension
-FUSED: Final[dict[str, tuple[str, ...]]] = {
-    "attn.qkv": ("attn.q", "attn.k", "attn.v"),
-    "mlp.gate_up": ("mlp.gate", "mlp.up"),
-}
-
-
-def _split(key: str, t: Tensor, c: ModelConfig) -> dict[str, Tensor] | None:
-    """A fused projection cut into its parts by the config's widths, or None where they do not add up."""
-    parts = FUSED[t.place.role]
-    widths: tuple[int, ...]
-    if t.place.role == "attn.qkv":
-        if not (c.num_heads and c.num_kv_heads and c.head_dim):
-            return None
-        widths = (c.num_heads * c.head_dim, c.num_kv_heads * c.head_dim, c.num_kv_heads * c.head_dim)
-    else:
-        width = _mlp_width(c)
-        if not width:
-            return None
-        widths = (width, width)
-    shape = t.info.shape
-    if not shape or sum(widths) != shape[0]:
-        return None
-    rest = math.prod(shape[1:])
-    return {f"{key}[{role.split('.', 1)[1]}]": Tensor(
-        t.info._replace(shape=(w, *shape[1:]), numel=w * rest), t.place._replace(role=role))  # type: ignore[arg-type]
-        for role, w in zip(parts, widths, strict=True)}
-
-
-def _pair_layer(ref: dict[str, Tensor], other: dict[str, Tensor], pair: Callable[[Tensor, Tensor, str], None],
-                single: Callable[[Tensor, int, str], None], ca: ModelConfig, cb: ModelConfig) -> None:
-    if ca.model_type in CONV1D_TYPES:
-        ref = {k: _oriented(t, ca) for k, t in ref.items()}
-    if cb.model_type in CONV1D_TYPES:
-        other = {k: _oriented(t, cb) for k, t in other.items()}
-    unmatched_a = {k: v for k, v in ref.items() if k not in other}
-    unmatched_b = {k: v for k, v in other.items() if k not in ref}
-    for key in ref.keys() & other.keys():
-        pair(ref[key], other[key], key)
-    # a fused projection against separate ones: cut it into its parts
-    for mine, theirs, config in ((unmatched_a, unmatched_b, ca), (unmatched_b, unmatched_a, cb)):
-        for key, t in list(mine.items()):
-            role = t.place.role
-            if role in FUSED and t.place.expert is None and \
-                    not any(u.place.role == role for u in theirs.values()) and \
-                    any(u.place.role in FUSED[role] for u in theirs.values()):
-                parts = _split(key, t, config)
-                if parts:
-                    del mine[key]
-                    mine.update(parts)
-    # same role and leaf on both sides, once each: renamed (e.g. w1 ↔ gate_proj, c_proj ↔ dense)
-    by_role_a = _unique_by_role(unmatched_a)
-    by_role_b = _unique_by_role(unmatched_b)
-    for rk in by_role_a.keys() & by_role_b.keys():
-        ka, kb = by_role_a[rk], by_role_b[rk]
-        pair(unmatched_a.pop(ka), unmatched_b.pop(kb), kb)
-    # norms left over pair in name order (ln_1 ↔ input_layernorm, ln_2 ↔ post_attention_layernorm)
-    for leaf in ("weight", "bias"):
-        norms_a = sorted((k for k, t in unmatched_a.items() if t.place.role == "norm" and _leaf(t) == leaf),
-                         key=natural_key)
-        norms_b = sorted((k for k, t in unmatched_b.items() if t.place.role == "norm" and _leaf(t) == leaf),
-                         key=natural_key)
-        for ka, kb in zip(norms_a, norms_b, strict=False):
-            pair(unmatched_a.pop(ka), unmatched_b.pop(kb), kb)
-    for k, t in unmatched_b.items():
-        single(t, +1, _pattern(k))
-    for k, t in unmatched_a.items():
-        single(t, -1, _pattern(k))
-
-
-def _leaf(t: Tensor) -> str:
-    return t.info.name.rsplit(".", 1)[-1]
-
-
-def _unique_by_role(tensors: dict[str, Tensor]) -> dict[tuple[str, str], str]:
-    seen: dict[tuple[str, str], list[str]] = defaultdict(list)
-    for k, t in tensors.items():
-        if t.place.expert is None:
-            seen[(t.place.role, _leaf(t))].append(k)
-    return {rk: ks[0] for rk, ks in seen.items() if len(ks) == 1}
-
-
-def _align_stacks(la: dict[str, dict[int, dict[str, Tensor]]], lb: dict[str, dict[int, dict[str, Tensor]]]) \
-        -> tuple[dict[str, dict[int, dict[str, Tensor]]], dict[str, dict[int, dict[str, Tensor]]]]:
-    """Two models' main stacks under one name when they differ (GPT-2's ``h``, Phi-2's
-    ``model.layers``): the stack each side has alone, if there is exactly one on each side."""
-    only_a, only_b = set(la) - set(lb), set(lb) - set(la)
-    if len(only_a) == 1 and len(only_b) == 1:
-        (sa,), (sb,) = only_a, only_b
-        la = dict(la)
-        la[sb] = la.pop(sa)
-    return la, lb
-
-
-def _layers(r: Report) -> dict[str, dict[int, dict[str, Tensor]]]:
-    """stack → layer → the name inside the layer (``layer_suffix``) → tensor."""
-    out: dict[str, dict[int, dict[str, Tensor]]] = defaultdict(lambda: defaultdict(dict))
-    cut: dict[tuple[str, int], tuple[int, dict[str, Tensor]]] = {}  # where each layer's names start, its dict
-    for t in r.tensors:
-        (name, *_), (_, _, stack, layer, _) = t
-        if stack is not None and layer is not None:
-            at = cut.get((stack, layer))
-            if at is None:
-                at = cut[(stack, layer)] = (len(stack) + len(str(layer)) + 2, out[stack][layer])
-            at[1][name[at[0]:]] = t
-    return out
 
 
 def _packed(r: Report) -> bool:
@@ -687,13 +571,6 @@ def _has_experts(r: Report) -> bool:
 
 
 #: an expert's number in a tensor name (compiled once: diff calls it for every tensor of both sides)
-_EXPERT_NUMBER: Final = re.compile(r"\.experts\.\d+\.")
-
-
-def _pattern(local: str) -> str:
-    return _EXPERT_NUMBER.sub(".experts.E.", local)
-
-
 def _causes(ledger: _Ledger, a: Report, b: Report) -> tuple[Cause, ...]:
     grouped: dict[str, list[Item]] = defaultdict(list)
     for (cause, tensor, formula), (count, delta) in ledger.lines.items():
@@ -731,7 +608,7 @@ def _label(cause: str, a: Report, b: Report) -> str:  # noqa: C901 (over the lim
     if cause == "layer count":
         return f"layers {change(ca.num_layers, cb.num_layers)}"
     if cause == "MLP width":
-        return f"MLP width {change(_mlp_width(ca), _mlp_width(cb))}"
+        return f"MLP width {change(mlp_width(ca), mlp_width(cb))}"
     if cause == "gated MLP":
         word = ("plain", "gated") if _gated(b) else ("gated", "plain")
         return f"MLP {word[0]} → {word[1]} (a gate matrix beside up and down)"
@@ -779,8 +656,8 @@ def _tied(r: Report) -> bool:
 def _norm_kind(r: Report) -> str:
     """How a layer's norms look in the first layer: "2 × LayerNorm (weight + bias)" and the like."""
     first = [t for t in r.tensors if t.place.role == "norm" and t.place.layer == 0]
-    weights = sum(1 for t in first if _leaf(t) == "weight")
-    biased = any(_leaf(t) == "bias" for t in first)
+    weights = sum(1 for t in first if leaf_of(t) == "weight")
+    biased = any(leaf_of(t) == "bias" for t in first)
     kind = "LayerNorm (weight + bias)" if biased else "RMSNorm (weight)"
     return f"{weights} × {kind} per layer" if weights else "none per layer"
 
@@ -872,21 +749,3 @@ def gates_hit(result: Diff, gates: list[str], values: ValueDiff | None = None) -
         "any": not result.identical or changed,
     }
     return [g for g in gates if triggered[g]]
-
-
-def align_formats(a: Checkpoint, b: Checkpoint) -> tuple[Checkpoint, Checkpoint]:
-    """A GGUF against a safetensors (or pickle) checkpoint: name the latter's tensors as llama.cpp
-    does, so that the same model in two formats aligns tensor by tensor."""
-    def is_gguf(c: Checkpoint) -> bool:
-        return bool(c.headers) and all(h.format == "gguf" for h in c.headers)
-
-    if is_gguf(a) == is_gguf(b):
-        return a, b
-    from inspector.formats.gguf import with_gguf_names
-
-    g, other = (a, b) if is_gguf(a) else (b, a)
-    arch = (g.config or {}).get("model_type")
-    if not isinstance(arch, str):
-        return a, b
-    renamed = with_gguf_names(other, arch)
-    return (a, renamed) if is_gguf(a) else (renamed, b)

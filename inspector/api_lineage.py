@@ -139,7 +139,8 @@ def _files_by_hash(model: Checkpoint, other: Checkpoint, exact: bool,
         hashed.append([reader.sha256(f, 0, size_of[f] or 0) for f in files])
     if None in hashed[0] or None in hashed[1]:
         return None
-    return sum(1 for h in hashed[0] if h in set(hashed[1])), len(weights)
+    theirs_hashed = set(hashed[1])
+    return sum(1 for h in hashed[0] if h in theirs_hashed), len(weights)
 
 
 def _values(report: Report, seen: list[tuple[Seen, Checkpoint | None]], hub: HubOptions | None
@@ -164,6 +165,9 @@ def _values(report: Report, seen: list[tuple[Seen, Checkpoint | None]], hub: Hub
         assert checkpoint is not None
         sides.append((checkpoint, _candidate_jobs(report, picks, _report(s), checkpoint), picks))
     readers = [data_reader(checkpoint, hub) for checkpoint, _, _ in sides]
+    # the decoders' modules imported here, on the calling thread, never first on a worker's
+    import gguf.quants  # noqa: F401
+    import numpy  # noqa: F401
 
     def read(side: int) -> dict[int, list[tuple[Values, Values | None]]]:
         checkpoint, jobs, _ = sides[side]

@@ -31,7 +31,6 @@ from inspector.analysis.lineage import (
     ordered,
     packed,
     relate,
-    same_architecture,
     structure,
     verdict_of,
 )
@@ -138,7 +137,7 @@ def needs_values(model: Report, candidate: Report, files: tuple[int, int] | None
     hashes, or too few tensors aligned (``_candidate`` decides those first, in that order)."""
     if adapter_config(model) is not None or (files is not None and files[1] and files[0] == files[1]):
         return False
-    return same_architecture(model, candidate)
+    return structure(model, candidate).same
 
 
 #: ``--fail-if``'s conditions: the model is unrelated to every candidate (or that is not known), it is not
@@ -228,18 +227,17 @@ def _candidate(model: Report, picks: Sequence[Pick], s: Seen, rel: dict[int, tup
         return Candidate(s.label, None, s.declared, "unknown", s.problem or "it could not be read", None, 0, Counts())
     theirs = s.report
     fp = fingerprint(theirs)
-    found = aligned(model, theirs)
     if adapter_config(model) is not None:
         return _adapter(model, s, fp)
+    shape = structure(model, theirs)
     if s.files is not None and s.files[1] and s.files[0] == s.files[1]:
         return Candidate(s.label, theirs.checkpoint, s.declared, "identical",
                          f"every weight file's sha256 ({s.files[1]:,}) is one of its files': no tensor byte read",
-                         s.files, len(found), Counts(), fingerprint=fp)
-    if not same_architecture(model, theirs):
-        _, pack, counted = structure(model, theirs)
+                         s.files, shape.aligned, Counts(), fingerprint=fp)
+    if not shape.same:
         return Candidate(s.label, theirs.checkpoint, s.declared, "different-architecture",
-                         f"{len(found) + pack:,} of the model's {counted:,} tensors are in it by name and shape",
-                         s.files, len(found), Counts(), fingerprint=fp)
+                         f"{shape.aligned + shape.packed:,} of the model's {shape.counted:,} tensors are in it by "
+                         "name and shape", s.files, shape.aligned, Counts(), fingerprint=fp)
     tensors = _evidence(model, picks, rel) + _packed_evidence(model, theirs)
     counts = count([t.kind for t in tensors if not t.why.startswith(_PACKED)],
                    sum(1 for t in tensors if t.why.startswith(_PACKED)))
@@ -247,7 +245,7 @@ def _candidate(model: Report, picks: Sequence[Pick], s: Seen, rel: dict[int, tup
         (t.info.name, t.info.shape, t.info.dtype) for t in theirs.tensors}
     relation, why = verdict_of(counts, same_tensors=same)
     changed = [t for t in tensors if t.kind in ("changed", "unrelated")]
-    return Candidate(s.label, theirs.checkpoint, s.declared, relation, why, s.files, len(found), counts,
+    return Candidate(s.label, theirs.checkpoint, s.declared, relation, why, s.files, shape.aligned, counts,
                      tuple(ordered([t.role for t in changed])),
                      tuple(sorted({t.layer for t in changed if t.layer is not None})), None, fp, tensors)
 

@@ -184,18 +184,24 @@ def packed(model: Report, candidate: Report) -> list[tuple[int, str]]:
     return out
 
 
-def structure(model: Report, candidate: Report) -> tuple[int, int, int]:
-    """(tensors aligned by name and shape, packed weights whose module the candidate holds, the model's tensors
-    that count: its quantisation companions, scales and zero points, aside)."""
+@dataclass(frozen=True, slots=True)
+class Structure:
+    """The model's tensors against a candidate's: aligned by name and shape, packed weights whose module it holds,
+    and the model's tensors that count (its quantisation companions, scales and zero points, aside)."""
+
+    aligned: int
+    packed: int
+    counted: int
+
+    @property
+    def same(self) -> bool:
+        """At least ``ALIGNED_SHARE`` of the model's tensors are the candidate's, as they are or packed."""
+        return self.aligned + self.packed >= ALIGNED_SHARE * max(1, self.counted)
+
+
+def structure(model: Report, candidate: Report) -> Structure:
     counted = sum(1 for t in model.tensors if t.place.kind != "quant")
-    return len(aligned(model, candidate)), len(packed(model, candidate)), counted
-
-
-def same_architecture(model: Report, candidate: Report) -> bool:
-    """At least ``ALIGNED_SHARE`` of the model's tensors (companions aside) are the candidate's, as they are or
-    packed."""
-    found, pack, counted = structure(model, candidate)
-    return found + pack >= ALIGNED_SHARE * max(1, counted)
+    return Structure(len(aligned(model, candidate)), len(packed(model, candidate)), counted)
 
 
 # --- relating one tensor -------------------------------------------------------------------------

@@ -13,15 +13,8 @@ from inspector.analysis.architecture import CACHING, Architecture
 from inspector.analysis.experts import Wrapped
 from inspector.analysis.lora import Adapted
 from inspector.analysis.report import Report
-from inspector.analysis.stages import (
-    CHUNKS,
-    TRL,
-    chunked_head_bytes,
-    fused_head_bytes,
-    rows,
-    rows_words,
-    sp_tokens,
-)
+from inspector.analysis.stages import head_bytes as stage_head_bytes
+from inspector.analysis.stages import head_formula, rows, rows_words, sp_tokens
 
 if TYPE_CHECKING:
     from inspector.analysis.options import TrainOptions
@@ -165,7 +158,7 @@ def activation_bytes(arch: Architecture, report: Report, o: TrainOptions, half: 
     if why is not None:
         return None
     tokens = batch * seq
-    amp = o.precision.startswith("amp-")
+    amp = o.autocast
     per_layer = [(_amp_layer_bytes if amp else layer_bytes)(w, half, adapters) for w in widths]
     final_norm = 4 * widths[0].hidden + 2 * half * widths[0].hidden
     if o.offload_activations:  # every saved tensor on the CPU; the backward brings back one layer's at a time
@@ -183,12 +176,12 @@ def activations_term(arch: Architecture, report: Report, o: TrainOptions, half: 
     n, length = rows(o.stage, o.batch, o.seq)
     value = activation_bytes(arch, report, o, half, n, sp_tokens(length, o.sp), adapters) or 0
     w = widths[0]
-    per = (_amp_layer_bytes if o.precision.startswith("amp-") else layer_bytes)(w, half, adapters)
+    per = (_amp_layer_bytes if o.autocast else layer_bytes)(w, half, adapters)
     frozen = (f" − a frozen base's inputs {half}·(4·h + o + down {w.down:,}) + the float32 adapters' "
               f"{adapters:,} B (their inputs' float32 copies and lora_A's outputs)") if adapters >= 0 else ""
     layer = (f"per layer and token: norms 2 × (4·h + {2 * half}·h) + attention {half}·(q {w.q:,} + k {w.k:,} + "
              f"v {w.v:,}) + {2 * half}·o {w.o:,} + 4·heads {w.heads} + MLP {half} × {w.mlp:,}{frozen} = {per:,} B")
-    if o.precision.startswith("amp-"):
+    if o.autocast:
         layer = (f"per layer and token under autocast: float32 norms 2 × 8·h + 16-bit casts of their outputs "
                  f"{5 if w.down else 4} × {half}·h + attention {half}·(2·q {w.q:,} + k {w.k:,} + v {w.v:,}) + "
                  f"4·heads {w.heads} + MLP {half} × {w.mlp:,}"
@@ -211,19 +204,10 @@ def _vocabulary(report: Report) -> int:
     return report.config.vocab_size or 0
 
 
-def _logit_bytes(report: Report, batch: int, seq: int, half: int = 2) -> int:
-    per = 8 if half == 4 else 10  # fp32 logits + log-probabilities; a 16-bit model's own logits beside them
-    return batch * seq * _vocabulary(report) * per
-
-
 def head_bytes(report: Report, o: TrainOptions, n: int, length: int, half: int) -> int:
     """The output layer's loss at its peak for ``n`` sequences of ``length`` tokens, by the loss kernel."""
-    if o.stage.kernel == "fused":
-        vocab = _vocabulary(report)
-        return fused_head_bytes(n * length, vocab, report.config.hidden_size or 0, half) if vocab else 0
-    if o.stage.kernel == "chunked":
-        return chunked_head_bytes(n * length, _vocabulary(report), half)
-    return _logit_bytes(report, n, length, half)
+    vocab = _vocabulary(report)
+    return stage_head_bytes(o.stage, n * length, vocab, report.config.hidden_size or 0, half) if vocab else 0
 
 
 def logits_term(report: Report, o: TrainOptions) -> tuple[int, str]:
@@ -233,16 +217,6 @@ def logits_term(report: Report, o: TrainOptions) -> tuple[int, str]:
     half = 4 if o.precision == "fp32" else 2
     n, length = rows(o.stage, o.batch, o.seq)
     length = sp_tokens(length, o.sp)
-    tokens = rows_words(o.stage, o.batch, o.seq) + (f" ÷ SP {o.sp}" if o.sp > 1 else "")
-    if o.stage.kernel == "fused":
-        hidden = report.config.hidden_size or 0
-        return head_bytes(report, o, n, length, half), (
-            f"{TRL}'s fused LM head: a tile of min({n * length:,}, 4,096) tokens × min({vocab:,}, 32,768) × {half} B + "
-            f"the hidden states' fp32 gradient {n * length:,} × {hidden:,} × 4 B + 9 fp32 vectors a token")
-    if o.stage.kernel == "chunked":
-        return head_bytes(report, o, n, length, half), (
-            f"torchtune's chunked cross-entropy: {tokens} × vocabulary {vocab:,} × ({half} B logits + 4 B "
-            f"log-probabilities) + one chunk of {CHUNKS}'s fp32 upcast")
-    per = "4 B fp32 logits + 4 B log-probabilities" if half == 4 else \
-        "2 B logits + 4 B their fp32 upcast + 4 B log-probabilities"
-    return _logit_bytes(report, n, length, half), f"{tokens} × vocabulary {vocab:,} × ({per})"
+    words = rows_words(o.stage, o.batch, o.seq) + (f" ÷ SP {o.sp}" if o.sp > 1 else "")
+    return head_bytes(report, o, n, length, half), head_formula(o.stage, words, n * length, vocab,
+                                                                report.config.hidden_size or 0, half)

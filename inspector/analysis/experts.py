@@ -76,6 +76,11 @@ def fused(model_type: str | None, layout: Layout) -> bool:
     return layout == "fused" and model_type in PATTERN
 
 
+def separate(layout: Layout) -> bool:
+    """Experts one ``nn.Linear`` each, as transformers 4.x held them (``--experts separate``)."""
+    return layout == "separate"
+
+
 def moe_layers(tensors: Iterable[Tensor]) -> list[MoeLayer]:
     """The MoE layers of a checkpoint from its expert tensors (per-expert 2-D linears, or fused 3-D
     parameters) and routers, by layer."""

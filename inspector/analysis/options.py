@@ -40,3 +40,8 @@ class TrainOptions:
     optimizer_in_backward: bool = False
     #: activations moved to CPU memory in the forward and back in the backward (torchtune's OffloadActivations)
     offload_activations: bool = False
+
+    @property
+    def autocast(self) -> bool:
+        """torch autocast over float32 weights (``--precision amp-bf16|amp-fp16``)."""
+        return self.precision.startswith("amp-")

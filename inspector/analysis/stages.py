@@ -61,6 +61,73 @@ class StageOptions:
     def kernel(self) -> Loss:
         return self.loss if self.loss is not None else ("standard" if self.stage == "sft" else "fused")
 
+    @property
+    def preference(self) -> bool:
+        """A stage that may hold a reference model beside the policy (DPO, GRPO): its term is shown."""
+        return self.stage != "sft"
+
+    @property
+    def grpo(self) -> bool:
+        """GRPO's own options (generations, completion length, beta, rollout memory) apply."""
+        return self.stage == "grpo"
+
+
+def head_bytes(s: StageOptions, tokens: int, vocab: int, hidden: int, half: int) -> int:
+    """The loss over the vocabulary at its peak, by the kernel: transformers' (the 16-bit logits, their float32
+    upcast and log-softmax: 10 B a logit; 8 in float32), torchtune's chunked or TRL's fused."""
+    if s.kernel == "fused":
+        return fused_head_bytes(tokens, vocab, hidden, half)
+    if s.kernel == "chunked":
+        return chunked_head_bytes(tokens, vocab, half)
+    return tokens * vocab * (8 if half == 4 else 10)
+
+
+def head_formula(s: StageOptions, words: str, tokens: int, vocab: int, hidden: int, half: int) -> str:
+    """``head_bytes`` in words, for ``words`` (the rows as the stage counts them)."""
+    if s.kernel == "fused":
+        return (f"{TRL}'s fused LM head: a tile of min({tokens:,}, 4,096) tokens × min({vocab:,}, 32,768) × {half} B "
+                f"+ the hidden states' fp32 gradient {tokens:,} × {hidden:,} × 4 B + 9 fp32 vectors a token")
+    if s.kernel == "chunked":
+        return (f"torchtune's chunked cross-entropy: {words} × vocabulary {vocab:,} × ({half} B logits + 4 B "
+                f"log-probabilities) + one chunk of {CHUNKS}'s fp32 upcast")
+    per = "4 B fp32 logits + 4 B log-probabilities" if half == 4 else \
+        "2 B logits + 4 B their fp32 upcast + 4 B log-probabilities"
+    return f"{words} × vocabulary {vocab:,} × ({per})"
+
+
+def headline(s: StageOptions) -> tuple[str, str]:
+    """(the stage before the method, the loss kernel after the rows) in the train table's first line."""
+    stage = {"sft": "", "dpo": "DPO, ",
+             "grpo": f"GRPO ({s.generations} completions of {s.completion:,} tokens a prompt), "}[s.stage]
+    return stage, {"standard": "", "chunked": ", chunked cross-entropy", "fused": ", fused LM head"}[s.kernel]
+
+
+def reference_words(s: StageOptions, method: str, bytes_: int) -> tuple[str, str]:
+    """(why there is no reference model, or where the one there is comes from) and its source."""
+    if bytes_:
+        return "", f"{TRL} {s.stage.upper()}Trainer: a second copy of the model as loaded"
+    why = ("SFT has no reference model" if s.stage == "sft" else
+           "peft's base with the adapter disabled is the reference" if method != "full" else
+           "beta 0: GRPO keeps no reference model")
+    return f"none: {why}", TRL
+
+
+def assumptions(s: StageOptions) -> list[str]:
+    """What the stage and the loss kernel assume, in words."""
+    out = [{"standard": "the logits as transformers' loss holds them; chunked or fused cross-entropy (torchtune's, "
+                        "Liger, Unsloth) keeps a fraction",
+            "chunked": "the loss as torchtune's chunked cross-entropy computes it, uncompiled",
+            "fused": f"the loss through {TRL}'s fused LM head (no batch × sequence × vocabulary logits)"}[s.kernel]]
+    if s.stage == "dpo":
+        out.append(f"{TRL} DPOTrainer: chosen and rejected concatenated into one batch of twice the rows; the "
+                   "reference forward under no_grad keeps only log-probabilities")
+    elif s.stage == "grpo":
+        out.append(f"{TRL} GRPOTrainer: {s.generations} completions a prompt, up to {s.completion:,} tokens each, "
+                   f"one gradient-accumulation step; beta {s.beta:g}"
+                   + (f"; a colocated vLLM holds {s.rollout_memory:.0%} of each GPU" if s.rollout_memory else
+                      "; generation's own peak (the KV cache of the completions) is not counted"))
+    return out
+
 
 def check_stage(s: StageOptions, given: Sequence[str] = ()) -> None:
     """Each option with the stage it belongs to (``given``: the GRPO options named), in its range; TRL's own

@@ -53,16 +53,18 @@ from inspector.analysis.experts import (
     Wrapped,
     fused,
     moe_layers,
+    separate,
 )
 from inspector.analysis.fit import largest
 from inspector.analysis.lora import NF4_SOURCE, Adapted, adapted_modules, frozen, in_memory_linears, nf4_bytes
 from inspector.analysis.options import TrainOptions
 from inspector.analysis.report import Report
+from inspector.analysis.stages import assumptions as stage_assumptions
 from inspector.analysis.stages import (
-    TRL,
     check_batch,
     check_stage,
     has_reference,
+    reference_words,
     rows,
     sp_refusal,
     sp_tokens,
@@ -180,7 +182,7 @@ class Train:
     @property
     def terms(self) -> tuple[Term, ...]:
         """The memory's parts, in the table's order (the reference model's only where the stage has one)."""
-        reference = (self.reference,) if self.options.stage.stage != "sft" else ()
+        reference = (self.reference,) if self.options.stage.preference else ()
         return (self.weights, *reference, self.gradients, self.optimizer_states, self.master_weights,
                 self.activations, self.logits, self.overhead)
 
@@ -228,7 +230,7 @@ def check_options(options: TrainOptions) -> None:
     check_batch(o.stage, o.batch, devices)
     if not 1 <= o.sp <= 1024:
         raise UsageError(f"⟨sp⟩ {o.sp} is not 1 to 1,024")
-    if o.method == "qlora" and (o.precision == "fp32" or o.precision.startswith("amp-")):
+    if o.method == "qlora" and (o.precision == "fp32" or o.autocast):
         raise UsageError("⟨method=qlora⟩ computes in 16-bit: ⟨precision=fp32⟩ does not apply",
                          hint="⟨precision=bf16-mixed⟩")
 
@@ -243,7 +245,7 @@ def train(report: Report, options: TrainOptions, arch: Architecture | None = Non
     devices = o.budget.devices if o.budget else 1
     stage = 3 if o.fsdp else o.zero
     mixed = o.precision in ("bf16-mixed", "fp16-mixed")
-    amp = o.precision.startswith("amp-")  # torch autocast over float32 weights
+    amp = o.autocast  # torch autocast over float32 weights
     half = 4 if o.precision == "fp32" else 2  # bytes of an activation element (16-bit, or fp32)
     wbytes = 4 if o.precision == "fp32" or amp else 2  # bytes of a weight as held
     assumptions: list[str] = []
@@ -334,6 +336,7 @@ def train(report: Report, options: TrainOptions, arch: Architecture | None = Non
         act_formula = "one layer's (the rest on the CPU, brought back in the backward); " + act_formula
     logits_bytes, logits_formula = logits_term(report, o)
     reference = total_params * wbytes if has_reference(o.stage, o.method) else 0
+    none_why, reference_source = reference_words(o.stage, o.method, reference)
     g_reference = shard(reference, 3)
     overhead = VLLM_NON_TORCH[devices > 1]
     terms = dict(
@@ -401,12 +404,8 @@ def train(report: Report, options: TrainOptions, arch: Architecture | None = Non
         thumbs=_thumbs(total_params, o), assumptions=tuple(assumptions),
         reference=Term("reference", g_reference,
                        (f"{total_params:,} parameters × {wbytes} B, frozen" + (" ÷ GPUs" if g_reference != reference
-                                                                             else "")) if reference else
-                       ("none: " + ("SFT has no reference model" if o.stage.stage == "sft" else
-                                    "peft's base with the adapter disabled is the reference" if o.method != "full"
-                                    else "beta 0: GRPO keeps no reference model")),
-                       f"{TRL} {o.stage.stage.upper()}Trainer: a second copy of the model as loaded"
-                       if reference else f"{TRL}", True))
+                                                                             else "")) if reference else none_why,
+                       reference_source, True))
 
 
 
@@ -433,27 +432,15 @@ def _assumptions(o: TrainOptions, arch: Architecture) -> list[str]:
     out = [
         f"activations of {o.precision}: a flash/SDPA attention kernel (no s × s score matrix kept); no dropout; "
         "eager PyTorch (torch.compile and fused kernels keep less)",
-        ("the logits as transformers' loss holds them; chunked or fused cross-entropy (torchtune's, Liger, Unsloth) "
-         "keeps a fraction" if o.stage.kernel == "standard" else f"the loss as {TRL}'s fused LM head computes it"),
+        *stage_assumptions(o.stage),
         "allocator fragmentation (reserved − allocated) is not counted; neither are the optimizer step's temporaries",
     ]
     if o.checkpointing:
         out.append("activation checkpointing per decoder layer (transformers' gradient_checkpointing_enable)")
-    if o.experts == "separate" and o.method != "full" and any(
+    if separate(o.experts) and o.method != "full" and any(
             layer.mlp.kind == "moe" for s in arch.stacks for layer in s.layers):
         out.append("experts as transformers 4.x held them: one nn.Linear an expert, each adapted (and quantised) "
                    "on its own")
-    st = o.stage
-    if st.stage == "dpo":
-        out.append(f"{TRL} DPOTrainer: chosen and rejected concatenated into one batch of twice the rows; the "
-                   "reference forward under no_grad keeps only log-probabilities")
-    elif st.stage == "grpo":
-        out.append(f"{TRL} GRPOTrainer: {st.generations} completions a prompt, up to {st.completion:,} tokens each, "
-                   f"one gradient-accumulation step; beta {st.beta:g}"
-                   + (f"; a colocated vLLM holds {st.rollout_memory:.0%} of each GPU" if st.rollout_memory else
-                      "; generation's own peak (the KV cache of the completions) is not counted"))
-    if st.kernel == "fused":
-        out.append("the loss through TRL's fused LM head (no batch × sequence × vocabulary logits)")
     if o.sp > 1:
         out.append(f"sequence parallel {o.sp} (DeepSpeed Ulysses): each GPU holds 1/{o.sp} of every sequence's "
                    "activations and logits; attention's all-to-all buffers and KV heads replicated where the SP size "
@@ -465,7 +452,7 @@ def _assumptions(o: TrainOptions, arch: Architecture) -> list[str]:
         out.append("activations offloaded as torchtune's OffloadActivations does: every saved tensor of 1 KiB or more "
                    "to (pinned) CPU memory in the forward, back one layer at a time in the backward; its stash of "
                    "up to 5 tensors in flight is not counted")
-    if o.precision.startswith("amp-"):
+    if o.autocast:
         out.append("torch autocast over float32 weights: float32 weights and gradients, no separate master copy; "
                    "autocast's cache holds a 16-bit copy of every linear weight until the forward ends (with "
                    "checkpointing too); the residual stream and norms in float32")

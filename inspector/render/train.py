@@ -10,6 +10,7 @@ from rich.text import Text
 
 from inspector.analysis.knobs import Knob
 from inspector.analysis.report import Report
+from inspector.analysis.stages import headline as stage_headline
 from inspector.analysis.train import OPTIMIZERS, Train
 from inspector.render.estimate import EXPLAIN_HINT
 from inspector.render.output import SCHEMA_VERSION, model_json, n
@@ -43,10 +44,10 @@ def train_json(report: Report, t: Train, suggestions: Sequence[Knob] = ()) -> di
         "gpus": t.devices, "gpu": budget.gpu if budget else None, "budget_bytes": budget.per_device if budget else None,
         "zero": o.zero, "fsdp": o.fsdp, "offload": o.offload, "experts": o.experts,
         "stage": o.stage.stage, "loss": o.stage.kernel,
-        "generations": o.stage.generations if o.stage.stage == "grpo" else None,
-        "completion_len": o.stage.completion if o.stage.stage == "grpo" else None,
-        "beta": o.stage.beta if o.stage.stage == "grpo" else None,
-        "rollout_memory": o.stage.rollout_memory if o.stage.stage == "grpo" else None,
+        "generations": o.stage.generations if o.stage.grpo else None,
+        "completion_len": o.stage.completion if o.stage.grpo else None,
+        "beta": o.stage.beta if o.stage.grpo else None,
+        "rollout_memory": o.stage.rollout_memory if o.stage.grpo else None,
         "reference": t.reference.bytes, "sp": o.sp, "freeze": list(o.freeze),
         "optimizer_in_backward": o.optimizer_in_backward, "offload_activations": o.offload_activations,
         "trainable_parameters": t.trainable, "frozen_parameters": t.frozen, "adapted_modules": t.adapted,
@@ -75,10 +76,7 @@ def _headline(report: Report, t: Train) -> str:
     shard += f", frozen {', '.join(sanitize(f) for f in o.freeze)}" if o.freeze else ""
     shard += ", optimizer in backward" if o.optimizer_in_backward else ""
     shard += ", activations offloaded" if o.offload_activations else ""
-    st = o.stage
-    stage = {"sft": "", "dpo": "DPO, ", "grpo": f"GRPO ({st.generations} completions of {st.completion:,} tokens a "
-                                              "prompt), "}[st.stage]
-    loss = ", fused LM head" if st.kernel == "fused" else ""
+    stage, loss = stage_headline(o.stage)
     return (f"{sanitize(report.checkpoint.label)}: {stage}{what}, {o.precision}, {o.optimizer}, batch {o.batch} × "
             f"{o.seq:,} tokens{loss}, checkpointing {'on' if o.checkpointing else 'off'}{gpus}{shard}")
 

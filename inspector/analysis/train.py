@@ -248,56 +248,10 @@ def train(report: Report, options: TrainOptions, arch: Architecture | None = Non
     amp = o.autocast  # torch autocast over float32 weights
     half = 4 if o.precision == "fp32" else 2  # bytes of an activation element (16-bit, or fp32)
     wbytes = 4 if o.precision == "fp32" or amp else 2  # bytes of a weight as held
-    assumptions: list[str] = []
-
-    frozen_names = frozen(report.tensors, o.freeze)
-    if o.method == "full":
-        adapted: list[Adapted | Wrapped] = []
-        trainable: list[Trained] = [(t.info.shape, t.info.numel, str(t.place.role)) for t in params
-                                    if t.info.name not in frozen_names]
-        n_trainable = sum(n for _, n, _ in trainable)
-        weights = total_params * wbytes
-        weights_formula = f"{total_params:,} parameters × {wbytes} B ({o.precision})"
-        param_bytes = 4 if mixed or wbytes == 4 else 2  # what the optimizer updates
-        grad_bytes = wbytes
-        bits = None
-    else:
-        model_type = report.config.model_type
-        adapted = [a for a in adapted_modules(report.tensors, o.targets, model_type, o.experts)
-                   if f"{a.module}.weight" not in frozen_names]
-        n_trainable = sum(a.parameters(o.rank) for a in adapted)
-        trainable = [(f, math.prod(f), a.role) for a in adapted for f in a.factors(o.rank)]
-        adapter = n_trainable * 4  # peft's autocast_adapter_dtype: adapters in float32 on a 16-bit base
-        if o.method == "qlora":
-            quantised = [t for _, t in in_memory_linears(report.tensors, model_type, o.experts)
-                         if t.place.role != "lm_head"]
-            nf4 = sum(nf4_bytes(t.info.numel) for t in quantised)
-            q_params = sum(t.info.numel for t in quantised)
-            rest = total_params - q_params
-            weights = nf4 + rest * 2 + adapter
-            bits = nf4 * 8 / q_params if q_params else None
-            weights_formula = (f"{q_params:,} linear weights in NF4 ({nf4:,} B, {bits or 0:.3f} bits a weight) + "
-                               f"{rest:,} others × 2 B + adapters {n_trainable:,} × 4 B")
-        else:
-            weights = total_params * wbytes + adapter
-            bits = None
-            weights_formula = f"{total_params:,} frozen × {wbytes} B + adapters {n_trainable:,} × 4 B"
-        assumptions.append("peft's LoRA layers in float32 on a 16-bit base (LoraConfig autocast_adapter_dtype, its "
-                           "default); the frozen base keeps no gradient or optimizer state")
-        if fused(model_type, o.experts) and moe_layers(report.tensors):
-            reach = ("peft adapts them through its parameter wrapper (gate_up_proj at rank 2r), and a dense layer's "
-                     "or shared expert's linear of a converted name not at all" if model_type in PEFT_CONVERTS else
-                     "peft adapts neither")
-            assumptions.append(f"experts as {VERSIONS} hold them: fused gate_up_proj and down_proj, the router a "
-                               f"module of its own, none an nn.Linear: {reach}"
-                               + ("; bitsandbytes keeps them in 16-bit" if o.method == "qlora" else "")
-                               + " (--experts separate: transformers 4.x, one nn.Linear an expert)")
-        param_bytes = 4
-        grad_bytes = 4
-    if amp:  # autocast's cache: one 16-bit copy of each linear weight per forward, saved for the backward
-        linears = sum(t.info.numel for _, t in in_memory_linears(report.tensors, report.config.model_type, o.experts))
-        weights += (linears + (n_trainable if o.method != "full" else 0)) * 2
-        weights_formula += f" + autocast's 16-bit copies of the linear weights ({linears:,} × 2 B)"
+    held = _held(report, o, params, wbytes, mixed)
+    adapted, trainable, n_trainable = held.adapted, held.trainable, held.trainable_count
+    weights, weights_formula, bits = held.weights, held.formula, held.bits
+    param_bytes, grad_bytes, assumptions = held.param_bytes, held.grad_bytes, list(held.assumptions)
     widths, _ = widths_of(arch, report)
     adapters = (adapter_activation_bytes(adapted, o.rank, len(widths), 2 if amp else 4)
                 if o.method != "full" and half == 2 and widths else -1)  # peft's adapters on a frozen base
@@ -408,6 +362,79 @@ def train(report: Report, options: TrainOptions, arch: Architecture | None = Non
                        reference_source, True))
 
 
+
+
+@dataclass(frozen=True, slots=True)
+class _Held:
+    """What the step holds of the model: the trainable tensors (the parameters, or each adapter's two factors),
+    the weights in memory and how, the bytes the optimizer updates and the gradients take, what that assumes."""
+
+    adapted: list[Adapted | Wrapped]
+    trainable: list[Trained]
+    trainable_count: int
+    weights: int
+    formula: str
+    bits: float | None
+    param_bytes: int
+    grad_bytes: int
+    assumptions: tuple[str, ...]
+
+
+def _held(report: Report, o: TrainOptions, params: list[Tensor], wbytes: int, mixed: bool) -> _Held:
+    """Full fine-tuning, LoRA or QLoRA over the model as loaded (``lora``), and autocast's weight copies."""
+    total_params = sum(t.info.numel for t in params)
+    assumptions: list[str] = []
+
+    frozen_names = frozen(report.tensors, o.freeze)
+    if o.method == "full":
+        adapted: list[Adapted | Wrapped] = []
+        trainable: list[Trained] = [(t.info.shape, t.info.numel, str(t.place.role)) for t in params
+                                    if t.info.name not in frozen_names]
+        n_trainable = sum(n for _, n, _ in trainable)
+        weights = total_params * wbytes
+        weights_formula = f"{total_params:,} parameters × {wbytes} B ({o.precision})"
+        param_bytes = 4 if mixed or wbytes == 4 else 2  # what the optimizer updates
+        grad_bytes = wbytes
+        bits = None
+    else:
+        model_type = report.config.model_type
+        adapted = [a for a in adapted_modules(report.tensors, o.targets, model_type, o.experts)
+                   if f"{a.module}.weight" not in frozen_names]
+        n_trainable = sum(a.parameters(o.rank) for a in adapted)
+        trainable = [(f, math.prod(f), a.role) for a in adapted for f in a.factors(o.rank)]
+        adapter = n_trainable * 4  # peft's autocast_adapter_dtype: adapters in float32 on a 16-bit base
+        if o.method == "qlora":
+            quantised = [t for _, t in in_memory_linears(report.tensors, model_type, o.experts)
+                         if t.place.role != "lm_head"]
+            nf4 = sum(nf4_bytes(t.info.numel) for t in quantised)
+            q_params = sum(t.info.numel for t in quantised)
+            rest = total_params - q_params
+            weights = nf4 + rest * 2 + adapter
+            bits = nf4 * 8 / q_params if q_params else None
+            weights_formula = (f"{q_params:,} linear weights in NF4 ({nf4:,} B, {bits or 0:.3f} bits a weight) + "
+                               f"{rest:,} others × 2 B + adapters {n_trainable:,} × 4 B")
+        else:
+            weights = total_params * wbytes + adapter
+            bits = None
+            weights_formula = f"{total_params:,} frozen × {wbytes} B + adapters {n_trainable:,} × 4 B"
+        assumptions.append("peft's LoRA layers in float32 on a 16-bit base (LoraConfig autocast_adapter_dtype, its "
+                           "default); the frozen base keeps no gradient or optimizer state")
+        if fused(model_type, o.experts) and moe_layers(report.tensors):
+            reach = ("peft adapts them through its parameter wrapper (gate_up_proj at rank 2r), and a dense layer's "
+                     "or shared expert's linear of a converted name not at all" if model_type in PEFT_CONVERTS else
+                     "peft adapts neither")
+            assumptions.append(f"experts as {VERSIONS} hold them: fused gate_up_proj and down_proj, the router a "
+                               f"module of its own, none an nn.Linear: {reach}"
+                               + ("; bitsandbytes keeps them in 16-bit" if o.method == "qlora" else "")
+                               + " (--experts separate: transformers 4.x, one nn.Linear an expert)")
+        param_bytes = 4
+        grad_bytes = 4
+    if o.autocast:  # autocast's cache: one 16-bit copy of each linear weight per forward, saved for the backward
+        linears = sum(t.info.numel for _, t in in_memory_linears(report.tensors, report.config.model_type, o.experts))
+        weights += (linears + (n_trainable if o.method != "full" else 0)) * 2
+        weights_formula += f" + autocast's 16-bit copies of the linear weights ({linears:,} × 2 B)"
+    return _Held(adapted, trainable, n_trainable, weights, weights_formula, bits, param_bytes, grad_bytes,
+                 tuple(assumptions))
 
 
 def _by_role(trainable: list[Trained]) -> dict[str, int]:

@@ -92,7 +92,9 @@ def head_formula(s: StageOptions, words: str, tokens: int, vocab: int, hidden: i
                 f"log-probabilities) + one chunk of {CHUNKS}'s fp32 upcast")
     per = "4 B fp32 logits + 4 B log-probabilities" if half == 4 else \
         "2 B logits + 4 B their fp32 upcast + 4 B log-probabilities"
-    return f"{words} × vocabulary {vocab:,} × ({per})"
+    return (f"{words} × vocabulary {vocab:,} × ({per}), the peak inside the loss; kept for the backward: the "
+            f"log-probabilities, {tokens * vocab * 4 / 2**30:.2f} GiB (4 B a logit: cross-entropy saves its "
+            "log-softmax output; the logits and their upcast are freed)")
 
 
 def headline(s: StageOptions) -> tuple[str, str]:

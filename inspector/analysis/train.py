@@ -484,8 +484,14 @@ def _assumptions(o: TrainOptions, arch: Architecture) -> list[str]:
                    "autocast's cache holds a 16-bit copy of every linear weight until the forward ends (with "
                    "checkpointing too); the residual stream and norms in float32")
     towers = [s.kind for s in arch.stacks if s.kind in ("vision", "audio")]
-    if towers:
-        out.append(f"text-only batches: the {', '.join(towers)} tower does not run (its activations depend on the "
+    frozen_towers = [k for k in towers if k in o.freeze]
+    if frozen_towers:
+        out.append(f"the frozen {', '.join(frozen_towers)} tower keeps nothing for the backward (no parameter of it "
+                   "needs a gradient and its inputs need none): its image or audio tokens count in the sequence "
+                   "length" + ("" if "projector" in o.freeze else "; the trained projector's activations over them "
+                               "are not counted"))
+    if rest := [k for k in towers if k not in o.freeze]:
+        out.append(f"text-only batches: the {', '.join(rest)} tower does not run (its activations depend on the "
                    "inputs' sizes)")
     if o.method == "qlora":
         out.append("peft's prepare_model_for_kbit_training upcasts the unquantised weights (embeddings, norms, "

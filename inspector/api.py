@@ -320,8 +320,9 @@ class EstimateOptions:
     budget: Budget | None
     weights_dtype: str | None
     overhead: int | None
-    engine: str | None = None  # vllm, llama.cpp; None: by the checkpoint's format
-    utilization: float | None = None  # vLLM's gpu_memory_utilization
+    engine: str | None = None  # a name in engines.ENGINES; None: by the checkpoint's format
+    utilization: float | None = None  # the engine's share of a device (vLLM's gpu_memory_utilization, SGLang's
+    # mem_fraction_static)
     pipeline: int = 1  # pipeline-parallel stages (the budget's devices = tensor-parallel × stages)
 
 
@@ -332,8 +333,9 @@ def estimate_options(*, context: int | str | None = None, batch: int | str = 1, 
     """``context`` and ``batch`` as numbers or the CLI's words (``8k``); ``dtypes``: what-if weight
     dtypes (with ``gpu``, one: the weights' width in the fit); ``gpu``: a budget per device, ``24GiB``,
     ``80GiBx2`` or a GPU's name (``H100``, ``A100-40GBx2``); ``overhead``: a per-device overhead
-    replacing the engine's terms; ``engine``: ``vllm`` or ``llama.cpp``; ``utilization``: vLLM's
-    ``gpu_memory_utilization`` (0 < u <= 1, default 0.9); ``pipeline``: pipeline-parallel stages, which
+    replacing the engine's terms; ``engine``: ``vllm``, ``llama.cpp`` or ``sglang``; ``utilization``: vLLM's
+    ``gpu_memory_utilization`` (0 < u <= 1, default 0.9) or SGLang's ``mem_fraction_static`` (by the GPU);
+    ``pipeline``: pipeline-parallel stages, which
     divide the budget's devices (``H100x4`` with 2 stages: tensor parallel 2 in each)."""
     from inspector.analysis.engines import ENGINES
     from inspector.analysis.fit import parse_budget, parse_count
@@ -345,8 +347,9 @@ def estimate_options(*, context: int | str | None = None, batch: int | str = 1, 
     if engine is not None and engine.lower() not in ENGINES:
         raise UsageError(f"⟨engine⟩: unknown {engine!r}", hint="use " + " or ".join(ENGINES))
     util = _utilization(utilization)
-    if util is not None and engine is not None and engine.lower() != "vllm":
-        raise UsageError("⟨utilization⟩ is vLLM's gpu_memory_utilization", hint="use it with ⟨engine=vllm⟩")
+    if util is not None and engine is not None and ENGINES[engine.lower()].fraction is None:
+        raise UsageError(f"⟨utilization⟩ is vLLM's gpu_memory_utilization or SGLang's mem_fraction_static; "
+                         f"{engine.lower()} takes the whole device", hint="use it with ⟨engine=vllm⟩")
     stages = parse_count(str(pipeline), "⟨pipeline⟩")
     if budget is not None and (stages > budget.devices or budget.devices % stages):
         raise UsageError(f"⟨pipeline⟩ {stages} does not divide the {budget.devices} devices of ⟨gpu⟩",

@@ -15,6 +15,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from inspector.analysis.engines import ENGINES
+
 ROOT = Path(__file__).resolve().parent.parent
 BASE = "https://github.com/hf-inspector/inspector/schemas/"
 
@@ -132,7 +134,7 @@ FIT = obj({
     "kv_bytes": INT, "kv_share": STR, "kv_formula": STR, "overhead_bytes": INT, "overhead_formula": STR,
     "total_bytes": INT,
     "fits": NBOOL, "max_context": NINT, "max_context_capped": BOOL, "max_batch": NINT, "model_limit": NINT,
-    "unknown": NSTR, "engine": {"enum": ["vllm", "llama.cpp", "diffusers"]}, "gpu": NSTR, "utilization": NNUM,
+    "unknown": NSTR, "engine": {"enum": [*ENGINES, "diffusers"]}, "gpu": NSTR, "utilization": NNUM,
     "usable_bytes": INT, "terms": arr(obj({"name": STR, "bytes": INT, "formula": STR, "source": STR})),
     "kv_pool_bytes": NINT, "kv_pool_tokens": NINT, "pipeline": INT, "stages": STRS, "stage": NSTR,
     "weights_note": NSTR, "curve": arr(obj({"context": INT, "total_bytes": INT})), "state_bytes": INT,
@@ -184,7 +186,7 @@ TRAIN = document("train", "inspect train MODEL --json", {
 })
 
 PLAN = document("plan", "inspect plan MODEL --json", {
-    "model": MODEL, "engine": {"enum": ["vllm", "llama.cpp"]}, "context": INT,
+    "model": MODEL, "engine": {"enum": [*ENGINES]}, "context": INT,
     "objective": {"enum": ["gpus", "throughput", "context"]}, "utilization": NNUM, "answer": STR,
     "fits": NBOOL,  # some layout fits; null where no valid layout's fit is known
     "rules": arr(obj({"key": STR, "demands": STR, "source": STR})),

@@ -9,7 +9,7 @@ printing.
 * **KV cache** at a context and batch: the estimate's exact per-layer rule (GQA, MLA, sliding
   windows, linear-attention layers), in the KV dtype.
 * **overhead**, per device, stated and settable (``--overhead``): the engine's own terms
-  (``engines.py``: vLLM's activation peak, non-torch memory and rotary cache; llama.cpp's compute
+  (``engines/``: vLLM's activation peak, non-torch memory and rotary cache; llama.cpp's compute
   and output buffers), each with its formula and source. vLLM also takes only
   ``gpu_memory_utilization`` of the device: the fit is against that usable share.
 * **tensor parallel over N devices** (as vLLM and TGI shard a model): linear weights, embeddings and
@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import TYPE_CHECKING, Final
 
-from inspector.analysis.engines import GPUS, ModelShape, Term, named_gpu, vllm_stage_layers, vllm_tokens
+from inspector.analysis.engines import GPUS, ModelShape, Term, named_gpu
 from inspector.errors import UsageError
 from inspector.model import Role
 
@@ -230,7 +230,7 @@ class _Stage:
 
 def fit(report: Report, est: Estimate, budget: Budget, engine: Engine | None = None, *,
         settings: Settings = Settings(), pipeline: int = 1) -> Fit:
-    """Weights + KV cache at the estimate's context and batch + the engine's terms (``engines.py``),
+    """Weights + KV cache at the estimate's context and batch + the engine's terms (``engines/``),
     per device, against ``budget``. ``engine``: the model's default (``estimate.default_engine``:
     llama.cpp for GGUF, vLLM otherwise) when None; ``pipeline``: stages the layers are split between
     (the budget's devices are tensor-parallel ways × stages); llama.cpp on several devices splits by
@@ -322,7 +322,8 @@ def _group(report: Report, est: Estimate, budget: Budget, eng: Engine, settings:
     else:
         formula = " + ".join(t.name for t in terms if t.bytes) + f" ({eng.name})"
     overhead = sum(t.bytes for t in terms)
-    usable, util = eng.usable(budget.per_device, settings.utilization)
+    usable, util = eng.usable(budget.per_device, settings.utilization, devices=budget.devices,
+                              pipeline=1 if stage is None else stage.count)
     n = budget.devices
     rep = sum(replicated.values())
     weights = rep + math.ceil((weights_all - rep) / n)
@@ -380,7 +381,7 @@ def _group(report: Report, est: Estimate, budget: Budget, eng: Engine, settings:
         fits=grand <= usable if known else None, max_context=max_context,
         max_context_capped=bool(limit) and max_context == limit, max_batch=max_batch, model_limit=limit,
         warnings=(), unknown=missing, engine=eng.name, terms=terms, usable_bytes=usable, utilization=util,
-        kv_pool_bytes=pool, kv_pool_tokens=vllm_tokens(pool, per_token) if pool is not None and uniform else None,
+        kv_pool_bytes=pool, kv_pool_tokens=eng.pool_tokens(pool, per_token) if pool is not None and uniform else None,
         gpu=budget.gpu, weights_note=note, curve=tuple((x, total(x, est.batch)) for x in points) if known else (),
         state_bytes=math.ceil(state * share * est.batch / n),
         kv_formula=kv_formula(kv.layers if rows is None else kv.layers[rows.start:rows.stop], est.context, est.batch,
@@ -461,7 +462,7 @@ def _staged(report: Report, est: Estimate, budget: Budget, eng: Engine, settings
         raise UsageError(f"⟨pipeline⟩ {stages} does not divide {budget.devices} devices into stages of a model "
                          f"of {layers} layers", hint="for example ⟨gpu=H100x4⟩ ⟨pipeline=2⟩ (TP 2 × PP 2)")
     tp = budget.devices // stages
-    per_stage = vllm_stage_layers(layers, stages)
+    per_stage = eng.stage_layers(layers, stages)
     stage_bytes = _stage_bytes(report, est, per_stage, host_input=eng.host_input)
     group = Budget(budget.per_device, tp, budget.gpu)
     fits = []

@@ -1,20 +1,20 @@
 """Which GPUs, how many, in which parallel layout: every layout the engine would accept, fitted, cheapest first.
 
 ``plan(report, estimate, …)`` enumerates GPU type × count × tensor parallel × pipeline parallel (× expert
-parallel for a mixture of experts), checks each against the engine's own start-up rules (``RULES``: each
-written once, with the engine's source file it comes from), and fits each valid layout with the same
-code as ``inspect estimate`` (``fit.fit``): weights per GPU (sharded and replicated parts), the KV pool,
-the largest context and the sequences that fit at the asked context. An invalid layout names every rule
+parallel for a mixture of experts), checks each against the engine's own start-up rules (``CHECKS``, each
+engine naming the ones it applies with the source file it comes from: ``Engine.rules``), and fits each valid
+layout with the same code as ``inspect estimate`` (``fit.fit``): weights per GPU (sharded and replicated parts),
+the KV pool, the largest context and the sequences that fit at the asked context. An invalid layout names every rule
 it breaks with the numbers that fail, the attention-head rule first.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from inspector.analysis.engines import GPUS, VLLM_BLOCK, VLLM_VERSION, Engine, Gpu
+from inspector.analysis.engines import GPUS, Engine, Gpu
 from inspector.analysis.estimate import Estimate
 from inspector.analysis.fit import Budget, Fit, Settings, fit
 from inspector.analysis.report import Report
@@ -162,41 +162,19 @@ def _split_layers(s: Shape, lay: Layout) -> str | None:
     return None
 
 
-_V = f"vLLM {VLLM_VERSION}"
-#: THE table of the engines' start-up rules, the attention-head rule first
-RULES: Final[tuple[Rule, ...]] = (
-    Rule("heads", "vllm", "attention heads divisible by TP",
-         f"{_V} vllm/config/model.py ModelConfig.verify_with_parallel_config (\"Total number of attention heads "
-         "must be divisible by tensor parallel size\")", _heads),
-    Rule("kv_heads", "vllm", "KV heads divisible by TP, or TP by KV heads (each KV head then replicated)",
-         f"{_V} vllm/model_executor/layers/linear.py QKVParallelLinear (divide(total_num_kv_heads, tp_size), "
-         "else num_kv_head_replicas = divide(tp_size, total_num_kv_heads))", _kv_heads),
-    Rule("mlp", "vllm", "MLP and expert widths divisible by TP",
-         f"{_V} vllm/model_executor/layers/linear.py MergedColumnParallelLinear and RowParallelLinear "
-         "(divide(size, tp_size)); fused_moe/layer.py FusedMoE (intermediate_size_per_partition)", _mlp),
-    Rule("vocab", "vllm", "the vocabulary, padded to a multiple of 64, divisible by TP",
-         f"{_V} vllm/model_executor/layers/vocab_parallel_embedding.py (pad_vocab_size(…, 64), "
-         "vocab_range_from_global_vocab_size: divide(global_vocab_size, world_size))", _vocab),
-    Rule("group_size", "vllm", "a GPTQ/AWQ row-parallel layer's input per GPU a multiple of the group size",
-         f"{_V} vllm/model_executor/layers/quantization/gptq.py and awq.py create_weights (\"The input size is not "
-         "aligned with the quantized weight shape. This can be caused by too large tensor parallel size.\")", _groups),
-    Rule("pack_factor", "vllm", "a GPTQ/AWQ column-parallel layer's output per GPU a multiple of the pack factor",
-         f"{_V} quantization/gptq.py and awq.py create_weights (\"The output size is not aligned with the "
-         "quantized weight shape\")", _packing),
-    Rule("fp8_block", "vllm", "FP8 block quantisation: inputs per GPU divisible by block_k, outputs by block_n",
-         f"{_V} vllm/model_executor/layers/quantization/utils/fp8_utils.py validate_fp8_block_shape", _fp8_blocks),
-    Rule("stages", "vllm", "pipeline stages at most the layers",
-         f"{_V} vllm/distributed/utils.py get_pp_indices (each stage holds at least one layer)", _stages),
-    Rule("experts", "vllm", "each expert-parallel rank holds at least one expert",
-         f"{_V} vllm/model_executor/layers/fused_moe/layer.py determine_expert_map (experts split as evenly as "
-         "possible over the EP ranks)", _experts),
-    Rule("layer_split", "llama.cpp", "at most one device per layer (--split-mode layer)",
-         "llama.cpp src/llama-model.cpp (layers assigned to devices by --tensor-split)", _split_layers),
-)
+#: the checks the engines' rules run, by key, the attention-head check first; each engine's module says which it
+#: applies, what each demands and where its source says so (``Engine.rules``)
+CHECKS: Final[Mapping[str, Callable[[Shape, Layout], str | None]]] = {
+    "heads": _heads, "kv_heads": _kv_heads, "mlp": _mlp, "vocab": _vocab, "group_size": _groups,
+    "pack_factor": _packing, "fp8_block": _fp8_blocks, "stages": _stages, "experts": _experts,
+    "layer_split": _split_layers,
+}
 
 
-def rules_for(engine: str) -> tuple[Rule, ...]:
-    return tuple(r for r in RULES if r.engine == engine)
+def rules_for(engine: Engine) -> tuple[Rule, ...]:
+    """The engine's start-up rules in ``CHECKS``' order."""
+    return tuple(Rule(key, engine.name, *engine.rules[key], check) for key, check in CHECKS.items()
+                 if key in engine.rules)
 
 
 # --- the shape the rules read ----------------------------------------------------------------------
@@ -296,7 +274,7 @@ def plan(report: Report, est: Estimate, engine: Engine, *, gpus: Sequence[str] |
     chosen = [named(g) for g in unique_gpus(gpus)] if gpus else list(GPUS.values())
     sequences: int | None
     shape = shape_of(report, est)
-    rules = rules_for(engine.name)
+    rules = rules_for(engine)
     rows = []
     for lay in layouts(chosen, max_gpus, engine, est.moe is not None):
         broken = tuple((rule, why) for rule in rules if (why := rule.check(shape, lay)) is not None)
@@ -307,7 +285,7 @@ def plan(report: Report, est: Estimate, engine: Engine, *, gpus: Sequence[str] |
                      settings=Settings(utilization=utilization, expert_parallel=lay.ep > 1, curve_points=0),
                      pipeline=lay.pp)
         tokens = fitted.kv_pool_tokens
-        per_seq = -(-est.context // VLLM_BLOCK) * VLLM_BLOCK
+        per_seq = -(-est.context // engine.page) * engine.page
         sequences = tokens // per_seq if tokens is not None and fitted.fits is not None else None
         rows.append(Row(lay, (), fitted, sequences))
     rows.sort(key=lambda r: _rank(r, objective))

@@ -16,6 +16,7 @@ from typing import Annotated, Any, NoReturn
 import typer
 
 from inspector import api
+from inspector.analysis.engines import ENGINES
 from inspector.cli.boundary import guarded, take_global_options, version_text, wants_json
 from inspector.cli.opening import ProgressBar, ReadAhead, hub_options, open_model, open_models, say
 from inspector.errors import EXIT_USAGE, SeveralFiles
@@ -37,6 +38,9 @@ def _plain_required_metavar() -> None:
         return text[1:-1] if text.startswith("{") and text.endswith("}") else text
 
     typer.core.TyperArgument.make_metavar = make_metavar  # type: ignore[method-assign]
+
+#: the engines --engine takes, from their registry
+_ENGINE_NAMES = ", ".join(ENGINES)
 
 
 _plain_required_metavar()
@@ -304,11 +308,12 @@ def estimate_cmd(
                       "'RTX 4090', 4090)")] = None,
     engine: Annotated[str | None, typer.Option(
         "--engine", autocompletion=_choices("engine"),
-                help="with --gpu: the serving engine whose memory the fit models, vllm or llama.cpp "
+                help=f"with --gpu: the serving engine whose memory the fit models, {_ENGINE_NAMES} "
                          "(default: llama.cpp for a GGUF, vllm otherwise)")] = None,
     utilization: Annotated[str | None, typer.Option(
-        "--utilization", help="with --gpu and vLLM: gpu_memory_utilization, the share of the device vLLM "
-                              "takes (default 0.9)")] = None,
+        "--utilization", help="with --gpu: the share of the device the engine takes: vLLM's "
+                              "gpu_memory_utilization (default 0.9), SGLang's mem_fraction_static (default by the "
+                              "GPU, as SGLang sets it)")] = None,
     pipeline: Annotated[str, typer.Option(
         "--pipeline", help="with --gpu: pipeline-parallel stages the layers are split between; they divide "
                            "the devices (--gpu H100x4 --pipeline 2: tensor parallel 2 in each stage)")] = "1",
@@ -452,7 +457,7 @@ def plan_cmd(
     max_gpus: Annotated[str, typer.Option("--max-gpus", help="GPUs per node to try, 1 to N (default 8)")] = "8",
     nodes: Annotated[str, typer.Option("--nodes", help="nodes: multiplies --max-gpus")] = "1",
     engine: Annotated[str | None, typer.Option("--engine", autocompletion=_choices("engine"),
-            help="vllm (default) or llama.cpp")] = None,
+            help=f"{_ENGINE_NAMES} (default vllm)")] = None,
     context: Annotated[str | None, typer.Option(
         "--context", help="tokens a sequence holds, for the sequences that fit (default 8k)")] = None,
     objective: Annotated[str, typer.Option(
@@ -460,7 +465,8 @@ def plan_cmd(
                 help="gpus (fewest, then the most KV headroom), throughput (most sequences) or context")
     ] = "gpus",
     utilization: Annotated[str | None, typer.Option(
-        "--utilization", help="vLLM's gpu_memory_utilization (default 0.9)")] = None,
+        "--utilization", help="vLLM's gpu_memory_utilization (default 0.9) or SGLang's mem_fraction_static "
+                              "(default by the GPU)")] = None,
     kv_dtype: Annotated[str | None, typer.Option("--kv-dtype", autocompletion=_choices("kv_dtype"),
             help="the KV cache's dtype (default: the model's)")
                         ] = None,

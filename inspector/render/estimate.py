@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Final
 
+from inspector.analysis.engines import ENGINES
 from inspector.analysis.report import Report
 from inspector.render.text import sanitize
 
@@ -89,7 +90,7 @@ def fit_table(f: Fit, *, explain: bool = False) -> RenderableType:
 
     per = " per device" if f.devices > 1 else ""
     gpu = f" {f.gpu}" if f.gpu else ""
-    util = f" × utilization {f.utilization:g}" if f.utilization else ""
+    util = f" × {ENGINES[f.engine].fraction_words(f.utilization)[0]}" if f.utilization else ""
     at = f", context {f.context:,}, batch {f.batch}" if f.engine != "diffusers" else ""
     # the question as a line of its own: as the table's title it wrapped at the table's width
     title = Text(f"Will it fit? {f.devices} ×{gpu} {f.budget_bytes / 2**30:.2f} GiB{util}, {f.engine}{at}",
@@ -115,7 +116,7 @@ def fit_table(f: Fit, *, explain: bool = False) -> RenderableType:
               + f.overhead_formula),
              ("budget", f.budget_bytes, f"--gpu{gpu}")]
     if f.utilization:
-        rows.append(("usable", f.usable_bytes, f"budget × gpu_memory_utilization {f.utilization:g}"))
+        rows.append(("usable", f.usable_bytes, ENGINES[f.engine].fraction_words(f.utilization)[1]))
     if f.kv_pool_bytes is not None and f.fits is not None:
         tokens = f"; {f.kv_pool_tokens:,} tokens in blocks of 16" if f.kv_pool_tokens is not None else \
             "; tokens not given: windowed or recurrent layers are paged apart by vLLM's hybrid allocator"

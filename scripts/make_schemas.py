@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from inspector.analysis.engines import ENGINES
+from inspector.analysis.optimizers import OPTIMIZERS
 
 ROOT = Path(__file__).resolve().parent.parent
 BASE = "https://github.com/hf-inspector/inspector/schemas/"
@@ -165,7 +166,7 @@ ESTIMATE = document("estimate", "inspect estimate MODEL --json", {
 
 TRAIN = document("train", "inspect train MODEL --json", {
     "model": MODEL, "method": {"enum": ["full", "lora", "qlora"]}, "rank": NINT, "alpha": NNUM, "targets": STRS,
-    "optimizer": {"enum": ["adamw", "adamw-8bit", "paged-adamw-8bit", "adafactor", "sgd", "sgd-momentum"]},
+    "optimizer": {"enum": [*OPTIMIZERS]},
     "precision": {"enum": ["bf16-mixed", "fp16-mixed", "bf16", "fp32", "amp-bf16", "amp-fp16"]}, "batch": INT,
     "seq": INT,
     "checkpointing": BOOL, "gpus": INT, "gpu": NSTR, "budget_bytes": NINT, "zero": INT, "fsdp": BOOL,

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Final
 
@@ -57,6 +57,7 @@ from inspector.analysis.experts import (
 )
 from inspector.analysis.fit import largest
 from inspector.analysis.lora import NF4_SOURCE, Adapted, adapted_modules, frozen, in_memory_linears, nf4_bytes
+from inspector.analysis.optimizers import OPTIMIZERS
 from inspector.analysis.options import TrainOptions
 from inspector.analysis.report import Report
 from inspector.analysis.stages import assumptions as stage_assumptions
@@ -82,52 +83,9 @@ OFFLOADS: Final = ("none", "optimizer", "all")
 GIB: Final = 1024**3
 
 
-@dataclass(frozen=True, slots=True)
-class Optimizer:
-    """One optimizer's states, as its own code allocates them for a parameter."""
-
-    name: str
-    states: str  # what it keeps, in words
-    source: str
-
-
-#: THE optimizer table: what each keeps per trainable parameter (``state_bytes`` does the arithmetic)
-OPTIMIZERS: Final[Mapping[str, Optimizer]] = {
-    "adamw": Optimizer("adamw", "exp_avg and exp_avg_sq, each like the parameter it updates",
-                       "torch.optim.AdamW (_init_group: torch.zeros_like(p) twice)"),
-    "adamw-8bit": Optimizer("adamw-8bit", "state1 and state2 in uint8 with one float32 absmax per block of 256 "
-                                          "each; tensors under 4,096 elements keep float32 states",
-                            "bitsandbytes.optim.AdamW8bit (Optimizer8bit.init_state: blocksize 256, min_8bit_size "
-                            "4096)"),
-    "paged-adamw-8bit": Optimizer("paged-adamw-8bit", "as adamw-8bit, in paged memory (moved to the CPU under "
-                                                      "pressure)", "bitsandbytes.optim.PagedAdamW8bit"),
-    "adafactor": Optimizer("adafactor", "a factored second moment: float32 row and column means of a matrix, the "
-                                        "whole of a vector; no first moment (beta1 None, its default)",
-                           "transformers.optimization.Adafactor (_get_options, exp_avg_sq_row/_col)"),
-    "sgd": Optimizer("sgd", "nothing", "torch.optim.SGD without momentum (no momentum_buffer)"),
-    "sgd-momentum": Optimizer("sgd-momentum", "momentum_buffer, like the parameter", "torch.optim.SGD (momentum > 0)"),
-}
-
-
 def state_bytes(optimizer: str, shape: tuple[int, ...], numel: int, param_bytes: int) -> int:
-    """Bytes one optimizer keeps for one trainable tensor (``param_bytes``: the bytes of an element of
-    the tensor it updates: 4 for an fp32 master copy, 2 for a pure bf16 parameter)."""
-    if optimizer == "adamw":
-        return 2 * numel * param_bytes
-    if optimizer in ("adamw-8bit", "paged-adamw-8bit"):
-        if numel < 4096:
-            return 2 * numel * 4
-        blocks = -(-numel // 256)
-        return 2 * (numel + 4 * blocks)
-    if optimizer == "adafactor":
-        if len(shape) >= 2:
-            rows = math.prod(shape[:-1])
-            cols = math.prod(shape[:-2]) * shape[-1]
-            return 4 * (rows + cols)
-        return 4 * numel
-    if optimizer == "sgd-momentum":
-        return numel * param_bytes
-    return 0
+    """Bytes one optimizer keeps for one trainable tensor (``optimizers.Optimizer.state_bytes``)."""
+    return OPTIMIZERS[optimizer].state_bytes(shape, numel, param_bytes)
 
 
 # --- the result ------------------------------------------------------------------------------------

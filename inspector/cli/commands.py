@@ -17,6 +17,7 @@ import typer
 
 from inspector import api
 from inspector.analysis.engines import ENGINES
+from inspector.analysis.optimizers import OPTIMIZERS
 from inspector.cli.boundary import guarded, take_global_options, version_text, wants_json
 from inspector.cli.opening import ProgressBar, ReadAhead, hub_options, open_model, open_models, say
 from inspector.errors import EXIT_USAGE, SeveralFiles
@@ -41,6 +42,8 @@ def _plain_required_metavar() -> None:
 
 #: the engines --engine takes, from their registry
 _ENGINE_NAMES = ", ".join(ENGINES)
+#: the optimizers --optimizer takes, from their registry
+_OPTIMIZER_NAMES = ", ".join(OPTIMIZERS)
 
 
 _plain_required_metavar()
@@ -55,7 +58,7 @@ def _choices(kind: str) -> Callable[[str], list[str]]:
         from inspector.analysis.experts import LAYOUTS
         from inspector.analysis.plan import OBJECTIVES
         from inspector.analysis.stages import LOSSES, STAGES
-        from inspector.analysis.train import METHODS, OFFLOADS, OPTIMIZERS, PRECISIONS
+        from inspector.analysis.train import METHODS, OFFLOADS, PRECISIONS
         from inspector.formats.dtypes import USER_DTYPE_BYTES
         from inspector.sources.bundled import ALIASES
 
@@ -366,7 +369,7 @@ def train_cmd(
                           "names, comma-separated: q_proj,v_proj; an embedding's name adapts it too")] = None,
     optimizer: Annotated[str, typer.Option(
         "--optimizer", autocompletion=_choices("optimizer"),
-                help="adamw, adamw-8bit, paged-adamw-8bit, adafactor, sgd, sgd-momentum")] = "adamw",
+                help=_OPTIMIZER_NAMES)] = "adamw",
     precision: Annotated[str, typer.Option(
         "--precision", autocompletion=_choices("precision"),
                 help="bf16-mixed (16-bit weights and an fp32 master copy), fp16-mixed, bf16 (pure), fp32, "

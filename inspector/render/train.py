@@ -9,9 +9,10 @@ from rich.table import Table
 from rich.text import Text
 
 from inspector.analysis.knobs import Knob
+from inspector.analysis.optimizers import OPTIMIZERS
 from inspector.analysis.report import Report
 from inspector.analysis.stages import headline as stage_headline
-from inspector.analysis.train import OPTIMIZERS, Train
+from inspector.analysis.train import Train
 from inspector.render.estimate import EXPLAIN_HINT
 from inspector.render.output import SCHEMA_VERSION, model_json, n
 from inspector.render.text import markdown, sanitize

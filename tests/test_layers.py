@@ -381,3 +381,55 @@ def test_a_library_call_runs_paused_and_gives_the_collector_back(monkeypatch) ->
     assert gc.isenabled()
     inspector.inspect("llama3-8b")
     assert seen == [False] and gc.isenabled()
+
+
+# --- rooms, not strings: a kind is asked, never compared by name outside its own module (issue 49) ----------------
+
+
+def _literals(node: ast.AST) -> set[str]:
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return {node.value}
+    if isinstance(node, (ast.Tuple, ast.Set, ast.List)):
+        return {e.value for e in node.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)}
+    return set()
+
+
+def _kind_like(node: ast.AST) -> bool:
+    return (isinstance(node, ast.Attribute) and node.attr == "kind") or (isinstance(node, ast.Name)
+                                                                          and node.id == "kind")
+
+
+def kind_comparisons(root: Path) -> list[str]:
+    """Comparisons of a mixer's kind with a mixer kind's name (``m.kind == "mla"``), and of anything with an engine's
+    or an optimizer's name (``engine == "vllm"``), outside the modules that define them."""
+    from inspector.analysis.engines import ENGINES
+    from inspector.analysis.mixers import MIXERS
+    from inspector.analysis.optimizers import OPTIMIZERS
+
+    names = set(ENGINES) | set(OPTIMIZERS)
+    out = []
+    for path in sorted(root.rglob("*.py")):
+        rel = path.relative_to(root.parent).as_posix()
+        if rel.startswith(("inspector/analysis/engines/", "inspector/snapshots/")) or rel in (
+                "inspector/analysis/mixers.py", "inspector/analysis/optimizers.py"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.Compare):
+                continue
+            parts = [node.left, *node.comparators]
+            found = set().union(*map(_literals, parts))
+            if found & names or (found & set(MIXERS) and any(map(_kind_like, parts))):
+                out.append(f"{rel}:{node.lineno}: {ast.unparse(node)}")
+    return out
+
+
+def test_no_kind_is_compared_by_name_outside_its_module() -> None:
+    assert kind_comparisons(PACKAGE) == []
+
+
+def test_the_kind_check_sees_a_comparison(tmp_path: Path) -> None:
+    fake = tmp_path / "inspector"
+    (fake / "analysis").mkdir(parents=True)
+    (fake / "analysis" / "x.py").write_text('a = m.kind == "mla"\nb = engine in ("vllm", "x")\nc = o.method == "full"\n')
+    assert kind_comparisons(fake) == ["inspector/analysis/x.py:1: m.kind == 'mla'",
+                                      "inspector/analysis/x.py:2: engine in ('vllm', 'x')"]

@@ -9,9 +9,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
-from inspector.analysis.architecture import CACHING, Architecture
+from inspector.analysis.architecture import Architecture
 from inspector.analysis.experts import Wrapped
 from inspector.analysis.lora import Adapted
+from inspector.analysis.mixers import MIXERS
 from inspector.analysis.report import Report
 from inspector.analysis.stages import head_bytes as stage_head_bytes
 from inspector.analysis.stages import head_formula, rows, rows_words, sp_tokens
@@ -130,10 +131,10 @@ def widths_of(arch: Architecture, report: Report) -> tuple[list[Widths], str | N
             continue
         for layer in stack.layers:
             kinds = {m.kind for m in layer.mixers}
-            if kinds - CACHING - {"cross"}:
+            if any(not MIXERS[k].attends for k in kinds):
                 return [], (f"layer {layer.index} of the {stack.kind} is {'+'.join(sorted(kinds))}: the formula covers "
                             "attention and MLP layers, not state-space or linear-attention ones")
-            mixer = next(m for m in layer.mixers if m.kind in CACHING)
+            mixer = next(m for m in layer.mixers if MIXERS[m.kind].caches)
             att = mixer.attention
             if att is None or att.heads is None or att.key_dim is None or att.value_dim is None or not c.hidden_size:
                 return [], "the config gives no heads or head width"
@@ -141,7 +142,7 @@ def widths_of(arch: Architecture, report: Report) -> tuple[list[Widths], str | N
             mlp = _mlp_elements(report, layer.mlp.kind == "moe")
             if mlp is None:
                 return [], "the config gives no MLP width (intermediate_size)"
-            if mixer.kind == "mla":  # MLA keeps its up-projected keys and values per head
+            if MIXERS[mixer.kind].latent:  # MLA keeps its up-projected keys and values per head
                 kv = att.heads
             out.append(Widths(c.hidden_size, att.heads * att.key_dim, kv * att.key_dim, kv * att.value_dim,
                                att.heads * att.value_dim, att.heads, mlp,

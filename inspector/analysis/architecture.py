@@ -28,24 +28,17 @@ from dataclasses import dataclass, field
 from typing import Final, Literal
 
 from inspector.analysis.config import ModelConfig, config_int
+from inspector.analysis.mixers import MIXERS, MixerKind
 from inspector.analysis.roles import classify_all
 from inspector.analysis.stats import Tensor
 from inspector.model import Role
 
 StackKind = Literal["decoder", "encoder", "vision", "audio", "projector", "mtp"]
 Runs = Literal["per_token", "per_input", "never"]
-#: what a layer mixes tokens with: attention over every earlier token (full), over a window (sliding),
-#: within fixed chunks (chunked), through MLA's latent (mla), over an encoder's output (cross); a
-#: recurrent state (ssm, linear); unknown where neither headers nor config say
-MixerKind = Literal["full", "sliding", "chunked", "mla", "cross", "ssm", "linear", "unknown"]
 
 #: when each kind of stack runs
 RUNS: Final[Mapping[StackKind, Runs]] = {"decoder": "per_token", "encoder": "per_input", "vision": "per_input",
                                           "audio": "per_input", "projector": "per_input", "mtp": "never"}
-#: mixers that keep K and V (or a latent) for every token they attend to
-CACHING: Final = frozenset({"full", "sliding", "chunked", "mla"})
-#: mixers that keep a fixed state per sequence instead
-RECURRENT: Final = frozenset({"ssm", "linear"})
 
 _ATTENTION_ROLES: Final = frozenset({"attn.q", "attn.k", "attn.v", "attn.qkv", "attn.kv", "attn.o"})
 _TOWERS: Final[Mapping[str, StackKind]] = {"vision": "vision", "audio": "audio"}
@@ -109,7 +102,7 @@ class Layer:
         words = []
         for m in self.mixers:
             a = m.attention
-            words.append(f"{m.kind} {a.window}" if a is not None and a.window and m.kind in ("sliding", "chunked")
+            words.append(f"{m.kind} {a.window}" if a is not None and a.window and MIXERS[m.kind].windowed
                          else m.kind)
         return "+".join(words) + (" moe" if self.mlp.kind == "moe" else "")
 
@@ -419,11 +412,15 @@ def _layer_type(c: ModelConfig, index: int) -> str:
     return "full_attention"
 
 
-def _recurrent(kind: Literal["ssm", "linear"], members: list[Tensor], c: ModelConfig) -> Mixer:
+#: the role prefix of each recurrent kind's tensors (roles.py)
+_STATE_ROLES: Final[Mapping[MixerKind, str]] = {"linear": "linear_attn.", "ssm": "ssm."}
+
+
+def _recurrent(kind: MixerKind, members: list[Tensor], c: ModelConfig) -> Mixer:
     """A state-space or linear-attention mixer and the state a sequence keeps in it (vLLM's
     MambaStateShapeCalculator): the convolution's last kernel − 1 inputs per channel, plus the scan's
     state, from the headers' shapes and, where they cannot say, the config."""
-    prefix = "linear_attn." if kind == "linear" else "ssm."
+    prefix = _STATE_ROLES[kind]
     conv = next((t.info.shape for t in members if t.place.role == prefix + "conv" and len(t.info.shape) == 3), None)
     a_log = next((t.info.shape for t in members if t.place.role == prefix + "state"
                   and t.info.name.endswith(("A_log", "ssm_a", "ssm_a.weight"))), None)
@@ -433,7 +430,7 @@ def _recurrent(kind: Literal["ssm", "linear"], members: list[Tensor], c: ModelCo
     conv_state = conv[0] * (conv[-1] - 1)
     conv_text = f"conv {conv[0]:,} channels × (kernel {conv[-1]} − 1)"
     raw = c.raw
-    if kind == "linear":
+    if prefix == _STATE_ROLES["linear"]:  # gated delta: a key × value matrix a head
         dk = config_int(raw.get("linear_key_head_dim"), 0)
         dv = config_int(raw.get("linear_value_head_dim"), 0)
         if not (dk and dv):

@@ -13,9 +13,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
 
-from inspector.analysis.architecture import CACHING, RECURRENT, Architecture, Layer, Mixer, architecture
+from inspector.analysis.architecture import Architecture, Layer, Mixer, architecture
 from inspector.analysis.config import ModelConfig, config_int
 from inspector.analysis.engines import LLAMA_CPP, VLLM, Engine
+from inspector.analysis.mixers import MIXERS
 from inspector.analysis.quant import Quant, WhatIf, quantization, weights_at
 from inspector.analysis.report import Report
 from inspector.errors import UsageError
@@ -237,8 +238,8 @@ def kv_cache(report: Report, arch: Architecture, ctx: int, batch: int, kvd: str)
         none = Figure("kv_bytes_per_token", None, "B", "none: " + why, "the architecture's stacks", (why,))
         return Kv(none, Figure("kv_bytes", None, "B", "none: " + why, "the architecture's stacks"), none=why,
                   state_per_sequence=state)
-    attending = [(layer, m) for layer in layers for m in layer.mixers if m.kind in CACHING]
-    recurrent = sum(1 for layer in layers if any(m.kind in RECURRENT for m in layer.mixers))
+    attending = [(layer, m) for layer in layers for m in layer.mixers if MIXERS[m.kind].caches]
+    recurrent = sum(1 for layer in layers if any(MIXERS[m.kind].recurrent for m in layer.mixers))
     if not attending and recurrent:
         why = f"every one of the {len(layers)} decoder layers keeps a fixed state per sequence, none per token"
         return Kv(Figure("kv_bytes_per_token", 0, "B", "none: " + why, "the architecture's stacks", (why,)),
@@ -261,7 +262,7 @@ def kv_cache(report: Report, arch: Architecture, ctx: int, batch: int, kvd: str)
                   state_per_sequence=state)
     storing = attending[: len(attending) - shared] if shared else attending
     rows = tuple((int((m.attention.cache_width or 0) * nbytes) if m.attention else 0,
-                  m.attention.window if m.attention and m.kind in ("sliding", "chunked") else None)
+                  m.attention.window if m.attention and MIXERS[m.kind].windowed else None)
                  for _, m in storing)
     per_token = sum(b for b, _ in rows)
     engine = default_engine(report)
@@ -270,7 +271,7 @@ def kv_cache(report: Report, arch: Architecture, ctx: int, batch: int, kvd: str)
     if windowed:
         window_cells = engine.cells(ctx, min(windowed))
     total = cache_bytes(rows, ctx, engine.cells)
-    mla = any(m.kind == "mla" for _, m in storing)
+    mla = any(MIXERS[m.kind].latent for _, m in storing)
     source = MLA_SOURCE if mla else GGUF_KV_SOURCE if is_gguf(report) else KV_SOURCE
     assumptions = _kv_assumptions(arch, c, storing, recurrent, shared, engine, ctx)
     per_token_formula = _kv_formula(storing, nbytes, c)
@@ -300,7 +301,7 @@ def _kv_formula(storing: list[tuple[Layer, Mixer]], nbytes: float, c: ModelConfi
     n = len(mixers)
     first = mixers[0].attention
     assert first is not None
-    if mixers[0].kind == "mla":
+    if MIXERS[mixers[0].kind].latent:
         return (f"(kv_lora_rank {c.kv_lora_rank} + qk_rope_head_dim {c.qk_rope_head_dim}) × {n} layers × "
                 f"{nbytes:g} B")
     kv_heads = {m.attention.kv_heads for m in mixers if m.attention}
@@ -313,7 +314,7 @@ def _kv_formula(storing: list[tuple[Layer, Mixer]], nbytes: float, c: ModelConfi
 def _kv_assumptions(arch: Architecture, c: ModelConfig, storing: list[tuple[Layer, Mixer]], recurrent: int,
                     shared: int, engine: Engine, ctx: int) -> tuple[str, ...]:
     mixers = [m for _, m in storing]
-    if mixers and mixers[0].kind == "mla":
+    if mixers and MIXERS[mixers[0].kind].latent:
         return ("MLA: one latent per token per layer, shared by all heads", arch.kv_check,
                 "multi-token-prediction layers are not counted (not used for plain decoding)")
     first = mixers[0].attention if mixers else None
@@ -323,8 +324,7 @@ def _kv_assumptions(arch: Architecture, c: ModelConfig, storing: list[tuple[Laye
     windows = sorted({m.attention.window for m in mixers if m.attention and m.attention.window})
     for window in windows:
         count = sum(1 for m in mixers if m.attention and m.attention.window == window)
-        word = "chunked-attention layers keep at most their chunk of" if any(
-            m.kind == "chunked" for m in mixers) else "sliding-window layers keep at most"
+        word = next(MIXERS[m.kind].keeps_words for m in mixers if m.attention and m.attention.window == window)
         out.append(f"{count} {word} {window:,} tokens" + engine.window_rule(ctx, window))
     unused = config_int(c.raw.get("sliding_window_unused"), 0)
     if unused:
@@ -374,7 +374,7 @@ _CROSS_KV: Final = frozenset({"k", "v", "k_proj", "v_proj", "key", "value"})
 def _state(arch: Architecture, report: Report) -> Figure | None:
     """The fixed state a sequence keeps in the state-space and linear-attention layers of the decoder,
     in the model's dtype (vLLM's mamba_cache_dtype ``auto``)."""
-    mixers = [m for layer in arch.per_token_layers for m in layer.mixers if m.kind in RECURRENT]
+    mixers = [m for layer in arch.per_token_layers for m in layer.mixers if MIXERS[m.kind].recurrent]
     if not mixers:
         return None
     dtype = report.config.dtype or "BF16"
@@ -435,26 +435,6 @@ def active_parameters(report: Report) -> int | None:
 # --- FLOPs ---------------------------------------------------------------------------------------
 
 
-def _attended(kind: str, window: int | None, t: int) -> int:
-    """Tokens a query at position t attends to in a layer of this kind."""
-    if kind == "sliding" and window:
-        return min(t, window)
-    if kind == "chunked" and window:
-        return (t - 1) % window + 1
-    return t
-
-
-def _attended_prefix(kind: str, window: int | None, t: int) -> int:
-    """Σ over positions 1…t of ``_attended``: causal attention, windows and chunks capping it."""
-    if kind == "sliding" and window:
-        w = min(t, window)
-        return w * (w + 1) // 2 + (t - w) * w
-    if kind == "chunked" and window:
-        whole, rest = divmod(t, window)
-        return whole * window * (window + 1) // 2 + rest * (rest + 1) // 2
-    return t * (t + 1) // 2
-
-
 def _flops(report: Report, arch: Architecture, ctx: int, moe: bool) -> Flops:
     c = report.config
     per_token = arch.running("per_token")
@@ -462,17 +442,17 @@ def _flops(report: Report, arch: Architecture, ctx: int, moe: bool) -> Flops:
     gemm_params = runs + arch.other + arch.head + (arch.embedding if arch.tied else 0) if per_token else 0
     gemm = 2 * gemm_params
     attending = [(m.kind, m.attention) for layer in arch.per_token_layers for m in layer.mixers
-                 if m.kind in CACHING and m.attention is not None]
+                 if MIXERS[m.kind].caches and m.attention is not None]
     widths = [(kind, a.window, 2 * (a.heads or 0) * ((a.key_dim or 0) + (a.value_dim or 0))) for kind, a in attending]
-    attention = sum(w * _attended(kind, window, ctx) for kind, window, w in widths)
-    prefill_attention = sum(w * _attended_prefix(kind, window, ctx) for kind, window, w in widths)
+    attention = sum(w * MIXERS[kind].attended(window, ctx) for kind, window, w in widths)
+    prefill_attention = sum(w * MIXERS[kind].attended_prefix(window, ctx) for kind, window, w in widths)
     first = attending[0][1] if attending else None
     heads = first.heads if first else 0
     d_qk, d_v = (first.key_dim or 0, first.value_dim or 0) if first else (0, 0)
     windowed = [(kind, window) for kind, window, _ in widths if window]
     full = len(widths) - len(windowed)
     window = windowed[0][1] if windowed else None
-    recurrent = sum(1 for layer in arch.per_token_layers if any(m.kind in RECURRENT for m in layer.mixers))
+    recurrent = sum(1 for layer in arch.per_token_layers if any(MIXERS[m.kind].recurrent for m in layer.mixers))
     lookups = arch.embedding + arch.lookups
     head_text = "" if not arch.tied else f" + tied head {arch.embedding:,}"
     assumptions = ("each weight is one multiply and one add per token (2 FLOPs)",
@@ -497,11 +477,9 @@ def _flops(report: Report, arch: Architecture, ctx: int, moe: bool) -> Flops:
     elif not widths:
         attention_formula = "none: no layer attends over the context (state-space or linear-attention layers only)"
     elif windowed and len({w for _, w in windowed}) == 1:
-        word = "chunked" if windowed[0][0] == "chunked" else "sliding"
+        kind = MIXERS[windowed[0][0]]
         attention_formula = (f"2 × {heads} heads × (d_qk {d_qk} + d_v {d_v}) × ({full} layers × context {ctx:,} + "
-                             f"{len(windowed)} {word} layers × " +
-                             ("min(context, window " if word == "sliding" else "position in its chunk of ") +
-                             f"{window:,}))")
+                             f"{len(windowed)} {kind.name} layers × {kind.reach_words}{window:,}))")
     elif windowed:
         attention_formula = "Σ over layers of 2 × heads × (d_qk + d_v) × the tokens the layer attends to"
     else:
@@ -509,13 +487,14 @@ def _flops(report: Report, arch: Architecture, ctx: int, moe: bool) -> Flops:
                              f" (= 4·L·h·d·t when d_qk = d_v)")
     attention_assumptions = ["score and value products at context t"]
     if windowed:
-        attention_assumptions.append(f"{len(windowed)} sliding-window layers attend to at most {window:,} tokens"
-                                     if windowed[0][0] == "sliding" and len({w for _, w in windowed}) == 1 else
+        bound = MIXERS[windowed[0][0]].attends_words
+        attention_assumptions.append(f"{len(windowed)} {bound} {window:,} tokens"
+                                     if bound and len({w for _, w in windowed}) == 1 else
                                      f"{len(windowed)} windowed layers attend to at most their window")
     if recurrent:
         attention_assumptions.append(f"{recurrent} linear-attention or state-space layers: a constant work per "
                                      "token, in the weights' count; no attention over the context")
-    if any(m.kind == "cross" for layer in arch.per_token_layers for m in layer.mixers):
+    if any(MIXERS[m.kind].over_input for layer in arch.per_token_layers for m in layer.mixers):
         attention_assumptions.append("cross-attention over the encoder's output is not counted: its length is "
                                      "the input's")
     d, inter = c.hidden_size or 0, c.intermediate_size or 0

@@ -29,6 +29,7 @@ from fractions import Fraction
 from typing import TYPE_CHECKING, Final
 
 from inspector.analysis.engines import GPUS, ModelShape, Term, named_gpu
+from inspector.analysis.mixers import MIXERS
 from inspector.errors import UsageError
 from inspector.model import Role
 
@@ -261,7 +262,7 @@ class _Shared:
 def _shared(report: Report, est: Estimate) -> _Shared:
     layers = est.architecture.per_token_layers
     kv = est.kv
-    return _Shared(len(layers), any(m.kind == "mla" for layer in layers for m in layer.mixers),
+    return _Shared(len(layers), any(MIXERS[m.kind].latent for layer in layers for m in layer.mixers),
                    kv is not None and all(w is None for _, w in kv.layers), model_shape(report))
 
 

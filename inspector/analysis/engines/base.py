@@ -98,6 +98,30 @@ def even_stages(layers: int, stages: int) -> list[int]:
     return sizes
 
 
+def rotary_term(max_position: int | None, rotary_dim: int | None, dtype_bytes: float, source: str) -> list[Term]:
+    """The rotary cos/sin cache an engine builds beside the weights (none without a rotary embedding)."""
+    if not (max_position and rotary_dim):
+        return []
+    return [Term("rotary cache", int(max_position * rotary_dim * dtype_bytes),
+                 f"max_position {max_position:,} × rotary dim {rotary_dim} × {dtype_bytes:g} B (cos and sin)", source)]
+
+
+class PagedByWindow:
+    """For an engine whose pool pages sliding layers apart: a sliding layer keeps its window, the rest the
+    context, and the layers split between stages evenly (vLLM's and SGLang's ``get_pp_indices``)."""
+
+    __slots__ = ()
+
+    def cells(self, context: int, window: int | None) -> int:
+        return min(context, window) if window else context
+
+    def window_rule(self, context: int, window: int) -> str:
+        return ""
+
+    def stage_layers(self, layers: int, stages: int) -> list[int]:
+        return even_stages(layers, stages)
+
+
 @dataclass(frozen=True, slots=True)
 class ModelShape:
     """The figures of a model an engine's terms read (``fit.model_shape`` takes them from the config)."""

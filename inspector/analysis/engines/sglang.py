@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
-from inspector.analysis.engines.base import GIB, MIB, ModelShape, Term, even_stages
+from inspector.analysis.engines.base import GIB, MIB, ModelShape, PagedByWindow, Term, rotary_term
 
 SGLANG_VERSION: Final = "0.5"
 SOURCE: Final = "SGLang python/sglang/srt/server_args.py ServerArgs._handle_gpu_memory_settings"
@@ -83,7 +83,7 @@ SGLANG_RULES: Final[Mapping[str, tuple[str, str]]] = {
 
 
 @dataclass(frozen=True, slots=True)
-class Sglang:
+class Sglang(PagedByWindow):
     name: str = "sglang"
     pool: bool = True
     host_input: bool = False
@@ -94,12 +94,6 @@ class Sglang:
     @property
     def rules(self) -> Mapping[str, tuple[str, str]]:
         return SGLANG_RULES
-
-    def cells(self, context: int, window: int | None) -> int:
-        return min(context, window) if window else context
-
-    def window_rule(self, context: int, window: int) -> str:
-        return ""
 
     def usable(self, budget: int, utilization: float | None, *, devices: int = 1,
                pipeline: int = 1) -> tuple[int, float | None]:
@@ -114,18 +108,11 @@ class Sglang:
     def pool_tokens(self, pool: int, per_token: int) -> int:
         return (pool // per_token) // PAGE * PAGE if per_token > 0 and pool > 0 else 0
 
-    def stage_layers(self, layers: int, stages: int) -> list[int]:
-        return even_stages(layers, stages)
-
     def terms(self, shape: ModelShape, *, gpu_bytes: int, gpu_name: str | None, devices: int, samples: bool,
               pipeline: int) -> tuple[Term, ...]:
         chunk, graphs, fraction = defaults(gpu_bytes, devices, pipeline)
-        terms = []
-        if shape.max_position and shape.rotary_dim:
-            terms.append(Term("rotary cache", int(shape.max_position * shape.rotary_dim * shape.dtype_bytes),
-                              f"max_position {shape.max_position:,} × rotary dim {shape.rotary_dim} × "
-                              f"{shape.dtype_bytes:g} B (cos and sin)",
-                              "SGLang RotaryEmbedding.cos_sin_cache (vLLM's), built beside the weights"))
+        terms = rotary_term(shape.max_position, shape.rotary_dim, shape.dtype_bytes,
+                            "SGLang RotaryEmbedding.cos_sin_cache (vLLM's), built beside the weights")
         terms.append(Term("loading", LOAD_EXTRA, "constant per device: what loading holds beyond the weights",
                           MEASURED))
         terms.append(Term("before loading", 0, f"{BEFORE_LOAD / GIB:.2f} GiB outside torch (CUDA context, NCCL) "

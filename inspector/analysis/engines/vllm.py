@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
-from inspector.analysis.engines.base import GIB, ModelShape, Term, even_stages
+from inspector.analysis.engines.base import GIB, ModelShape, PagedByWindow, Term, even_stages, rotary_term
 
 VLLM_VERSION: Final = "0.19"
 VLLM_UTILIZATION: Final = 0.9  # vLLM's default gpu_memory_utilization
@@ -42,11 +42,8 @@ def vllm_terms(*, gpu_bytes: int, gpu_name: str | None, devices: int, hidden: in
     (the last one does)."""
     tokens, seqs = vllm_batch_defaults(gpu_bytes, gpu_name)
     rows = min(seqs, tokens)
-    terms = []
-    if max_position and rotary_dim:
-        terms.append(Term("rotary cache", int(max_position * rotary_dim * dtype_bytes),
-                          f"max_position {max_position:,} × rotary dim {rotary_dim} × {dtype_bytes:g} B (cos and sin)",
-                          "vLLM RotaryEmbedding.cos_sin_cache, held beside the weights (its 'weights' figure)"))
+    terms = rotary_term(max_position, rotary_dim, dtype_bytes,
+                        "vLLM RotaryEmbedding.cos_sin_cache, held beside the weights (its 'weights' figure)")
     width = math.ceil(inter / devices)
     if experts_per_token:  # fused_moe's caches: [tokens, k, 2 × width], [tokens · k, width], [tokens, k, hidden]
         forward = int(tokens * (experts_per_token * (3 * width + hidden) + 4 * hidden) * dtype_bytes)
@@ -132,7 +129,7 @@ VLLM_RULES: Final[Mapping[str, tuple[str, str]]] = {
 
 
 @dataclass(frozen=True, slots=True)
-class Vllm:
+class Vllm(PagedByWindow):
     name: str = "vllm"
     pool: bool = True
     host_input: bool = False
@@ -149,15 +146,6 @@ class Vllm:
 
     def pool_tokens(self, pool: int, per_token: int) -> int:
         return vllm_tokens(pool, per_token)
-
-    def stage_layers(self, layers: int, stages: int) -> list[int]:
-        return vllm_stage_layers(layers, stages)
-
-    def cells(self, context: int, window: int | None) -> int:
-        return min(context, window) if window else context
-
-    def window_rule(self, context: int, window: int) -> str:
-        return ""
 
     def usable(self, budget: int, utilization: float | None, *, devices: int = 1,
                pipeline: int = 1) -> tuple[int, float | None]:

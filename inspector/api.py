@@ -612,7 +612,8 @@ def train_options(*, method: str = "lora", rank: int | str | None = None, alpha:
                   generations: int | str | None = None, completion_len: int | str | None = None,
                   beta: float | str | None = None, rollout_memory: float | str | None = None,
                   sp: int | str = 1, freeze: str | Sequence[str] | None = None,
-                  optimizer_in_backward: bool = False, offload_activations: bool = False) -> TrainOptions:
+                  optimizer_in_backward: bool = False, offload_activations: bool = False,
+                  compile: bool = False) -> TrainOptions:
     """``train``'s options, checked before any model is opened: ``method`` full, lora or qlora;
     ``rank`` (default 16), ``alpha`` (positive, finite) and ``targets`` (``all-linear``, the default, or
     module names: a comma-separated string or a list) only for LoRA and QLoRA; ``gpu`` a budget
@@ -623,7 +624,7 @@ def train_options(*, method: str = "lora", rank: int | str | None = None, alpha:
     vLLM's share of each GPU, 0); ``sp`` a sequence-parallel group size (DeepSpeed Ulysses); ``freeze`` parts
     kept from training (vision, audio, projector, or module paths); ``optimizer_in_backward`` each gradient applied
     and freed as it is accumulated (torchtune's optimizer_in_bwd); ``offload_activations`` the activations held in
-    CPU memory (torchtune's OffloadActivations)."""
+    CPU memory (torchtune's OffloadActivations); ``compile`` each decoder layer compiled (torch.compile)."""
     import math
 
     from inspector.analysis.fit import parse_budget, parse_count, parse_fraction, parse_whole
@@ -651,7 +652,7 @@ def train_options(*, method: str = "lora", rank: int | str | None = None, alpha:
         sp=parse_whole(sp, "⟨sp⟩"),
         freeze=tuple(f.strip() for f in ((freeze or "").split(",") if isinstance(freeze, str) or freeze is None
                                          else freeze) if f.strip()),
-        optimizer_in_backward=optimizer_in_backward, offload_activations=offload_activations)
+        optimizer_in_backward=optimizer_in_backward, offload_activations=offload_activations, compile=compile)
     check_options(options)
     return options
 
@@ -686,7 +687,8 @@ def train(model: str | Checkpoint, *, method: str = "lora", rank: int | str | No
           experts: str = "fused", stage: str = "sft", loss: str | None = None, generations: int | str | None = None,
           completion_len: int | str | None = None, beta: float | str | None = None,
           rollout_memory: float | str | None = None, sp: int | str = 1, freeze: str | Sequence[str] | None = None,
-          optimizer_in_backward: bool = False, offload_activations: bool = False, revision: str | None = None,
+          optimizer_in_backward: bool = False, offload_activations: bool = False, compile: bool = False,
+          revision: str | None = None,
           hub: HubOptions | None = None) -> TrainResult:
     """``inspect train``: the memory to fine-tune ``model`` (options as ``train_options`` takes them)."""
     checked = train_options(method=method, rank=rank, alpha=alpha, targets=targets, optimizer=optimizer,
@@ -694,7 +696,8 @@ def train(model: str | Checkpoint, *, method: str = "lora", rank: int | str | No
                             zero=zero, fsdp=fsdp, offload=offload, experts=experts, stage=stage, loss=loss,
                             generations=generations, completion_len=completion_len, beta=beta,
                             rollout_memory=rollout_memory, sp=sp, freeze=freeze,
-                            optimizer_in_backward=optimizer_in_backward, offload_activations=offload_activations)
+                            optimizer_in_backward=optimizer_in_backward, offload_activations=offload_activations,
+                            compile=compile)
     return train_with(open_model(model, revision=revision, hub=hub), checked)
 
 

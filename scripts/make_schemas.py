@@ -173,7 +173,7 @@ TRAIN = document("train", "inspect train MODEL --json", {
     "offload": {"enum": ["none", "optimizer", "all"]}, "experts": {"enum": ["fused", "separate"]},
     "stage": {"enum": ["sft", "dpo", "grpo"]}, "loss": {"enum": ["standard", "chunked", "fused"]}, "generations": NINT,
     "completion_len": NINT, "beta": NNUM, "rollout_memory": NNUM, "reference": INT, "sp": INT, "freeze": STRS,
-    "optimizer_in_backward": BOOL, "offload_activations": BOOL,
+    "optimizer_in_backward": BOOL, "offload_activations": BOOL, "compile": BOOL,
     "trainable_parameters": INT, "frozen_parameters": INT, "adapted_modules": INT,
     "trainable_by_role": {"type": "object", "additionalProperties": INT},
     "weights": INT, "gradients": INT, "optimizer_states": INT, "master_weights": INT, "activations": NINT,

@@ -40,6 +40,9 @@ class TrainOptions:
     optimizer_in_backward: bool = False
     #: activations moved to CPU memory in the forward and back in the backward (torchtune's OffloadActivations)
     offload_activations: bool = False
+    #: each decoder layer compiled (torch.compile, as torchtune compiles them): inductor's partitioner keeps fewer
+    #: tensors for the backward than eager mode does
+    compile: bool = False
 
     @property
     def autocast(self) -> bool:

@@ -188,6 +188,10 @@ def check_options(options: TrainOptions) -> None:
     check_batch(o.stage, o.batch, devices)
     if not 1 <= o.sp <= 1024:
         raise UsageError(f"⟨sp⟩ {o.sp} is not 1 to 1,024")
+    if o.compile and (o.method in ADAPTER_METHODS or o.autocast):
+        raise UsageError("⟨compile⟩ is modelled for full fine-tuning without autocast (what inductor's partitioner "
+                         "keeps was measured there)",
+                         hint="drop ⟨compile⟩ to see the eager figures")
     if o.method == "qlora" and (o.precision == "fp32" or o.autocast):
         raise UsageError("⟨method=qlora⟩ computes in 16-bit: ⟨precision=fp32⟩ does not apply",
                          hint="⟨precision=bf16-mixed⟩")
@@ -416,7 +420,8 @@ def _layers(params: list[Tensor]) -> list[list[Tensor]]:
 def _assumptions(o: TrainOptions, arch: Architecture) -> list[str]:
     out = [
         f"activations of {o.precision}: a flash/SDPA attention kernel (no s × s score matrix kept); no dropout; "
-        "eager PyTorch (torch.compile and fused kernels keep less)",
+        + ("the decoder layers compiled" if o.compile else "eager PyTorch (torch.compile (--compile) and fused "
+                                                            "kernels keep less)"),
         *stage_assumptions(o.stage),
         "allocator fragmentation (reserved − allocated) is not counted; neither are the optimizer step's temporaries",
     ]
@@ -433,6 +438,13 @@ def _assumptions(o: TrainOptions, arch: Architecture) -> list[str]:
     if o.freeze:
         out.append(f"frozen ({', '.join(o.freeze)}): no gradient, optimizer state or master copy; its weights "
                    "stay in memory")
+    if o.compile:
+        out.append("each decoder layer compiled (torch.compile): the backward keeps what AOTAutograd's min-cut "
+                   "partitioner (inductor's) saves, the rest recomputed; the embedding, final norm, head and loss "
+                   "run eagerly" + ("; with checkpointing, each layer's input and one compiled layer recomputed at a "
+                                    "time (the eager rule's structure over the compiled layer's set)"
+                                    if o.checkpointing else "")
+                   + ("; offloaded, one compiled layer's set back at a time" if o.offload_activations else ""))
     if o.offload_activations:
         out.append("activations offloaded as torchtune's OffloadActivations does: every saved tensor of 1 KiB or more "
                    "to (pinned) CPU memory in the forward, back one layer at a time in the backward; its stash of "

@@ -26,7 +26,7 @@ FLAGS: dict[str, str] = {
     "zero": "--zero", "experts": "--experts", "stage": "--stage", "loss": "--loss", "generations": "--generations",
     "completion_len": "--completion-len", "beta": "--beta", "rollout_memory": "--rollout-memory", "sp": "--sp",
     "freeze": "--freeze", "optimizer_in_backward": "--optimizer-in-backward",
-    "offload_activations": "--offload-activations",
+    "offload_activations": "--offload-activations", "compile": "--compile",
 }
 
 

@@ -16,8 +16,6 @@ from typing import Annotated, Any, NoReturn
 import typer
 
 from inspector import api
-from inspector.analysis.engines import ENGINES
-from inspector.analysis.optimizers import OPTIMIZERS
 from inspector.cli.boundary import guarded, take_global_options, version_text, wants_json
 from inspector.cli.opening import ProgressBar, ReadAhead, hub_options, open_model, open_models, say
 from inspector.errors import EXIT_USAGE, SeveralFiles
@@ -40,10 +38,10 @@ def _plain_required_metavar() -> None:
 
     typer.core.TyperArgument.make_metavar = make_metavar  # type: ignore[method-assign]
 
-#: the engines --engine takes, from their registry
-_ENGINE_NAMES = ", ".join(ENGINES)
-#: the optimizers --optimizer takes, from their registry
-_OPTIMIZER_NAMES = ", ".join(OPTIMIZERS)
+#: placeholders in an option's help for a registry's names, filled from the registry only when help is printed
+#: (``_registry_help``: a command that prints no help does not import the registries)
+_ENGINE_NAMES = "{engines}"
+_OPTIMIZER_NAMES = "{optimizers}"
 
 
 _plain_required_metavar()
@@ -56,6 +54,7 @@ def _choices(kind: str) -> Callable[[str], list[str]]:
     def complete(incomplete: str) -> list[str]:
         from inspector.analysis.engines import ENGINES, GPUS
         from inspector.analysis.experts import LAYOUTS
+        from inspector.analysis.optimizers import OPTIMIZERS
         from inspector.analysis.plan import OBJECTIVES
         from inspector.analysis.stages import LOSSES, STAGES
         from inspector.analysis.train import METHODS, OFFLOADS, PRECISIONS
@@ -418,6 +417,9 @@ def train_cmd(
     optimizer_in_backward: Annotated[bool, typer.Option(
         "--optimizer-in-backward", help="the optimizer steps each parameter as its gradient is accumulated "
                                         "(torchtune's optimizer_in_bwd): one gradient alive at a time")] = False,
+    compile_layers: Annotated[bool, typer.Option(
+        "--compile", help="each decoder layer compiled (torch.compile): the backward keeps what inductor's "
+                          "partitioner saves (full fine-tuning)")] = False,
     offload_activations: Annotated[bool, typer.Option(
         "--offload-activations", help="activations held in CPU memory, one layer's brought back at a time in the "
                                       "backward (torchtune's OffloadActivations)")] = False,
@@ -441,7 +443,7 @@ def train_cmd(
                                 generations=generations, completion_len=completion_len, beta=beta,
                                 rollout_memory=rollout_memory, sp=sp, freeze=freeze,
                                 optimizer_in_backward=optimizer_in_backward,
-                                offload_activations=offload_activations)
+                                offload_activations=offload_activations, compile=compile_layers)
     done = api.train_with(open_model(model, revision, hub_options(endpoint, token, offline)), options)
     views.emit(done, form, view=views.View(explain=explain), wide=wide, target=target)
     _gate(done, gates)
@@ -672,9 +674,24 @@ def run(argv: list[str] | None) -> int:
     return guarded(args, lambda: _typer_run(args))
 
 
+def _registry_help(command: Any) -> None:
+    """Fill the registries' names into the options' help (engines, optimizers), as registered now."""
+    from inspector.analysis.engines import ENGINES
+    from inspector.analysis.optimizers import OPTIMIZERS
+
+    names = {_ENGINE_NAMES: ", ".join(ENGINES), _OPTIMIZER_NAMES: ", ".join(OPTIMIZERS)}
+    for sub in getattr(command, "commands", {}).values():
+        for param in sub.params:
+            for placeholder, text in names.items():
+                if isinstance(getattr(param, "help", None), str) and placeholder in param.help:
+                    param.help = param.help.replace(placeholder, text)
+
+
 def _typer_run(args: list[str]) -> int:
     ReadAhead.start(args)  # already begun when the console script started this process
     command = typer.main.get_command(app)
+    if "--help" in args or "-h" in args:
+        _registry_help(command)
     try:
         code = command.main(args=_route(args), prog_name=prog_name(), standalone_mode=False)
         return code if isinstance(code, int) else 0

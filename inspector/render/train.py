@@ -51,6 +51,7 @@ def train_json(report: Report, t: Train, suggestions: Sequence[Knob] = ()) -> di
         "rollout_memory": o.stage.rollout_memory if o.stage.grpo else None,
         "reference": t.reference.bytes, "sp": o.sp, "freeze": list(o.freeze),
         "optimizer_in_backward": o.optimizer_in_backward, "offload_activations": o.offload_activations,
+        "compile": o.compile,
         "trainable_parameters": t.trainable, "frozen_parameters": t.frozen, "adapted_modules": t.adapted,
         "trainable_by_role": dict(t.by_role),
         **{term.name: term.bytes for term in t.terms},
@@ -77,6 +78,7 @@ def _headline(report: Report, t: Train) -> str:
     shard += f", frozen {', '.join(sanitize(f) for f in o.freeze)}" if o.freeze else ""
     shard += ", optimizer in backward" if o.optimizer_in_backward else ""
     shard += ", activations offloaded" if o.offload_activations else ""
+    shard += ", layers compiled" if o.compile else ""
     stage, loss = stage_headline(o.stage)
     return (f"{sanitize(report.checkpoint.label)}: {stage}{what}, {o.precision}, {o.optimizer}, batch {o.batch} × "
             f"{o.seq:,} tokens{loss}, checkpointing {'on' if o.checkpointing else 'off'}{gpus}{shard}")

@@ -85,3 +85,40 @@ def test_compile_is_refused_where_it_was_not_measured(other: dict[str, Any]) -> 
 def test_a_mixture_of_experts_compiled_is_unknown_and_says_why() -> None:
     t = inspector.train("mixtral-8x7b", method="full", compile=True).train
     assert t.activations.bytes is None and t.total is None and "dense gated" in t.activations.formula
+
+
+@pytest.mark.parametrize(("shape", "dtype_name"), [("small", "bfloat16"), ("wide", "bfloat16"), ("small", "float32")])
+def test_one_compiled_layer_keeps_exactly_the_formulas_bytes(tmp_path: Path, shape: str, dtype_name: str) -> None:
+    """The partitioner's forward graph of one layer: every tensor it hands the backward (its outputs beyond the
+    layer's own) that is an activation (the parameters and the shared rotary tables aside), summed: equal to
+    ``compiled_layer_bytes`` × tokens."""
+    from functorch.compile import min_cut_rematerialization_partition
+    from torch._dynamo.backends.common import aot_autograd
+
+    from inspector.analysis.activations import Widths, compiled_layer_bytes
+
+    dtype = getattr(torch, dtype_name)
+    folder = _folder(tmp_path, shape, dtype)
+    torch._dynamo.reset()
+    model = transformers.LlamaForCausalLM.from_pretrained(folder, dtype=dtype, attn_implementation="sdpa")
+    model.train()
+    kept: list[int] = []
+
+    def recording(joint: Any, inputs: Any, **kw: Any) -> Any:
+        fwd, bwd = min_cut_rematerialization_partition(joint, inputs, compiler="inductor", **kw)
+        outputs = next(n for n in fwd.graph.nodes if n.op == "output").args[0][kw["num_fwd_outputs"]:]
+        vals = [(n.op, n.meta.get("val")) for n in outputs]
+        kept.append(sum(v.numel() * v.element_size() for op, v in vals if isinstance(v, torch.Tensor)
+                        and (op != "placeholder" or (v.dim() == 3 and v.shape[0] == BATCH))))
+        return fwd, bwd
+
+    backend = aot_autograd(fw_compiler=lambda g, _: g, bw_compiler=lambda g, _: g, partition_fn=recording)
+    model.model.layers[0].compile(backend=backend, dynamic=False)
+    ids = torch.randint(0, 512, (BATCH, SEQ), generator=torch.Generator().manual_seed(0))
+    model(input_ids=ids, labels=ids)
+    c = SHAPES[shape]
+    head = c["hidden_size"] // c["num_attention_heads"]
+    w = Widths(hidden=c["hidden_size"], q=c["hidden_size"], k=c["num_key_value_heads"] * head,
+               v=c["num_key_value_heads"] * head, o=c["hidden_size"], heads=c["num_attention_heads"],
+               mlp=4 * c["intermediate_size"], down=c["intermediate_size"])
+    assert kept == [compiled_layer_bytes(w, dtype.itemsize) * BATCH * SEQ]

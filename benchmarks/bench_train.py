@@ -51,7 +51,7 @@ def llama32_3b(out: Path) -> Path:
 
 
 def main() -> None:
-    from inspector import api
+    from inspector import api, api_train
 
     with tempfile.TemporaryDirectory() as tmp:
         models = {"llama3.2-3b": api.open_model(str(llama32_3b(Path(tmp) / "llama-3.2-3b"))),
@@ -60,11 +60,11 @@ def main() -> None:
         print(f"{'receipt':<26} {'method':<6} {'prec.':<5} {'optimizer':<17} {'b×seq':>9} {'ckpt':<4} "
               f"{'measured':>9} {'kind':<10} {'ours':>7} {'error':>8}  trainable (ours / theirs)")
         for r in RECEIPTS["rows"]:
-            options = api.train_options(method=r["method"], rank=r.get("rank"),
+            options = api_train.train_options(method=r["method"], rank=r.get("rank"),
                                         targets=r.get("targets"), optimizer=r["optimizer"],
                                         precision=r["precision"], batch=r["batch"], seq=r["seq"],
                                         checkpointing=r["checkpointing"], **r.get("options", {}))
-            t = api.train_with(models[r["model"]], options).train
+            t = api_train.train_with(models[r["model"]], options).train
             unseen = sum(term.bytes or 0 for term in t.terms if term.name.replace(" ", "_") in r.get("excludes", {}))
             ours = ((t.total or 0) - (t.overhead.bytes or 0) - unseen) / GIB  # what the receipt's measure sees
             error = (ours - r["measured_gib"]) / r["measured_gib"]

@@ -57,15 +57,14 @@ if TYPE_CHECKING:
         audit,
         compare,
         diff,
-        estimate,
         files,
         inspect,
         lineage,
-        list_files,
         open_model,
         to_text,
-        train,
     )
+    from inspector.api_fit import estimate, list_files, plan
+    from inspector.api_train import train
     from inspector.errors import InspectorError
     from inspector.model import Checkpoint
     from inspector.render.results import (
@@ -97,6 +96,14 @@ def __getattr__(name: str) -> object:
         from inspector.sources.transport import HubOptions
 
         return HubOptions
+    if name == "train":
+        from inspector import api_train
+
+        return api_train.train
+    if name in ("estimate", "list_files", "plan"):
+        from inspector import api_fit
+
+        return getattr(api_fit, name)
     if name in __all__:
         from inspector import api
 

@@ -127,8 +127,8 @@ def test_the_site_builds_strictly(tmp_path: Path) -> None:
                           cwd=ROOT, capture_output=True, text=True, env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
     assert done.returncode == 0, done.stderr[-3000:]
     api = (tmp_path / "site" / "api" / "index.html").read_text()
-    for name in ("inspector.api.inspect", "inspector.api.diff", "inspector.api.estimate", "inspector.api.train",
-                 "inspector.api.plan", "inspector.api.audit"):
+    for name in ("inspector.api.inspect", "inspector.api.diff", "inspector.api_fit.estimate",
+                 "inspector.api_train.train", "inspector.api_fit.plan", "inspector.api.audit"):
         assert f'id="{name}"' in api, name
 
 

@@ -15,7 +15,7 @@ from typing import Annotated, Any, NoReturn
 
 import typer
 
-from inspector import api
+from inspector import api, api_fit, api_train
 from inspector.cli.boundary import guarded, take_global_options, version_text, wants_json
 from inspector.cli.opening import ProgressBar, ReadAhead, hub_options, open_model, open_models, say
 from inspector.errors import EXIT_USAGE, SeveralFiles
@@ -173,7 +173,7 @@ def show(
 
     if context is not None and gpu is None:
         raise UsageError("--context goes with --gpu", hint="inspect REPO --gpu 8GiB --context 8k")
-    listing_options = api.estimate_options(context=context, gpu=gpu) if gpu else None  # checked before any read
+    listing_options = api_fit.estimate_options(context=context, gpu=gpu) if gpu else None  # checked before any read
 
     if collapse and not tensors:
         raise UsageError("--collapse goes with --tensors", hint="inspect MODEL --tensors --collapse")
@@ -215,7 +215,7 @@ def file_listing(model: str, several: SeveralFiles, revision: str | None, hub: A
     views.check_format(results.FileListing, form, hint=f"{several.hint} --format {form}" if several.hint else None)
     opened = api.open_several(model, several, revision=revision, hub=hub)
     name, _ = api.repo_and_revision(model)
-    views.emit(api.list_files(several.where, opened, name=name, gpu=gpu, context=context), form, wide=wide)
+    views.emit(api_fit.list_files(several.where, opened, name=name, gpu=gpu, context=context), form, wide=wide)
 
 
 @app.command("diff", epilog=EXAMPLES["diff"],
@@ -336,7 +336,7 @@ def estimate_cmd(
     gates = api.answer_gates(fail_if, budget=gpu is not None)
     form = views.output_format(fmt, as_json)
     target = views.output_target(form, output)
-    options = api.estimate_options(context=context, batch=batch, kv_dtype=kv_dtype, gpu=gpu, overhead=overhead,
+    options = api_fit.estimate_options(context=context, batch=batch, kv_dtype=kv_dtype, gpu=gpu, overhead=overhead,
                                    engine=engine, utilization=utilization, pipeline=pipeline,
                                    dtypes=[d.strip() for d in dtype.split(",") if d.strip()] if dtype else None)
     try:
@@ -344,7 +344,7 @@ def estimate_cmd(
     except SeveralFiles as several:  # a GGUF repo of several quantisations: the fit of each file
         file_listing(model, several, revision, hub_options(endpoint, token, offline), form, wide, gpu, context)
         return
-    done = api.estimate_with(checkpoint, options, hub=hub_options(endpoint, token, offline))
+    done = api_fit.estimate_with(checkpoint, options, hub=hub_options(endpoint, token, offline))
     for warning in (*done.estimate.warnings, *(done.fit.warnings if done.fit is not None else ())):
         say(f"warning: {warning}")
     views.emit(done, form, view=views.View(explain=explain), wide=wide, target=target)
@@ -437,14 +437,14 @@ def train_cmd(
     gates = api.answer_gates(fail_if, budget=gpu is not None)
     form = views.output_format(fmt, as_json)
     target = views.output_target(form, output)
-    options = api.train_options(method=method, rank=rank, alpha=alpha, targets=targets, optimizer=optimizer,
+    options = api_train.train_options(method=method, rank=rank, alpha=alpha, targets=targets, optimizer=optimizer,
                                 precision=precision, batch=batch, seq=seq, checkpointing=checkpointing, gpu=gpu,
                                 zero=zero, fsdp=fsdp, offload=offload, experts=experts, stage=stage, loss=loss,
                                 generations=generations, completion_len=completion_len, beta=beta,
                                 rollout_memory=rollout_memory, sp=sp, freeze=freeze,
                                 optimizer_in_backward=optimizer_in_backward,
                                 offload_activations=offload_activations, compile=compile_layers)
-    done = api.train_with(open_model(model, revision, hub_options(endpoint, token, offline)), options)
+    done = api_train.train_with(open_model(model, revision, hub_options(endpoint, token, offline)), options)
     views.emit(done, form, view=views.View(explain=explain), wide=wide, target=target)
     _gate(done, gates)
 
@@ -489,9 +489,9 @@ def plan_cmd(
     gates = api.answer_gates(fail_if)
     form = views.output_format(fmt, as_json)
     target = views.output_target(form, output)
-    options = api.plan_options(gpus=gpu, max_gpus=max_gpus, nodes=nodes, engine=engine, context=context,
+    options = api_fit.plan_options(gpus=gpu, max_gpus=max_gpus, nodes=nodes, engine=engine, context=context,
                                objective=objective, utilization=utilization, kv_dtype=kv_dtype)
-    done = api.plan_with(open_model(model, revision, hub_options(endpoint, token, offline)), options)
+    done = api_fit.plan_with(open_model(model, revision, hub_options(endpoint, token, offline)), options)
     views.emit(done, form, view=views.View(explain=explain), wide=wide, target=target)
     _gate(done, gates)
 

@@ -434,7 +434,7 @@ def answer_case(rng: random.Random) -> str:
     keys dropped, bytes flipped, a shard's header lying about a shape, a dtype or offsets), through
     ``rebuilt_from_metadata`` against the listing: 'used', 'set aside', or the error class (a failure: the
     answer must be used or set aside, never raise)."""
-    from inspector.sources.hub import ONE_REQUEST_INDEX, rebuilt_from_metadata
+    from inspector.sources.early import ONE_REQUEST_INDEX, rebuilt_from_metadata
 
     shards: dict[str, object] = {}
     sizes: dict[str, int | None] = {ONE_REQUEST_INDEX: 100}

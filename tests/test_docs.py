@@ -142,6 +142,7 @@ def test_the_budget_table_names_constants_that_exist_with_the_figures_it_states(
 
     modules = {"transport": "inspector.sources.transport", "safeio": "inspector.safeio",
                "snapshot": "inspector.sources.snapshot", "hub": "inspector.sources.hub",
+               "early": "inspector.sources.early",
                "torch_pickle": "inspector.formats.torch_pickle", "pickle_scan": "inspector.formats.pickle_scan",
                "assemble": "inspector.sources.assemble", "output": "inspector.render.output",
                "formats.registry": "inspector.formats.registry", "gguf": "inspector.formats.gguf",

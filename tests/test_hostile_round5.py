@@ -402,7 +402,7 @@ def test_a_stalled_answer_costs_its_own_deadline_then_range_reads(llama3_hub, mo
     the range reads answer (it was exit 5 for a readable repo)."""
     from hubserver import Fault
 
-    import inspector.sources.hub as hub_module
+    import inspector.sources.early as hub_module
     from inspector.sources.hub import HubOptions, open_hub
 
     server, repo = llama3_hub

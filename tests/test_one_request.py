@@ -13,7 +13,8 @@ from hubserver import Fault, HubServer, VFile
 
 from inspector.analysis.stats import summarize
 from inspector.sources.bundled import ALIASES, bundled_path
-from inspector.sources.hub import HubOptions, open_hub, rebuilt_from_metadata
+from inspector.sources.early import rebuilt_from_metadata
+from inspector.sources.hub import HubOptions, open_hub
 
 LLAMA3 = ALIASES["llama3-8b"].repo_id
 DEEPSEEK = ALIASES["deepseek-v3"].repo_id
@@ -175,7 +176,7 @@ def _answer(hub: HubServer, repo: str) -> bytes:
 def test_the_one_request_answer_is_bounded(hub: HubServer, monkeypatch) -> None:
     """An answer over its budget (``ONE_REQUEST_BUDGET``, the repo's header budget: here 1 MB against 2 MB
     of padding) is cut there and not used: the range reads answer."""
-    import inspector.sources.hub as hub_module
+    import inspector.sources.early as hub_module
 
     monkeypatch.setattr(hub_module, "ONE_REQUEST_BUDGET", 1_000_000)
     hub.state.metadata_patch[LLAMA3] = {"padding": "x" * 2_000_000}

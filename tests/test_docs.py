@@ -144,6 +144,7 @@ def test_the_budget_table_names_constants_that_exist_with_the_figures_it_states(
                "snapshot": "inspector.sources.snapshot", "hub": "inspector.sources.hub",
                "early": "inspector.sources.early",
                "torch_pickle": "inspector.formats.torch_pickle", "pickle_scan": "inspector.formats.pickle_scan",
+               "torch_unpickle": "inspector.formats.torch_unpickle",
                "assemble": "inspector.sources.assemble", "output": "inspector.render.output",
                "formats.registry": "inspector.formats.registry", "gguf": "inspector.formats.gguf",
                "data": "inspector.sources.data", "values": "inspector.analysis.values", "fit": "inspector.analysis.fit"}

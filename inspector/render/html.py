@@ -30,15 +30,11 @@ from inspector.render.svg import (
     as_objs,
     as_str,
     as_strs,
-    budget_bar,
     compare_bars,
-    context_curve,
     esc,
     gib,
     label_of,
-    layout_bars,
     legend,
-    memory_bar,
     opt_int,
     opt_str,
     treemap,
@@ -144,25 +140,25 @@ def _n(value: object) -> str:
         "unknown" if value is None else esc(value))
 
 
-def _gib(value: int | None) -> str:
+def gib_or_unknown(value: int | None) -> str:
     return "unknown" if value is None else gib(value)
 
 
-def _gib_figure(key: str, value: int, unit: str, ident: str = "") -> str:
+def gib_figure(key: str, value: int, unit: str, ident: str = "") -> str:
     """A size as a person reads it (GiB), the exact bytes on hover and in ``data-value``."""
     attr = f" id=\"{ident}\"" if ident else ""
     return (f"<div class=\"figure\"><div class=\"k\">{esc(key)}</div><div class=\"v\"{attr} data-value=\"{value}\" "
             f"title=\"{value:,} bytes\">{gib(value)}</div><div class=\"u\">{unit}</div></div>")
 
 
-def _figure(key: str, value: object, unit: str, ident: str = "") -> str:
+def figure(key: str, value: object, unit: str, ident: str = "") -> str:
     attr = f" id=\"{ident}\"" if ident else ""
     data = f" data-value=\"{value}\"" if isinstance(value, int) and not isinstance(value, bool) else ""
     return (f"<div class=\"figure\"><div class=\"k\">{esc(key)}</div><div class=\"v\"{attr}{data}>{_n(value)}</div>"
             f"<div class=\"u\">{unit}</div></div>")
 
 
-def _table(head: Sequence[str], rows: Iterable[Sequence[object]], numeric: Iterable[int] = (),
+def table(head: Sequence[str], rows: Iterable[Sequence[object]], numeric: Iterable[int] = (),
            ident: str = "") -> str:
     nums = set(numeric)
     attr = f' id="{ident}"' if ident else ""
@@ -177,11 +173,11 @@ def _table(head: Sequence[str], rows: Iterable[Sequence[object]], numeric: Itera
     return "".join(out)
 
 
-def _notes(notes: Iterable[object], css: str = "note") -> str:
+def note_lines(notes: Iterable[object], css: str = "note") -> str:
     return "".join(f"<p class=\"{css}\">{esc(n)}</p>\n" for n in notes)
 
 
-def _origin(model: Doc) -> str:
+def origin(model: Doc) -> str:
     rev = opt_str(model["revision"])
     where = opt_str(model["path"]) or opt_str(model["repo_id"])
     return " · ".join(x for x in (as_str(model["origin"]), opt_str(model["format"]), where,
@@ -197,13 +193,13 @@ def show_html(doc: Doc) -> str:
     totals = as_obj(doc["totals"])
     config = as_obj(doc["config"])
     body = ["<div class=\"figures\">",
-            _figure("Parameters", as_int(totals["parameters"]), "logical count: weights of the model",
+            figure("Parameters", as_int(totals["parameters"]), "logical count: weights of the model",
                     "headline-parameters"),
-            _figure("Bytes", as_int(totals["bytes"]), f"{gib(as_int(totals['bytes']))} of tensor data",
+            figure("Bytes", as_int(totals["bytes"]), f"{gib(as_int(totals['bytes']))} of tensor data",
                     "headline-bytes"),
-            _figure("Tensors", as_int(totals["tensors"]), f"in {as_int(totals['shards']):,} file(s)",
+            figure("Tensors", as_int(totals["tensors"]), f"in {as_int(totals['shards']):,} file(s)",
                     "headline-tensors"),
-            _figure("Hub total", as_int(totals["hub_total"]), "every element, as the Hub's page counts"),
+            figure("Hub total", as_int(totals["hub_total"]), "every element, as the Hub's page counts"),
             "</div>\n"]
     arch = ", ".join(as_strs(config["architectures"]))
     facts = [(k, config[k]) for k in ("model_type", "hidden_size", "num_layers", "num_heads", "num_kv_heads",
@@ -215,7 +211,7 @@ def show_html(doc: Doc) -> str:
     components = as_objs(doc["components"]) if doc["components"] is not None else []
     if components:
         body.append("<h2>Components</h2>\n")
-        body.append(_table(("component", "class", "tensors", "parameters", "bytes", "dtype"),
+        body.append(table(("component", "class", "tensors", "parameters", "bytes", "dtype"),
                            ((as_str(c["name"]), opt_str(c["class"]) or "",
                              opt_int(c["tensors"]) or "—",
                              opt_int(c["parameters"]) if c["tensors"] else "no weights",
@@ -231,35 +227,35 @@ def show_html(doc: Doc) -> str:
              svg, legend(palette)]
     empty = [r for r in by_role if as_int(r["parameters"]) == 0]
     if empty:
-        body.append(_notes([f"not drawn (no parameters): {as_str(r['role'])} {as_int(r['tensors']):,} "
+        body.append(note_lines([f"not drawn (no parameters): {as_str(r['role'])} {as_int(r['tensors']):,} "
                             f"tensor(s), {as_int(r['bytes']):,} B" for r in empty]))
     total = max(1, as_int(totals["parameters"]))
-    body += ["<h2>By role</h2>\n", _table(
+    body += ["<h2>By role</h2>\n", table(
         ("role", "tensors", "parameters", "share", "bytes"),
         ((as_str(r["role"]), as_int(r["tensors"]), as_int(r["parameters"]),
           f"{as_int(r['parameters']) / total:.2%}", as_int(r["bytes"])) for r in by_role),
         numeric=(1, 2, 4), ident="by-role")]
-    body += ["<h2>By dtype</h2>\n", _table(
+    body += ["<h2>By dtype</h2>\n", table(
         ("dtype", "tensors", "elements", "of which parameters", "bytes"),
         ((as_str(d["dtype"]), as_int(d["tensors"]), as_int(d["elements"]), as_int(d["parameters"]),
           as_int(d["bytes"])) for d in as_objs(doc["by_dtype"])), numeric=(1, 2, 3, 4), ident="by-dtype")]
     groups = as_objs(doc["layer_groups"])
     if groups:
-        body += ["<h2>Layer blocks</h2>\n", _table(
+        body += ["<h2>Layer blocks</h2>\n", table(
             ("stack", "layers", "tensors each", "parameters each", "bytes each"),
             ((as_str(g["stack"]), f"{as_int(g['first'])}–{as_int(g['last'])} ×{as_int(g['count'])}",
               as_int(g["tensors_each"]), as_int(g["parameters_each"]), as_int(g["bytes_each"]))
              for g in groups), numeric=(2, 3, 4))]
     tok = as_obj(doc["tokenizer"]) if doc["tokenizer"] is not None else {}
     if tok:
-        body += ["<h2>Tokenizer</h2>\n", _table(("figure", "value"), (
+        body += ["<h2>Tokenizer</h2>\n", table(("figure", "value"), (
             (k, json.dumps(v) if isinstance(v, list | dict) else v) for k, v in tok.items()
             if (v is not None and not isinstance(v, list | dict)) or (isinstance(v, list) and v)))]
     body.append(_tensor_list(tensors, as_int(totals["tensors"])))
     notes = doc["notes"]
     if isinstance(notes, list) and notes:
-        body += ["<h2>Notes</h2>\n", _notes(notes)]
-    return page(label_of(doc), esc(_origin(model)), body, doc)
+        body += ["<h2>Notes</h2>\n", note_lines(notes)]
+    return page(label_of(doc), esc(origin(model)), body, doc)
 
 
 #: a tensor list this long or shorter is shown open; a longer one behind its summary line
@@ -305,9 +301,9 @@ def diff_html(doc: Doc) -> str:
     if residual:
         steps.append(("other changes", residual))
     gap = pb - pa
-    body = ["<div class=\"figures\">", _figure("A: parameters", pa, esc(la)), _figure("B: parameters", pb, esc(lb)),
-            _figure("Gap", gap, "B − A, explained below", "headline-gap"),
-            _figure("Bytes gap", as_int(as_obj(doc["delta"])["bytes"]), "B − A, tensor data"), "</div>\n"]
+    body = ["<div class=\"figures\">", figure("A: parameters", pa, esc(la)), figure("B: parameters", pb, esc(lb)),
+            figure("Gap", gap, "B − A, explained below", "headline-gap"),
+            figure("Bytes gap", as_int(as_obj(doc["delta"])["bytes"]), "B − A, tensor data"), "</div>\n"]
     values = doc["values"] if "values" in doc and isinstance(doc["values"], dict) else None
     changed = as_int(as_obj(values["counts"])["changed"]) if values is not None else 0
     if doc["identical"] is True:
@@ -333,16 +329,16 @@ def diff_html(doc: Doc) -> str:
                     "</td></tr>")
     rows.append(f"<tr><th>gap</th><th class=\"n\">{gap:+,}</th><th></th></tr></tbody></table>\n")
     body += rows
-    body += ["<h2>Parameters by role</h2>\n", _table(
+    body += ["<h2>Parameters by role</h2>\n", table(
         ("role", "A", "B", "delta"), ((as_str(r["role"]), as_int(r["a"]), as_int(r["b"]),
                                      f"{as_int(r['delta']):+,}") for r in as_objs(doc["roles"])),
         numeric=(1, 2, 3))]
-    body += ["<h2>Elements by dtype</h2>\n", _table(
+    body += ["<h2>Elements by dtype</h2>\n", table(
         ("dtype", "A", "B"), ((as_str(r["dtype"]), as_int(r["a"]), as_int(r["b"]))
                               for r in as_objs(doc["dtypes"])), numeric=(1, 2))]
     changes = as_objs(doc["changes"])
     if changes:
-        body += ["<h2>Changed tensors</h2>\n", _table(
+        body += ["<h2>Changed tensors</h2>\n", table(
             ("change", "tensor", "count", "A", "B"),
             ((as_str(c["kind"]), as_str(c["name"]), as_int(c["count"]),
               f"{json.dumps(c['shape_a'])} {as_str(c['dtype_a'])}" if c["shape_a"] is not None else "—",
@@ -352,9 +348,9 @@ def diff_html(doc: Doc) -> str:
         body += _values_section(values)
     notes = doc["notes"]
     if isinstance(notes, list) and notes:
-        body += ["<h2>Notes</h2>\n", _notes(notes)]
+        body += ["<h2>Notes</h2>\n", note_lines(notes)]
     return page(f"{la} → {lb}",
-                f"A: {esc(_origin(as_obj(a['model'])))}<br>B: {esc(_origin(as_obj(b['model'])))}",
+                f"A: {esc(origin(as_obj(a['model'])))}<br>B: {esc(origin(as_obj(b['model'])))}",
                 body, doc)
 
 
@@ -374,7 +370,7 @@ def _values_section(values: Doc) -> list[str]:
     out.append(_value_heat_map(tensors))
     named = [t for t in tensors if as_str(t["verdict"]) in ("changed", "incomparable")][:_VALUES_LISTED]
     if named:
-        out.append(_table(("tensor", "verdict", "max |Δ|", "of max |A|", "why"),
+        out.append(table(("tensor", "verdict", "max |Δ|", "of max |A|", "why"),
                           ((as_str(t["name"]), as_str(t["verdict"]), _sig(t["max_abs_delta"]),
                             _percent(t["relative_delta"]), as_str(t["why"])) for t in named),
                           numeric=(2, 3), ident="value-changes"))
@@ -428,28 +424,28 @@ def adapter_html(doc: Doc) -> str:
     problems = as_strs(doc["problems"])
     share = doc["share_of_base"]
     body = ["<div class=\"figures\">",
-            _figure("Adapter parameters", as_int(doc["parameters"]),
+            figure("Adapter parameters", as_int(doc["parameters"]),
                     f"{share:.4%} of the base" if isinstance(share, float) else "", "headline-parameters"),
-            _figure("Base parameters", as_int(base["parameters"]), esc(label_of(base))),
-            _figure("Rank", doc["rank"], f"alpha {_n(doc['alpha'])} · {esc(as_str(doc['peft_type']))}"),
-            _figure("Problems", len(problems), "none: it matches its base" if not problems else "listed below",
+            figure("Base parameters", as_int(base["parameters"]), esc(label_of(base))),
+            figure("Rank", doc["rank"], f"alpha {_n(doc['alpha'])} · {esc(as_str(doc['peft_type']))}"),
+            figure("Problems", len(problems), "none: it matches its base" if not problems else "listed below",
                     "headline-problems"), "</div>\n",
-            _notes([f"target modules: {', '.join(as_strs(doc['target_modules']))}",
+            note_lines([f"target modules: {', '.join(as_strs(doc['target_modules']))}",
                     f"base_model_name_or_path: {as_str(doc['base_model_name_or_path']) or 'not given'}"])]
     if problems:
-        body += ["<h2>Problems</h2>\n", _notes(problems, "note warn")]
-    body += ["<h2>Adapted modules</h2>\n", _table(
+        body += ["<h2>Problems</h2>\n", note_lines(problems, "note warn")]
+    body += ["<h2>Adapted modules</h2>\n", table(
         ("module", "layers", "rank", "lora_A", "lora_B", "base weight", "parameters", "arithmetic"),
         ((as_str(m["module"]), as_int(m["layers"]), as_int(m["rank"]), json.dumps(m["lora_a"]),
           json.dumps(m["lora_b"]), json.dumps(m["base_shape"]), as_int(m["parameters"]),
           as_str(m["formula"])) for m in as_objs(doc["modules"])), numeric=(1, 2, 6), ident="modules")]
     other = as_objs(doc["other"])
     if other:
-        body += ["<h2>Other tensors</h2>\n", _table(("tensor", "parameters"), (
+        body += ["<h2>Other tensors</h2>\n", table(("tensor", "parameters"), (
             (as_str(o["tensor"]), as_int(o["parameters"])) for o in other), numeric=(1,))]
     return page(f"{label_of(adapter)} on {label_of(base)}",
-                f"adapter: {esc(_origin(as_obj(adapter['model'])))}<br>"
-                f"base: {esc(_origin(as_obj(base['model'])))}",
+                f"adapter: {esc(origin(as_obj(adapter['model'])))}<br>"
+                f"base: {esc(origin(as_obj(base['model'])))}",
                 body, doc)
 
 
@@ -465,176 +461,5 @@ def compare_html(doc: Doc) -> str:
             for r in as_objs(doc["rows"])]
     body = ["<h2>Parameters by role, one scale</h2>\n", bars, legend(palette),
             "<h2>Side by side</h2>\n",
-            _table(heads, rows, numeric=range(1, len(heads)), ident="compare-table")]
+            table(heads, rows, numeric=range(1, len(heads)), ident="compare-table")]
     return page("compare: " + " · ".join(label_of(m) for m in models), f"{len(models)} models", body, doc)
-
-
-# --- estimate -----------------------------------------------------------------------------------
-
-
-
-def estimate_html(doc: Doc) -> str:
-    """``inspect estimate --format html``: with --gpu the budget bar and the memory-against-context
-    curve; every figure with its formula and source."""
-    model = as_obj(doc["model"])
-    fit = as_obj(doc["fit"]) if doc["fit"] is not None else {}
-    body: list[str] = []
-    warnings = doc["warnings"]
-    if isinstance(warnings, list) and warnings:
-        body.append(_notes([f"warning: {w}" for w in warnings], "note warn"))
-    if fit:
-        fits = fit["fits"]
-        verdict = "fits" if fits is True else "does not fit" if fits is False else "fit unknown"
-        gpu = opt_str(fit["gpu"])
-        where = (f"{esc(gpu) + ' · ' if gpu else ''}{as_int(fit['devices'])} device(s) · "
-                 f"{esc(as_str(fit['engine']))}")
-        budget = as_int(fit["budget_bytes"])
-        body += ["<div class=\"figures\">",
-                 _figure("Verdict", verdict, esc(opt_str(fit["unknown"]) or "") if fits is None else
-                         f"{gib(as_int(fit['total_bytes']))} of {gib(as_int(fit['usable_bytes']))} usable",
-                         "headline-verdict"),
-                 _gib_figure("Budget per device", budget, where, "headline-budget"),
-                 _figure("Largest context", fit["max_context"] if fits is not None else None,
-                         f"tokens at batch {as_int(fit['batch'])}"), "</div>\n"]
-        if fits is not None:
-            body += _suggestions(as_objs(doc["suggestions"]))
-            body += ["<h2>The device's memory</h2>\n", budget_bar(fit)]
-            body.append(_table(("part", "bytes", "GiB", "how"), [
-                ("weights", as_int(fit["weights_bytes"]), gib(as_int(fit["weights_bytes"])),
-                 opt_str(fit["weights_note"]) or "as the headers hold them"),
-                ("KV cache", as_int(fit["kv_bytes"]), gib(as_int(fit["kv_bytes"])),
-                 f"{as_str(fit['kv_formula'])}; {as_str(fit['kv_share'])}"),
-                *((as_str(t["name"]), as_int(t["bytes"]), gib(as_int(t["bytes"])),
-                   f"{as_str(t['formula'])} [{as_str(t['source'])}]") for t in as_objs(fit["terms"]))],
-                numeric=(1, 2), ident="fit-table"))
-            curve = context_curve(fit)
-            if curve:
-                body += ["<h2>Memory against context</h2>\n", curve]
-        else:
-            body.append(_notes([f"fit unknown: {as_str(fit['unknown'])}"], "note warn"))
-    body += ["<h2>Figures</h2>\n", _table(
-        ("figure", "value", "unit", "formula", "source"),
-        ((as_str(f["label"]), f["value"], as_str(f["unit"]), as_str(f["formula"]),
-          as_str(f["source"])) for f in as_objs(doc["figures"])), numeric=(1,), ident="figures")]
-    what_if = as_objs(doc["what_if"])
-    if what_if:
-        body += ["<h2>Weights in other dtypes</h2>\n", _table(
-            ("dtype", "bytes", "how"), ((as_str(w["dtype"]), as_int(w["bytes"]), as_str(w["formula"]))
-                                        for w in what_if), numeric=(1,))]
-    context = as_int(doc["context"])
-    scope = (f"estimates at context {context:,}, batch {as_int(doc['batch'])}, KV cache in "
-             f"{esc(as_str(doc['kv_dtype']))}") if doc["no_tokens"] is None else \
-        "weights (a diffusion model decodes no tokens: no KV cache, no per-token FLOPs)"
-    return page(label_of(doc), f"{esc(_origin(model))}<br>{scope}", body, doc)
-
-
-def train_html(doc: Doc) -> str:
-    """``inspect train --format html``: the verdict, the memory per GPU term by term, the rules of thumb."""
-    model = as_obj(doc["model"])
-    fits = doc["fits"]
-    budget = doc["budget_bytes"]
-    verdict = "no budget" if budget is None else ("fits" if fits is True else "does not fit" if fits is False
-                                                  else "fit unknown")
-    body = ["<div class=\"figures\">",
-            _figure("Verdict", verdict, f"{gib(as_int(doc['total']))} per GPU" if doc["total"] is not None
-                    else "a term is unknown", "headline-verdict"),
-            _figure("Trainable", as_int(doc["trainable_parameters"]), esc(as_str(doc["method"])),
-                    "headline-trainable"),
-            _figure("GPUs", as_int(doc["gpus"]), esc(opt_str(doc["gpu"]) or "budget per GPU")), "</div>\n",
-            *_suggestions(as_objs(doc["suggestions"])),
-            "<h2>Memory per GPU</h2>\n", _train_bar(doc),
-            _table(("term", "bytes", "GiB", "how", "source"),
-                   ((TERM_WORDS.get(as_str(t["name"]), as_str(t["name"])), t["bytes"],
-                     gib(t_bytes) if (t_bytes := opt_int(t["bytes"])) is not None else "unknown",
-                     as_str(t["formula"]), as_str(t["source"])) for t in as_objs(doc["terms"])),
-                   numeric=(1, 2), ident="train-terms"),
-            _notes([f"peak: {as_str(doc['peak_rule'])}"]),
-            "<h2>What others would say</h2>\n",
-            _table(("who", "bytes", "their rule"), ((as_str(t["who"]), t["bytes"], as_str(t["formula"]))
-                                                   for t in as_objs(doc["rules_of_thumb"])), numeric=(1,)),
-            _notes([f"assumes: {a}" for a in as_list(doc["assumptions"])])]
-    scope = (f"{esc(as_str(doc['method']))} · {esc(as_str(doc['precision']))} · "
-             f"{esc(as_str(doc['optimizer']))} · batch {as_int(doc['batch'])} × {as_int(doc['seq']):,}")
-    return page(label_of(doc), f"{esc(_origin(model))}<br>{scope}", body, doc)
-
-
-#: a training term's name for people (the JSON's keys are for scripts)
-TERM_WORDS: Final = {"weights": "weights", "reference": "reference model",
-                     "gradients": "gradients", "optimizer_states": "optimizer states",
-                     "master_weights": "fp32 master copy", "activations": "activations", "logits": "logits",
-                     "overhead": "outside PyTorch's allocator"}
-
-
-def _train_bar(doc: Doc) -> str:
-    """The step's peak per GPU as a stacked bar against the budget: the parts always held, then the larger
-    of the two branches the peak takes (activations, logits and the output layer's gradient, or every
-    gradient), as the peak rule sums them; nothing without a budget or a known total."""
-    total, budget = opt_int(doc["total"]), opt_int(doc["budget_bytes"])
-    if total is None or budget is None:
-        return ""
-    terms = {as_str(t["name"]): opt_int(t["bytes"]) or 0 for t in as_objs(doc["terms"])}
-    held = [(name, terms[name]) for name in ("weights", "master_weights", "optimizer_states", "overhead")]
-    branch = total - sum(v for _, v in held)
-    if branch == terms["gradients"] and terms["gradients"] >= terms["activations"] + terms["logits"]:
-        passing = [("gradients", terms["gradients"])]
-    else:
-        rest = branch - terms["activations"] - terms["logits"]
-        passing = [("activations", terms["activations"]), ("logits", terms["logits"]),
-                   ("output layer's gradient", rest)]
-    colours = ("#4e79a7", "#59a14f", "#f28e2b", "#bab0ac", "#e15759", "#76b7b2", "#b07aa1")
-    parts = [(TERM_WORDS.get(name, name), value, colours[i % len(colours)])
-             for i, (name, value) in enumerate([*held, *passing]) if value > 0]
-    return memory_bar(parts, budget, budget, "train-bar", "the step's peak memory per GPU")
-
-
-def _suggestions(knobs: list[Doc]) -> list[str]:
-    """Where it does not fit: each change that makes it fit, with the memory per GPU it then needs."""
-    if not knobs:
-        return []
-    return ["<h2>What makes it fit</h2>\n", _table(
-        ("change", "per GPU", "of"),
-        ((as_str(k["change"]), gib(as_int(k["total"])),
-          gib(as_int(k["budget_bytes"])) if as_int(k["budget_bytes"]) else "its GPUs") for k in knobs),
-        numeric=(1, 2), ident="suggestions")]
-
-
-def _yes_no(value: object) -> str:
-    """A JSON boolean in words (the table drew Python's True and False)."""
-    return "yes" if value is True else "no" if value is False else "unknown"
-
-
-def _layout_words(r: Doc) -> str:
-    lay = f"{as_int(r['gpus'])} × {as_str(r['gpu'])}, TP {as_int(r['tp'])}"
-    return lay + (f", PP {as_int(r['pp'])}" if as_int(r["pp"]) > 1 else "") + (
-        f", EP {as_int(r['ep'])}" if as_int(r["ep"]) > 1 else "")
-
-
-def plan_html(doc: Doc) -> str:
-    """``inspect plan --format html``: the answer, the valid layouts and the refused ones with their rules."""
-    model = as_obj(doc["model"])
-    layouts = as_objs(doc["layouts"])
-    valid = [r for r in layouts if r["valid"] is True]
-    refused = [r for r in layouts if r["valid"] is not True]
-    body = ["<div class=\"figures\">",
-            _figure("Answer", as_str(doc["answer"]), esc(as_str(doc["engine"])), "headline-answer"),
-            _figure("Layouts", len(layouts), f"{len(valid):,} valid"), "</div>\n",
-            *_suggestions(as_objs(doc["suggestions"])),
-            "<h2>Layouts that fit, by the KV pool each GPU keeps for sequences</h2>\n",
-            layout_bars([(_layout_words(r), kv, opt_int(r["max_sequences"])) for r in valid
-                         if r["fits"] is True and (kv := opt_int(r["kv_pool_bytes"])) is not None]),
-            "<h2>Layouts the engine accepts</h2>\n",
-            _table(("GPU", "GPUs", "TP", "PP", "EP", "fits", "weights per GPU", "KV pool per GPU", "sequences"),
-                   ((as_str(r["gpu"]), r["gpus"], r["tp"], r["pp"], r["ep"], _yes_no(r["fits"]),
-                     _gib(opt_int(r["weights_bytes"])), _gib(opt_int(r["kv_pool_bytes"])), r["max_sequences"])
-                    for r in valid), numeric=(1, 2, 3, 4, 8), ident="plan-valid"),
-            "<h2>Layouts it refuses</h2>\n",
-            _table(("GPU", "GPUs", "TP", "PP", "EP", "why"),
-                   ((as_str(r["gpu"]), r["gpus"], r["tp"], r["pp"], r["ep"],
-                     "; ".join(as_strs(r["reasons"]))) for r in refused), numeric=(1, 2, 3, 4),
-                   ident="plan-refused")]
-    scope = f"{esc(as_str(doc['engine']))} · {as_int(doc['context']):,} tokens a sequence"
-    return page(label_of(doc), f"{esc(_origin(model))}<br>{scope}", body, doc)
-
-
-#: the page's pieces, for the renderers of other results drawn from their typed records (``render.lineage``)
-figure, table = _figure, _table

@@ -207,7 +207,7 @@ def _estimate_markdown(r: EstimateResult, view: View) -> Verbatim:
 
 
 def _estimate_html(r: EstimateResult, view: View) -> Verbatim:
-    from inspector.render.html import estimate_html
+    from inspector.render.html_fit import estimate_html
 
     return Verbatim(estimate_html(r.to_dict()))
 
@@ -233,7 +233,7 @@ def _train_markdown(r: TrainResult, view: View) -> Verbatim:
 
 
 def _train_html(r: TrainResult, view: View) -> Verbatim:
-    from inspector.render.html import train_html
+    from inspector.render.html_fit import train_html
 
     return Verbatim(train_html(r.to_dict()))
 
@@ -255,7 +255,7 @@ def _plan_markdown(r: PlanResult, view: View) -> Verbatim:
 
 
 def _plan_html(r: PlanResult, view: View) -> Verbatim:
-    from inspector.render.html import plan_html
+    from inspector.render.html_fit import plan_html
 
     return Verbatim(plan_html(r.to_dict()))
 

@@ -95,7 +95,7 @@ def _show(model: str, *, as_json: bool) -> int:
     try:
         checkpoint = open_model(model, None, hub)
     except SeveralFiles as several:  # a repo of several GGUF files: its listing, as the command draws it
-        from inspector.cli.commands import file_listing
+        from inspector.cli.serving import file_listing
 
         file_listing(model, several, None, hub, form, False, None, None)
         return 0

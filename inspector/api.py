@@ -163,7 +163,7 @@ def inspect(model: str | Checkpoint, *, tensors: bool = False, collapse: bool = 
     ``summary``: also the estimate and the smallest common budget it fits (the table's last line)."""
     from inspector.analysis.report import build_report
     from inspector.errors import InspectorError, UsageError
-    from inspector.render.output import listing
+    from inspector.render.show import listing
 
     if collapse and not tensors:
         raise UsageError("collapse goes with tensors")

@@ -14,7 +14,8 @@ if TYPE_CHECKING:  # rich is imported where a table is drawn: `inspect --json` n
 
     from inspector.analysis.compare import Comparison
 
-from inspector.render.output import SCHEMA_VERSION, model_json, n, totals_json
+from inspector.render.output import SCHEMA_VERSION, model_json, n
+from inspector.render.show import totals_json
 
 # --- compare --------------------------------------------------------------------------------------
 

@@ -93,7 +93,7 @@ class Inspection:
 
     def to_dict(self) -> dict[str, object]:
         """The ``inspect MODEL --json`` document (schema ``inspector/schemas/show.schema.json``)."""
-        from inspector.render.output import report_json
+        from inspector.render.show import report_json
 
         return report_json(self.report, rows=list(self.rows) if self.rows is not None else None,
                            formula=self.formula)

@@ -89,7 +89,7 @@ def _show_table(r: Inspection, view: View) -> Verbatim | RenderableType:
     from rich.text import Text
 
     from inspector.render.estimate import estimate_line
-    from inspector.render.output import formula_table, report_table, tensor_lines
+    from inspector.render.show import formula_table, report_table, tensor_lines
 
     if r.rows is not None:  # the list only, one tensor a line, ready for grep
         return Verbatim("\n".join(tensor_lines(list(r.rows))) + "\n")
@@ -105,7 +105,7 @@ def _show_table(r: Inspection, view: View) -> Verbatim | RenderableType:
 
 
 def _show_markdown(r: Inspection, view: View) -> Verbatim:
-    from inspector.render.output import report_markdown
+    from inspector.render.show import report_markdown
 
     return Verbatim(report_markdown(r.report))
 
@@ -113,7 +113,7 @@ def _show_markdown(r: Inspection, view: View) -> Verbatim:
 def _show_html(r: Inspection, view: View) -> Verbatim:
     """The page lists the tensors collapsed (one row per repeated layer or expert tensor)."""
     from inspector.render.html import MAX_ROWS, show_html
-    from inspector.render.output import listing, report_json
+    from inspector.render.show import listing, report_json
 
     rows = listing(r.report, True)
     doc = report_json(r.report, rows=rows[:MAX_ROWS], formula=r.formula)

@@ -1,0 +1,423 @@
+"""Renderers of ``inspect MODEL``: the report as JSON, as a table for people and as markdown; the config line, the
+components, the tokenizer, the tensor listing and the formula check. Every string from the checkpoint goes through
+``sanitize`` (or ``markdown``) first."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from inspector.analysis.config import ModelConfig
+from inspector.analysis.report import Report
+from inspector.analysis.stats import Summary
+from inspector.formats.dtypes import DTYPE_BITS
+from inspector.model import ORIGIN_WORDS, Checkpoint
+from inspector.render.output import (
+    MAX_TABLE_ROWS,
+    SCHEMA_VERSION,
+    capped,
+    md_table,
+    model_json,
+    n,
+    shape_text,
+    short,
+    size,
+)
+from inspector.render.text import sanitize
+
+if TYPE_CHECKING:  # rich is imported where a table is drawn: `inspect --json` never needs it
+    from rich.console import RenderableType
+
+    from inspector.analysis.formula import FormulaCheck
+    from inspector.analysis.listing import ListingRow
+
+# --- inspect: JSON ----------------------------------------------------------------------------
+
+
+def report_json(report: Report, *, rows: list[ListingRow] | None, formula: FormulaCheck | None = None
+                ) -> dict[str, object]:
+    """The ``inspect --json`` document (schema_version 2; every key always present)."""
+    c = report.checkpoint
+    s = report.summary
+    metadata = {h.file: h.metadata for h in c.headers}
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "model": model_json(c),
+        "config": report.config.as_dict(),
+        "totals": totals_json(s),
+        "by_role": [
+            {"role": r.role, "tensors": r.tensors, "parameters": r.parameters,
+             "quant_elements": r.quant_elements, "buffer_elements": r.buffer_elements, "bytes": r.bytes}
+            for r in s.by_role
+        ],
+        "by_dtype": [
+            {"dtype": d.dtype, "tensors": d.tensors, "parameters": d.parameters, "elements": d.elements,
+             "bytes": d.bytes}
+            for d in s.by_dtype
+        ],
+        "layer_groups": [
+            {"stack": g.stack, "first": g.first, "last": g.last, "count": g.count,
+             "tensors_each": g.tensors_each, "parameters_each": g.parameters_each, "bytes_each": g.bytes_each}
+            for g in s.layer_groups
+        ],
+        "shards": [
+            {"file": h.file, "size": h.size, "tensors": h.tensors, "header_bytes": h.header_bytes,
+             "data_bytes": h.data_bytes, "metadata": dict(metadata.get(h.file, {}))}
+            for h in s.shards
+        ],
+        "other_weight_files": [{"path": f.path, "size": f.size} for f in report.other_weights],
+        "components": components_json(report),
+        "tokenizer": tokenizer_json(report),
+        "notes": list(report.notes),
+        "formula": None if formula is None else formula_json(formula),
+        "tensors": None if rows is None else [
+            {"name": r.name, "dtype": r.dtype, "shape": list(r.shape), "count": r.count, "role": r.role,
+             "kind": r.kind, "file": r.file,
+             # llama.cpp stores dimensions innermost first: the file's own order, beside the HF order
+             "shape_in_file": list(reversed(r.shape)) if (r.file or "").endswith(".gguf") else None}
+            for r in rows
+        ],
+    }
+
+
+def totals_json(s: Summary) -> dict[str, int]:
+    return {"tensors": s.tensors, "parameters": s.parameters, "stored_elements": s.stored_elements,
+            "buffer_elements": s.buffer_elements,
+            "quant_elements": s.quant_elements, "hub_total": s.hub_total, "bytes": s.bytes,
+            "shards": len(s.shards)}
+
+
+def listing(report: Report, collapse: bool) -> list[ListingRow]:
+    from inspector.analysis.listing import collapsed_rows, tensor_rows  # only where tensors are listed
+
+    if collapse:
+        return collapsed_rows(report.tensors, report.summary.layer_groups)
+    return tensor_rows(report.tensors)
+
+
+# --- inspect: tables --------------------------------------------------------------------------
+
+
+def _mlp_parts(cfg: ModelConfig) -> list[str]:
+    """The MLP width: a dense model's; a MoE's expert width (``moe_intermediate_size``, or the MLP
+    width where experts are whole MLPs, as Mixtral's), its shared experts, and a dense width only
+    where dense layers lead (DeepSeek's ``first_k_dense_replace``)."""
+    if not cfg.num_experts:
+        return [f"MLP {n(cfg.intermediate_size)}"] if cfg.intermediate_size else []
+    width = cfg.moe_intermediate_size or cfg.intermediate_size
+    parts = [f"experts {cfg.num_experts} × MLP {n(width)} (top-{cfg.experts_per_token})" if width else
+             f"experts {cfg.num_experts} (top-{cfg.experts_per_token})"]
+    shared_width = cfg.raw.get("shared_expert_intermediate_size")
+    if type(shared_width) is int and shared_width > 0:
+        parts.append(f"shared expert MLP {n(shared_width)}")
+    elif cfg.shared_experts and cfg.moe_intermediate_size:
+        parts.append(f"shared experts {cfg.shared_experts} × MLP {n(cfg.moe_intermediate_size)}")
+    if cfg.first_k_dense and cfg.intermediate_size and cfg.moe_intermediate_size:
+        parts.append(f"dense MLP {n(cfg.intermediate_size)} in the first {cfg.first_k_dense} layers")
+    return parts
+
+
+def config_line(cfg: ModelConfig) -> str:
+    if cfg.source == "none":
+        return "no config.json"
+    parts: list[str] = []
+    if cfg.architectures:
+        parts.append(", ".join(cfg.architectures))
+    if cfg.hidden_size:
+        parts.append(f"hidden {n(cfg.hidden_size)}")
+    if cfg.num_layers:
+        parts.append(f"layers {cfg.num_layers}")
+    if cfg.num_heads:
+        kv = f", {cfg.num_kv_heads} KV" if cfg.num_kv_heads and cfg.num_kv_heads != cfg.num_heads else ""
+        hd = f", head_dim {cfg.head_dim}" if cfg.head_dim else ""
+        parts.append(f"heads {cfg.num_heads}{kv}{hd}")
+    if cfg.kv_lora_rank:
+        parts.append(f"MLA kv_lora_rank {cfg.kv_lora_rank} + rope {cfg.qk_rope_head_dim}")
+    parts += _mlp_parts(cfg)
+    if cfg.vocab_size:
+        parts.append(f"vocab {n(cfg.vocab_size)}")
+    if cfg.tie_word_embeddings is not None and not cfg.encoder_only:  # an encoder has no output layer to tie
+        parts.append("tied embeddings" if cfg.tie_word_embeddings else "untied")
+    if cfg.max_position:
+        parts.append(f"context {n(cfg.max_position)}")
+    if cfg.dtype:
+        parts.append(cfg.dtype)
+    if cfg.quantization:
+        from inspector.analysis.roles import MLX_BITS, quant_bits
+
+        named = cfg.quantization.get("quant_method")
+        mlx = "quantization" in cfg.raw  # mlx-lm's block: only the bits it writes are bits
+        bits = quant_bits(cfg.quantization)
+        bits = None if mlx and bits not in MLX_BITS else bits
+        parts.append((named if isinstance(named, str) else "mlx" if mlx else "quantised") +
+                     (f" {bits}-bit" if bits is not None else ""))
+    return " · ".join(parts)
+
+
+def origin_text(c: Checkpoint) -> str:
+    """Where the figures come from, said in the title line: a bundled snapshot says it was rebuilt."""
+    at = f" at revision {c.revision[:12]}" if c.revision else ""
+    if c.origin == "bundled":
+        return f"bundled header snapshot, rebuilt from config.json{at} by shape rules"
+    origin = "Hub, headers only" if c.origin == "hub" else ORIGIN_WORDS[c.origin]
+    return origin + (f", revision {c.revision[:12]}" if c.revision else "")
+
+
+def report_table(report: Report, *, all_shards: bool = False, logical: tuple[str, int] | None = None) -> RenderableType:
+    """``logical``: (method, logical parameters) of a packed quantised checkpoint: the method is named
+    beside the parameters (which are logical whatever is passed)."""
+    from rich.console import Group
+    from rich.table import Table
+    from rich.text import Text
+
+    c = report.checkpoint
+    s = report.summary
+    title = Text()
+    title.append(sanitize(c.label), style="bold")
+    title.append(f"  ({sanitize(origin_text(c))})", style="dim")
+    line = config_line(report.config) if c.kind != "pipeline" else \
+        f"{c.composite_class or 'pipeline'} ({c.composite}): " + ", ".join(
+            f"{r.name} {r.class_name or ''}".strip() for r in report.components if r.tensors)
+    parts: list[RenderableType] = [title, Text(sanitize(line), style="cyan"), Text("")]
+
+    totals = Table.grid(padding=(0, 2))
+    totals.add_column(style="bold")
+    totals.add_column(justify="right")
+    totals.add_column(style="dim")
+    if s.stored_elements != s.parameters:
+        how = f", {sanitize(logical[0])}" if logical is not None else ""
+        totals.add_row("Parameters", n(s.parameters), f"{short(s.parameters)}, logical (a packed word counts the "
+                                                      f"weights it holds){how}")
+        totals.add_row("Stored", n(s.stored_elements), "elements as stored: packed words count once")
+    else:
+        totals.add_row("Parameters", n(s.parameters), short(s.parameters))
+    totals.add_row("Buffers", n(s.buffer_elements), "elements of saved non-parameter state")
+    if s.quant_elements:
+        totals.add_row("Quant data", n(s.quant_elements), "elements of scales, zero points, indices")
+    totals.add_row("Hub total", n(s.hub_total), "every element, as the Hub's model page counts")
+    totals.add_row("Bytes", n(s.bytes), size(s.bytes) + " of tensor data")
+    totals.add_row("Tensors", n(s.tensors), f"in {len(s.shards)} file{'s' if len(s.shards) != 1 else ''}")
+    parts += [totals, Text("")]
+    if report.components:
+        parts += [components_table(report), Text("")]
+
+    roles = Table(title="By role", title_justify="left", show_edge=False, pad_edge=False)
+    roles.add_column("role")
+    roles.add_column("tensors", justify="right")
+    roles.add_column("parameters", justify="right")
+    roles.add_column("share", justify="right")
+    roles.add_column("bytes", justify="right")
+    blocks = any(d.dtype not in DTYPE_BITS for d in s.by_dtype)  # GGML block types: bits per weight vary
+    if blocks:
+        roles.add_column("bits/el.", justify="right")
+    for r in s.by_role:
+        count = r.parameters or r.buffer_elements or r.quant_elements
+        label = r.role + (" (not parameters)" if r.role == "buffer" else "")
+        share = f"{100 * r.parameters / s.parameters:.2f}%" if s.parameters and r.parameters else ""
+        cells = [label, n(r.tensors), n(count), share, n(r.bytes)]
+        if blocks:
+            cells.append(f"{r.bytes * 8 / count:.3f}" if count else "—")
+        roles.add_row(*cells)
+    parts += [roles, Text("")]
+
+    if s.layer_groups:
+        layers = Table(title="Layer blocks", title_justify="left", show_edge=False, pad_edge=False)
+        layers.add_column("block")
+        layers.add_column("tensors each", justify="right")
+        layers.add_column("parameters each", justify="right")
+        layers.add_column("parameters", justify="right")
+        layers.add_column("bytes each", justify="right")
+        stacks = {g.stack for g in s.layer_groups}
+        alike = len({stack.rsplit(".", 1)[-1] for stack in stacks}) < len(stacks)  # two stacks' "layers"
+        for g in s.layer_groups[:MAX_TABLE_ROWS]:
+            layers.add_row(sanitize(g.full_label if alike else g.label), n(g.tensors_each), n(g.parameters_each),
+                           n(g.parameters_each * g.count), n(g.bytes_each))
+        rest = s.layer_groups[MAX_TABLE_ROWS:]
+        if rest:  # the table still sums: the blocks not drawn are one row
+            layers.add_row(f"… {len(rest):,} more blocks", "", "", n(sum(g.parameters_each * g.count for g in rest)),
+                           "", style="dim")
+        layers.add_row("outside blocks", "", "", n(s.outside_layers_parameters), "", style="dim")
+        parts += [layers, *capped(len(s.layer_groups), "layer blocks", "--json"), Text("")]
+
+    dtypes = Table(title="By dtype", title_justify="left", show_edge=False, pad_edge=False)
+    dtypes.add_column("dtype")
+    dtypes.add_column("tensors", justify="right")
+    dtypes.add_column("elements", justify="right")
+    dtypes.add_column("of which parameters", justify="right")
+    dtypes.add_column("bytes", justify="right")
+    if blocks:
+        dtypes.add_column("bits/el.", justify="right")
+    for d in s.by_dtype:
+        cells = [sanitize(d.dtype), n(d.tensors), n(d.elements), n(d.parameters), n(d.bytes)]
+        if blocks:
+            cells.append(f"{d.bytes * 8 / d.elements:.3f}" if d.elements else "—")
+        dtypes.add_row(*cells)
+    parts += [dtypes, Text("")]
+
+    return Group(*parts, *_report_tail(report, all_shards))
+
+
+def _report_tail(report: Report, all_shards: bool) -> list[RenderableType]:
+    """The files, the tokenizer and the notes of ``report_table``."""
+    from rich.table import Table
+    from rich.text import Text
+
+    s = report.summary
+    parts: list[RenderableType] = []
+    if s.shards and (len(s.shards) <= 8 or all_shards):
+        shards = Table(title="Files", title_justify="left", show_edge=False, pad_edge=False)
+        shards.add_column("file")
+        shards.add_column("size", justify="right")
+        shards.add_column("tensors", justify="right")
+        shards.add_column("header", justify="right")
+        for h in s.shards:
+            shards.add_row(sanitize(h.file), n(h.size), n(h.tensors), n(h.header_bytes))
+        parts += [shards, Text("")]
+    elif s.shards:
+        sizes = [h.size for h in s.shards if h.size is not None]
+        parts.append(Text(
+            f"{len(s.shards)} files, {size(sum(sizes))} in all, headers {size(sum(h.header_bytes for h in s.shards))}"
+            " (--shards lists them)", style="dim"))
+        parts.append(Text(""))
+
+    tokenizer = tokenizer_lines(report)
+    if tokenizer:
+        parts += [Text("Tokenizer", style="italic"), *(Text("  " + sanitize(line, 500)) for line in tokenizer),
+                  Text("")]
+    for note in report.notes:
+        parts.append(Text("note: " + sanitize(note, 500), style="yellow"))
+    return parts
+
+
+def components_table(report: Report) -> RenderableType:
+    """A multi-component repo's components: class, parameters, bytes, dtypes; their sum is the total."""
+    from rich.table import Table
+
+    c = report.checkpoint
+    t = Table(title=f"Components ({c.composite})", title_justify="left", show_edge=False, pad_edge=False)
+    for name, justify in (("component", "left"), ("class", "left"), ("tensors", "right"), ("parameters", "right"),
+                          ("share", "right"), ("bytes", "right"), ("dtype", "left")):
+        t.add_column(name, justify=justify)  # type: ignore[arg-type]
+    total = report.summary.parameters or 1
+    for r in report.components[:MAX_TABLE_ROWS]:
+        if not r.tensors:
+            t.add_row(sanitize(r.name), sanitize(r.class_name or ""), "—", "no weights", "", "", "", style="dim")
+            continue
+        t.add_row(sanitize(r.name), sanitize(r.class_name or r.model_type or ""), n(r.tensors), n(r.parameters),
+                  f"{100 * r.parameters / total:.2f}%", n(r.bytes), sanitize(", ".join(r.dtypes)))
+    rest = report.components[MAX_TABLE_ROWS:]
+    if rest:  # the table still sums to the total
+        t.add_row(f"… {len(rest):,} more", "", n(sum(r.tensors for r in rest)), n(sum(r.parameters for r in rest)),
+                  "", n(sum(r.bytes for r in rest)), "", style="dim")
+    return t
+
+
+def tokenizer_lines(report: Report) -> list[str]:
+    """The tokenizer in a few lines: vocabulary, special and added tokens, chat template, generation."""
+    t = report.tokenizer
+    if t is None:
+        return []
+    vocab = f"{t.vocab_size:,} tokens ({t.vocab_source})" if t.vocab_size is not None else t.vocab_source
+    lines = [f"vocabulary: {vocab}" + (f"; embedding rows {t.embedding_rows:,}" if t.embedding_rows else "")]
+    if t.tokenizer_class:
+        lines.append(f"class: {t.tokenizer_class}" + (f"; model_max_length {t.model_max_length:,}"
+                                                     if t.model_max_length else ""))
+    if t.special:
+        lines.append("special: " + ", ".join(f"{k} {v!r}" for k, v in t.special))
+    if t.added_tokens is not None:
+        special = f", {t.added_special:,} special" if t.added_special else ""
+        lines.append(f"added tokens: {t.added_tokens:,}{special}")
+    template = f"yes ({t.chat_template_source})" if t.chat_template else "no"
+    if t.chat_templates:
+        template += "; also named: " + ", ".join(t.chat_templates)
+    lines.append(f"chat template: {template}")
+    if t.generation:
+        lines.append("generation defaults: " + ", ".join(f"{k} {v}" for k, v in t.generation))
+    return lines + [f"note: {note}" for note in t.notes]
+
+
+def tokenizer_json(report: Report) -> dict[str, object] | None:
+    t = report.tokenizer
+    if t is None:
+        return None
+    return {"class": t.tokenizer_class, "vocab_size": t.vocab_size, "vocab_source": t.vocab_source,
+            "embedding_rows": t.embedding_rows, "special": dict(t.special), "added_tokens": t.added_tokens,
+            "added_special": t.added_special, "chat_template": t.chat_template,
+            "chat_template_source": t.chat_template_source, "chat_templates": list(t.chat_templates),
+            "model_max_length": t.model_max_length, "generation": dict(t.generation), "notes": list(t.notes)}
+
+
+def components_json(report: Report) -> list[dict[str, object]] | None:
+    return [{"name": r.name, "library": r.library, "class": r.class_name, "model_type": r.model_type,
+             "tensors": r.tensors, "parameters": r.parameters, "bytes": r.bytes, "dtypes": list(r.dtypes)}
+            for r in report.components] if report.components else None
+
+
+def tensor_lines(rows: list[ListingRow]) -> list[str]:
+    """``model.layers.0.mlp.gate_proj.weight [14336, 4096] BF16`` lines (plain, for pipes)."""
+    return [
+        f"{sanitize(r.name)} {shape_text(r.shape)} {r.dtype}" + (f" ×{r.count}" if r.count > 1 else "")
+        for r in rows
+    ]
+
+
+
+def formula_json(check: FormulaCheck) -> dict[str, object]:
+    return {
+        "family": check.family, "predicted": check.predicted, "actual": check.actual,
+        "context_enters": check.context_enters, "notes": list(check.notes),
+        "rows": [{"role": r.role, "formula": r.formula, "predicted": r.predicted, "actual": r.actual,
+                  "note": r.note} for r in check.rows],
+    }
+
+
+def formula_table(check: FormulaCheck) -> RenderableType:
+    from rich.console import Group
+    from rich.table import Table
+    from rich.text import Text
+
+    if check.family is None:
+        return Text(sanitize("formula: " + "; ".join(check.notes)), style="dim")
+    t = Table(title=f"Config formula ({check.family}) vs headers", title_justify="left", show_edge=False,
+              pad_edge=False)
+    for col, just in (("role", "left"), ("formula", "left"), ("from config", "right"), ("in headers", "right"),
+                      ("", "left")):
+        t.add_column(col, justify=just)  # type: ignore[arg-type]
+    for r in check.rows:
+        flag = "" if r.predicted == r.actual else f"differs by {r.actual - r.predicted:+,}"
+        t.add_row(r.role, r.formula, n(r.predicted), n(r.actual), "; ".join(x for x in (flag, r.note) if x))
+    t.add_row("total", "", n(check.predicted), n(check.actual), "", style="bold")
+    return Group(t, *(Text("note: " + sanitize(note), style="dim") for note in check.notes))
+
+
+
+
+def report_markdown(report: Report) -> str:
+    """``inspect MODEL --format markdown``: headline figures, by role, by dtype, files. Every string
+    from the checkpoint is escaped for markdown."""
+    from inspector.render.text import markdown
+
+    s = report.summary
+    c = report.checkpoint
+    lines = [f"### {markdown(c.label)}", ""]
+    lines += md_table(None, ["figure", "value", "what it counts"], [
+        ["Parameters", n(s.parameters), "elements of tensors that are parameters"],
+        ["Buffers", n(s.buffer_elements), "elements of saved non-parameter state"],
+        ["Quant data", n(s.quant_elements), "scales, zero points and other quantisation side data"],
+        ["Hub total", n(s.hub_total), "every element, as the Hub's model page counts"],
+        ["Bytes", n(s.bytes), "tensor data bytes from the headers"],
+        ["Tensors", n(s.tensors), f"in {len(s.shards)} files"],
+    ], {1})
+    lines += md_table("By role",
+        ["role", "tensors", "parameters", "bytes"],
+        [[markdown(r.role), n(r.tensors), n(r.parameters or r.quant_elements or r.buffer_elements), n(r.bytes)]
+         for r in s.by_role], {1, 2, 3})
+    lines += md_table("By dtype",
+        ["dtype", "tensors", "elements", "bytes"],
+        [[markdown(d.dtype), n(d.tensors), n(d.elements), n(d.bytes)] for d in s.by_dtype], {1, 2, 3})
+    lines += md_table("Files",
+        ["file", "size", "tensors"], [[markdown(h.file), n(h.size), n(h.tensors)] for h in s.shards[:MAX_TABLE_ROWS]],
+        {1, 2})
+    if len(s.shards) > MAX_TABLE_ROWS:
+        lines += [f"_… {len(s.shards) - MAX_TABLE_ROWS:,} more files not drawn (--json lists every one)_", ""]
+    lines += [f"_{markdown(note)}_" for note in report.notes]
+    return "\n".join(lines) + "\n"

@@ -31,55 +31,23 @@ Buffers are not parameters and are reported beside the causes, as are bytes and 
 
 from __future__ import annotations
 
-import math
 import re
 from collections import defaultdict
 from dataclasses import dataclass, replace
 from operator import attrgetter
 from typing import TYPE_CHECKING, Final
 
-from inspector.analysis.align import (
-    align_stacks,
-    layer_pattern,
-    layers_of,
-    leaf_of,
-    mlp_width,
-    pair_layer,
-)
 from inspector.analysis.config import ModelConfig
+from inspector.analysis.explain import Cause, Item, explain, shape_words
 from inspector.analysis.families import LLAMA_LIKE
 from inspector.analysis.report import Report
-from inspector.analysis.roles import PACKING_DTYPES, is_packed, role_group
+from inspector.analysis.roles import role_group
 from inspector.analysis.stats import Tensor, layer_suffix
 from inspector.errors import InvalidCheckpointError
 from inspector.model import Checkpoint, natural_key
 
 if TYPE_CHECKING:
     from inspector.analysis.values import ValueDiff
-
-CAUSE_ORDER: Final[tuple[str, ...]] = (
-    "vocabulary", "positions", "hidden size", "layer count", "MLP width", "gated MLP", "expert MLP width",
-    "q width", "KV width", "experts", "router", "tied embeddings", "biases", "norms", "quantisation", "residual",
-)
-
-
-@dataclass(frozen=True, slots=True)
-class Item:
-    """One line of a cause's arithmetic: a tensor (pattern) and what it contributed."""
-
-    tensor: str
-    count: int  # tensors (layers × experts) the line stands for
-    formula: str  # per tensor, e.g. "(14,336 − 11,008) × 4,096"
-    delta: int  # total of the line
-
-
-@dataclass(frozen=True, slots=True)
-class Cause:
-    key: str
-    label: str  # "vocabulary 32,000 → 128,256"
-    delta: int
-    items: tuple[Item, ...]
-
 
 @dataclass(frozen=True, slots=True)
 class Change:
@@ -137,58 +105,6 @@ class Diff:
     def identical(self) -> bool:
         return not self.changes and self.parameters[0] == self.parameters[1] \
             and self.buffers[0] == self.buffers[1] and self.bytes[0] == self.bytes[1]
-
-
-# --- quantities a dimension can stand for ----------------------------------------------------
-
-
-def _quantities(c: ModelConfig) -> list[tuple[str, str, int]]:
-    """(cause, label, value) for every config quantity a tensor dimension can be, in cause order."""
-    q: list[tuple[str, str, int]] = []
-
-    def add(cause: str, label: str, value: int | None) -> None:
-        if value:
-            q.append((cause, label, value))
-
-    add("vocabulary", "vocab", c.vocab_size)
-    add("positions", "positions", c.max_position)
-    add("hidden size", "hidden", c.hidden_size)
-    width = mlp_width(c)
-    add("MLP width", "intermediate", width)
-    if width:
-        add("MLP width", "2 × intermediate", 2 * width)  # fused gate_up
-    add("expert MLP width", "moe_intermediate", c.moe_intermediate_size)
-    if c.num_heads and c.head_dim:
-        add("q width", "heads × head_dim", c.num_heads * c.head_dim)
-    if c.num_kv_heads and c.head_dim:
-        add("KV width", "KV heads × head_dim", c.num_kv_heads * c.head_dim)
-        if c.num_heads:
-            add("q width", "(heads + 2 KV heads) × head_dim", (c.num_heads + 2 * c.num_kv_heads) * c.head_dim)
-    if c.hidden_size:
-        add("q width", "3 × hidden", 3 * c.hidden_size)  # GPT-2 c_attn
-    add("router", "experts", c.num_experts)
-    return q
-
-
-# nn.Linear weights are [out, in]: what each position of a role's weight stands for. Used only to
-# choose between quantities that both fit (a q_proj whose q width equals the hidden size).
-LINEAR_LAYOUT: Final[dict[str, tuple[str, str]]] = {
-    "attn.q": ("q width", "hidden size"), "attn.o": ("hidden size", "q width"),
-    "attn.k": ("KV width", "hidden size"), "attn.v": ("KV width", "hidden size"),
-    "mlp.gate": ("MLP width", "hidden size"), "mlp.up": ("MLP width", "hidden size"),
-    "mlp.down": ("hidden size", "MLP width"),
-}
-
-
-def _cause_of(dim_a: int, dim_b: int, qa: list[tuple[str, str, int]], qb: dict[str, int],
-              prefer: str | None = None) -> tuple[str, str]:
-    """The quantity that is dim_a in A and dim_b in B (the layout's choice, else the first in
-    cause order), or the residual."""
-    fits = [(cause, label) for cause, label, value in qa if value == dim_a and qb.get(label) == dim_b]
-    for fit in fits:
-        if fit[0] == prefer:
-            return fit
-    return fits[0] if fits else ("residual", "unexplained dimension")
 
 
 # --- the diff ----------------------------------------------------------------------------------
@@ -278,7 +194,7 @@ def _explain_with_towers(a: Report, b: Report) -> tuple[Cause, ...]:
     roles_b = roles_a if b is a else {t.place.role for t in b.tensors if t.place.kind == "parameter"}
     alone = [r for r in TOWER_ROLES if (r in roles_a) != (r in roles_b)]
     if not alone:
-        return _explain(a, b)
+        return explain(a, b)
     causes: list[Cause] = []
     for role in alone:
         added = role in roles_b
@@ -289,7 +205,7 @@ def _explain_with_towers(a: Report, b: Report) -> tuple[Cause, ...]:
                 grouped[_LAYER_NUMBER.sub(".N.", x.info.name)].append(x)
         sign = 1 if added else -1
         items = tuple(sorted((Item(name, len(members), f"{'added' if added else 'removed'} "
-                                                        f"{_shape(members[0].info.shape)}",
+                                                        f"{shape_words(members[0].info.shape)}",
                                    sign * sum(m.info.numel for m in members))
                               for name, members in grouped.items()), key=lambda i: -abs(i.delta)))
         what = {"vision": "vision tower", "audio": "audio tower", "projector": "multimodal projector"}[role]
@@ -298,7 +214,7 @@ def _explain_with_towers(a: Report, b: Report) -> tuple[Cause, ...]:
                                              f"({abs(total):,} parameters)", total, items))
     kept_a = replace(a, tensors=[x for x in a.tensors if x.place.role not in alone])
     kept_b = replace(b, tensors=[x for x in b.tensors if x.place.role not in alone])
-    return (*_explain(kept_a, kept_b), *causes)
+    return (*explain(kept_a, kept_b), *causes)
 
 
 _LAYER_NUMBER: Final = re.compile(r"\.\d+\.")
@@ -427,241 +343,6 @@ def _role_deltas(a: Report, b: Report) -> tuple[RoleDelta, ...]:
     return tuple(RoleDelta(r, ra.get(r, 0), rb.get(r, 0)) for r in keys if ra.get(r, 0) or rb.get(r, 0))
 
 
-class _Ledger:
-    """Collects (cause, tensor pattern, formula) → count and delta."""
-
-    def __init__(self) -> None:
-        self.lines: dict[tuple[str, str, str], list[int]] = defaultdict(lambda: [0, 0])
-
-    def add(self, cause: str, tensor: str, formula: str, delta: int) -> None:
-        if delta == 0:
-            return
-        line = self.lines[(cause, tensor, formula)]
-        line[0] += 1
-        line[1] += delta
-
-
-def _explain(a: Report, b: Report) -> tuple[Cause, ...]:  # noqa: C901 (over the limit before it was set; to be split)
-    ca, cb = a.config, b.config
-    qa = _quantities(ca)
-    qb = {label: value for _, label, value in _quantities(cb)}
-    ledger = _Ledger()
-
-    def pair(ta: Tensor, tb: Tensor, key: str) -> None:
-        """Two tensors paired under ``key`` (the name inside its layer, B's where renamed); its pattern
-        (experts numbered E) is written only where a line is added (91,991 pairs of DeepSeek-V3 add none)."""
-        if ta.place.kind != "parameter" or tb.place.kind != "parameter":
-            return
-        sa, sb = ta.info.shape, tb.info.shape
-        if sa == sb and ta.info.numel == tb.info.numel == math.prod(sa):  # (what the checks below let pass)
-            return
-        pattern = layer_pattern(key)
-        if ta.info.numel != math.prod(sa) or tb.info.numel != math.prod(sb):  # packed words: logical counts,
-            # which a shape's dimensions do not give (the packed axis differs by format)
-            ledger.add("residual", pattern, f"{ta.info.numel:,} → {tb.info.numel:,} weights (packed)",
-                       tb.info.numel - ta.info.numel)
-            return
-        if sa == sb:
-            return
-        if len(sa) != len(sb):
-            ledger.add("residual", pattern, f"{_shape(sa)} → {_shape(sb)}", tb.info.numel - ta.info.numel)
-            return
-        layout = LINEAR_LAYOUT.get(ta.place.role) if len(sa) <= 2 else None
-        causes = []
-        for i, (x, y) in enumerate(zip(sa, sb, strict=True)):
-            if x == y:
-                causes.append(("", ""))
-                continue
-            found = _cause_of(x, y, qa, qb, layout[i] if layout else None)
-            if found[0] == "residual" and i == 0 and ta.place.role in ("embedding", "lm_head"):
-                found = ("vocabulary", "rows")  # a vocabulary the config does not state (added tokens)
-            causes.append(found)
-        current = list(sa)
-        for cause in CAUSE_ORDER:
-            dims = [i for i, (c, _) in enumerate(causes) if c == cause]
-            if not dims:
-                continue
-            before = math.prod(current)
-            parts = []
-            for i, x in enumerate(current):
-                parts.append(f"({sb[i]:,} − {x:,})" if i in dims and len(dims) == 1 else f"{x:,}")
-            for i in dims:
-                current[i] = sb[i]
-            after = math.prod(current)
-            formula = " × ".join(parts) if len(dims) == 1 else f"{_shape(tuple(current))} − " + \
-                _shape(tuple(sa[i] if i in dims else current[i] for i in range(len(sa))))
-            ledger.add(cause, pattern, formula, after - before)
-
-    packed = {id(a): _packed(a), id(b): _packed(b)}
-    gated = {id(a): _gated(a), id(b): _gated(b)}
-
-    def single(t: Tensor, sign: int, pattern: str) -> None:
-        if t.place.kind != "parameter":
-            return
-        role = t.place.role
-        leaf = t.info.name.rsplit(".", 1)[-1]
-        other = b if sign < 0 else a
-        if is_packed(leaf) or (
-                leaf == "weight" and packed[id(other)] and role.split(".", 1)[0] in ("attn", "mlp", "moe")):
-            cause = "quantisation"  # a packed tensor against an unpacked one: stored elements differ
-        elif role.startswith("moe.expert") or role.startswith("moe.shared") or \
-                (role.startswith("mlp.") and _has_experts(other)):
-            cause = "experts"
-        elif role == "moe.router":
-            cause = "router"
-        elif role == "position_embedding":
-            cause = "positions"
-        elif role == "mlp.gate" and not gated[id(other)]:
-            cause = "gated MLP"
-        elif role == "norm":
-            cause = "norms"
-        elif leaf == "bias":
-            cause = "biases"
-        elif role == "lm_head":
-            cause = "tied embeddings"
-        else:
-            cause = "residual"
-        word = "added" if sign > 0 else "removed"
-        ledger.add(cause, pattern, f"{word} {_shape(t.info.shape)}", sign * t.info.numel)
-
-    if b is a:  # one report both sides: each tensor pairs with itself, every delta is 0, and no line of 0 is kept
-        return _causes(ledger, a, b)
-    # layers
-    la, lb = layers_of(a), layers_of(b)
-    la, lb = align_stacks(la, lb)
-    for stack in sorted(set(la) | set(lb)):
-        layers_a, layers_b = la.get(stack, {}), lb.get(stack, {})
-        if not layers_a or not layers_b:  # a whole stack only one side has (a vision tower, say)
-            sign, layers = (1, layers_b) if layers_b else (-1, layers_a)
-            for ts in layers.values():
-                for t in ts.values():
-                    single(t, sign, f"{stack}.N.{layer_suffix(t)}")
-            continue
-        template = layers_a[max(layers_a)]
-        size = sum(t.info.numel for t in template.values() if t.place.kind == "parameter")
-        # by the layers each side has, not by a range up to the highest number: a header naming
-        # layer 10⁹ must not make a loop of 10⁹ (nor a gap in A's numbers a missing key)
-        for _ in layers_b.keys() - layers_a.keys():  # first at A's size (layer count), then its widths
-            ledger.add("layer count", f"{stack}: a layer at A's size", f"+{size:,}", size)
-        for i in sorted(layers_a.keys() - layers_b.keys()):
-            removed = sum(t.info.numel for t in layers_a[i].values() if t.place.kind == "parameter")
-            ledger.add("layer count", f"{stack}: a layer of A", f"−{removed:,}", -removed)
-        for i in sorted(layers_b):
-            pair_layer(layers_a.get(i, template), layers_b[i], pair, single, ca, cb)
-    # outside the layers
-    oa = {t.info.name: t for t in a.tensors if t.place.layer is None}
-    ob = {t.info.name: t for t in b.tensors if t.place.layer is None}
-    pair_layer(oa, ob, pair, single, ca, cb)
-
-    return _causes(ledger, a, b)
-
-
-def _packed(r: Report) -> bool:
-    return any(is_packed(t.info.name) for t in r.tensors
-               if t.place.kind == "parameter" and t.info.dtype in PACKING_DTYPES)
-
-
-def _gated(r: Report) -> bool:
-    """A gated (SwiGLU/GeGLU) MLP: a gate matrix, alone or fused with up."""
-    return any(row.role in ("mlp.gate", "mlp.gate_up") for row in r.summary.by_role)
-
-
-def _has_experts(r: Report) -> bool:
-    return any(row.role.startswith("moe.expert") for row in r.summary.by_role)
-
-
-#: an expert's number in a tensor name (compiled once: diff calls it for every tensor of both sides)
-def _causes(ledger: _Ledger, a: Report, b: Report) -> tuple[Cause, ...]:
-    grouped: dict[str, list[Item]] = defaultdict(list)
-    for (cause, tensor, formula), (count, delta) in ledger.lines.items():
-        grouped[cause].append(Item(tensor, count, formula, delta))
-    causes = []
-    for cause in CAUSE_ORDER:
-        items = grouped.get(cause)
-        if not items and cause != "residual":
-            continue
-        items = sorted(items or [], key=lambda i: (-abs(i.delta), i.tensor))
-        causes.append(Cause(cause, _label(cause, a, b),
-                            sum(i.delta for i in items), tuple(items)))
-    return tuple(causes)
-
-
-def _label(cause: str, a: Report, b: Report) -> str:  # noqa: C901 (over the limit before it was set; to be split)
-    ca, cb = a.config, b.config
-
-    def change(x: object, y: object) -> str:
-        return f"{x:,} → {y:,}" if isinstance(x, int) and isinstance(y, int) else f"{x} → {y}"
-
-    if cause == "vocabulary":
-        va, vb = _rows(a, "embedding") or ca.vocab_size, _rows(b, "embedding") or cb.vocab_size
-        label = f"vocabulary {change(va, vb)}"
-        if va and vb and 0 < abs(vb - va) <= max(va, vb) // 100:
-            label += f" ({vb - va:+,} tokens)"
-        return label
-    if cause == "positions":
-        pa, pb = _rows(a, "position_embedding"), _rows(b, "position_embedding")
-        if pa and pb:
-            return f"learned positions {change(pa, pb)}"
-        return f"learned positions {f'{pa:,}' if pa else 'none (rotary)'} → {f'{pb:,}' if pb else 'none (rotary)'}"
-    if cause == "hidden size":
-        return f"hidden size {change(ca.hidden_size, cb.hidden_size)}"
-    if cause == "layer count":
-        return f"layers {change(ca.num_layers, cb.num_layers)}"
-    if cause == "MLP width":
-        return f"MLP width {change(mlp_width(ca), mlp_width(cb))}"
-    if cause == "gated MLP":
-        word = ("plain", "gated") if _gated(b) else ("gated", "plain")
-        return f"MLP {word[0]} → {word[1]} (a gate matrix beside up and down)"
-    if cause == "expert MLP width":
-        return f"expert MLP width {change(ca.moe_intermediate_size, cb.moe_intermediate_size)}"
-    if cause == "q width":
-        return f"attention heads {change(ca.num_heads, cb.num_heads)} × head_dim {change(ca.head_dim, cb.head_dim)}"
-    if cause == "KV width":
-        if ca.head_dim == cb.head_dim:
-            return f"KV heads {change(ca.num_kv_heads, cb.num_kv_heads)} (grouped-query attention)"
-        return f"KV heads {change(ca.num_kv_heads, cb.num_kv_heads)} × head_dim {change(ca.head_dim, cb.head_dim)}"
-    if cause == "experts":
-        return f"experts {ca.num_experts or 'dense'} → {cb.num_experts or 'dense'}"
-    if cause == "router":
-        return "MoE router"
-    if cause == "tied embeddings":
-        ta, tb = a.config.tie_word_embeddings, b.config.tie_word_embeddings
-        if ta is not None and ta == tb:  # the configs agree: what differs is whether lm_head is saved
-            saved = ("saved" if not _tied(a) else "not saved", "saved" if not _tied(b) else "not saved")
-            return f"lm_head {saved[0]} → {saved[1]} (tie_word_embeddings {str(ta).lower()} in both configs)"
-        return f"tied embeddings {_tied(a)} → {_tied(b)}"
-    if cause == "norms":
-        na, nb = _norm_kind(a), _norm_kind(b)
-        return f"norms {na} → {nb}" if na != nb else "norms"
-    if cause == "quantisation":
-        qa = (ca.quantization or {}).get("quant_method", "none")
-        qb = (cb.quantization or {}).get("quant_method", "none")
-        return f"quantisation {qa} → {qb}: packed weights count stored elements, widths included"
-    if cause == "residual":
-        return "residual (no config cause)"
-    return cause
-
-
-def _rows(r: Report, role: str) -> int | None:
-    """The first dimension of the report's (first) tensor of this role outside the layers."""
-    return next((t.info.shape[0] for t in r.tensors
-                 if t.place.role == role and t.place.layer is None and t.info.shape), None)
-
-
-def _tied(r: Report) -> bool:
-    return not any(t.place.role == "lm_head" for t in r.tensors) if not r.config.encoder_only \
-        else bool(r.config.tie_word_embeddings)
-
-
-def _norm_kind(r: Report) -> str:
-    """How a layer's norms look in the first layer: "2 × LayerNorm (weight + bias)" and the like."""
-    first = [t for t in r.tensors if t.place.role == "norm" and t.place.layer == 0]
-    weights = sum(1 for t in first if leaf_of(t) == "weight")
-    biased = any(leaf_of(t) == "bias" for t in first)
-    kind = "LayerNorm (weight + bias)" if biased else "RMSNorm (weight)"
-    return f"{weights} × {kind} per layer" if weights else "none per layer"
-
-
 def _changes(a: Report, b: Report) -> tuple[Change, ...]:
     """Added, removed, reshaped and re-typed tensors, collapsed over layer runs."""
     if b is a:  # one report both sides: every tensor is itself
@@ -710,10 +391,6 @@ def _changes(a: Report, b: Report) -> tuple[Change, ...]:
     order = {"removed": 0, "added": 1, "reshaped": 2, "retyped": 3}
     out.sort(key=lambda c: (order[c.kind], role_group(c.role), natural_key(c.name)))
     return tuple(out)
-
-
-def _shape(shape: tuple[int, ...]) -> str:
-    return "[" + ", ".join(f"{d:,}" for d in shape) + "]"
 
 
 #: the conditions ``--fail-if`` gates on

@@ -111,7 +111,35 @@ class _Group:
     embedding: bool = False
 
 
-def diff_adapter(base: Report, adapter: Report) -> AdapterDiff:  # noqa: C901 (over the limit before it was set; to be split)
+def _modules(groups: dict[str, _Group], conv1d: bool, problems: list[AdapterProblem]) -> list[AdapterModule]:
+    """Each adapted module from its lora_A/lora_B pair, checked against the base weight it adapts (a problem for
+    each pair that is incomplete, of two ranks, or of the wrong shape)."""
+    modules = []
+    for local, g in groups.items():
+        a, b = g.a, g.b
+        if g.missing:
+            problems.append(AdapterProblem("shapes", f"{local}: the base has no such weight ({g.missing} adapter "
+                                           "tensors without one)"))
+        if a is None or b is None or len(a) != 2 or len(b) != 2:
+            problems.append(AdapterProblem("params", f"{local}: not a complete lora_A/lora_B pair"))
+            continue
+        embedding = g.embedding
+        rank = a[0]
+        if b[1] != rank:
+            problems.append(AdapterProblem("params", f"{local}: lora_A has rank {rank}, lora_B {b[1]}"))
+        base_shape = g.base
+        if base_shape is not None and len(base_shape) == 2:
+            expected = {(b[0], a[1]), (a[1], b[0])} if conv1d else {(b[0], a[1])}
+            if embedding:
+                expected = {(a[1], b[0])}  # lora_embedding_A [r, vocab], _B [hidden, r]
+            if tuple(base_shape) not in expected:
+                problems.append(AdapterProblem("shapes", f"{local}: the adapter is [{b[0]:,} × {a[1]:,}], the base "
+                                               f"weight [{base_shape[0]:,}, {base_shape[1]:,}]"))
+        modules.append(AdapterModule(local, len(g.layers), rank, a, b, g.n, base_shape))
+    return modules
+
+
+def diff_adapter(base: Report, adapter: Report) -> AdapterDiff:
     config = adapter_config(adapter) or {}
     base_shapes = {t.info.name: t.info.shape for t in base.tensors}
     conv1d = bool(config.get("fan_in_fan_out"))
@@ -150,28 +178,7 @@ def diff_adapter(base: Report, adapter: Report) -> AdapterDiff:  # noqa: C901 (o
             g.missing += 1
         else:
             g.base = found
-    modules = []
-    for local, g in groups.items():
-        a, b = g.a, g.b
-        if g.missing:
-            problems.append(AdapterProblem("shapes", f"{local}: the base has no such weight ({g.missing} adapter "
-                                           "tensors without one)"))
-        if a is None or b is None or len(a) != 2 or len(b) != 2:
-            problems.append(AdapterProblem("params", f"{local}: not a complete lora_A/lora_B pair"))
-            continue
-        embedding = g.embedding
-        rank = a[0]
-        if b[1] != rank:
-            problems.append(AdapterProblem("params", f"{local}: lora_A has rank {rank}, lora_B {b[1]}"))
-        base_shape = g.base
-        if base_shape is not None and len(base_shape) == 2:
-            expected = {(b[0], a[1]), (a[1], b[0])} if conv1d else {(b[0], a[1])}
-            if embedding:
-                expected = {(a[1], b[0])}  # lora_embedding_A [r, vocab], _B [hidden, r]
-            if tuple(base_shape) not in expected:
-                problems.append(AdapterProblem("shapes", f"{local}: the adapter is [{b[0]:,} × {a[1]:,}], the base "
-                                               f"weight [{base_shape[0]:,}, {base_shape[1]:,}]"))
-        modules.append(AdapterModule(local, len(g.layers), rank, a, b, g.n, base_shape))
+    modules = _modules(groups, conv1d, problems)
     modules.sort(key=lambda m: m.module)
     rank_cfg, alpha = config.get("r"), config.get("lora_alpha")
     if isinstance(rank_cfg, int) and not config.get("rank_pattern"):

@@ -165,6 +165,25 @@ _JSON_SPACE: Final = " \t\r\n"
 _CHUNK: Final = 1 << 20  # characters split at a time: the pieces of a slice are transient
 
 
+def _canonical_metadata(text: str, pos: int, end: int) -> tuple[dict[str, str], int] | None:
+    """A leading ``__metadata__`` of string values, compact and unescaped, and where the entries start ({} and
+    ``pos`` without one); None for anything else (the general path names it)."""
+    if not text.startswith('"__metadata__":', pos):
+        return {}, pos
+    try:
+        value, after = json.JSONDecoder(parse_constant=_no_constant, parse_int=_integer,
+                                         parse_float=_finite).raw_decode(text, pos + 15)
+    except (ValueError, RecursionError):
+        return None
+    if ("\\" in text[pos:after] or not isinstance(value, dict) or text[after:after + 1] not in (",", "}")
+            or not all(isinstance(v, str) for v in value.values())):
+        return None  # the general path decides which error comes first
+    start = after + 1 if text[after] == "," else after
+    if start == end and after != end:  # a comma after the metadata and no entry: not JSON
+        return None
+    return value, start
+
+
 def _decode_canonical(text: str, file: str) -> tuple[list[TensorInfo], dict[str, str]] | None:
     """The fast path: a header exactly as the reference writer lays it out (``__metadata__``
     first, entries compact, in the order of their data). Anything else (whitespace between
@@ -184,20 +203,10 @@ def _decode_canonical(text: str, file: str) -> tuple[list[TensorInfo], dict[str,
         return None
     pos += 1
     end -= 1
-    metadata: dict[str, str] = {}
-    if text.startswith('"__metadata__":', pos):
-        try:
-            value, after = json.JSONDecoder(parse_constant=_no_constant, parse_int=_integer,
-                                             parse_float=_finite).raw_decode(text, pos + 15)
-        except (ValueError, RecursionError):
-            return None
-        if ("\\" in text[pos:after] or not isinstance(value, dict) or text[after:after + 1] not in (",", "}")
-                or not all(isinstance(v, str) for v in value.values())):
-            return None  # the general path decides which error comes first
-        metadata = value
-        pos = after + 1 if text[after] == "," else after
-        if pos == end and after != end:  # a comma after the metadata and no entry: not JSON
-            return None
+    leading = _canonical_metadata(text, pos, end)
+    if leading is None:
+        return None
+    metadata, pos = leading
     if text.find("\\", pos, end) >= 0:
         return None
     tensors: list[TensorInfo] = []

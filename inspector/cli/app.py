@@ -3,8 +3,11 @@ the commands' examples. The commands are in ``commands`` and ``serving``."""
 
 from __future__ import annotations
 
+import functools
+import inspect
 from collections.abc import Callable, Iterable
-from typing import Annotated, Any
+from dataclasses import dataclass
+from typing import Annotated, Any, Final
 
 import typer
 
@@ -126,3 +129,60 @@ Revision = Annotated[str | None, typer.Option("--revision", help="Hub branch, ta
 Endpoint = Annotated[str | None, typer.Option("--endpoint", help="Hub endpoint (default: HF_ENDPOINT, then the Hub)")]
 Token = Annotated[str | None, typer.Option("--token", help="Hub token (default: HF_TOKEN, then `hf auth login`'s)")]
 Offline = Annotated[bool, typer.Option("--offline", help="no network: the header cache and bundled snapshots only")]
+
+
+# --- the options several commands share, added to each once ------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Shared:
+    """What the shared options said (``shared_options`` adds them to a command, which takes this record as
+    ``shared``): the output's form and where it goes, the revision, and how to reach the Hub."""
+
+    as_json: bool = False
+    fmt: str = "table"
+    wide: bool = False
+    output: str | None = None
+    revision: str | None = None
+    endpoint: str | None = None
+    token: str | None = None
+    offline: bool = False
+
+    @property
+    def hub(self) -> Any:
+        """The run's one ``HubOptions``."""
+        from inspector.cli.opening import hub_options
+
+        return hub_options(self.endpoint, self.token, self.offline)
+
+
+#: the shared options by group: (parameter, its typer annotation, its default)
+_FORM: Final = (("as_json", AsJson, False), ("fmt", Format, "table"), ("wide", Wide, False))
+_FILE: Final = (("output", Output, None),)
+_REVISION: Final = (("revision", Revision, None),)
+_HUB: Final = (("endpoint", Endpoint, None), ("token", Token, None), ("offline", Offline, False))
+
+
+def shared_options(*, form: bool = True, file: bool = True, revision: bool = True,
+                   hub: bool = True) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """Add the shared options to a command, after its own, in one order: ``form`` (--json, --format, --wide),
+    ``file`` (-o), ``revision`` (--revision), ``hub`` (--endpoint, --token, --offline). The command takes them as one
+    ``shared: Shared`` parameter; typer sees each option as written here, once."""
+    extra = [*(_FORM if form else ()), *(_FILE if file else ()), *(_REVISION if revision else ()),
+             *(_HUB if hub else ())]
+
+    def decorate(command: Callable[..., None]) -> Callable[..., None]:
+        own = [p for p in inspect.signature(command, eval_str=True).parameters.values() if p.name != "shared"]
+
+        @functools.wraps(command)
+        def with_shared(**given: Any) -> None:
+            shared = Shared(**{name: given.pop(name) for name, _, _ in extra})
+            command(**given, shared=shared)
+
+        parameters = [*own, *(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default,
+                                                annotation=annotation) for name, annotation, default in extra)]
+        with_shared.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
+        with_shared.__annotations__ = {}  # typer reads the signature's (evaluated) annotations
+        return with_shared
+
+    return decorate

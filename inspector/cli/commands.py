@@ -21,29 +21,25 @@ from inspector.cli.app import (
     _OPTIMIZER_NAMES,
     EXAMPLES,
     AsJson,
-    Endpoint,
     Format,
-    Offline,
-    Output,
-    Revision,
-    Token,
+    Shared,
     Wide,
     _choices,
     app,
+    shared_options,
 )
 from inspector.cli.boundary import guarded, take_global_options, version_text, wants_json
-from inspector.cli.opening import ProgressBar, ReadAhead, hub_options, open_model, open_models, say
+from inspector.cli.opening import ProgressBar, ReadAhead, open_model, open_models, say
 from inspector.errors import EXIT_USAGE, SeveralFiles
 from inspector.render import results, streams, views
 
 
 @app.command("show", epilog=EXAMPLES["show"],
              help="Show what is inside MODEL (the default command: `inspect MODEL`).")
+@shared_options()
 def show(
     model: Annotated[str, typer.Argument(metavar="MODEL", autocompletion=_choices("model"),
             help="path, alias, or Hub repo id (org/name[@revision])")],
-    as_json: AsJson = False,
-    fmt: Format = "table",
     tensors: Annotated[bool, typer.Option("--tensors", help="list every tensor: name [shape] DTYPE")] = False,
     collapse: Annotated[
         bool, typer.Option("--collapse", help="with --tensors: one row per repeated layer/expert tensor")
@@ -60,12 +56,8 @@ def show(
                       "for one model, see `inspect estimate --gpu`")] = None,
     context: Annotated[str | None, typer.Option(
         "--context", help="with --gpu: the context each file's fit is checked at (default: the model's own)")] = None,
-    revision: Revision = None,
-    endpoint: Endpoint = None,
-    token: Token = None,
-    offline: Offline = False,
-    wide: Wide = False,
-    output: Output = None,
+    *,
+    shared: Shared,
 ) -> None:
     from inspector.errors import UsageError
 
@@ -77,33 +69,33 @@ def show(
         raise UsageError("--collapse goes with --tensors", hint="inspect MODEL --tensors --collapse")
     if files and (tensors or formula):
         raise UsageError("--files lists the files, not the tensors", hint="inspect MODEL --files")
-    form = views.output_format(fmt, as_json)
-    target = views.output_target(form, output, model=model,
+    form = views.output_format(shared.fmt, shared.as_json)
+    target = views.output_target(form, shared.output, model=model,
                                  conflicts=tensors or files or formula or gpu is not None)
 
     if api.is_cache_root(model):
         views.check_format(results.CacheResult, form, hint=f"inspect {model}/models--ORG--NAME --format {form}")
-        views.emit(api.cache(model), form, wide=wide)
+        views.emit(api.cache(model), form, wide=shared.wide)
         return
     try:
-        checkpoint = open_model(model, revision, hub_options(endpoint, token, offline))
+        checkpoint = open_model(model, shared.revision, shared.hub)
     except SeveralFiles as several:
         if files:  # every file of the folder or repo, as listed
-            views.emit(api.files_of_several(model, several, revision=revision,
-                                            hub=hub_options(endpoint, token, offline)), form, wide=wide)
+            views.emit(api.files_of_several(model, several, revision=shared.revision,
+                                            hub=shared.hub), form, wide=shared.wide)
             return
-        serving.file_listing(model, several, revision, hub_options(endpoint, token, offline), form, wide, gpu, context)
+        serving.file_listing(model, several, shared.revision, shared.hub, form, shared.wide, gpu, context)
         return
     if listing_options is not None:
         raise UsageError("--gpu with `inspect` answers for a folder or repo of several GGUF files",
                          hint=f"for one model: inspect estimate {model} --gpu {gpu}")
     if files:
-        views.emit(api.files(checkpoint), form, wide=wide)
+        views.emit(api.files(checkpoint), form, wide=shared.wide)
         return
     summary = form == views.Format.TABLE and not tensors  # the table's last line: the estimate and the fit
     shown = api.inspect(checkpoint, tensors=tensors and form != views.Format.HTML, collapse=collapse,
                         formula=formula, summary=summary)
-    views.emit(shown, form, view=views.View(all_shards=shards), wide=wide, target=target)
+    views.emit(shown, form, view=views.View(all_shards=shards), wide=shared.wide, target=target)
 
 
 @app.command("diff", epilog=EXAMPLES["diff"],
@@ -111,11 +103,10 @@ def show(
                           "A and B: paths, aliases, Hub repos, or one repo at two revisions (repo@rev1 repo@rev2). "
                           "Exit 0; with --fail-if, exit 1 when the named difference is found; an adapter "
                           "that does not match the base (peft could not load it) exits 1.")
+@shared_options(revision=False)
 def diff(
     a: Annotated[str, typer.Argument(metavar="A", help="the model to compare from")],
     b: Annotated[str, typer.Argument(metavar="B", help="the model to compare to")],
-    as_json: AsJson = False,
-    fmt: Format = "table",
     fail_if: Annotated[str | None, typer.Option(
         "--fail-if", help="comma-separated: params (count changed), dtypes (a dtype changed), "
                           "shapes (tensors added, removed or reshaped), values (with --values: a tensor's "
@@ -129,18 +120,15 @@ def diff(
     exact: Annotated[bool, typer.Option(
         "--exact", help="with --values, on local files: hash every compared tensor whole (streamed) to prove "
                         "it identical")] = False,
-    endpoint: Endpoint = None,
-    token: Token = None,
-    offline: Offline = False,
-    wide: Wide = False,
-    output: Output = None,
+    *,
+    shared: Shared,
 ) -> None:
     gates = api.gates(fail_if, values=values)
-    form = views.output_format(fmt, as_json)
-    target = views.output_target(form, output)
-    hub = hub_options(endpoint, token, offline)
+    form = views.output_format(shared.fmt, shared.as_json)
+    target = views.output_target(form, shared.output)
+    hub = shared.hub
     difference = api.diff(*open_models([a, b], hub), values=values, sample_bytes=sample_bytes, exact=exact, hub=hub)
-    views.emit(difference, form, view=views.View(all_changes=all_changes), wide=wide, target=target)
+    views.emit(difference, form, view=views.View(all_changes=all_changes), wide=shared.wide, target=target)
     hit = difference.gates_hit(gates)
     if hit:
         say(f"--fail-if: {', '.join(hit)} changed")
@@ -155,23 +143,19 @@ def diff(
 @app.command("compare", epilog=EXAMPLES["compare"],
              help="Compare 2 to 10 models side by side: totals, config and parameters by role. "
                              "Each model: a path, an alias or a Hub repo.")
+@shared_options(revision=False)
 def compare_cmd(
     models: Annotated[list[str], typer.Argument(metavar="MODEL...", help="2 to 10 models")],
-    as_json: AsJson = False,
-    fmt: Format = "table",
-    endpoint: Endpoint = None,
-    token: Token = None,
-    offline: Offline = False,
-    wide: Wide = False,
-    output: Output = None,
+    *,
+    shared: Shared,
 ) -> None:
     from inspector.errors import UsageError
 
     if not 2 <= len(models) <= 10:
         raise UsageError(f"compare takes 2 to 10 models, not {len(models)}")
-    form = views.output_format(fmt, as_json)
-    target = views.output_target(form, output)
-    views.emit(api.compare(*open_models(list(models), hub_options(endpoint, token, offline))), form, wide=wide,
+    form = views.output_format(shared.fmt, shared.as_json)
+    target = views.output_target(form, shared.output)
+    views.emit(api.compare(*open_models(list(models), shared.hub)), form, wide=shared.wide,
                target=target)
 
 
@@ -194,11 +178,10 @@ app.command("plan", epilog=EXAMPLES["plan"],
              help="Check that a checkpoint is whole and consistent, from headers, index, config and "
                            "file sizes (Hub repos: the listed sizes). Exit 0 with no error finding, 1 with any. "
                            "Never modifies the audited files.")
+@shared_options(file=False)
 def audit_cmd(
     target: Annotated[str, typer.Argument(metavar="MODEL", autocompletion=_choices("model"),
             help="path, alias, or Hub repo id (org/name[@revision])")],
-    as_json: AsJson = False,
-    fmt: Format = "table",
     deep: Annotated[
         bool, typer.Option("--deep", help="local only: stream tensor data, flag NaN, Inf, all-zero")
     ] = False,
@@ -208,23 +191,20 @@ def audit_cmd(
     lineage: Annotated[bool, typer.Option(
         "--lineage", help="also check the base the model declares against its values (as inspect lineage does)")
     ] = False,
-    revision: Revision = None,
-    endpoint: Endpoint = None,
-    token: Token = None,
-    offline: Offline = False,
-    wide: Wide = False,
+    *,
+    shared: Shared,
 ) -> None:
-    form = views.output_format(fmt, as_json)
+    form = views.output_format(shared.fmt, shared.as_json)
     views.check_format(results.Audit, form, hint=f"inspect audit {target} --format markdown")
-    checkpoint = open_model(target, revision, hub_options(endpoint, token, offline), lenient=True)
+    checkpoint = open_model(target, shared.revision, shared.hub, lenient=True)
     if deep and checkpoint.root is None:
         from inspector.errors import UsageError
 
         raise UsageError("--deep needs a local checkpoint folder or file")
     with ProgressBar() as progress:
         audited = api.audit(checkpoint, modeling=modeling, deep=deep, progress=progress, lineage=lineage,
-                            hub=hub_options(endpoint, token, offline))
-    views.emit(audited, form, wide=wide)
+                            hub=shared.hub)
+    views.emit(audited, form, wide=shared.wide)
     if audited.errors:
         raise typer.Exit(1)
 
@@ -235,31 +215,27 @@ def audit_cmd(
                   "of sampled values (never the weights). Without candidates, the bases the model declares (card "
                   "base_model, adapter_config.json, GGUF general.base_model). Exit 0; with --fail-if, 1 when the "
                   "named condition holds.")
+@shared_options(revision=False)
 def lineage_cmd(
     model: Annotated[str, typer.Argument(metavar="MODEL", autocompletion=_choices("model"),
             help="path, alias, or Hub repo id (org/name[@revision])")],
     candidates: Annotated[list[str] | None, typer.Argument(
         metavar="[CANDIDATE]...", help="models it may come from (default: the bases it declares)")] = None,
-    as_json: AsJson = False,
-    fmt: Format = "table",
     fail_if: Annotated[str | None, typer.Option(
         "--fail-if", help="comma-separated: unrelated (no candidate is where it came from, or that is not known), "
                           "changed (not identical to a candidate), declared (the declared base is not borne out)")
     ] = None,
     exact: Annotated[bool, typer.Option(
         "--exact", help="local files: hash every weight file whole (streamed) to prove a copy")] = False,
-    endpoint: Endpoint = None,
-    token: Token = None,
-    offline: Offline = False,
-    wide: Wide = False,
-    output: Output = None,
+    *,
+    shared: Shared,
 ) -> None:
     gates = api.lineage_gates(fail_if)
-    form = views.output_format(fmt, as_json)
-    target = views.output_target(form, output)
-    hub = hub_options(endpoint, token, offline)
+    form = views.output_format(shared.fmt, shared.as_json)
+    target = views.output_target(form, shared.output)
+    hub = shared.hub
     found = api.lineage(model, list(candidates or ()), exact=exact, hub=hub)
-    views.emit(found, form, wide=wide, target=target)
+    views.emit(found, form, wide=shared.wide, target=target)
     hit = found.gates_hit(gates)
     if hit:
         say(f"--fail-if {', '.join(hit)}: {found.verdict}")
@@ -268,17 +244,16 @@ def lineage_cmd(
 
 @app.command("save", epilog=EXAMPLES["save"],
              help="Write MODEL's header snapshot to a folder: inspect, diff or audit it later offline.")
+@shared_options(form=False, file=False)
 def save(
     model: Annotated[str, typer.Argument(metavar="MODEL", autocompletion=_choices("model"),
             help="path, alias, or Hub repo id (org/name[@revision])")],
     out: Annotated[str, typer.Option("-o", "--output", help="folder to write (new, empty, or a snapshot)")],
-    revision: Revision = None,
-    endpoint: Endpoint = None,
-    token: Token = None,
-    offline: Offline = False,
     force: Annotated[bool, typer.Option("--force", help="replace a snapshot of another model in that folder")] = False,
+    *,
+    shared: Shared,
 ) -> None:
-    checkpoint = open_model(model, revision, hub_options(endpoint, token, offline))
+    checkpoint = open_model(model, shared.revision, shared.hub)
     folder = api.save(checkpoint, out, force=force)
     say(f"saved {checkpoint.tensor_count:,} tensor headers of {checkpoint.label} to {folder}")
 

@@ -11,23 +11,18 @@ from inspector import api, api_fit, api_train
 from inspector.cli.app import (
     _ENGINE_NAMES,
     _OPTIMIZER_NAMES,
-    AsJson,
-    Endpoint,
     Explain,
     FailIfFit,
-    Format,
-    Offline,
-    Output,
-    Revision,
-    Token,
-    Wide,
+    Shared,
     _choices,
+    shared_options,
 )
-from inspector.cli.opening import hub_options, open_model, say
+from inspector.cli.opening import open_model, say
 from inspector.errors import SeveralFiles
 from inspector.render import results, views
 
 
+@shared_options()
 def estimate_cmd(
     model: Annotated[str, typer.Argument(metavar="MODEL", autocompletion=_choices("model"),
             help="path, alias, or Hub repo id (org/name[@revision])")],
@@ -62,33 +57,28 @@ def estimate_cmd(
                            "buffers): 2GiB, 500MB")] = None,
     fail_if: FailIfFit = None,
     explain: Explain = False,
-    as_json: AsJson = False,
-    fmt: Format = "table",
-    revision: Revision = None,
-    endpoint: Endpoint = None,
-    token: Token = None,
-    offline: Offline = False,
-    wide: Wide = False,
-    output: Output = None,
+    *,
+    shared: Shared,
 ) -> None:
     gates = api.answer_gates(fail_if, budget=gpu is not None)
-    form = views.output_format(fmt, as_json)
-    target = views.output_target(form, output)
+    form = views.output_format(shared.fmt, shared.as_json)
+    target = views.output_target(form, shared.output)
     options = api_fit.estimate_options(context=context, batch=batch, kv_dtype=kv_dtype, gpu=gpu, overhead=overhead,
                                    engine=engine, utilization=utilization, pipeline=pipeline,
                                    dtypes=[d.strip() for d in dtype.split(",") if d.strip()] if dtype else None)
     try:
-        checkpoint = open_model(model, revision, hub_options(endpoint, token, offline))
+        checkpoint = open_model(model, shared.revision, shared.hub)
     except SeveralFiles as several:  # a GGUF repo of several quantisations: the fit of each file
-        file_listing(model, several, revision, hub_options(endpoint, token, offline), form, wide, gpu, context)
+        file_listing(model, several, shared.revision, shared.hub, form, shared.wide, gpu, context)
         return
-    done = api_fit.estimate_with(checkpoint, options, hub=hub_options(endpoint, token, offline))
+    done = api_fit.estimate_with(checkpoint, options, hub=shared.hub)
     for warning in (*done.estimate.warnings, *(done.fit.warnings if done.fit is not None else ())):
         say(f"warning: {warning}")
-    views.emit(done, form, view=views.View(explain=explain), wide=wide, target=target)
+    views.emit(done, form, view=views.View(explain=explain), wide=shared.wide, target=target)
     _gate(done, gates)
 
 
+@shared_options()
 def train_cmd(
     model: Annotated[str, typer.Argument(metavar="MODEL", autocompletion=_choices("model"),
             help="path, alias, or Hub repo id (org/name[@revision])")],
@@ -159,18 +149,12 @@ def train_cmd(
                                       "backward (torchtune's OffloadActivations)")] = False,
     fail_if: FailIfFit = None,
     explain: Explain = False,
-    as_json: AsJson = False,
-    fmt: Format = "table",
-    revision: Revision = None,
-    endpoint: Endpoint = None,
-    token: Token = None,
-    offline: Offline = False,
-    wide: Wide = False,
-    output: Output = None,
+    *,
+    shared: Shared,
 ) -> None:
     gates = api.answer_gates(fail_if, budget=gpu is not None)
-    form = views.output_format(fmt, as_json)
-    target = views.output_target(form, output)
+    form = views.output_format(shared.fmt, shared.as_json)
+    target = views.output_target(form, shared.output)
     options = api_train.train_options(method=method, rank=rank, alpha=alpha, targets=targets, optimizer=optimizer,
                                 precision=precision, batch=batch, seq=seq, checkpointing=checkpointing, gpu=gpu,
                                 zero=zero, fsdp=fsdp, offload=offload, experts=experts, stage=stage, loss=loss,
@@ -178,11 +162,12 @@ def train_cmd(
                                 rollout_memory=rollout_memory, sp=sp, freeze=freeze,
                                 optimizer_in_backward=optimizer_in_backward,
                                 offload_activations=offload_activations, compile=compile_layers)
-    done = api_train.train_with(open_model(model, revision, hub_options(endpoint, token, offline)), options)
-    views.emit(done, form, view=views.View(explain=explain), wide=wide, target=target)
+    done = api_train.train_with(open_model(model, shared.revision, shared.hub), options)
+    views.emit(done, form, view=views.View(explain=explain), wide=shared.wide, target=target)
     _gate(done, gates)
 
 
+@shared_options()
 def plan_cmd(
     model: Annotated[str, typer.Argument(metavar="MODEL", autocompletion=_choices("model"),
             help="path, alias, or Hub repo id (org/name[@revision])")],
@@ -207,22 +192,16 @@ def plan_cmd(
                         ] = None,
     fail_if: FailIfFit = None,
     explain: Explain = False,
-    as_json: AsJson = False,
-    fmt: Format = "table",
-    revision: Revision = None,
-    endpoint: Endpoint = None,
-    token: Token = None,
-    offline: Offline = False,
-    wide: Wide = False,
-    output: Output = None,
+    *,
+    shared: Shared,
 ) -> None:
     gates = api.answer_gates(fail_if)
-    form = views.output_format(fmt, as_json)
-    target = views.output_target(form, output)
+    form = views.output_format(shared.fmt, shared.as_json)
+    target = views.output_target(form, shared.output)
     options = api_fit.plan_options(gpus=gpu, max_gpus=max_gpus, nodes=nodes, engine=engine, context=context,
                                objective=objective, utilization=utilization, kv_dtype=kv_dtype)
-    done = api_fit.plan_with(open_model(model, revision, hub_options(endpoint, token, offline)), options)
-    views.emit(done, form, view=views.View(explain=explain), wide=wide, target=target)
+    done = api_fit.plan_with(open_model(model, shared.revision, shared.hub), options)
+    views.emit(done, form, view=views.View(explain=explain), wide=shared.wide, target=target)
     _gate(done, gates)
 
 

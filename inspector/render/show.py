@@ -162,23 +162,12 @@ def origin_text(c: Checkpoint) -> str:
     return origin + (f", revision {c.revision[:12]}" if c.revision else "")
 
 
-def report_table(report: Report, *, all_shards: bool = False, logical: tuple[str, int] | None = None) -> RenderableType:
-    """``logical``: (method, logical parameters) of a packed quantised checkpoint: the method is named
-    beside the parameters (which are logical whatever is passed)."""
-    from rich.console import Group
+def _totals_grid(report: Report, logical: tuple[str, int] | None) -> RenderableType:
+    """The headline counts: parameters (logical and stored for packed words), buffers, quant data, the Hub's total,
+    bytes and tensors."""
     from rich.table import Table
-    from rich.text import Text
 
-    c = report.checkpoint
     s = report.summary
-    title = Text()
-    title.append(sanitize(c.label), style="bold")
-    title.append(f"  ({sanitize(origin_text(c))})", style="dim")
-    line = config_line(report.config) if c.kind != "pipeline" else \
-        f"{c.composite_class or 'pipeline'} ({c.composite}): " + ", ".join(
-            f"{r.name} {r.class_name or ''}".strip() for r in report.components if r.tensors)
-    parts: list[RenderableType] = [title, Text(sanitize(line), style="cyan"), Text("")]
-
     totals = Table.grid(padding=(0, 2))
     totals.add_column(style="bold")
     totals.add_column(justify="right")
@@ -196,6 +185,52 @@ def report_table(report: Report, *, all_shards: bool = False, logical: tuple[str
     totals.add_row("Hub total", n(s.hub_total), "every element, as the Hub's model page counts")
     totals.add_row("Bytes", n(s.bytes), size(s.bytes) + " of tensor data")
     totals.add_row("Tensors", n(s.tensors), f"in {len(s.shards)} file{'s' if len(s.shards) != 1 else ''}")
+    return totals
+
+
+def _layers_table(report: Report) -> RenderableType:
+    """One row a repeated layer block (the blocks not drawn summed in one row, so the table still sums), and what is
+    outside the blocks."""
+    from rich.table import Table
+
+    s = report.summary
+    layers = Table(title="Layer blocks", title_justify="left", show_edge=False, pad_edge=False)
+    layers.add_column("block")
+    layers.add_column("tensors each", justify="right")
+    layers.add_column("parameters each", justify="right")
+    layers.add_column("parameters", justify="right")
+    layers.add_column("bytes each", justify="right")
+    stacks = {g.stack for g in s.layer_groups}
+    alike = len({stack.rsplit(".", 1)[-1] for stack in stacks}) < len(stacks)  # two stacks' "layers"
+    for g in s.layer_groups[:MAX_TABLE_ROWS]:
+        layers.add_row(sanitize(g.full_label if alike else g.label), n(g.tensors_each), n(g.parameters_each),
+                       n(g.parameters_each * g.count), n(g.bytes_each))
+    rest = s.layer_groups[MAX_TABLE_ROWS:]
+    if rest:  # the table still sums: the blocks not drawn are one row
+        layers.add_row(f"… {len(rest):,} more blocks", "", "", n(sum(g.parameters_each * g.count for g in rest)),
+                       "", style="dim")
+    layers.add_row("outside blocks", "", "", n(s.outside_layers_parameters), "", style="dim")
+    return layers
+
+
+def report_table(report: Report, *, all_shards: bool = False, logical: tuple[str, int] | None = None) -> RenderableType:
+    """``logical``: (method, logical parameters) of a packed quantised checkpoint: the method is named
+    beside the parameters (which are logical whatever is passed)."""
+    from rich.console import Group
+    from rich.table import Table
+    from rich.text import Text
+
+    c = report.checkpoint
+    s = report.summary
+    title = Text()
+    title.append(sanitize(c.label), style="bold")
+    title.append(f"  ({sanitize(origin_text(c))})", style="dim")
+    line = config_line(report.config) if c.kind != "pipeline" else \
+        f"{c.composite_class or 'pipeline'} ({c.composite}): " + ", ".join(
+            f"{r.name} {r.class_name or ''}".strip() for r in report.components if r.tensors)
+    parts: list[RenderableType] = [title, Text(sanitize(line), style="cyan"), Text("")]
+
+    totals = _totals_grid(report, logical)
     parts += [totals, Text("")]
     if report.components:
         parts += [components_table(report), Text("")]
@@ -220,23 +255,7 @@ def report_table(report: Report, *, all_shards: bool = False, logical: tuple[str
     parts += [roles, Text("")]
 
     if s.layer_groups:
-        layers = Table(title="Layer blocks", title_justify="left", show_edge=False, pad_edge=False)
-        layers.add_column("block")
-        layers.add_column("tensors each", justify="right")
-        layers.add_column("parameters each", justify="right")
-        layers.add_column("parameters", justify="right")
-        layers.add_column("bytes each", justify="right")
-        stacks = {g.stack for g in s.layer_groups}
-        alike = len({stack.rsplit(".", 1)[-1] for stack in stacks}) < len(stacks)  # two stacks' "layers"
-        for g in s.layer_groups[:MAX_TABLE_ROWS]:
-            layers.add_row(sanitize(g.full_label if alike else g.label), n(g.tensors_each), n(g.parameters_each),
-                           n(g.parameters_each * g.count), n(g.bytes_each))
-        rest = s.layer_groups[MAX_TABLE_ROWS:]
-        if rest:  # the table still sums: the blocks not drawn are one row
-            layers.add_row(f"… {len(rest):,} more blocks", "", "", n(sum(g.parameters_each * g.count for g in rest)),
-                           "", style="dim")
-        layers.add_row("outside blocks", "", "", n(s.outside_layers_parameters), "", style="dim")
-        parts += [layers, *capped(len(s.layer_groups), "layer blocks", "--json"), Text("")]
+        parts += [_layers_table(report), *capped(len(s.layer_groups), "layer blocks", "--json"), Text("")]
 
     dtypes = Table(title="By dtype", title_justify="left", show_edge=False, pad_edge=False)
     dtypes.add_column("dtype")

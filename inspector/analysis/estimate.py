@@ -435,6 +435,32 @@ def active_parameters(report: Report) -> int | None:
 # --- FLOPs ---------------------------------------------------------------------------------------
 
 
+def _weights_formula(arch: Architecture, runs: int, lookups: int, head_text: str, per_token: bool) -> str:
+    """The weights' FLOPs a generated token costs, in words."""
+    if per_token and all(s.kind in ("decoder", "mtp") for s in arch.stacks):
+        return (f"2 × (parameters used per token {runs + arch.other + arch.head + lookups:,} − input "
+                f"embedding {arch.embedding:,}"
+                + (f" − position lookups {arch.lookups:,}" if arch.lookups else "") + f"{head_text})")
+    if per_token:
+        return f"2 × (decoder {runs:,} + outside the stacks {arch.other:,} + output head {arch.head:,}{head_text})"
+    return "none: nothing runs per generated token (no decoder)"
+
+
+def _per_input_flops(arch: Architecture, per_token: bool) -> Figure | None:
+    """FLOPs once per input token of the stacks that run on the input (an encoder, an image's or audio's tower)."""
+    inputs = arch.running("per_input")
+    if not inputs:
+        return None
+    input_params = sum(s.active for s in inputs)
+    names = ", ".join(f"{s.kind} {s.parameters:,}" for s in inputs)
+    if not per_token:
+        input_params += arch.other
+        names += f", outside the stacks {arch.other:,}"
+    return Figure("flops_per_input_token", 2 * input_params, "FLOP", f"2 × ({names})", FLOPS_SOURCE,
+                  ("once per input token (a prompt for an encoder, an image's patches, an audio's frames), "
+                   "not per generated token", "embeddings and position tables are lookups"))
+
+
 def _flops(report: Report, arch: Architecture, ctx: int, moe: bool) -> Flops:
     c = report.config
     per_token = arch.running("per_token")
@@ -462,16 +488,7 @@ def _flops(report: Report, arch: Architecture, ctx: int, moe: bool) -> Flops:
                    "mixture of experts: only active parameters" if moe else "dense model: every parameter is used",
                    "softmax and other element-wise work ignored",
                    *_not_per_token(arch))
-    lone = all(s.kind in ("decoder", "mtp") for s in arch.stacks)
-    if per_token and lone:
-        weights_formula = (f"2 × (parameters used per token {runs + arch.other + arch.head + lookups:,} − input "
-                           f"embedding {arch.embedding:,}"
-                           + (f" − position lookups {arch.lookups:,}" if arch.lookups else "") + f"{head_text})")
-    elif per_token:
-        weights_formula = (f"2 × (decoder {runs:,} + outside the stacks {arch.other:,} + output head "
-                           f"{arch.head:,}{head_text})")
-    else:
-        weights_formula = "none: nothing runs per generated token (no decoder)"
+    weights_formula = _weights_formula(arch, runs, lookups, head_text, bool(per_token))
     if not per_token:
         attention_formula = "none: nothing runs per generated token (no decoder)"
     elif not widths:
@@ -502,17 +519,7 @@ def _flops(report: Report, arch: Architecture, ctx: int, moe: bool) -> Flops:
     closed_formula = (f"t / (2D + 1.5I) = {ctx:,} / (2 × {d:,} + 1.5 × {inter:,})" if d and inter else
                       "unknown: the config gives no " + " and no ".join(
                           k for k, v in (("hidden_size", d), ("intermediate_size", inter)) if not v))
-    inputs = arch.running("per_input")
-    per_input = None
-    if inputs:
-        input_params = sum(s.active for s in inputs)
-        names = ", ".join(f"{s.kind} {s.parameters:,}" for s in inputs)
-        if not per_token:
-            input_params += arch.other
-            names += f", outside the stacks {arch.other:,}"
-        per_input = Figure("flops_per_input_token", 2 * input_params, "FLOP", f"2 × ({names})", FLOPS_SOURCE,
-                           ("once per input token (a prompt for an encoder, an image's patches, an audio's frames), "
-                            "not per generated token", "embeddings and position tables are lookups"))
+    per_input = _per_input_flops(arch, bool(per_token))
     return Flops(
         Figure("flops_per_token_weights", gemm if per_token else None, "FLOP", weights_formula, FLOPS_SOURCE,
                assumptions),

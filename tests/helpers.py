@@ -3,8 +3,10 @@ byte by byte (struct.pack) where it must be broken."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import struct
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +14,8 @@ import numpy as np
 
 from inspector.formats.safetensors import encode_header
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "fixtures"
 _REFERENCE: dict[str, Any] = {}
 
 
@@ -190,3 +193,69 @@ def model_gguf(path: Path, dtype: Any) -> bytes:
     w.add_tensor("token_embd.weight", np.zeros((32000, 1024), dtype=dtype))
     finish_gguf(w)
     return path.read_bytes()
+
+
+def saved_bytes(model: Any, forward: Any) -> int:
+    """Bytes autograd saves for the backward while ``forward()`` runs ``model``: every tensor packed by
+    ``torch.autograd.graph.saved_tensors_hooks``, each storage once, the model's parameters aside."""
+    import torch
+
+    params = {p.untyped_storage().data_ptr() for p in model.parameters()}
+    seen: dict[int, int] = {}
+
+    def pack(t: Any) -> Any:
+        storage = t.untyped_storage()
+        if storage.data_ptr() not in params:
+            seen.setdefault(storage.data_ptr(), storage.nbytes())
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        forward()
+    return sum(seen.values())
+
+
+@contextlib.contextmanager
+def toy_strategy(folder: Path, module: str, text: str, registry: Any, attribute: str) -> Iterator[Path]:
+    """A strategy written by a test in a module of its own (never in the package), imported and registered with
+    ``registry.register(module.<attribute>)`` for the block; unregistered and forgotten after. Yields its folder."""
+    import importlib
+    import sys
+
+    folder.mkdir()
+    (folder / f"{module}.py").write_text(text)
+    sys.path.insert(0, str(folder))
+    strategy = getattr(importlib.import_module(module), attribute)
+    registry.register(strategy)
+    try:
+        yield folder
+    finally:
+        registry.unregister(strategy.name)
+        sys.path.remove(str(folder))
+        sys.modules.pop(module, None)
+
+
+def generated_schemas() -> Any:
+    """scripts/make_schemas.py imported afresh: the JSON Schemas as the script would write them now (the
+    registries as they stand)."""
+    import importlib
+    import sys
+
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        return importlib.reload(importlib.import_module("make_schemas"))
+    finally:
+        sys.path.remove(str(ROOT / "scripts"))
+
+
+def help_with_strategy(folder: Path, module: str, registration: str, command: str, home: Path) -> str:
+    """``inspect COMMAND --help`` in a fresh process that imports ``module`` from ``folder`` and runs
+    ``registration`` (say ``from inspector.analysis import engines; engines.register(toyengine.ENGINE)``)
+    before the CLI is imported, as a plugin would."""
+    import subprocess
+    import sys
+
+    code = (f"import sys; sys.path.insert(0, {str(folder)!r}); import {module}; {registration}; "
+            f"from inspector.cli.commands import main; main([{command!r}, '--help'])")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          env={"COLUMNS": "200", "PATH": "", "HOME": str(home)})
+    return done.stdout + done.stderr

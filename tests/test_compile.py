@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import saved_bytes
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
@@ -46,19 +47,8 @@ def _saved_compiled(folder: Path, dtype: Any) -> int:
     backend = aot_autograd(fw_compiler=lambda g, _: g, bw_compiler=lambda g, _: g, partition_fn=inductors_partition)
     for layer in model.model.layers:
         layer.compile(backend=backend, dynamic=False)
-    params = {p.untyped_storage().data_ptr() for p in model.parameters()}
-    seen: dict[int, int] = {}
-
-    def pack(t: Any) -> Any:
-        storage = t.untyped_storage()
-        if storage.data_ptr() not in params:
-            seen.setdefault(storage.data_ptr(), storage.nbytes())
-        return t
-
     ids = torch.randint(0, 512, (BATCH, SEQ), generator=torch.Generator().manual_seed(0))
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-        model(input_ids=ids, labels=ids)
-    return sum(seen.values())
+    return saved_bytes(model, lambda: model(input_ids=ids, labels=ids))
 
 
 @pytest.mark.parametrize(("shape", "precision"), [("small", "bf16"), ("wide", "bf16"), ("small", "fp32")])

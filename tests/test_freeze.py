@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import saved_bytes
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
@@ -91,22 +92,11 @@ def _saved_with_images(folder: Path, frozen: tuple[str, ...]) -> int:
                                                                        attn_implementation="sdpa")
     for part in frozen:
         getattr(model.model, part).requires_grad_(False)
-    params = {p.untyped_storage().data_ptr() for p in model.parameters()}
-    seen: dict[int, int] = {}
-
-    def pack(t: Any) -> Any:
-        storage = t.untyped_storage()
-        if storage.data_ptr() not in params:
-            seen.setdefault(storage.data_ptr(), storage.nbytes())
-        return t
-
     model.train()
     ids = torch.randint(0, 500, (BATCH, SEQ), generator=torch.Generator().manual_seed(0))
     ids[:, 1:1 + IMAGE_TOKENS] = 511
     pixels = torch.randn(BATCH, 3, 128, 128, generator=torch.Generator().manual_seed(1)).to(torch.bfloat16)
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-        model(input_ids=ids, pixel_values=pixels, labels=ids)
-    return sum(seen.values())
+    return saved_bytes(model, lambda: model(input_ids=ids, pixel_values=pixels, labels=ids))
 
 
 def test_a_frozen_tower_keeps_no_activations_and_its_image_tokens_count_in_the_sequence(

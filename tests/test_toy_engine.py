@@ -8,12 +8,10 @@ output format of ``estimate`` and ``plan``, the JSON Schema the schema script ge
 
 from __future__ import annotations
 
-import importlib
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from helpers import generated_schemas, help_with_strategy, toy_strategy
 from jsonschema import Draft202012Validator
 
 from inspector.analysis import engines
@@ -67,16 +65,8 @@ ENGINE = Toy()
 
 @pytest.fixture
 def toy(tmp_path: Path):
-    (tmp_path / "toymod").mkdir()
-    (tmp_path / "toymod" / "toyengine.py").write_text(TOY_MODULE)
-    sys.path.insert(0, str(tmp_path / "toymod"))
-    try:
-        engines.register(importlib.import_module("toyengine").ENGINE)
-        yield tmp_path / "toymod"
-    finally:
-        engines.unregister("toy")
-        sys.path.remove(str(tmp_path / "toymod"))
-        sys.modules.pop("toyengine", None)
+    with toy_strategy(tmp_path / "toymod", "toyengine", TOY_MODULE, engines, "ENGINE") as folder:
+        yield folder
 
 
 def test_an_engine_registered_from_outside_shows_everywhere(toy: Path, cli, tmp_path: Path) -> None:
@@ -105,23 +95,16 @@ def test_an_engine_registered_from_outside_shows_everywhere(toy: Path, cli, tmp_
 
     # the schema script reads the registry: with the toy registered, its name is in the enum and the documents
     # the toy produced validate
-    sys.path.insert(0, str(ROOT / "scripts"))
-    try:
-        make_schemas = importlib.reload(importlib.import_module("make_schemas"))
-    finally:
-        sys.path.remove(str(ROOT / "scripts"))
+    make_schemas = generated_schemas()
     assert "toy" in make_schemas.PLAN["properties"]["engine"]["enum"]
     Draft202012Validator(make_schemas.PLAN).validate(doc)
     estimate_doc = cli("estimate", "llama3-8b", "--gpu", "H100", "--engine", "toy", "--json").json()
     Draft202012Validator(make_schemas.ESTIMATE).validate(estimate_doc)
 
     # --help lists the engines registered when the CLI is imported (a fresh process, as a plugin would run)
-    code = (f"import sys; sys.path.insert(0, {str(toy)!r}); import toyengine; "
-            "from inspector.analysis import engines; engines.register(toyengine.ENGINE); "
-            "from inspector.cli.commands import main; main(['estimate', '--help'])")
-    shown = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
-                           env={"COLUMNS": "200", "PATH": "", "HOME": str(tmp_path)})
-    assert "toy" in shown.stdout, shown.stdout + shown.stderr
+    shown = help_with_strategy(toy, "toyengine", "from inspector.analysis import engines; "
+                               "engines.register(toyengine.ENGINE)", "estimate", tmp_path)
+    assert "vllm, llama.cpp, sglang, toy" in " ".join(shown.split()), shown
 
 
 def test_unknown_engines_are_refused_with_the_registered_names(cli) -> None:

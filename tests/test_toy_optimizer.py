@@ -4,12 +4,10 @@ seen in the library's figures, every output format of ``train``, the generated J
 
 from __future__ import annotations
 
-import importlib
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from helpers import generated_schemas, help_with_strategy, toy_strategy
 from jsonschema import Draft202012Validator
 
 from inspector.analysis import optimizers
@@ -30,16 +28,8 @@ OPTIMIZER = Optimizer("toy-opt", "one float32 buffer a parameter", "toy/optim.py
 
 @pytest.fixture
 def toy(tmp_path: Path):
-    (tmp_path / "toymod").mkdir()
-    (tmp_path / "toymod" / "toyoptimizer.py").write_text(TOY_MODULE)
-    sys.path.insert(0, str(tmp_path / "toymod"))
-    try:
-        optimizers.register(importlib.import_module("toyoptimizer").OPTIMIZER)
-        yield tmp_path / "toymod"
-    finally:
-        optimizers.unregister("toy-opt")
-        sys.path.remove(str(tmp_path / "toymod"))
-        sys.modules.pop("toyoptimizer", None)
+    with toy_strategy(tmp_path / "toymod", "toyoptimizer", TOY_MODULE, optimizers, "OPTIMIZER") as folder:
+        yield folder
 
 
 def test_an_optimizer_registered_from_outside_shows_everywhere(toy: Path, cli, tmp_path: Path) -> None:
@@ -56,17 +46,9 @@ def test_an_optimizer_registered_from_outside_shows_everywhere(toy: Path, cli, t
         assert r.code == 0, (fmt, r.err)
         assert "toy-opt" in (out.read_text() if fmt == "html" else r.out), fmt
 
-    sys.path.insert(0, str(ROOT / "scripts"))
-    try:
-        make_schemas = importlib.reload(importlib.import_module("make_schemas"))
-    finally:
-        sys.path.remove(str(ROOT / "scripts"))
-    Draft202012Validator(make_schemas.TRAIN).validate(
+    Draft202012Validator(generated_schemas().TRAIN).validate(
         cli("train", "llama3-8b", "--optimizer", "toy-opt", "--json").json())
 
-    code = (f"import sys; sys.path.insert(0, {str(toy)!r}); import toyoptimizer; "
-            "from inspector.analysis import optimizers; optimizers.register(toyoptimizer.OPTIMIZER); "
-            "from inspector.cli.commands import main; main(['train', '--help'])")
-    shown = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
-                           env={"COLUMNS": "200", "PATH": "", "HOME": str(tmp_path)})
-    assert "toy-opt" in shown.stdout, shown.stdout + shown.stderr
+    shown = help_with_strategy(toy, "toyoptimizer", "from inspector.analysis import optimizers; "
+                               "optimizers.register(toyoptimizer.OPTIMIZER)", "train", tmp_path)
+    assert "toy-opt" in shown, shown

@@ -67,7 +67,8 @@ class LlamaCpp:
         return 0
 
     def stage_layers(self, layers: int, stages: int) -> list[int]:
-        """Its layer split over devices (``--split-mode layer`` with an even ``--tensor-split``)."""
+        """Layers per device as the fit has split them for every engine (vLLM's even split, the remainder before
+        the last); llama.cpp's own assignment by ``--tensor-split`` proportions is not modelled apart."""
         return even_stages(layers, stages)
 
     def cells(self, context: int, window: int | None) -> int:
@@ -89,7 +90,6 @@ class LlamaCpp:
               pipeline: int) -> tuple[Term, ...]:
         inter = shape.inter * max(shape.experts_per_token, 1)
         return llama_cpp_terms(hidden=shape.hidden, inter=inter, vocab=shape.vocab, samples=samples)
-
 
 
 LLAMA_CPP: Final = LlamaCpp()

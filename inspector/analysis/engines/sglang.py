@@ -13,8 +13,8 @@
   the ``1 − fraction`` SGLang holds back, not in the pool's budget.
 * **Start-up refusals**: its linear and embedding layers are vLLM's (sglang/srt/layers/linear.py: "Adapted from
   vllm … linear.py", the same ``divide``), so TP must divide the heads, KV heads (or be divided by them), the MLP and
-  expert widths and the padded vocabulary; a pool of no token is refused ("Not enough memory. Please try to increase
-  --mem-fraction-static").
+  expert widths and the padded vocabulary. (Its refusal of a pool of no token, "Not enough memory. Please try to
+  increase --mem-fraction-static", is the fit's "does not fit" here.)
 
 Held to SGLang's own logs (fixtures/sglang/, tests/test_sglang.py): the pool's tokens from the log's free memory
 and fraction reproduce its ``#tokens``, and from the config and the GPU alone within ±2 %.
@@ -28,13 +28,13 @@ from typing import Final
 
 from inspector.analysis.engines.base import GIB, MIB, ModelShape, PagedByWindow, Term, rotary_term
 
-SGLANG_VERSION: Final = "0.5"
 SOURCE: Final = "SGLang python/sglang/srt/server_args.py ServerArgs._handle_gpu_memory_settings"
 POOL_SOURCE: Final = "SGLang python/sglang/srt/model_executor/model_runner_kv_cache_mixin.py profile_max_num_token"
 PAGE: Final = 1  # --page-size's default: the pool allocates token by token
 #: memory outside torch's allocator before the weights load (CUDA context, NCCL): capacity − the log's "Load weight
-#: begin. avail mem": 79.19 − 78.81 = 0.38 GiB at TP 1 on an H100-80GB (SGLang's docs, fixtures/sglang), 0.40 GiB
-#: at TP 4 on an L4 (0.13 GiB of it NCCL's, as "Init torch distributed ends. mem usage" shows)
+#: begin. avail mem": 79.19 − 78.81 = 0.38 GiB at TP 1 (SGLang's docs, fixtures/sglang: an 80 GB card the log does
+#: not name, taken as an H100-80GB; 0.54 GiB were it an A100-80GB), 0.40 GiB at TP 4 on an L4 (0.13 GiB of it NCCL's,
+#: as "Init torch distributed ends. mem usage" shows)
 BEFORE_LOAD: Final = int(0.38 * GIB)
 #: what loading takes beyond the weights and the rotary cache (the log's "mem usage" less both): 0.10 GiB for
 #: Llama-3.1-8B on an H100, 0.17 GiB for DeepSeek-R1-Distill-Qwen-7B on an RTX 3090 (fixtures/sglang)

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
-from inspector.analysis.engines.base import GIB, ModelShape, PagedByWindow, Term, even_stages, rotary_term
+from inspector.analysis.engines.base import GIB, ModelShape, PagedByWindow, Term, rotary_term
 
 VLLM_VERSION: Final = "0.19"
 VLLM_UTILIZATION: Final = 0.9  # vLLM's default gpu_memory_utilization
@@ -82,18 +82,8 @@ def vllm_terms(*, gpu_bytes: int, gpu_name: str | None, devices: int, hidden: in
     return tuple(terms)
 
 
-def vllm_stage_layers(layers: int, stages: int) -> list[int]:
-    """Layers per pipeline stage as vLLM splits them (``get_pp_indices``)."""
-    return even_stages(layers, stages)
-
-
 #: non-torch memory per device at pipeline parallel >= 2 (TP 1): 0.07 GiB, llm-d's PP 2 and PP 4 rows
 VLLM_NON_TORCH_PP: Final = int(0.07 * GIB)
-
-
-def vllm_tokens(pool: int, per_token: int) -> int:
-    """Tokens a KV pool holds, whole blocks of ``VLLM_BLOCK`` tokens (vLLM's num_gpu_blocks × block size)."""
-    return (pool // (per_token * VLLM_BLOCK)) * VLLM_BLOCK if per_token > 0 and pool > 0 else 0
 
 
 _V: Final = f"vLLM {VLLM_VERSION}"
@@ -145,7 +135,8 @@ class Vllm(PagedByWindow):
         return f"utilization {fraction:g}", f"budget × gpu_memory_utilization {fraction:g}"
 
     def pool_tokens(self, pool: int, per_token: int) -> int:
-        return vllm_tokens(pool, per_token)
+        """Whole blocks of ``VLLM_BLOCK`` tokens (vLLM's num_gpu_blocks × block size)."""
+        return (pool // (per_token * VLLM_BLOCK)) * VLLM_BLOCK if per_token > 0 and pool > 0 else 0
 
     def usable(self, budget: int, utilization: float | None, *, devices: int = 1,
                pipeline: int = 1) -> tuple[int, float | None]:
@@ -158,7 +149,6 @@ class Vllm(PagedByWindow):
                           inter=shape.inter, vocab=shape.vocab, dtype_bytes=shape.dtype_bytes,
                           max_position=shape.max_position, rotary_dim=shape.rotary_dim, samples=samples,
                           pipeline=pipeline, experts_per_token=shape.experts_per_token)
-
 
 
 VLLM: Final = Vllm()

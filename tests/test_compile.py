@@ -112,3 +112,57 @@ def test_one_compiled_layer_keeps_exactly_the_formulas_bytes(tmp_path: Path, sha
                v=c["num_key_value_heads"] * head, o=c["hidden_size"], heads=c["num_attention_heads"],
                mlp=4 * c["intermediate_size"], down=c["intermediate_size"])
     assert kept == [compiled_layer_bytes(w, dtype.itemsize) * BATCH * SEQ]
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_the_chunked_loss_keeps_what_torch_saves(tmp_path: Path, compiled: bool) -> None:
+    """torchtune's CEWithChunkedOutputLoss as its source writes it (modules/loss/ce_chunked_output_loss.py: the
+    model's 16-bit logits in 8 chunks over the sequence, each ``F.cross_entropy(chunk.float(), labels,
+    reduction="sum")``), and with ``compile`` as training/_compile.py's compile_loss compiles it
+    (``loss.compute_cross_entropy = torch.compile(...)``): inductor hands AOTAutograd its decomposition table
+    (``select_decomp_table``) and its min-cut partitioner. Every floating-point tensor the loss saves for the
+    backward (the int64 labels aside), each storage once: equal to our logits term less the one chunk's transient
+    (the float32 upcast uncompiled; the 16-bit gradient compiled) and, uncompiled, less the 16-bit logits (the
+    model's output, alive beside the loss, not saved by it) and plus nll_loss's float32 total weight, a scalar a
+    chunk, which our term leaves out."""
+    import torch.nn.functional as F
+    from functorch.compile import min_cut_rematerialization_partition
+    from torch._dynamo.backends.common import aot_autograd
+    from torch._inductor.decomposition import select_decomp_table
+
+    from inspector.analysis.stages import CHUNKS
+
+    folder = _folder(tmp_path, "small", torch.bfloat16)
+    vocab = 512
+
+    def compute_cross_entropy(logits: Any, labels: Any) -> Any:
+        return F.cross_entropy(logits.float(), labels, ignore_index=-100, reduction="sum")
+
+    torch._dynamo.reset()
+    if compiled:
+        def inductors_partition(joint: Any, inputs: Any, **kw: Any) -> Any:
+            return min_cut_rematerialization_partition(joint, inputs, compiler="inductor", **kw)
+
+        backend = aot_autograd(fw_compiler=lambda g, _: g, bw_compiler=lambda g, _: g,
+                               partition_fn=inductors_partition, decompositions=select_decomp_table())
+        compute_cross_entropy = torch.compile(compute_cross_entropy, backend=backend, dynamic=False)
+    generator = torch.Generator().manual_seed(0)
+    logits = torch.randn(BATCH, SEQ, vocab, generator=generator).to(torch.bfloat16).requires_grad_()
+    labels = torch.randint(0, vocab, (BATCH, SEQ), generator=generator)
+    chunks = [c.reshape(-1, vocab) for c in logits.chunk(CHUNKS, dim=1)]
+    targets = [t.reshape(-1) for t in labels.chunk(CHUNKS, dim=1)]
+    seen: dict[int, int] = {}
+
+    def pack(t: Any) -> Any:
+        if t.is_floating_point():
+            seen.setdefault(t.untyped_storage().data_ptr(), t.untyped_storage().nbytes())
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        sum(compute_cross_entropy(c, t) for c, t in zip(chunks, targets, strict=True))
+    t = inspector.train(str(folder), method="full", precision="bf16", batch=BATCH, seq=SEQ, loss="chunked",
+                        compile=compiled).train
+    one_chunk = BATCH * SEQ // CHUNKS * vocab * (2 if compiled else 4)
+    assert t.logits.bytes is not None
+    uncompiled = 0 if compiled else BATCH * SEQ * vocab * 2 - CHUNKS * 4
+    assert t.logits.bytes - one_chunk == sum(seen.values()) + uncompiled, (t.logits.bytes, sum(seen.values()))

@@ -174,24 +174,45 @@ def widths_of(arch: Architecture, report: Report) -> tuple[list[Widths], str | N
     return out, None
 
 
-def activation_bytes(arch: Architecture, report: Report, o: TrainOptions, half: int, batch: int,
-                      seq: int, adapters: int = -1) -> int | None:
+@dataclass(frozen=True, slots=True)
+class Alive:
+    """Activation bytes alive at the three points where a training step can peak."""
+
+    at_loss: int  # while the loss runs: every layer's saved set (checkpointing: each input; offloading: none)
+    in_layer: int  # during the top layer's backward: the above + the layer recomputed or brought back
+    at_end: int  # during the first layer's backward, the last: that layer's set alone
+
+
+def alive(arch: Architecture, report: Report, o: TrainOptions, half: int, batch: int, seq: int,
+          adapters: int = -1) -> Alive | None:
     """``adapters``: a token's bytes of the adapters in a layer, where a frozen base runs them (else -1)."""
     widths, why = widths_of(arch, report)
-    if why is not None:
+    if why is not None or (o.compile and compile_refusal(widths) is not None):
         return None
     tokens = batch * seq
-    amp = o.autocast
-    if o.compile and compile_refusal(widths) is not None:
-        return None
-    per_layer = [compiled_layer_bytes(w, half) if o.compile else
-                 (_amp_layer_bytes if amp else layer_bytes)(w, half, adapters) for w in widths]
+    per_layer = _per_layer(widths, o, half, adapters)
     final_norm = 4 * widths[0].hidden + 2 * half * widths[0].hidden
     if o.offload_activations:  # every saved tensor on the CPU; the backward brings back one layer's at a time
-        return tokens * (max(per_layer) + final_norm)
-    if o.checkpointing:  # each layer's input kept (float32 under autocast), one layer recomputed at a time
-        return tokens * (len(widths) * (4 if amp else half) * widths[0].hidden + max(per_layer) + final_norm)
-    return tokens * (sum(per_layer) + final_norm)
+        kept = final_norm
+    elif o.checkpointing:  # each layer's input kept (float32 under autocast), one layer recomputed at a time
+        kept = len(widths) * (4 if o.autocast else half) * widths[0].hidden + final_norm
+    else:
+        return Alive(tokens * (sum(per_layer) + final_norm), tokens * (sum(per_layer) + final_norm),
+                     tokens * per_layer[0])
+    return Alive(tokens * kept, tokens * (kept + max(per_layer)), tokens * per_layer[0])
+
+
+def activation_bytes(arch: Architecture, report: Report, o: TrainOptions, half: int, batch: int,
+                      seq: int, adapters: int = -1) -> int | None:
+    """The most activation bytes alive at once (``Alive.in_layer``)."""
+    a = alive(arch, report, o, half, batch, seq, adapters)
+    return None if a is None else a.in_layer
+
+
+def _per_layer(widths: Sequence[Widths], o: TrainOptions, half: int, adapters: int) -> list[int]:
+    """What each layer keeps for the backward, a token: compiled, under autocast or eager."""
+    return [compiled_layer_bytes(w, half) if o.compile else
+            (_amp_layer_bytes if o.autocast else layer_bytes)(w, half, adapters) for w in widths]
 
 
 def activations_term(arch: Architecture, report: Report, o: TrainOptions, half: int,
@@ -240,7 +261,8 @@ def _vocabulary(report: Report) -> int:
 def head_bytes(report: Report, o: TrainOptions, n: int, length: int, half: int) -> int:
     """The output layer's loss at its peak for ``n`` sequences of ``length`` tokens, by the loss kernel."""
     vocab = _vocabulary(report)
-    return stage_head_bytes(o.stage, n * length, vocab, report.config.hidden_size or 0, half) if vocab else 0
+    return stage_head_bytes(o.stage, n * length, vocab, report.config.hidden_size or 0, half,
+                            o.compile) if vocab else 0
 
 
 def logits_term(report: Report, o: TrainOptions) -> tuple[int, str]:
@@ -252,4 +274,4 @@ def logits_term(report: Report, o: TrainOptions) -> tuple[int, str]:
     length = sp_tokens(length, o.sp)
     words = rows_words(o.stage, o.batch, o.seq) + (f" ÷ SP {o.sp}" if o.sp > 1 else "")
     return head_bytes(report, o, n, length, half), head_formula(o.stage, words, n * length, vocab,
-                                                                report.config.hidden_size or 0, half)
+                                                                report.config.hidden_size or 0, half, o.compile)

@@ -14,12 +14,14 @@ memory ``train``'s logits term counts (``--loss``).
   ``--generations``, at least 2.
 
 Loss kernels: ``standard`` is transformers' (``ForCausalLMLoss``: the logits, their float32 upcast and
-log-softmax); ``chunked`` is torchtune's ``CEWithChunkedOutputLoss`` uncompiled (the 16-bit logits whole, as the
-model returns them in 8 chunks, each chunk upcast and log-softmaxed in turn: every chunk's float32 log-softmax is
-kept for the backward, one chunk's upcast at a time); ``fused`` is TRL 1.16's fused LM head (``add_fused_lm_head``,
-``kernels/chunked_logprob.py``), which DPO and GRPO always use: the head projected in tiles of at most 4,096
-tokens × 32,768 vocabulary entries in the compute dtype, online log-sum-exp statistics per token, and in the
-backward a float32 gradient of the hidden states.
+log-softmax); ``chunked`` is torchtune's ``CEWithChunkedOutputLoss`` (the 16-bit logits whole, as the model returns
+them in 8 chunks, each chunk upcast and log-softmaxed in turn): uncompiled, every chunk's float32 log-softmax is kept
+for the backward, one chunk's upcast at a time; with ``--compile`` (torchtune's ``compile_loss`` compiles the chunk's
+upcast and cross-entropy) inductor's partitioner keeps each chunk's 16-bit logits and two float32 numbers a token
+(the row's maximum and the log of its sum of exponents), and the backward makes one chunk's 16-bit gradient at a
+time; ``fused`` is TRL 1.16's fused LM head (``add_fused_lm_head``, ``kernels/chunked_logprob.py``), which DPO
+and GRPO always use: the head projected in tiles of at most 4,096 tokens × 32,768 vocabulary entries in the compute
+dtype, online log-sum-exp statistics per token, and in the backward a float32 gradient of the hidden states.
 """
 
 from __future__ import annotations
@@ -72,21 +74,28 @@ class StageOptions:
         return self.stage == "grpo"
 
 
-def head_bytes(s: StageOptions, tokens: int, vocab: int, hidden: int, half: int) -> int:
+def head_bytes(s: StageOptions, tokens: int, vocab: int, hidden: int, half: int, compiled: bool = False) -> int:
     """The loss over the vocabulary at its peak, by the kernel: transformers' (the 16-bit logits, their float32
-    upcast and log-softmax: 10 B a logit; 8 in float32), torchtune's chunked or TRL's fused."""
+    upcast and log-softmax: 10 B a logit; 8 in float32), torchtune's chunked (``compiled``: as its compile_loss
+    compiles it) or TRL's fused."""
     if s.kernel == "fused":
         return fused_head_bytes(tokens, vocab, hidden, half)
     if s.kernel == "chunked":
-        return chunked_head_bytes(tokens, vocab, half)
+        return chunked_head_bytes(tokens, vocab, half, compiled)
     return tokens * vocab * (8 if half == 4 else 10)
 
 
-def head_formula(s: StageOptions, words: str, tokens: int, vocab: int, hidden: int, half: int) -> str:
+def head_formula(s: StageOptions, words: str, tokens: int, vocab: int, hidden: int, half: int,
+                 compiled: bool = False) -> str:
     """``head_bytes`` in words, for ``words`` (the rows as the stage counts them)."""
     if s.kernel == "fused":
         return (f"{TRL}'s fused LM head: a tile of min({tokens:,}, 4,096) tokens × min({vocab:,}, 32,768) × {half} B "
                 f"+ the hidden states' fp32 gradient {tokens:,} × {hidden:,} × 4 B + 9 fp32 vectors a token")
+    if s.kernel == "chunked" and compiled:
+        return (f"torchtune's chunked cross-entropy, compiled (its compile_loss): {words} × vocabulary {vocab:,} × "
+                f"{half} B logits (kept: inductor's partitioner saves the 16-bit chunks, not their float32 "
+                f"log-softmax) + 8 B a token (two float32 row statistics: maximum, log of the sum of exponents) + "
+                f"one chunk of {CHUNKS}'s {half} B gradient in the backward")
     if s.kernel == "chunked":
         return (f"torchtune's chunked cross-entropy: {words} × vocabulary {vocab:,} × ({half} B logits + 4 B "
                 f"log-probabilities) + one chunk of {CHUNKS}'s fp32 upcast")
@@ -226,7 +235,14 @@ def sp_tokens(length: int, sp: int) -> int:
     return -(-length // sp)
 
 
-def chunked_head_bytes(tokens: int, vocab: int, half: int) -> int:
-    """torchtune's chunked cross-entropy, uncompiled: the 16-bit logits whole, every chunk's float32 log-softmax
-    (kept for the backward: the whole vocabulary's in the end), and one chunk's float32 upcast at a time."""
-    return tokens * vocab * (half + 4) + -(-tokens // CHUNKS) * vocab * 4
+def chunked_head_bytes(tokens: int, vocab: int, half: int, compiled: bool = False) -> int:
+    """torchtune's chunked cross-entropy. Uncompiled: the 16-bit logits whole, every chunk's float32 log-softmax
+    (kept for the backward: the whole vocabulary's in the end), and one chunk's float32 upcast at a time. Compiled
+    (torchtune's compile_loss compiles each chunk's upcast and cross-entropy): what inductor's partitioner saves,
+    measured (tests/test_compile.py) — the chunk's 16-bit logits and two float32 numbers a token (the decomposed
+    log-softmax's row maximum and log of the sum of exponents); the backward
+    makes one chunk's 16-bit gradient at a time."""
+    chunk = -(-tokens // CHUNKS) * vocab
+    if compiled:
+        return tokens * vocab * half + tokens * 8 + chunk * half
+    return tokens * vocab * (half + 4) + chunk * 4

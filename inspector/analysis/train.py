@@ -24,8 +24,10 @@ What is not is a formula with its source and the band measured against published
 
 The peak: the weights, master copy and optimizer states live throughout; the gradients grow during the
 backward pass while the activations are freed layer by layer, so the step peaks at the start of the
-backward pass (activations, logits and the output layer's gradient) or at its end (every gradient),
-whichever is larger (``Train.peak_rule``).
+backward pass (the activations alive at the loss, the logits and the output layer's gradient), in the top layer's
+backward (with checkpointing: the layers' inputs and the one recomputed) or at its end (every gradient beside the
+first layer's saved activations, the last the backward frees; with the optimizer in the backward, the largest
+gradient), whichever is largest (``Train.peak_rule``; held to torch's MemTracker on CPU, tests/test_peak.py).
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ from inspector.analysis.activations import (
     activation_bytes,
     activations_term,
     adapter_activation_bytes,
+    alive,
     head_bytes,
     logits_term,
     widths_of,
@@ -73,6 +76,11 @@ from inspector.analysis.stages import (
 from inspector.analysis.stats import Tensor
 from inspector.errors import UsageError
 
+#: where a step peaks (``Train.peak_rule``, before any sharding's words)
+PEAK_RULE: Final = ("weights + master + optimizer states + overhead + the largest of: the activations alive at the "
+                    "loss + logits + the output layer's gradient (the backward's start); the activations + that "
+                    "gradient (the top layer's backward, recomputed with checkpointing); the gradients + the first "
+                    "layer's saved activations (the backward's end)")
 #: one tensor the optimizer updates: its shape, elements and role
 Trained = tuple[tuple[int, ...], int, str]
 METHODS: Final = ("full", "lora", "qlora")
@@ -293,10 +301,11 @@ def train(report: Report, options: TrainOptions, arch: Architecture | None = Non
     def peak(batch: int, seq: int) -> int | None:
         n, length = rows(o.stage, batch, seq)
         length = sp_tokens(length, o.sp)
-        a = activation_bytes(arch, report, o, half, n, length, adapters)
+        a = alive(arch, report, o, half, n, length, adapters)
         if a is None:
             return None
-        return fixed + max(a + head_bytes(report, o, n, length, half) + out_grad, g_grads)
+        return fixed + max(a.at_loss + head_bytes(report, o, n, length, half) + out_grad, a.in_layer + out_grad,
+                           a.at_end + g_grads)
 
     total = peak(o.batch, o.seq)
     usable = None if o.budget is None else int(o.budget.per_device * (1 - o.stage.rollout_memory))
@@ -306,8 +315,7 @@ def train(report: Report, options: TrainOptions, arch: Architecture | None = Non
         budget = usable
         largest_batch = largest(lambda b: (peak(b, o.seq) or 0) <= budget, 1 << 20)
         largest_seq = largest(lambda s: (peak(o.batch, s) or 0) <= budget, 1 << 24)
-    rule = ("weights + master + optimizer states + overhead + the larger of (activations + logits + the output "
-            f"layer's gradient) and (every gradient){sharding}")
+    rule = PEAK_RULE + sharding
     assumptions += _assumptions(o, arch)
     return Train(
         options=o, devices=devices, trainable=n_trainable, frozen=total_params - (n_trainable if o.method == "full"

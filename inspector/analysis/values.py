@@ -32,8 +32,9 @@ from inspector.model import natural_key
 
 Verdict = Literal["changed", "same-sampled", "identical", "incomparable"]
 
-#: bytes a sampled range holds, and the default bytes read of each tensor (4 ranges)
-CHUNK: Final = 256
+#: bytes a sampled range holds (a multiple of 64: whole elements of every dtype), and the default bytes read of each
+#: tensor: three ranges (its start, middle and end; the end and the next tensor's start read in one request)
+CHUNK: Final = 320
 SAMPLE_BYTES: Final = 1024
 #: ranges of one file closer than this are read in one request (the gap read and dropped)
 MERGE_GAP: Final = 1024

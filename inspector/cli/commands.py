@@ -116,7 +116,8 @@ def diff(
         "--values", help="which tensors' values changed: a few ranges of each tensor both hold, read and "
                          "compared (never the weights)")] = False,
     sample_bytes: Annotated[str, typer.Option(
-        "--sample-bytes", help="with --values: bytes read of each tensor, in ranges of 256 (default 1024)")] = "1024",
+        "--sample-bytes", help="with --values: bytes read of each tensor, in ranges of 320 (default 1024: its "
+                               "start, middle and end)")] = "1024",
     exact: Annotated[bool, typer.Option(
         "--exact", help="with --values, on local files: hash every compared tensor whole (streamed) to prove "
                         "it identical")] = False,

@@ -179,6 +179,7 @@ TRAIN = document("train", "inspect train MODEL --json", {
     "weights": INT, "gradients": INT, "optimizer_states": INT, "master_weights": INT, "activations": NINT,
     "logits": INT, "overhead": INT, "total": NINT, "fits": NBOOL, "cpu_bytes": INT, "largest_batch": NINT,
     "largest_seq": NINT, "bits_per_weight": NNUM, "peak_rule": STR,
+    "peak": obj({"moment": STR, "parts": arr(obj({"name": STR, "bytes": INT}))}, nullable=True),
     "terms": arr(obj({"name": STR, "bytes": NINT, "formula": STR, "source": STR, "exact": BOOL})),
     "rules_of_thumb": arr(obj({"who": STR, "bytes": INT, "formula": STR})),
     "assumptions": STRS,

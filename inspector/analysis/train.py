@@ -39,6 +39,7 @@ from dataclasses import dataclass, replace
 from typing import Final
 
 from inspector.analysis.activations import (
+    Alive,
     activation_bytes,
     activations_term,
     adapter_activation_bytes,
@@ -120,6 +121,33 @@ class Thumb:
 
 
 @dataclass(frozen=True, slots=True)
+class Peak:
+    """The moment a step peaks and what it holds then, part by part (term names; they sum to the total)."""
+
+    moment: str
+    parts: tuple[tuple[str, int], ...]
+
+    @property
+    def total(self) -> int:
+        return sum(b for _, b in self.parts)
+
+
+def _peak(always: tuple[tuple[str, int], ...], a: Alive, head: int, out_grad: int, grads: int) -> Peak:
+    """The largest of the three moments ``PEAK_RULE`` names (the first of equals); ``always``: what the step holds
+    throughout."""
+    moments = (
+        Peak("the loss", (*always, ("activations", a.at_loss), ("logits", head), ("output_gradient", out_grad))),
+        Peak("the top layer's backward", (*always, ("activations", a.in_layer), ("output_gradient", out_grad))),
+        Peak("the backward's end", (*always, ("activations", a.at_end), ("gradients", grads))),
+    )
+    return max(moments, key=lambda p: p.total)
+
+
+def _total(p: Peak | None) -> int:
+    return 0 if p is None else p.total
+
+
+@dataclass(frozen=True, slots=True)
 class Train:
     options: TrainOptions
     devices: int
@@ -137,6 +165,7 @@ class Train:
     overhead: Term
     total: int | None  # per GPU, at the peak; None when a term is unknown
     peak_rule: str
+    peak: Peak | None  # the moment the step peaks and its parts; None when a term is unknown
     cpu_bytes: int  # offloaded to the CPU, per GPU's share
     fits: bool | None
     largest_batch: int | None  # at ``seq``
@@ -292,29 +321,28 @@ def train(report: Report, options: TrainOptions, arch: Architecture | None = Non
     out_grad = shard(sum(n for _, n, role in trainable if role in ("lm_head", "embedding")) * grad_bytes, 2)
     if o.optimizer_in_backward:
         out_grad = g_grads  # the one gradient alive, whichever it is
-    fixed = g_weights + g_reference + g_states + g_master + overhead
+    always = tuple((name, value) for name, value in (("weights", g_weights), ("reference", g_reference),
+                 ("optimizer_states", g_states), ("master_weights", g_master), ("overhead", overhead)) if value)
 
     refused = sp_refusal(o.sp, report.config.num_heads, report.config.num_kv_heads, devices)
     if refused is not None:
         raise UsageError(f"⟨sp={o.sp}⟩: {refused}", hint="a size that divides the heads and the GPUs")
 
-    def peak(batch: int, seq: int) -> int | None:
+    def peak(batch: int, seq: int) -> Peak | None:
         n, length = rows(o.stage, batch, seq)
         length = sp_tokens(length, o.sp)
         a = alive(arch, report, o, half, n, length, adapters)
-        if a is None:
-            return None
-        return fixed + max(a.at_loss + head_bytes(report, o, n, length, half) + out_grad, a.in_layer + out_grad,
-                           a.at_end + g_grads)
+        return None if a is None else _peak(always, a, head_bytes(report, o, n, length, half), out_grad, g_grads)
 
-    total = peak(o.batch, o.seq)
+    at_peak = peak(o.batch, o.seq)
+    total = None if at_peak is None else at_peak.total
     usable = None if o.budget is None else int(o.budget.per_device * (1 - o.stage.rollout_memory))
     fits = None if total is None or usable is None else total <= usable
     largest_batch = largest_seq = None
     if usable is not None and total is not None:
         budget = usable
-        largest_batch = largest(lambda b: (peak(b, o.seq) or 0) <= budget, 1 << 20)
-        largest_seq = largest(lambda s: (peak(o.batch, s) or 0) <= budget, 1 << 24)
+        largest_batch = largest(lambda b: _total(peak(b, o.seq)) <= budget, 1 << 20)
+        largest_seq = largest(lambda s: _total(peak(o.batch, s)) <= budget, 1 << 24)
     rule = PEAK_RULE + sharding
     assumptions += _assumptions(o, arch)
     return Train(
@@ -323,7 +351,7 @@ def train(report: Report, options: TrainOptions, arch: Architecture | None = Non
         by_role=tuple(sorted(_by_role(trainable).items())), adapted=len(adapted),
         weights=terms["weights"], gradients=terms["gradients"], optimizer_states=terms["optimizer_states"],
         master_weights=terms["master_weights"], activations=terms["activations"], logits=terms["logits"],
-        overhead=terms["overhead"], total=total, peak_rule=rule, cpu_bytes=cpu, fits=fits,
+        overhead=terms["overhead"], total=total, peak_rule=rule, peak=at_peak, cpu_bytes=cpu, fits=fits,
         largest_batch=largest_batch, largest_seq=largest_seq, bits_per_weight=bits,
         thumbs=_thumbs(total_params, o), assumptions=tuple(assumptions),
         reference=Term("reference", g_reference,

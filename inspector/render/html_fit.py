@@ -115,29 +115,22 @@ def train_html(doc: Doc) -> str:
 TERM_WORDS: Final = {"weights": "weights", "reference": "reference model",
                      "gradients": "gradients", "optimizer_states": "optimizer states",
                      "master_weights": "fp32 master copy", "activations": "activations", "logits": "logits",
-                     "overhead": "outside PyTorch's allocator"}
+                     "overhead": "outside PyTorch's allocator", "output_gradient": "output layer's gradient"}
 
 
 def _train_bar(doc: Doc) -> str:
-    """The step's peak per GPU as a stacked bar against the budget: the parts always held, then the larger
-    of the two branches the peak takes (activations, logits and the output layer's gradient, or every
-    gradient), as the peak rule sums them; nothing without a budget or a known total."""
-    total, budget = opt_int(doc["total"]), opt_int(doc["budget_bytes"])
-    if total is None or budget is None:
+    """The step's peak per GPU as a stacked bar against the budget: the parts the step holds at the moment it
+    peaks (``peak``: what it always holds, then that moment's activations, logits and gradients), summing to the
+    total; nothing without a budget or a known total."""
+    peak, budget = doc["peak"], opt_int(doc["budget_bytes"])
+    if not isinstance(peak, dict) or budget is None:
         return ""
-    terms = {as_str(t["name"]): opt_int(t["bytes"]) or 0 for t in as_objs(doc["terms"])}
-    held = [(name, terms[name]) for name in ("weights", "master_weights", "optimizer_states", "overhead")]
-    branch = total - sum(v for _, v in held)
-    if branch == terms["gradients"] and terms["gradients"] >= terms["activations"] + terms["logits"]:
-        passing = [("gradients", terms["gradients"])]
-    else:
-        rest = branch - terms["activations"] - terms["logits"]
-        passing = [("activations", terms["activations"]), ("logits", terms["logits"]),
-                   ("output layer's gradient", rest)]
     colours = ("#4e79a7", "#59a14f", "#f28e2b", "#bab0ac", "#e15759", "#76b7b2", "#b07aa1")
+    found = [(as_str(p["name"]), as_int(p["bytes"])) for p in as_objs(peak["parts"])]
     parts = [(TERM_WORDS.get(name, name), value, colours[i % len(colours)])
-             for i, (name, value) in enumerate([*held, *passing]) if value > 0]
-    return memory_bar(parts, budget, budget, "train-bar", "the step's peak memory per GPU")
+             for i, (name, value) in enumerate(found) if value > 0]
+    return memory_bar(parts, budget, budget, "train-bar", f"the step's peak memory per GPU, at "
+                                                          f"{as_str(peak['moment'])}")
 
 
 def _suggestions(knobs: list[Doc]) -> list[str]:

@@ -58,6 +58,8 @@ def train_json(report: Report, t: Train, suggestions: Sequence[Knob] = ()) -> di
         "total": t.total, "fits": t.fits, "cpu_bytes": t.cpu_bytes,
         "largest_batch": t.largest_batch, "largest_seq": t.largest_seq, "bits_per_weight": t.bits_per_weight,
         "peak_rule": t.peak_rule,
+        "peak": None if t.peak is None else {"moment": t.peak.moment,
+                                             "parts": [{"name": k, "bytes": v} for k, v in t.peak.parts]},
         "terms": [{"name": term.name, "bytes": term.bytes, "formula": term.formula, "source": term.source,
                    "exact": term.exact} for term in t.terms],
         "rules_of_thumb": [{"who": th.who, "bytes": th.bytes, "formula": th.formula} for th in t.thumbs],

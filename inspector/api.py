@@ -239,7 +239,7 @@ def answer_gates(fail_if: str | None, *, budget: bool = True) -> tuple[str, ...]
 
 
 def _sample_bytes(value: int | str) -> int:
-    from inspector.analysis.fit import parse_count
+    from inspector.analysis.budget import parse_count
     from inspector.errors import UsageError
 
     n = parse_count(str(value), "⟨sample_bytes⟩")

@@ -14,9 +14,10 @@ from inspector.pause import paused
 from inspector.render.results import EstimateResult, FileListing, PlanResult
 
 if TYPE_CHECKING:
+    from inspector.analysis.budget import Budget
     from inspector.analysis.engines import Engine
     from inspector.analysis.estimate import Estimate
-    from inspector.analysis.fit import Budget, Fit
+    from inspector.analysis.fit import Fit
     from inspector.analysis.knobs import Knob
     from inspector.analysis.plan import Plan
     from inspector.analysis.report import Report
@@ -51,8 +52,8 @@ def estimate_options(*, context: int | str | None = None, batch: int | str = 1, 
     ``gpu_memory_utilization`` (0 < u <= 1, default 0.9) or SGLang's ``mem_fraction_static`` (by the GPU);
     ``pipeline``: pipeline-parallel stages, which
     divide the budget's devices (``H100x4`` with 2 stages: tensor parallel 2 in each)."""
+    from inspector.analysis.budget import parse_budget, parse_count
     from inspector.analysis.engines import ENGINES
-    from inspector.analysis.fit import parse_budget, parse_count
     from inspector.errors import UsageError
 
     budget = parse_budget(gpu) if gpu else None
@@ -84,7 +85,7 @@ def estimate_options(*, context: int | str | None = None, batch: int | str = 1, 
 
 def _utilization(value: float | str | None) -> float | None:
     """vLLM's gpu_memory_utilization: a fraction in (0, 1]; None when not given."""
-    from inspector.analysis.fit import parse_fraction
+    from inspector.analysis.budget import parse_fraction
     from inspector.errors import UsageError
 
     if value is None:
@@ -252,8 +253,9 @@ def plan_options(*, gpus: str | Sequence[str] | None = None, max_gpus: int | str
                  engine: str | None = None, context: int | str | None = None, objective: str = "gpus",
                  utilization: float | str | None = None, kv_dtype: str | None = None) -> PlanOptions:
     """``plan``'s options, checked before any model is opened."""
+    from inspector.analysis.budget import parse_count, parse_whole
     from inspector.analysis.engines import ENGINES
-    from inspector.analysis.fit import SUMMARY_CONTEXT, parse_count, parse_whole
+    from inspector.analysis.fit import SUMMARY_CONTEXT
     from inspector.analysis.plan import MAX_GPUS, OBJECTIVES, gpu_list
     from inspector.errors import UsageError
 

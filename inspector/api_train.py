@@ -40,7 +40,7 @@ def train_options(*, method: str = "lora", rank: int | str | None = None, alpha:
     CPU memory (torchtune's OffloadActivations); ``compile`` each decoder layer compiled (torch.compile)."""
     import math
 
-    from inspector.analysis.fit import parse_budget, parse_count, parse_fraction, parse_whole
+    from inspector.analysis.budget import parse_budget, parse_count, parse_fraction, parse_whole
     from inspector.analysis.options import TrainOptions
     from inspector.analysis.train import check_adapter_options, check_options
     from inspector.errors import UsageError
@@ -74,7 +74,7 @@ def _stage_options(stage: str, loss: str | None, generations: int | str | None, 
                    beta: float | str | None, rollout_memory: float | str | None) -> StageOptions:
     import math
 
-    from inspector.analysis.fit import parse_count, parse_fraction, parse_whole
+    from inspector.analysis.budget import parse_count, parse_fraction, parse_whole
     from inspector.analysis.stages import COMPLETION, GENERATIONS, StageOptions, check_stage
     from inspector.errors import UsageError
 

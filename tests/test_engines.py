@@ -15,8 +15,9 @@ import pytest
 from helpers import FIXTURES
 
 from inspector import errors
+from inspector.analysis.budget import parse_budget
 from inspector.analysis.engines import GPUS
-from inspector.analysis.fit import GIB, parse_budget
+from inspector.analysis.fit import GIB
 
 SNAPSHOTS = Path(__file__).resolve().parent.parent / "inspector" / "snapshots"
 RECEIPTS = json.loads((FIXTURES / "vllm" / "receipts.json").read_text())

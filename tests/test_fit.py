@@ -8,8 +8,9 @@ import pytest
 from helpers import ref
 
 from inspector import errors
+from inspector.analysis.budget import Budget, parse_budget, parse_count
 from inspector.analysis.estimate import estimate
-from inspector.analysis.fit import GIB, Budget, fit, parse_budget, parse_count
+from inspector.analysis.fit import GIB, fit
 from inspector.analysis.report import build_report
 from inspector.sources.resolve import open_checkpoint
 

@@ -62,7 +62,7 @@ def test_number_options_are_ascii_digits(cli, args: list[str], option: str) -> N
 def test_decimal_options_are_read_exactly() -> None:
     """``1.5k`` is 1,536 and ``0.1GiB`` is 107,374,182 bytes (2^30 / 10, rounded down): exact decimals,
     no float rounding."""
-    from inspector.analysis.fit import parse_budget, parse_count
+    from inspector.analysis.budget import parse_budget, parse_count
 
     assert parse_count("1.5k", "x") == 1536
     assert parse_count("999999999999999999", "x") == 999_999_999_999_999_999  # 18 digits: read, exactly

@@ -22,13 +22,12 @@ printing.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from fractions import Fraction
 from typing import TYPE_CHECKING, Final
 
-from inspector.analysis.engines import GPUS, ModelShape, Term, named_gpu
+from inspector.analysis.budget import Budget
+from inspector.analysis.engines import ModelShape, Term
 from inspector.analysis.mixers import MIXERS
 from inspector.errors import UsageError
 from inspector.model import Role
@@ -42,106 +41,6 @@ GIB: Final = 1024**3
 #: budgets the one-line summary of ``inspect MODEL`` tries, in GiB (common GPU memory sizes)
 COMMON_BUDGETS_GIB: Final = (16, 24, 48, 80, 141)
 SUMMARY_CONTEXT: Final = 8192
-
-_UNITS: Final = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
-                 "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40, "k": 2**10, "m": 2**20, "g": 2**30,
-                 "t": 2**40}
-#: the most memory one device is taken to have (1 PiB): an absurd budget is a usage error, not a fit
-MAX_DEVICE_BYTES: Final = 1 << 50
-_SIZE: Final = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*(?:[x×*]\s*(\d+))?\s*$", re.ASCII)
-_COUNT: Final = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kKmM]?)\s*$", re.ASCII)
-_WHOLE: Final = re.compile(r"^\s*(\d+)\s*$", re.ASCII)
-_FRACTION: Final = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*$", re.ASCII)
-#: the most digits a number option is read with (before and after the point together): 10^18 is past
-#: every count and size this tool takes, and a longer string is refused before any arithmetic on it
-MAX_DIGITS: Final = 18
-
-
-def _shown(text: str) -> str:
-    """An option's text as an error repeats it: at most 24 characters."""
-    return repr(text if len(text) <= 24 else text[:21] + "...")
-
-
-def _exact(digits: str, text: str, option: str) -> Fraction:
-    """``12``, ``1.5``: the decimal's exact value (no float, so no overflow or rounding), refused past
-    ``MAX_DIGITS`` digits."""
-    if sum(c.isdigit() for c in digits) > MAX_DIGITS:
-        raise UsageError(f"{option}: {_shown(text)} has more than {MAX_DIGITS} digits; no such figure is meant",
-                         hint="for example 8192, 8k, 24GiB")
-    return Fraction(digits)
-
-
-@dataclass(frozen=True, slots=True)
-class Budget:
-    per_device: int
-    devices: int
-    #: the named GPU (``--gpu H100``), whose capacity is ``per_device``
-    gpu: str | None = None
-
-
-def parse_budget(text: str, option: str = "⟨gpu⟩") -> Budget:
-    """``24GiB``, ``80GiBx2``, ``141GiBx8``, ``16GB`` (GB decimal, GiB binary; a bare ``G`` is GiB), or
-    a named GPU: ``H100``, ``A100-40GB``, ``L4x2`` (its capacity as CUDA reports it, ``engines.GPUS``)."""
-    named = named_gpu(text) if option == "⟨gpu⟩" else None
-    if named is not None:
-        gpu, devices = named
-        if not 1 <= devices <= 4096:
-            raise UsageError(f"{option}: {_shown(text)} is not 1 to 4,096 devices")
-        return Budget(gpu.bytes, devices, gpu.name)
-    m = _SIZE.match(text)
-    unit = m.group(2).lower() if m else ""
-    if m is None or unit not in _UNITS:
-        raise UsageError(f"{option}: cannot read {_shown(text)} as a memory size or a GPU name",
-                         hint="for example 24GiB, 80GiBx2, 16GB, or a GPU: " + ", ".join(GPUS))
-    if not unit:  # "24" is 24 GiB to one reader and 24 bytes to another: say which
-        raise UsageError(f"{option}: {_shown(text)} has no unit",
-                         hint=f"write it with one: {m.group(1)}GiB (binary), {m.group(1)}GB (decimal) or "
-                              f"{m.group(1)}B (bytes)")
-    devices = int(_exact(m.group(3) or "1", text, option))
-    per_device = int(_exact(m.group(1), text, option) * _UNITS[unit])
-    if per_device <= 0 or not 1 <= devices <= 4096:
-        raise UsageError(f"{option}: {_shown(text)} is not a positive size on 1 to 4,096 devices")
-    if per_device > MAX_DEVICE_BYTES:
-        raise UsageError(f"{option}: {_shown(text)} is over {MAX_DEVICE_BYTES // 2**40:,} TiB a device; no device "
-                         "holds that",
-                         hint="for example 80GiB, 141GiBx8")
-    return Budget(per_device, devices)
-
-
-def parse_whole(text: str | int, option: str) -> int:
-    """A whole number as ASCII digits (``8``; not ``+8``, ``1_6`` or another script's digits), at most
-    ``MAX_DIGITS`` of them; its range is the caller's to check."""
-    shown = str(text)
-    m = _WHOLE.match(shown)
-    if m is None:
-        raise UsageError(f"{option}: cannot read {_shown(shown)} as a whole number", hint="for example 8")
-    return int(_exact(m.group(1), shown, option))
-
-
-def parse_fraction(text: str | float, option: str) -> float:
-    """A decimal as ASCII digits and a point (``0.95``), at most ``MAX_DIGITS`` digits, read exactly
-    then as the nearest float (a number a library caller passes, as it is); its range is the caller's
-    to check."""
-    if isinstance(text, int | float):
-        return float(text)
-    shown = str(text)
-    m = _FRACTION.match(shown)
-    if m is None:
-        raise UsageError(f"{option}: cannot read {_shown(shown)} as a decimal number", hint="for example 0.95")
-    return float(_exact(m.group(1), shown, option))
-
-
-def parse_count(text: str, option: str) -> int:
-    """``8192``, ``8k`` (8,192), ``128k`` (131,072), ``1M`` (1,048,576): k and M are binary, as
-    context lengths are quoted."""
-    m = _COUNT.match(text)
-    if m is None:
-        raise UsageError(f"{option}: cannot read {_shown(text)} as a number", hint="for example 8192, 8k, 128k, 1M")
-    value = int(_exact(m.group(1), text, option) * {"": 1, "k": 1024, "m": 1024**2}[m.group(2).lower()])
-    if value < 1:
-        raise UsageError(f"{option} must be positive")
-    return value
-
 
 @dataclass(frozen=True, slots=True)
 class Fit:
@@ -282,15 +181,25 @@ def model_shape(report: Report) -> ModelShape:
                       rotary_dim=rotary, experts_per_token=(c.experts_per_token or 0) if moe else 0)
 
 
-def _group(report: Report, est: Estimate, budget: Budget, eng: Engine, settings: Settings,
-           stage: _Stage | None, shared: _Shared) -> Fit:
-    """One device group's fit: the whole model, or a pipeline stage's layers."""
-    from inspector.analysis.estimate import model_limit
+@dataclass(frozen=True, slots=True)
+class _Weights:
+    """A device group's weights: on its fullest device, in all, replicated on every device, and the share of the
+    KV cache its layers hold (``rows``: those layers exactly, where every layer caches)."""
+
+    per_device: int
+    total: int
+    replicated: dict[Role, int]
+    note: str | None
+    share: float
+    rows: range | None
+
+
+def _weights(report: Report, est: Estimate, budget: Budget, eng: Engine, settings: Settings, stage: _Stage | None,
+             shared: _Shared) -> _Weights:
     from inspector.analysis.quant import weights_at
 
     kv = est.kv
     assert kv is not None
-    c = report.config
     s = report.summary
     weights_all = s.bytes
     scale = 1.0
@@ -314,6 +223,37 @@ def _group(report: Report, est: Estimate, budget: Budget, eng: Engine, settings:
         replicated = {role: int(b * share) for role, b in replicated.items()}
         if len(kv.layers) == decoder_layers:  # every layer caches: the stage's own layers, exactly
             rows, share = range(stage.first, stage.first + stage.layers), 1.0
+    n = budget.devices
+    rep = sum(replicated.values())
+    weights = rep + math.ceil((weights_all - rep) / n)
+    count = report.config.num_experts or 0
+    if settings.expert_parallel and n > 1 and count:  # the GPU with the most experts: ceil(E / n) of each layer's
+        part = 1.0 if stage is None else stage.layers / decoder_layers
+        experts = int(sum(r.bytes for r in s.by_role if r.role.startswith("moe.expert")) * scale * part)
+        weights = rep + math.ceil((weights_all - rep - experts) / n) + math.ceil(experts * -(-count // n) / count)
+    return _Weights(weights, weights_all, replicated, note, share, rows)
+
+
+def _kv_split(n: int, mla: bool, kv_heads: int | None) -> tuple[str, int]:
+    """How ``n`` devices hold the KV cache, in words, and what its bytes are divided by."""
+    if n == 1 or mla:
+        return ("whole on one device" if n == 1 else "MLA latent cache: replicated on every device"), 1
+    if kv_heads and kv_heads < n:
+        return f"{kv_heads} KV heads for {n} devices: one head per device, replicated", kv_heads
+    return f"split by KV heads over {n} devices", n
+
+
+def _group(report: Report, est: Estimate, budget: Budget, eng: Engine, settings: Settings,
+           stage: _Stage | None, shared: _Shared) -> Fit:
+    """One device group's fit: the whole model, or a pipeline stage's layers."""
+    from inspector.analysis.estimate import model_limit
+
+    kv = est.kv
+    assert kv is not None
+    c = report.config
+    w = _weights(report, est, budget, eng, settings, stage, shared)
+    weights, weights_all, replicated, share, rows = w.per_device, w.total, w.replicated, w.share, w.rows
+    decoder_layers = shared.layers or 1
     terms = eng.terms(shared.shape, gpu_bytes=budget.per_device, gpu_name=budget.gpu, devices=budget.devices,
                       samples=stage is None or stage.index == stage.count - 1,
                       pipeline=1 if stage is None else stage.count)
@@ -327,21 +267,7 @@ def _group(report: Report, est: Estimate, budget: Budget, eng: Engine, settings:
                               pipeline=1 if stage is None else stage.count)
     n = budget.devices
     rep = sum(replicated.values())
-    weights = rep + math.ceil((weights_all - rep) / n)
-    if settings.expert_parallel and n > 1:  # the GPU with the most experts: ceil(E / n) of each layer's E
-        part = 1.0 if stage is None else stage.layers / decoder_layers
-        experts = int(sum(r.bytes for r in s.by_role if r.role.startswith("moe.expert")) * scale * part)
-        count = c.num_experts or 0
-        if count:
-            weights = rep + math.ceil((weights_all - rep - experts) / n) + math.ceil(experts * -(-count // n) / count)
-    mla = shared.mla
-    kv_heads = c.num_kv_heads
-    if n == 1 or mla:
-        kv_share, divisor = ("whole on one device" if n == 1 else "MLA latent cache: replicated on every device"), 1
-    elif kv_heads and kv_heads < n:
-        kv_share, divisor = f"{kv_heads} KV heads for {n} devices: one head per device, replicated", kv_heads
-    else:
-        kv_share, divisor = f"split by KV heads over {n} devices", n
+    kv_share, divisor = _kv_split(n, shared.mla, c.num_kv_heads)
     limit = model_limit(c)
     state_figure = kv.state_per_sequence
     missing = None if kv.known else \
@@ -383,7 +309,7 @@ def _group(report: Report, est: Estimate, budget: Budget, eng: Engine, settings:
         max_context_capped=bool(limit) and max_context == limit, max_batch=max_batch, model_limit=limit,
         warnings=(), unknown=missing, engine=eng.name, terms=terms, usable_bytes=usable, utilization=util,
         kv_pool_bytes=pool, kv_pool_tokens=eng.pool_tokens(pool, per_token) if pool is not None and uniform else None,
-        gpu=budget.gpu, weights_note=note, curve=tuple((x, total(x, est.batch)) for x in points) if known else (),
+        gpu=budget.gpu, weights_note=w.note, curve=tuple((x, total(x, est.batch)) for x in points) if known else (),
         state_bytes=math.ceil(state * share * est.batch / n),
         kv_formula=kv_formula(kv.layers if rows is None else kv.layers[rows.start:rows.stop], est.context, est.batch,
                               eng, share, divisor) if known else "")

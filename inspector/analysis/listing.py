@@ -11,7 +11,7 @@ from inspector.analysis.stats import LayerGroup, Summary, Tensor, layer_suffix
 from inspector.model import COMPOSITE_KINDS, Checkpoint, Kind, natural_key
 
 if TYPE_CHECKING:
-    from inspector.analysis.fit import Budget
+    from inspector.analysis.budget import Budget
     from inspector.analysis.report import Report
 
 

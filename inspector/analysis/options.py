@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from inspector.analysis.budget import Budget
 from inspector.analysis.experts import Layout
-from inspector.analysis.fit import Budget
 from inspector.analysis.stages import StageOptions
 
 

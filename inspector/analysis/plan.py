@@ -14,9 +14,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
+from inspector.analysis.budget import Budget
 from inspector.analysis.engines import GPUS, Engine, Gpu
 from inspector.analysis.estimate import Estimate
-from inspector.analysis.fit import Budget, Fit, Settings, fit
+from inspector.analysis.fit import Fit, Settings, fit
 from inspector.analysis.report import Report
 from inspector.errors import UsageError
 

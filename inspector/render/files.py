@@ -11,7 +11,7 @@ if TYPE_CHECKING:  # rich is imported where a table is drawn: `inspect --json` n
     # types of the other commands are not imported by a plain `inspect MODEL` either
     from rich.console import RenderableType
 
-    from inspector.analysis.fit import Budget
+    from inspector.analysis.budget import Budget
     from inspector.analysis.listing import CachedModel, FileRow, RepoFiles
 
 from inspector.render.output import MAX_TABLE_ROWS, SCHEMA_VERSION, capped, model_json, n, size

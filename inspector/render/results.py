@@ -13,10 +13,11 @@ if TYPE_CHECKING:
     from inspector.analysis.adapter import AdapterDiff
     from inspector.analysis.ancestry import Lineage
     from inspector.analysis.audit import AuditResult
+    from inspector.analysis.budget import Budget
     from inspector.analysis.compare import Comparison
     from inspector.analysis.diff import Diff
     from inspector.analysis.estimate import Estimate
-    from inspector.analysis.fit import Budget, CommonFit, Fit
+    from inspector.analysis.fit import CommonFit, Fit
     from inspector.analysis.formula import FormulaCheck
     from inspector.analysis.knobs import Knob
     from inspector.analysis.listing import CachedModel, FileRow, ListingRow, RepoFiles

@@ -106,56 +106,85 @@ class _Ledger:
         line[1] += delta
 
 
-def explain(a: Report, b: Report) -> tuple[Cause, ...]:  # noqa: C901 (over the limit before it was set; to be split)
+def _pair(ledger: _Ledger, qa: list[tuple[str, str, int]], qb: dict[str, int], ta: Tensor, tb: Tensor,
+          key: str) -> None:
+    """Two tensors paired under ``key`` (the name inside its layer, B's where renamed); its pattern
+    (experts numbered E) is written only where a line is added (91,991 pairs of DeepSeek-V3 add none)."""
+    if ta.place.kind != "parameter" or tb.place.kind != "parameter":
+        return
+    sa, sb = ta.info.shape, tb.info.shape
+    if sa == sb and ta.info.numel == tb.info.numel == math.prod(sa):  # (what the checks below let pass)
+        return
+    pattern = layer_pattern(key)
+    if ta.info.numel != math.prod(sa) or tb.info.numel != math.prod(sb):  # packed words: logical counts,
+        # which a shape's dimensions do not give (the packed axis differs by format)
+        ledger.add("residual", pattern, f"{ta.info.numel:,} → {tb.info.numel:,} weights (packed)",
+                   tb.info.numel - ta.info.numel)
+        return
+    if sa == sb:
+        return
+    if len(sa) != len(sb):
+        ledger.add("residual", pattern, f"{shape_words(sa)} → {shape_words(sb)}", tb.info.numel - ta.info.numel)
+        return
+    layout = LINEAR_LAYOUT.get(ta.place.role) if len(sa) <= 2 else None
+    causes = []
+    for i, (x, y) in enumerate(zip(sa, sb, strict=True)):
+        if x == y:
+            causes.append(("", ""))
+            continue
+        found = _cause_of(x, y, qa, qb, layout[i] if layout else None)
+        if found[0] == "residual" and i == 0 and ta.place.role in ("embedding", "lm_head"):
+            found = ("vocabulary", "rows")  # a vocabulary the config does not state (added tokens)
+        causes.append(found)
+    current = list(sa)
+    for cause in CAUSE_ORDER:
+        dims = [i for i, (c, _) in enumerate(causes) if c == cause]
+        if not dims:
+            continue
+        before = math.prod(current)
+        parts = []
+        for i, x in enumerate(current):
+            parts.append(f"({sb[i]:,} − {x:,})" if i in dims and len(dims) == 1 else f"{x:,}")
+        for i in dims:
+            current[i] = sb[i]
+        after = math.prod(current)
+        formula = " × ".join(parts) if len(dims) == 1 else f"{shape_words(tuple(current))} − " + \
+            shape_words(tuple(sa[i] if i in dims else current[i] for i in range(len(sa))))
+        ledger.add(cause, pattern, formula, after - before)
+
+
+def _added_cause(t: Tensor, other: Report, packed: bool, gated: bool) -> str:
+    """The cause a tensor only one side has counts under, against ``other`` (the side without it; ``packed``,
+    ``gated``: whether it stores packed words and has a gated MLP)."""
+    role = t.place.role
+    leaf = t.info.name.rsplit(".", 1)[-1]
+    if is_packed(leaf) or (leaf == "weight" and packed and role.split(".", 1)[0] in ("attn", "mlp", "moe")):
+        return "quantisation"  # a packed tensor against an unpacked one: stored elements differ
+    if role.startswith("moe.expert") or role.startswith("moe.shared") or \
+            (role.startswith("mlp.") and _has_experts(other)):
+        return "experts"
+    if role == "moe.router":
+        return "router"
+    if role == "position_embedding":
+        return "positions"
+    if role == "mlp.gate" and not gated:
+        return "gated MLP"
+    if role == "norm":
+        return "norms"
+    if leaf == "bias":
+        return "biases"
+    return "tied embeddings" if role == "lm_head" else "residual"
+
+
+def explain(a: Report, b: Report) -> tuple[Cause, ...]:
     ca, cb = a.config, b.config
     qa = _quantities(ca)
     qb = {label: value for _, label, value in _quantities(cb)}
     ledger = _Ledger()
 
     def pair(ta: Tensor, tb: Tensor, key: str) -> None:
-        """Two tensors paired under ``key`` (the name inside its layer, B's where renamed); its pattern
-        (experts numbered E) is written only where a line is added (91,991 pairs of DeepSeek-V3 add none)."""
-        if ta.place.kind != "parameter" or tb.place.kind != "parameter":
-            return
-        sa, sb = ta.info.shape, tb.info.shape
-        if sa == sb and ta.info.numel == tb.info.numel == math.prod(sa):  # (what the checks below let pass)
-            return
-        pattern = layer_pattern(key)
-        if ta.info.numel != math.prod(sa) or tb.info.numel != math.prod(sb):  # packed words: logical counts,
-            # which a shape's dimensions do not give (the packed axis differs by format)
-            ledger.add("residual", pattern, f"{ta.info.numel:,} → {tb.info.numel:,} weights (packed)",
-                       tb.info.numel - ta.info.numel)
-            return
-        if sa == sb:
-            return
-        if len(sa) != len(sb):
-            ledger.add("residual", pattern, f"{shape_words(sa)} → {shape_words(sb)}", tb.info.numel - ta.info.numel)
-            return
-        layout = LINEAR_LAYOUT.get(ta.place.role) if len(sa) <= 2 else None
-        causes = []
-        for i, (x, y) in enumerate(zip(sa, sb, strict=True)):
-            if x == y:
-                causes.append(("", ""))
-                continue
-            found = _cause_of(x, y, qa, qb, layout[i] if layout else None)
-            if found[0] == "residual" and i == 0 and ta.place.role in ("embedding", "lm_head"):
-                found = ("vocabulary", "rows")  # a vocabulary the config does not state (added tokens)
-            causes.append(found)
-        current = list(sa)
-        for cause in CAUSE_ORDER:
-            dims = [i for i, (c, _) in enumerate(causes) if c == cause]
-            if not dims:
-                continue
-            before = math.prod(current)
-            parts = []
-            for i, x in enumerate(current):
-                parts.append(f"({sb[i]:,} − {x:,})" if i in dims and len(dims) == 1 else f"{x:,}")
-            for i in dims:
-                current[i] = sb[i]
-            after = math.prod(current)
-            formula = " × ".join(parts) if len(dims) == 1 else f"{shape_words(tuple(current))} − " + \
-                shape_words(tuple(sa[i] if i in dims else current[i] for i in range(len(sa))))
-            ledger.add(cause, pattern, formula, after - before)
+        """Two tensors paired under ``key`` (the name inside its layer, B's where renamed): ``_pair``."""
+        _pair(ledger, qa, qb, ta, tb, key)
 
     packed = {id(a): _packed(a), id(b): _packed(b)}
     gated = {id(a): _gated(a), id(b): _gated(b)}
@@ -163,29 +192,8 @@ def explain(a: Report, b: Report) -> tuple[Cause, ...]:  # noqa: C901 (over the 
     def single(t: Tensor, sign: int, pattern: str) -> None:
         if t.place.kind != "parameter":
             return
-        role = t.place.role
-        leaf = t.info.name.rsplit(".", 1)[-1]
         other = b if sign < 0 else a
-        if is_packed(leaf) or (
-                leaf == "weight" and packed[id(other)] and role.split(".", 1)[0] in ("attn", "mlp", "moe")):
-            cause = "quantisation"  # a packed tensor against an unpacked one: stored elements differ
-        elif role.startswith("moe.expert") or role.startswith("moe.shared") or \
-                (role.startswith("mlp.") and _has_experts(other)):
-            cause = "experts"
-        elif role == "moe.router":
-            cause = "router"
-        elif role == "position_embedding":
-            cause = "positions"
-        elif role == "mlp.gate" and not gated[id(other)]:
-            cause = "gated MLP"
-        elif role == "norm":
-            cause = "norms"
-        elif leaf == "bias":
-            cause = "biases"
-        elif role == "lm_head":
-            cause = "tied embeddings"
-        else:
-            cause = "residual"
+        cause = _added_cause(t, other, packed[id(other)], gated[id(other)])
         word = "added" if sign > 0 else "removed"
         ledger.add(cause, pattern, f"{word} {shape_words(t.info.shape)}", sign * t.info.numel)
 

@@ -445,7 +445,6 @@ FUNCTION_LINES = 80
 #: the functions over the budget today, with their length: each is to be split, and this list may only shrink
 #: (a function on it may not grow; one not on it may not pass the budget)
 OVER_BUDGET: dict[str, int] = {
-    "analysis/train.py:train": 124,
     "cli/serving.py:train_cmd": 86,  # its typer signature: one parameter an option
 }
 

@@ -242,20 +242,85 @@ def train(report: Report, options: TrainOptions, arch: Architecture | None = Non
     params = [t for t in report.tensors if t.place.kind == "parameter"]
     total_params = sum(t.info.numel for t in params)
     devices = o.budget.devices if o.budget else 1
-    stage = 3 if o.fsdp else o.zero
     mixed = o.precision in ("bf16-mixed", "fp16-mixed")
     amp = o.autocast  # torch autocast over float32 weights
     half = 4 if o.precision == "fp32" else 2  # bytes of an activation element (16-bit, or fp32)
     wbytes = 4 if o.precision == "fp32" or amp else 2  # bytes of a weight as held
     held = _held(report, o, params, wbytes, mixed)
-    adapted, trainable, n_trainable = held.adapted, held.trainable, held.trainable_count
-    weights, weights_formula, bits = held.weights, held.formula, held.bits
-    param_bytes, grad_bytes, assumptions = held.param_bytes, held.grad_bytes, list(held.assumptions)
     widths, _ = widths_of(arch, report)
-    adapters = (adapter_activation_bytes(adapted, o.rank, len(widths), 2 if amp else 4)
+    adapters = (adapter_activation_bytes(held.adapted, o.rank, len(widths), 2 if amp else 4)
                 if o.method != "full" and half == 2 and widths else -1)  # peft's adapters on a frozen base
+    st = _states(o, held, params, devices, wbytes, mixed)
+    cpu = st.cpu
+    act, act_formula, act_unknown = activations_term(arch, report, o, half, adapters)
+    if o.offload_activations and not act_unknown:  # what the CPU holds: the activations as they would be on the GPU
+        n0, l0 = rows(o.stage, o.batch, o.seq)
+        cpu += activation_bytes(arch, report, replace(o, offload_activations=False), half, n0,
+                                 sp_tokens(l0, o.sp), adapters) or 0
+        act_formula = "one layer's (the rest on the CPU, brought back in the backward); " + act_formula
+    logits_bytes, logits_formula = logits_term(report, o)
+    overhead = Term("overhead", VLLM_NON_TORCH[devices > 1], "memory outside PyTorch's allocator, constant per GPU",
+                    VLLM_NON_TORCH_SOURCE, False)
+    always = tuple((t.name, b) for t in (st.weights, st.reference, st.optimizer_states, st.master_weights, overhead)
+                   if (b := t.bytes))
+    grads = st.gradients.bytes or 0
+    refused = sp_refusal(o.sp, report.config.num_heads, report.config.num_kv_heads, devices)
+    if refused is not None:
+        raise UsageError(f"⟨sp={o.sp}⟩: {refused}", hint="a size that divides the heads and the GPUs")
+
+    def peak(batch: int, seq: int) -> Peak | None:
+        n, length = rows(o.stage, batch, seq)
+        length = sp_tokens(length, o.sp)
+        a = alive(arch, report, o, half, n, length, adapters)
+        return None if a is None else _peak(always, a, head_bytes(report, o, n, length, half), st.output_gradient,
+                                            grads)
+
+    at_peak = peak(o.batch, o.seq)
+    total = None if at_peak is None else at_peak.total
+    usable = None if o.budget is None else int(o.budget.per_device * (1 - o.stage.rollout_memory))
+    fits = None if total is None or usable is None else total <= usable
+    largest_batch = largest_seq = None
+    if usable is not None and total is not None:
+        budget = usable
+        largest_batch = largest(lambda b: _total(peak(b, o.seq)) <= budget, 1 << 20)
+        largest_seq = largest(lambda s: _total(peak(o.batch, s)) <= budget, 1 << 24)
+    n_trainable = held.trainable_count
+    return Train(
+        options=o, devices=devices, trainable=n_trainable, frozen=total_params - (n_trainable if o.method == "full"
+                                                                                 else 0),
+        by_role=tuple(sorted(_by_role(held.trainable).items())), adapted=len(held.adapted),
+        weights=st.weights, gradients=st.gradients, optimizer_states=st.optimizer_states,
+        master_weights=st.master_weights, reference=st.reference,
+        activations=Term("activations", None if act_unknown else act, act_formula if not act_unknown else
+                         f"unknown: {act_unknown}", "Korthikanti et al. 2022 §4, per layer (see below)", False),
+        logits=Term("logits", logits_bytes, logits_formula, "transformers ForCausalLMLoss (logits.float(), "
+                    "cross_entropy's log_softmax)", False),
+        overhead=overhead, total=total, peak_rule=PEAK_RULE + st.sharding, peak=at_peak, cpu_bytes=cpu, fits=fits,
+        largest_batch=largest_batch, largest_seq=largest_seq, bits_per_weight=held.bits,
+        thumbs=_thumbs(total_params, o), assumptions=(*held.assumptions, *st.assumptions, *_assumptions(o, arch)))
+
+
+@dataclass(frozen=True, slots=True)
+class _States:
+    """The model's states per GPU as ZeRO, FSDP and offloading place them, each a term; what the CPU holds of them;
+    the output layer's gradient at the backward's start; the sharding in words, and what it assumes."""
+
+    weights: Term
+    reference: Term
+    gradients: Term
+    optimizer_states: Term
+    master_weights: Term
+    output_gradient: int
+    cpu: int
+    sharding: str
+    assumptions: tuple[str, ...]
+
+
+def _states(o: TrainOptions, held: _Held, params: list[Tensor], devices: int, wbytes: int, mixed: bool) -> _States:
+    stage = 3 if o.fsdp else o.zero
+    trainable, n_trainable, grad_bytes, weights = held.trainable, held.trainable_count, held.grad_bytes, held.weights
     opt = OPTIMIZERS[o.optimizer]
-    states = sum(state_bytes(o.optimizer, shape, n, param_bytes)
+    states = sum(state_bytes(o.optimizer, shape, n, held.param_bytes)
                  for shape, n, _ in trainable)  # the parameters (full), or each adapter's two factors
     master = n_trainable * 4 if (mixed and o.method == "full") else 0
     gradients = n_trainable * grad_bytes
@@ -270,6 +335,7 @@ def train(report: Report, options: TrainOptions, arch: Architecture | None = Non
     g_weights, g_grads = shard(weights, 3), shard(gradients, 2)
     g_states, g_master = shard(states, 1), shard(master, 1)
     cpu = 0
+    assumptions = []
     if o.offload in ("optimizer", "all"):
         cpu += g_states + g_master
         g_states = g_master = 0
@@ -281,20 +347,20 @@ def train(report: Report, options: TrainOptions, arch: Architecture | None = Non
                            "largest layer's weights counted)")
     sharding = ("" if stage == 0 or devices == 1 else
                 f"; ZeRO stage {stage} over {devices} GPUs" if not o.fsdp else f"; FSDP full shard over {devices} GPUs")
-    act, act_formula, act_unknown = activations_term(arch, report, o, half, adapters)
-    if o.offload_activations and not act_unknown:  # what the CPU holds: the activations as they would be on the GPU
-        n0, l0 = rows(o.stage, o.batch, o.seq)
-        cpu += activation_bytes(arch, report, replace(o, offload_activations=False), half, n0,
-                                 sp_tokens(l0, o.sp), adapters) or 0
-        act_formula = "one layer's (the rest on the CPU, brought back in the backward); " + act_formula
-    logits_bytes, logits_formula = logits_term(report, o)
+    total_params = sum(t.info.numel for t in params)
     reference = total_params * wbytes if has_reference(o.stage, o.method) else 0
     none_why, reference_source = reference_words(o.stage, o.method, reference)
     g_reference = shard(reference, 3)
-    overhead = VLLM_NON_TORCH[devices > 1]
-    terms = dict(
-        weights=Term("weights", g_weights, weights_formula + (" ÷ GPUs" if g_weights != weights else ""),
+    out_grad = shard(sum(n for _, n, role in trainable if role in ("lm_head", "embedding")) * grad_bytes, 2)
+    if o.optimizer_in_backward:
+        out_grad = g_grads  # the one gradient alive, whichever it is
+    return _States(
+        weights=Term("weights", g_weights, held.formula + (" ÷ GPUs" if g_weights != weights else ""),
                      "the headers' shapes" + (f"; {NF4_SOURCE}" if o.method == "qlora" else ""), True),
+        reference=Term("reference", g_reference,
+                       (f"{total_params:,} parameters × {wbytes} B, frozen" + (" ÷ GPUs" if g_reference != reference
+                                                                             else "")) if reference else none_why,
+                       reference_source, True),
         gradients=Term("gradients", g_grads, (f"{n_trainable:,} trainable × {grad_bytes} B" if not
                                               o.optimizer_in_backward else
                                               f"the largest trainable tensor's {largest_grad // grad_bytes:,} × "
@@ -311,55 +377,7 @@ def train(report: Report, options: TrainOptions, arch: Architecture | None = Non
                              "none: " + ("the adapters are float32 already" if o.method != "full" else
                                          f"{o.precision} keeps no separate copy")),
                             "mixed-precision training (Micikevicius et al. 2018; ZeRO §3's 2Ψ + 2Ψ + KΨ)", True),
-        activations=Term("activations", None if act_unknown else act, act_formula if not act_unknown else
-                         f"unknown: {act_unknown}", "Korthikanti et al. 2022 §4, per layer (see below)", False),
-        logits=Term("logits", logits_bytes, logits_formula, "transformers ForCausalLMLoss (logits.float(), "
-                    "cross_entropy's log_softmax)", False),
-        overhead=Term("overhead", overhead, "memory outside PyTorch's allocator, constant per GPU",
-                      VLLM_NON_TORCH_SOURCE, False),
-    )
-    out_grad = shard(sum(n for _, n, role in trainable if role in ("lm_head", "embedding")) * grad_bytes, 2)
-    if o.optimizer_in_backward:
-        out_grad = g_grads  # the one gradient alive, whichever it is
-    always = tuple((name, value) for name, value in (("weights", g_weights), ("reference", g_reference),
-                 ("optimizer_states", g_states), ("master_weights", g_master), ("overhead", overhead)) if value)
-
-    refused = sp_refusal(o.sp, report.config.num_heads, report.config.num_kv_heads, devices)
-    if refused is not None:
-        raise UsageError(f"⟨sp={o.sp}⟩: {refused}", hint="a size that divides the heads and the GPUs")
-
-    def peak(batch: int, seq: int) -> Peak | None:
-        n, length = rows(o.stage, batch, seq)
-        length = sp_tokens(length, o.sp)
-        a = alive(arch, report, o, half, n, length, adapters)
-        return None if a is None else _peak(always, a, head_bytes(report, o, n, length, half), out_grad, g_grads)
-
-    at_peak = peak(o.batch, o.seq)
-    total = None if at_peak is None else at_peak.total
-    usable = None if o.budget is None else int(o.budget.per_device * (1 - o.stage.rollout_memory))
-    fits = None if total is None or usable is None else total <= usable
-    largest_batch = largest_seq = None
-    if usable is not None and total is not None:
-        budget = usable
-        largest_batch = largest(lambda b: _total(peak(b, o.seq)) <= budget, 1 << 20)
-        largest_seq = largest(lambda s: _total(peak(o.batch, s)) <= budget, 1 << 24)
-    rule = PEAK_RULE + sharding
-    assumptions += _assumptions(o, arch)
-    return Train(
-        options=o, devices=devices, trainable=n_trainable, frozen=total_params - (n_trainable if o.method == "full"
-                                                                                 else 0),
-        by_role=tuple(sorted(_by_role(trainable).items())), adapted=len(adapted),
-        weights=terms["weights"], gradients=terms["gradients"], optimizer_states=terms["optimizer_states"],
-        master_weights=terms["master_weights"], activations=terms["activations"], logits=terms["logits"],
-        overhead=terms["overhead"], total=total, peak_rule=rule, peak=at_peak, cpu_bytes=cpu, fits=fits,
-        largest_batch=largest_batch, largest_seq=largest_seq, bits_per_weight=bits,
-        thumbs=_thumbs(total_params, o), assumptions=tuple(assumptions),
-        reference=Term("reference", g_reference,
-                       (f"{total_params:,} parameters × {wbytes} B, frozen" + (" ÷ GPUs" if g_reference != reference
-                                                                             else "")) if reference else none_why,
-                       reference_source, True))
-
-
+        output_gradient=out_grad, cpu=cpu, sharding=sharding, assumptions=tuple(assumptions))
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Final, Literal
 
 from inspector.analysis.config import ModelConfig, config_int
-from inspector.analysis.mixers import MIXERS, MixerKind
+from inspector.analysis.mixers import MIXERS, MixerKind, recurrent_kind, windowed_kind
 from inspector.analysis.roles import classify_all
 from inspector.analysis.stats import Tensor
 from inspector.model import Role
@@ -268,12 +268,6 @@ def _bytes(tensors: list[Tensor]) -> tuple[dict[tuple[str, int], int], int, int,
     return dict(layer_bytes), embedding_bytes, tail_bytes, total_bytes
 
 
-#: words of ``layer_types`` (and GGUF's per-layer KV heads of 0) for a layer that keeps a recurrent
-#: state rather than a KV cache
-_RECURRENT_TYPES: Final = (("linear_attention", "linear"), ("mamba", "ssm"), ("ssm", "ssm"), ("recurrent", "ssm"),
-                           ("conv", "ssm"))
-
-
 #: architecture names of models that generate (transformers' class-name suffixes)
 _GENERATING: Final = ("ForCausalLM", "LMHeadModel", "ForConditionalGeneration")
 
@@ -283,14 +277,11 @@ def _config_layers(c: ModelConfig, indexes: Iterable[int]) -> list[Layer]:
     snapshot), as config.json describes them; their parameters unknown (0 counted)."""
     layers = []
     for i in indexes:
-        layer_type = _layer_type(c, i)
-        recurrent = next((kind for word, kind in _RECURRENT_TYPES if word in layer_type), None)
+        recurrent = recurrent_kind(_layer_type(c, i))  # a word of its kind in layer_types (mixers.py)
         if recurrent is None and len(c.kv_heads_per_layer) > i and c.kv_heads_per_layer[i] == 0:
-            recurrent = "ssm"
-        if recurrent == "linear":
-            mixer = Mixer("linear", state_formula="unknown: the headers hold no layers to size the state")
-        elif recurrent is not None:
-            mixer = Mixer("ssm", state_formula="unknown: the headers hold no layers to size the state")
+            recurrent = "ssm"  # GGUF's per-layer KV heads of 0: a state-space layer
+        if recurrent is not None:
+            mixer = Mixer(recurrent, state_formula="unknown: the headers hold no layers to size the state")
         else:
             roles: set[Role] = {"attn.kv"} if c.kv_lora_rank else {"attn.k"}
             mixer = _attention(i, roles, "decoder", c)
@@ -387,12 +378,9 @@ def _attention(index: int, roles: set[Role], kind: StackKind, c: ModelConfig) ->
     per_layer = c.kv_heads_per_layer
     if len(per_layer) > index:
         widths = Attention(widths.heads, per_layer[index], widths.key_dim, widths.value_dim)
-    layer_type = _layer_type(c, index)
-    if "sliding" in layer_type and c.sliding_window:
-        return Mixer("sliding", _windowed(widths, c.sliding_window))
-    chunk = config_int(c.raw.get("attention_chunk_size"), 0)
-    if "chunked" in layer_type and chunk:
-        return Mixer("chunked", _windowed(widths, chunk))
+    windowed = windowed_kind(_layer_type(c, index), c)  # a windowed kind's word in layer_types (mixers.py)
+    if windowed is not None:
+        return Mixer(windowed[0], _windowed(widths, windowed[1]))
     return Mixer("full", widths)
 
 

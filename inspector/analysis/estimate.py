@@ -284,8 +284,8 @@ def kv_cache(report: Report, arch: Architecture, ctx: int, batch: int, kvd: str)
     if sliding and window_cells is not None and window_cells < full_cells:
         reservation = Figure(
             "kv_bytes_full_reservation", per_token * full_cells * batch, "B",
-            f"per token × {full_cells:,} cells × batch {batch}: every layer, sliding ones included, holds the whole "
-            "context", "what an engine reserves when it does not page sliding layers apart",
+            f"per token × {full_cells:,} cells × batch {batch}: every layer, windowed ones included, holds the whole "
+            "context", "what an engine reserves when it does not page windowed layers apart",
             ("windowed (the figure above): vLLM's hybrid KV cache manager (its default in the V1 engine) and "
              "llama.cpp with --swa-full off (its default)",
              "whole context: llama.cpp with --swa-full, vLLM with --disable-hybrid-kv-cache-manager, "
@@ -528,10 +528,10 @@ def _flops(report: Report, arch: Architecture, ctx: int, moe: bool) -> Flops:
         Figure("flops_decode_step", gemm + attention if per_token else None, "FLOP",
                "weights + attention at context t", FLOPS_SOURCE),
         Figure("flops_prefill", gemm * ctx + prefill_attention if per_token else None, "FLOP",
-               ("t × weights + attention summed over positions 1…t, a sliding layer's capped at its window"
+               ("t × weights + attention summed over positions 1…t, a windowed layer's capped at its window"
                 if windowed else "t × weights + attention summed over positions 1…t = 2N′t + a·t(t+1)/2"),
                FLOPS_SOURCE, ("causal attention: token i attends to i tokens"
-                              + (f" (at most {window:,} in a sliding-window layer)" if windowed else ""),)),
+                              + (f" (at most {window:,} in a windowed layer)" if windowed else ""),)),
         Figure("attention_to_gemm_ratio", attention / gemm if gemm else None, "",
                "attention FLOPs / weight FLOPs at context t", FLOPS_SOURCE),
         Figure("attention_to_gemm_ratio_closed_form", closed_ratio, "", closed_formula, FLOPS_SOURCE,

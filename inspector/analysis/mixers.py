@@ -1,6 +1,8 @@
 """What a layer mixes tokens with, one kind a record: whether it keeps a cache per token (and of what), a state per
 sequence, a window or chunk bounding it, and the tokens a query attends to. The rest of the package asks the kind
-(``MIXERS[m.kind]``), never compares its name; ``architecture`` assigns the kinds from the config and headers.
+(``MIXERS[m.kind]``), never compares its name; ``architecture`` assigns the kinds from the config and headers,
+a windowed or recurrent kind where a word of its own stands in the config's ``layer_types`` (``type_words``). Adding
+a kind is one record registered with ``register`` (tests/test_toy_mixer.py).
 
 The kinds: attention over every earlier token (full), over a window (sliding), within fixed chunks (chunked),
 through MLA's latent (mla), over an encoder's output (cross); a recurrent state (ssm, linear); unknown where
@@ -8,11 +10,15 @@ neither headers nor config say."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Final, Literal
+from typing import TYPE_CHECKING, Final
 
-MixerKind = Literal["full", "sliding", "chunked", "mla", "cross", "ssm", "linear", "unknown"]
+if TYPE_CHECKING:
+    from inspector.analysis.config import ModelConfig
+
+#: a kind's name: a key of ``MIXERS``
+MixerKind = str
 
 
 def _causal(window: int | None, t: int) -> int:
@@ -62,6 +68,10 @@ class Mixing:
     keeps_words: str = ""
     reach_words: str = ""
     attends_words: str = ""  # its layers' bound in the FLOPs' assumptions, where one window holds for them all
+    #: words of the config's ``layer_types`` that make a decoder layer this kind (a substring of the layer's word)
+    type_words: tuple[str, ...] = ()
+    #: a windowed kind's window (or chunk) from the config; 0 where the config gives none (then full attention)
+    window: Callable[[ModelConfig], int] | None = None
 
     @property
     def attends(self) -> bool:
@@ -69,18 +79,61 @@ class Mixing:
         return self.caches or self.over_input
 
 
+def _sliding_window(c: ModelConfig) -> int:
+    return c.sliding_window or 0
+
+
+def _attention_chunk(c: ModelConfig) -> int:
+    from inspector.analysis.config import config_int
+
+    return config_int(c.raw.get("attention_chunk_size"), 0)
+
+
 _KINDS: Final = (
     Mixing("full", caches=True),
     Mixing("sliding", caches=True, windowed=True, attended=_in_window, attended_prefix=_in_window_prefix,
            keeps_words="sliding-window layers keep at most", reach_words="min(context, window ",
-           attends_words="sliding-window layers attend to at most"),
+           attends_words="sliding-window layers attend to at most", type_words=("sliding",), window=_sliding_window),
     Mixing("chunked", caches=True, windowed=True, attended=_in_chunk, attended_prefix=_in_chunk_prefix,
-           keeps_words="chunked-attention layers keep at most their chunk of", reach_words="position in its chunk of "),
+           keeps_words="chunked-attention layers keep at most their chunk of", reach_words="position in its chunk of ",
+           type_words=("chunked",), window=_attention_chunk),
     Mixing("mla", caches=True, latent=True),
     Mixing("cross", over_input=True),
-    Mixing("ssm", recurrent=True),
-    Mixing("linear", recurrent=True),
+    Mixing("ssm", recurrent=True, type_words=("mamba", "ssm", "recurrent", "conv")),
+    Mixing("linear", recurrent=True, type_words=("linear_attention",)),
     Mixing("unknown"),
 )
-#: THE table of mixer kinds, by name
-MIXERS: Final[Mapping[str, Mixing]] = {k.name: k for k in _KINDS}
+#: THE table of mixer kinds, by name (``register`` adds one)
+MIXERS: Final[dict[str, Mixing]] = {k.name: k for k in _KINDS}
+_BUILT_IN: Final = frozenset(MIXERS)
+
+
+def register(kind: Mixing) -> None:
+    """Add a kind of mixer: its words in ``layer_types`` then make decoder layers of it."""
+    if kind.name in MIXERS:
+        raise ValueError(f"a mixer kind named {kind.name!r} is registered already")
+    MIXERS[kind.name] = kind
+
+
+def unregister(name: str) -> None:
+    """Remove a kind ``register`` added (the built-in ones stay)."""
+    if name in _BUILT_IN:
+        raise ValueError(f"{name!r} is a built-in mixer kind")
+    MIXERS.pop(name, None)
+
+
+def windowed_kind(layer_type: str, c: ModelConfig) -> tuple[str, int] | None:
+    """The windowed kind whose word stands in a decoder layer's ``layer_types`` word, with the window the config
+    gives it; None for full attention (no such word, or no window in the config)."""
+    for kind in MIXERS.values():
+        if kind.window is not None and any(w in layer_type for w in kind.type_words):
+            window = kind.window(c)
+            if window:
+                return kind.name, window
+    return None
+
+
+def recurrent_kind(layer_type: str) -> str | None:
+    """The recurrent kind whose word stands in a layer's ``layer_types`` word, or None."""
+    return next((kind.name for kind in MIXERS.values() if kind.recurrent
+                 and any(w in layer_type for w in kind.type_words)), None)

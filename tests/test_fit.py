@@ -78,7 +78,7 @@ def test_sliding_window_layers_cap_their_cache() -> None:
     report = build_report(open_checkpoint("mistral-7b"))
     a = fit(report, estimate(report, context=4096), Budget(80 * GIB, 1))
     b = fit(report, estimate(report, context=8192), Budget(80 * GIB, 1))
-    assert b.kv_bytes == 2 * a.kv_bytes
+    assert b.kv.bytes == 2 * a.kv.bytes
 
 
 def test_context_over_the_model_limit_warns_and_overhead_is_settable(cli) -> None:

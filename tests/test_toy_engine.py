@@ -75,9 +75,9 @@ def test_an_engine_registered_from_outside_shows_everywhere(toy: Path, cli, tmp_
     est = inspector.estimate("llama3-8b", gpu="H100", engine="toy", context=8192)
     assert est.fit is not None and est.fit.engine == "toy"
     f = est.fit
-    assert [t.name for t in f.terms] == ["toy scratch"] and f.usable_bytes == f.budget_bytes
-    assert f.kv_pool_bytes == f.usable_bytes - f.weights_bytes - 2**30  # its one term, its whole device
-    assert f.kv_pool_tokens == f.kv_pool_bytes // f.kv_bytes_per_token // 8 * 8  # its pages
+    assert [t.name for t in f.runtime.terms] == ["toy scratch"] and f.runtime.usable_bytes == f.budget_bytes
+    assert f.kv.pool_bytes == f.runtime.usable_bytes - f.weights.per_device - 2**30  # its one term, its whole device
+    assert f.kv.pool_tokens == f.kv.pool_bytes // f.kv.per_token // 8 * 8  # its pages
 
     for fmt in ("table", "markdown", "html", "json"):
         out = tmp_path / f"estimate.{fmt}"

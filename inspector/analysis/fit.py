@@ -43,54 +43,91 @@ COMMON_BUDGETS_GIB: Final = (16, 24, 48, 80, 141)
 SUMMARY_CONTEXT: Final = 8192
 
 @dataclass(frozen=True, slots=True)
+class FitWeights:
+    """The weights a device holds: on the fullest device, in all, what every device replicates (by role), and how
+    they were counted where not simply as the headers hold them."""
+
+    per_device: int
+    all: int  # every device's together (the stage's, in a pipeline)
+    replicated_bytes: int  # of per_device: on every device
+    replicated: tuple[str, ...] = ()  # what is replicated, by role
+    note: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class FitKv:
+    """The KV cache on a device: a token's bytes, the cache at the fit's context and batch, how it is divided and how
+    its figure is reached; the engine's pool where it keeps one; a recurrent state's bytes."""
+
+    per_token: int
+    bytes: int  # at context and batch
+    share: str  # how the KV cache is divided
+    #: how ``bytes`` is reached, in figures: the bytes a token costs × the cells the engine keeps, layers of one
+    #: window together, × batch (÷ the devices that split it); "" when unknown
+    formula: str = ""
+    #: vLLM and SGLang: usable − weights − overhead per device, and the tokens it holds (whole pages); None when the
+    #: engine sizes its cache by the context (llama.cpp) or the layout is not uniform
+    pool_bytes: int | None = None
+    pool_tokens: int | None = None
+    #: state-space and linear-attention layers: their fixed state at the batch, per device
+    state_bytes: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class FitLimits:
+    """How far the budget reaches: the largest context at the batch (0: not even one token), whether the model's own
+    limit capped it, the largest batch at the context, and memory against context (the HTML report's curve)."""
+
+    max_context: int | None
+    max_batch: int | None
+    model_limit: int | None = None
+    capped: bool = False
+    #: (context, total bytes per device) at the batch from 0 to the larger of the asked and the largest context
+    curve: tuple[tuple[int, int], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class FitRuntime:
+    """The engine at run time: its per-device terms beside weights and KV cache (each with formula and source), their
+    sum and how it was given, and the share of a device it may take (vLLM: budget × gpu_memory_utilization)."""
+
+    overhead_bytes: int
+    formula: str
+    terms: tuple[Term, ...] = ()
+    usable_bytes: int = 0
+    utilization: float | None = None  # the engine's fraction; None where it takes the whole device (llama.cpp)
+
+
+@dataclass(frozen=True, slots=True)
+class FitStages:
+    """Pipeline stages (layers split between them; devices = tensor-parallel × stages): each stage's layers and
+    weights per device, and the one a fit's figures are for (the tightest)."""
+
+    count: int = 1
+    described: tuple[str, ...] = ()
+    tightest: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Fit:
+    """Weights + KV cache + the engine's terms against a budget, per device: the answer, and its parts."""
+
     budget_bytes: int  # per device
     devices: int
     batch: int
     context: int
-    weights_bytes: int  # per device
-    weights_bytes_all: int
-    replicated_bytes: int  # of weights_bytes: on every device
-    replicated: tuple[str, ...]  # what is replicated, by role
-    kv_bytes_per_token: int  # per device
-    kv_bytes: int  # per device, at context and batch
-    kv_share: str  # how the KV cache is divided
-    overhead_bytes: int  # per device: the sum of ``terms``
-    overhead_formula: str
     total_bytes: int  # per device: weights + KV + overhead
     fits: bool | None  # None: unknown (``unknown`` says which figure is missing)
-    max_context: int | None  # the largest context that fits at this batch (0: not even one token)
-    max_context_capped: bool  # the model's own limit is the cap
-    max_batch: int | None  # the largest batch that fits at this context
-    model_limit: int | None
-    warnings: tuple[str, ...]
+    weights: FitWeights
+    kv: FitKv
+    limits: FitLimits
+    runtime: FitRuntime
+    warnings: tuple[str, ...] = ()
     #: why there is no answer (a figure the fit needs is unknown); None when there is one
     unknown: str | None = None
     engine: str = "vllm"
-    #: the engine's per-device terms beside weights and KV cache, each with formula and source
-    terms: tuple[Term, ...] = ()
-    usable_bytes: int = 0  # per device: what the engine may take (vLLM: budget × utilization)
-    utilization: float | None = None  # vLLM's gpu_memory_utilization; None for llama.cpp
-    #: vLLM: usable − weights − overhead per device, and the tokens it holds (whole blocks); None
-    #: when the engine sizes its cache by the context (llama.cpp) or the layout is not uniform
-    kv_pool_bytes: int | None = None
-    kv_pool_tokens: int | None = None
     gpu: str | None = None
-    pipeline: int = 1  # pipeline stages (layers split between them); devices = tensor-parallel × stages
-    #: with pipeline stages: each stage's layers and weights per device; ``stage`` is the one the
-    #: figures above are for (the tightest)
-    stages: tuple[str, ...] = ()
-    stage: str | None = None
-    #: how the weights were counted, when not simply as the headers hold them
-    weights_note: str | None = None
-    #: (context, total bytes per device) at batch ``batch`` from 0 to the larger of the asked and the
-    #: largest context: memory against context, the points the HTML report draws
-    curve: tuple[tuple[int, int], ...] = ()
-    #: state-space and linear-attention layers: their fixed state at batch ``batch``, per device
-    state_bytes: int = 0
-    #: how ``kv_bytes`` is reached, in figures: the bytes a token costs × the cells the engine keeps,
-    #: layers of one window together, × batch (÷ the devices that split it); "" when unknown
-    kv_formula: str = ""
+    stages: FitStages = FitStages()
 
 
 #: segments of the memory-against-context curve (``Fit.curve``)
@@ -300,19 +337,18 @@ def _group(report: Report, est: Estimate, budget: Budget, eng: Engine, settings:
     uniform = shared.windowless and state == 0 and len(kv.layers) == decoder_layers
     grand = total(est.context, est.batch)
     return Fit(
-        budget_bytes=budget.per_device, devices=n, batch=est.batch, context=est.context, weights_bytes=weights,
-        weights_bytes_all=weights_all, replicated_bytes=rep,
-        replicated=tuple(f"{role} {b:,} B" for role, b in sorted(replicated.items()) if b),
-        kv_bytes_per_token=per_token, kv_bytes=math.ceil(kv_one(est.context) * est.batch / divisor),
-        kv_share=kv_share, overhead_bytes=overhead, overhead_formula=formula, total_bytes=grand,
-        fits=grand <= usable if known else None, max_context=max_context,
-        max_context_capped=bool(limit) and max_context == limit, max_batch=max_batch, model_limit=limit,
-        warnings=(), unknown=missing, engine=eng.name, terms=terms, usable_bytes=usable, utilization=util,
-        kv_pool_bytes=pool, kv_pool_tokens=eng.pool_tokens(pool, per_token) if pool is not None and uniform else None,
-        gpu=budget.gpu, weights_note=w.note, curve=tuple((x, total(x, est.batch)) for x in points) if known else (),
-        state_bytes=math.ceil(state * share * est.batch / n),
-        kv_formula=kv_formula(kv.layers if rows is None else kv.layers[rows.start:rows.stop], est.context, est.batch,
-                              eng, share, divisor) if known else "")
+        budget_bytes=budget.per_device, devices=n, batch=est.batch, context=est.context, total_bytes=grand,
+        fits=grand <= usable if known else None, unknown=missing, engine=eng.name, gpu=budget.gpu,
+        weights=FitWeights(weights, weights_all, rep,
+                           tuple(f"{role} {b:,} B" for role, b in sorted(replicated.items()) if b), w.note),
+        kv=FitKv(per_token, math.ceil(kv_one(est.context) * est.batch / divisor), kv_share,
+                 kv_formula(kv.layers if rows is None else kv.layers[rows.start:rows.stop], est.context, est.batch,
+                            eng, share, divisor) if known else "",
+                 pool, eng.pool_tokens(pool, per_token) if pool is not None and uniform else None,
+                 math.ceil(state * share * est.batch / n)),
+        limits=FitLimits(max_context, max_batch, limit, bool(limit) and max_context == limit,
+                         tuple((x, total(x, est.batch)) for x in points) if known else ()),
+        runtime=FitRuntime(overhead, formula, terms, usable, util))
 
 
 def kv_formula(rows: tuple[tuple[int, int | None], ...], context: int, batch: int, eng: Engine, share: float,
@@ -366,15 +402,14 @@ def _weights_only(report: Report, est: Estimate, budget: Budget, settings: Setti
             "the model's weights, resident as model.to('cuda') places them") + \
         (f"; spread over {budget.devices} devices" if budget.devices > 1 else "")
     over = per > budget.per_device  # known without the activations: the weights alone are too many
-    return Fit(budget_bytes=budget.per_device, devices=budget.devices, batch=est.batch, context=0, weights_bytes=per,
-               weights_bytes_all=weights, replicated_bytes=0, replicated=(), kv_bytes_per_token=0, kv_bytes=0,
-               kv_share=f"no KV cache: {est.no_tokens}", overhead_bytes=0,
-               overhead_formula="activations not counted", total_bytes=per, fits=False if over else None,
-               max_context=None, max_context_capped=False, max_batch=None, model_limit=None, warnings=(),
+    return Fit(budget_bytes=budget.per_device, devices=budget.devices, batch=est.batch, context=0, total_bytes=per,
+               fits=False if over else None, weights=FitWeights(per, weights, 0, (), note),
+               kv=FitKv(0, 0, f"no KV cache: {est.no_tokens}"), limits=FitLimits(None, None),
+               runtime=FitRuntime(0, "activations not counted", usable_bytes=budget.per_device),
                unknown=None if over else (
                    "activation memory of a diffusion model depends on the image size, frames and batch; "
                    f"the weights alone take {per / 2**30:.2f} GiB of {budget.per_device / 2**30:.2f} GiB per device"),
-               engine="diffusers", usable_bytes=budget.per_device, gpu=budget.gpu, weights_note=note)
+               engine="diffusers", gpu=budget.gpu)
 
 
 def _staged(report: Report, est: Estimate, budget: Budget, eng: Engine, settings: Settings, stages: int,
@@ -409,13 +444,14 @@ def _staged(report: Report, est: Estimate, budget: Budget, eng: Engine, settings
                                     _Stage(index, stages, stage_bytes[index], first, count), shared)
         fits.append((f, f"stage {index + 1} of {stages}: layers {first}-{first + count - 1}"))
         first += count
-    described = tuple(f"{name}, weights {f.weights_bytes:,} B per device" for f, name in fits)
-    tightest, name = min(fits, key=lambda pair: (pair[0].fits is not False, pair[0].max_context or 0,
-                                                 pair[0].max_batch or 0, pair[0].usable_bytes - pair[0].total_bytes))
-    tokens = [f.kv_pool_tokens for f, _ in fits]
+    described = tuple(f"{name}, weights {f.weights.per_device:,} B per device" for f, name in fits)
+    tightest, name = min(fits, key=lambda pair: (pair[0].fits is not False, pair[0].limits.max_context or 0,
+                                                 pair[0].limits.max_batch or 0,
+                                                 pair[0].runtime.usable_bytes - pair[0].total_bytes))
+    tokens = [f.kv.pool_tokens for f, _ in fits]
     known = [t for t in tokens if t is not None]
-    return replace(tightest, devices=budget.devices, pipeline=stages, stages=described, stage=name,
-                   kv_pool_tokens=min(known) if known and len(known) == len(tokens) else None)
+    return replace(tightest, devices=budget.devices, stages=FitStages(stages, described, name),
+                   kv=replace(tightest.kv, pool_tokens=min(known) if known and len(known) == len(tokens) else None))
 
 
 def _host_input(report: Report) -> int:

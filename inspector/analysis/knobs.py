@@ -81,8 +81,8 @@ def estimate_knobs(fitted: Fit, *, context: int, kv_dtype: str, again: Callable[
     if fitted.fits is not False:
         return ()
     tried: list[tuple[str, Callable[[], tuple[bool | None, int]]]] = []
-    if fitted.max_context and fitted.max_context < context:
-        shorter = fitted.max_context
+    if fitted.limits.max_context and fitted.limits.max_context < context:
+        shorter = fitted.limits.max_context
         tried.append((f"--context {shorter}", lambda: _answer(again(shorter, kv_dtype))))
     if USER_DTYPE_BYTES.get(kv_dtype.lower()) == 2:  # a 16-bit cache (the dtype table's width)
         tried.append(("--kv-dtype fp8", lambda: _answer(again(context, "fp8"))))
@@ -93,10 +93,10 @@ def estimate_knobs(fitted: Fit, *, context: int, kv_dtype: str, again: Callable[
         except UsageError:
             continue
         if fits is True:
-            found.append(Knob(change, total, fitted.usable_bytes or fitted.budget_bytes))
+            found.append(Knob(change, total, fitted.runtime.usable_bytes or fitted.budget_bytes))
     quantised = smaller_file()  # another quantisation of the same folder, the largest that fits
     if quantised is not None:
-        found.append(Knob(quantised[0], quantised[1], fitted.usable_bytes or fitted.budget_bytes))
+        found.append(Knob(quantised[0], quantised[1], fitted.runtime.usable_bytes or fitted.budget_bytes))
     more = layout()
     if more is not None:
         found.append(Knob(more[0], more[1], 0))

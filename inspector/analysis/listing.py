@@ -139,7 +139,7 @@ def file_rows(files: list[tuple[str, Report]], *, budget: Budget | None = None, 
             est = estimate(report, context=context, kv_dtype=kv_dtype, what_if=())
             fitted = fit(report, est, budget, settings=Settings(extra_weights=extra))
             kv = est.kv.per_token.value if est.kv is not None else None
-            row = replace(row, fits=fitted.fits, max_context=fitted.max_context,
+            row = replace(row, fits=fitted.fits, max_context=fitted.limits.max_context,
                           kv_bytes_per_token=int(kv) if kv is not None else None,
                           needed_bytes=fitted.total_bytes if fitted.unknown is None else None,
                           note=fitted.unknown or f"at {est.context:,} tokens")

@@ -285,7 +285,7 @@ def plan(report: Report, est: Estimate, engine: Engine, *, gpus: Sequence[str] |
         fitted = fit(report, est, Budget(lay.gpu.bytes, lay.gpus, lay.gpu.name), engine,
                      settings=Settings(utilization=utilization, expert_parallel=lay.ep > 1, curve_points=0),
                      pipeline=lay.pp)
-        tokens = fitted.kv_pool_tokens
+        tokens = fitted.kv.pool_tokens
         per_seq = -(-est.context // engine.page) * engine.page
         sequences = tokens // per_seq if tokens is not None and fitted.fits is not None else None
         rows.append(Row(lay, (), fitted, sequences))
@@ -297,11 +297,11 @@ def _rank(r: Row, objective: str) -> tuple[object, ...]:
     f = r.fit
     fits = f is not None and f.fits is True
     group = 0 if fits else (1 if r.valid else 2)
-    pool = (f.kv_pool_bytes or 0) if f is not None else 0
+    pool = (f.kv.pool_bytes or 0) if f is not None else 0
     if objective == "throughput":
         key: tuple[object, ...] = (-(r.sequences or 0), r.layout.gpus)
     elif objective == "context":
-        key = (-((f.max_context or 0) if f is not None else 0), r.layout.gpus)
+        key = (-((f.limits.max_context or 0) if f is not None else 0), r.layout.gpus)
     else:
         key = (r.layout.gpus, -pool)
     return (group, *key, r.layout.pp, -r.layout.tp, r.layout.ep, r.layout.gpu.name)

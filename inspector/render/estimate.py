@@ -60,18 +60,20 @@ def fit_json(f: Fit) -> dict[str, object]:
     """The ``fit`` object: bytes per device; total = weights + KV + overhead; fits ⇔ total ≤ budget."""
     return {
         "budget_bytes": f.budget_bytes, "devices": f.devices, "batch": f.batch, "context": f.context,
-        "weights_bytes": f.weights_bytes, "weights_bytes_all_devices": f.weights_bytes_all,
-        "replicated_bytes": f.replicated_bytes, "replicated": list(f.replicated),
-        "kv_bytes_per_token": f.kv_bytes_per_token, "kv_bytes": f.kv_bytes, "kv_share": f.kv_share,
-        "kv_formula": f.kv_formula, "overhead_bytes": f.overhead_bytes, "overhead_formula": f.overhead_formula,
+        "weights_bytes": f.weights.per_device, "weights_bytes_all_devices": f.weights.all,
+        "replicated_bytes": f.weights.replicated_bytes, "replicated": list(f.weights.replicated),
+        "kv_bytes_per_token": f.kv.per_token, "kv_bytes": f.kv.bytes, "kv_share": f.kv.share,
+        "kv_formula": f.kv.formula, "overhead_bytes": f.runtime.overhead_bytes, "overhead_formula": f.runtime.formula,
         "total_bytes": f.total_bytes,
-        "fits": f.fits, "max_context": f.max_context, "max_context_capped": f.max_context_capped,
-        "max_batch": f.max_batch, "model_limit": f.model_limit, "unknown": f.unknown,
-        "engine": f.engine, "gpu": f.gpu, "utilization": f.utilization, "usable_bytes": f.usable_bytes,
-        "terms": [{"name": t.name, "bytes": t.bytes, "formula": t.formula, "source": t.source} for t in f.terms],
-        "kv_pool_bytes": f.kv_pool_bytes, "kv_pool_tokens": f.kv_pool_tokens,
-        "pipeline": f.pipeline, "stages": list(f.stages), "stage": f.stage, "weights_note": f.weights_note,
-        "curve": [{"context": x, "total_bytes": y} for x, y in f.curve], "state_bytes": f.state_bytes,
+        "fits": f.fits, "max_context": f.limits.max_context, "max_context_capped": f.limits.capped,
+        "max_batch": f.limits.max_batch, "model_limit": f.limits.model_limit, "unknown": f.unknown,
+        "engine": f.engine, "gpu": f.gpu, "utilization": f.runtime.utilization, "usable_bytes": f.runtime.usable_bytes,
+        "terms": [{"name": t.name, "bytes": t.bytes, "formula": t.formula, "source": t.source}
+                  for t in f.runtime.terms],
+        "kv_pool_bytes": f.kv.pool_bytes, "kv_pool_tokens": f.kv.pool_tokens,
+        "pipeline": f.stages.count, "stages": list(f.stages.described), "stage": f.stages.tightest,
+        "weights_note": f.weights.note,
+        "curve": [{"context": x, "total_bytes": y} for x, y in f.limits.curve], "state_bytes": f.kv.state_bytes,
     }
 
 
@@ -90,7 +92,7 @@ def fit_table(f: Fit, *, explain: bool = False) -> RenderableType:
 
     per = " per device" if f.devices > 1 else ""
     gpu = f" {f.gpu}" if f.gpu else ""
-    util = f" × {ENGINES[f.engine].fraction_words(f.utilization)[0]}" if f.utilization else ""
+    util = f" × {ENGINES[f.engine].fraction_words(f.runtime.utilization)[0]}" if f.runtime.utilization else ""
     at = f", context {f.context:,}, batch {f.batch}" if f.engine != "diffusers" else ""
     # the question as a line of its own: as the table's title it wrapped at the table's width
     title = Text(f"Will it fit? {f.devices} ×{gpu} {f.budget_bytes / 2**30:.2f} GiB{util}, {f.engine}{at}",
@@ -102,25 +104,25 @@ def fit_table(f: Fit, *, explain: bool = False) -> RenderableType:
     t.add_column("GiB", justify="right")
     if explain:
         t.add_column("how")
-    tp = f.devices // f.pipeline
-    rows = [("weights", f.weights_bytes, (f"1/{tp} of {f.weights_bytes_all:,} B, replicated pieces whole"
+    tp = f.devices // f.stages.count
+    rows = [("weights", f.weights.per_device, (f"1/{tp} of {f.weights.all:,} B, replicated pieces whole"
                                           if tp > 1 else "as the headers hold them") +
-             (f"; {f.weights_note}" if f.weights_note else "")),
-            ("KV cache", f.kv_bytes, f.kv_share if f.engine == "diffusers" else "unknown (not counted)"
+             (f"; {f.weights.note}" if f.weights.note else "")),
+            ("KV cache", f.kv.bytes, f.kv.share if f.engine == "diffusers" else "unknown (not counted)"
              if f.fits is None else
-             f"{f.kv_formula}; {f.kv_share}")]
-    if f.state_bytes:
-        rows.append(("recurrent state", f.state_bytes, f"state per sequence × batch {f.batch}"))
-    rows += [(term.name, term.bytes, term.formula) for term in f.terms]
-    rows += [("total", f.total_bytes, "weights + KV cache + " + ("recurrent state + " if f.state_bytes else "")
-              + f.overhead_formula),
+             f"{f.kv.formula}; {f.kv.share}")]
+    if f.kv.state_bytes:
+        rows.append(("recurrent state", f.kv.state_bytes, f"state per sequence × batch {f.batch}"))
+    rows += [(term.name, term.bytes, term.formula) for term in f.runtime.terms]
+    rows += [("total", f.total_bytes, "weights + KV cache + " + ("recurrent state + " if f.kv.state_bytes else "")
+              + f.runtime.formula),
              ("budget", f.budget_bytes, f"--gpu{gpu}")]
-    if f.utilization:
-        rows.append(("usable", f.usable_bytes, ENGINES[f.engine].fraction_words(f.utilization)[1]))
-    if f.kv_pool_bytes is not None and f.fits is not None:
-        tokens = f"; {f.kv_pool_tokens:,} tokens in blocks of 16" if f.kv_pool_tokens is not None else \
+    if f.runtime.utilization:
+        rows.append(("usable", f.runtime.usable_bytes, ENGINES[f.engine].fraction_words(f.runtime.utilization)[1]))
+    if f.kv.pool_bytes is not None and f.fits is not None:
+        tokens = f"; {f.kv.pool_tokens:,} tokens in blocks of 16" if f.kv.pool_tokens is not None else \
             "; tokens not given: windowed or recurrent layers are paged apart by vLLM's hybrid allocator"
-        rows.append(("KV pool", f.kv_pool_bytes,
+        rows.append(("KV pool", f.kv.pool_bytes,
                      "usable − weights − terms above (vLLM sizes its cache to it)" + tokens))
     for label, value, how in rows:
         t.add_row(sanitize(label), n(value), f"{value / 10**9:.2f}", f"{value / 2**30:.2f}",
@@ -130,21 +132,22 @@ def fit_table(f: Fit, *, explain: bool = False) -> RenderableType:
                                                       style="bold yellow")]
     else:
         verdict = Text("fits" if f.fits else "does not fit", style="bold green" if f.fits else "bold red")
-        verdict.append(f": {f.total_bytes / 2**30:.2f} GiB of {f.usable_bytes / 2**30:.2f} GiB{per}", style="")
-        limit = (f"the model's own limit of {f.model_limit:,}" if f.max_context_capped else "the budget")
-        most = (f"largest context that fits at batch {f.batch}: {f.max_context:,} tokens (capped by {limit}); "
-                f"largest batch at {f.context:,} tokens: {f.max_batch:,}") if f.max_context else \
+        verdict.append(f": {f.total_bytes / 2**30:.2f} GiB of {f.runtime.usable_bytes / 2**30:.2f} GiB{per}", style="")
+        limit = (f"the model's own limit of {f.limits.model_limit:,}" if f.limits.capped else "the budget")
+        most = (f"largest context that fits at batch {f.batch}: {f.limits.max_context:,} tokens (capped by {limit}); "
+                f"largest batch at {f.context:,} tokens: {f.limits.max_batch:,}") if f.limits.max_context else \
             "the weights alone are more than the budget, before any activation" if f.engine == "diffusers" else \
             "not even one token of context fits beside the weights and overhead"
         parts = [title, t, verdict, Text(most)]
-    sources = [f"{term.name}: {term.source}" for term in f.terms] if explain else []
+    sources = [f"{term.name}: {term.source}" for term in f.runtime.terms] if explain else []
     if sources:
         parts.append(Text("sources: " + sanitize("; ".join(sources)), style="dim"))
-    if f.replicated and f.devices > 1:
-        parts.append(Text("replicated on every device: " + ", ".join(f.replicated), style="dim"))
-    if f.stages:
-        parts.append(Text(f"{f.pipeline} pipeline stages of {f.devices // f.pipeline} device(s); the figures above "
-                          f"are the tightest, {f.stage}: " + "; ".join(f.stages), style="dim"))
+    if f.weights.replicated and f.devices > 1:
+        parts.append(Text("replicated on every device: " + ", ".join(f.weights.replicated), style="dim"))
+    if f.stages.described:
+        parts.append(Text(f"{f.stages.count} pipeline stages of {f.devices // f.stages.count} device(s); the figures "
+                          f"above are the tightest, {f.stages.tightest}: " + "; ".join(f.stages.described),
+                          style="dim"))
     return Group(*parts)  # (its warnings are said once, on stderr)
 
 
@@ -325,16 +328,16 @@ def estimate_markdown(report: Report, est: Estimate, fitted: Fit | None = None) 
             ["dtype", "bytes"], [[markdown(w.dtype), n(w.bytes)] for w in est.what_if], {1})
     if fitted is not None:
         lines += md_table("Fit", ["term", "bytes per device"], [
-            ["weights", n(fitted.weights_bytes)], ["KV cache", n(fitted.kv_bytes)],
-            *[[markdown(t.name), n(t.bytes)] for t in fitted.terms], ["total", n(fitted.total_bytes)],
-            ["budget", n(fitted.budget_bytes)], ["usable", n(fitted.usable_bytes)],
-            *([["KV pool", n(fitted.kv_pool_bytes)]] if fitted.kv_pool_bytes is not None else [])], {1})
+            ["weights", n(fitted.weights.per_device)], ["KV cache", n(fitted.kv.bytes)],
+            *[[markdown(t.name), n(t.bytes)] for t in fitted.runtime.terms], ["total", n(fitted.total_bytes)],
+            ["budget", n(fitted.budget_bytes)], ["usable", n(fitted.runtime.usable_bytes)],
+            *([["KV pool", n(fitted.kv.pool_bytes)]] if fitted.kv.pool_bytes is not None else [])], {1})
         if fitted.fits is False and fitted.engine == "diffusers":
             lines.append("does not fit: the weights alone are more than the budget, before any activation")
-        elif fitted.fits is None or fitted.max_context is None or fitted.max_batch is None:
+        elif fitted.fits is None or fitted.limits.max_context is None or fitted.limits.max_batch is None:
             lines.append("fit unknown: " + markdown(fitted.unknown or "a figure is missing"))
         else:
-            lines.append(("fits" if fitted.fits else "does not fit") +
-                         f"; largest context {n(fitted.max_context)}, largest batch {n(fitted.max_batch)}")
+            lines.append(("fits" if fitted.fits else "does not fit") + f"; largest context "
+                         f"{n(fitted.limits.max_context)}, largest batch {n(fitted.limits.max_batch)}")
     lines += [f"_warning: {markdown(w)}_" for w in (*est.warnings, *(fitted.warnings if fitted else ()))]
     return "\n".join(lines) + "\n"

@@ -37,9 +37,9 @@ def headline(p: Plan) -> str:
         return (f"no layout of the GPUs considered fits ({valid} valid of {len(p.rows)}): more GPUs "
                 "(--max-gpus, --nodes) or larger ones (--gpu)")
     f = best.fit
-    pool = f"{_gib(f.kv_pool_bytes)} GiB KV pool" if f.kv_pool_bytes is not None else "KV cache by context"
+    pool = f"{_gib(f.kv.pool_bytes)} GiB KV pool" if f.kv.pool_bytes is not None else "KV cache by context"
     seqs = (f", {best.sequences:,} sequences at {p.context:,} tokens" if best.sequences is not None else
-            f", largest context {f.max_context:,} tokens" if f.max_context else "")
+            f", largest context {f.limits.max_context:,} tokens" if f.limits.max_context else "")
     return f"{_layout(best)}: {pool}{seqs}"
 
 
@@ -54,13 +54,13 @@ def plan_json(report: Report, p: Plan, suggestions: Sequence[Knob] = ()) -> dict
             "gpu": lay.gpu.name, "gpu_bytes": lay.gpu.bytes, "gpus": lay.gpus, "tp": lay.tp, "pp": lay.pp, "ep": lay.ep,
             "valid": r.valid, "fits": f.fits if f is not None else None,
             "reasons": [f"{rule.key}: {why}" for rule, why in r.broken],
-            "weights_bytes": f.weights_bytes if f else None,
-            "replicated_bytes": f.replicated_bytes if f else None,
-            "kv_pool_bytes": f.kv_pool_bytes if f else None, "kv_pool_tokens": f.kv_pool_tokens if f else None,
-            "kv_bytes_per_token": f.kv_bytes_per_token if f else None,
-            "total_bytes": f.total_bytes if f else None, "usable_bytes": f.usable_bytes if f else None,
-            "max_context": f.max_context if f else None, "max_sequences": r.sequences,
-            "terms": [{"name": t.name, "bytes": t.bytes} for t in f.terms] if f else [],
+            "weights_bytes": f.weights.per_device if f else None,
+            "replicated_bytes": f.weights.replicated_bytes if f else None,
+            "kv_pool_bytes": f.kv.pool_bytes if f else None, "kv_pool_tokens": f.kv.pool_tokens if f else None,
+            "kv_bytes_per_token": f.kv.per_token if f else None,
+            "total_bytes": f.total_bytes if f else None, "usable_bytes": f.runtime.usable_bytes if f else None,
+            "max_context": f.limits.max_context if f else None, "max_sequences": r.sequences,
+            "terms": [{"name": t.name, "bytes": t.bytes} for t in f.runtime.terms] if f else [],
         })
     return {
         "schema_version": SCHEMA_VERSION, "model": model_json(report.checkpoint), "engine": p.engine,
@@ -94,7 +94,7 @@ def plan_table(report: Report, p: Plan, suggestions: Sequence[str] = (), *, expl
             continue
         verdict = "unknown" if f.fits is None else ("yes" if f.fits else "no")
         t.add_row(r.layout.gpu.name, str(r.layout.gpus), str(r.layout.tp), str(r.layout.pp), str(r.layout.ep),
-                  verdict, _gib(f.weights_bytes), _gib(f.kv_pool_bytes), n(f.max_context),
+                  verdict, _gib(f.weights.per_device), _gib(f.kv.pool_bytes), n(f.limits.max_context),
                   n(r.sequences) if r.sequences is not None else "—")
     parts.append(t)
     invalid = [r for r in p.rows if not r.valid]
@@ -121,6 +121,6 @@ def plan_markdown(report: Report, p: Plan) -> str:
         if f is None:
             continue
         lines.append(f"| {r.layout.gpu.name} | {r.layout.gpus} | {r.layout.tp} | {r.layout.pp} | {r.layout.ep} | "
-                     f"{'yes' if f.fits else 'no'} | {_gib(f.weights_bytes)} | {_gib(f.kv_pool_bytes)} | "
+                     f"{'yes' if f.fits else 'no'} | {_gib(f.weights.per_device)} | {_gib(f.kv.pool_bytes)} | "
                      f"{n(r.sequences) if r.sequences is not None else '—'} |")
     return "\n".join(lines) + "\n"

@@ -178,7 +178,7 @@ class EstimateResult:
         if f.fits is None:
             return f"fit unknown: {f.unknown or 'a figure is missing'}"
         per = " per device" if f.devices > 1 else ""
-        return f"{_fits_word(f.fits)}: {f.total_bytes / 2**30:.2f} GiB of {f.usable_bytes / 2**30:.2f} GiB{per}"
+        return f"{_fits_word(f.fits)}: {f.total_bytes / 2**30:.2f} GiB of {f.runtime.usable_bytes / 2**30:.2f} GiB{per}"
 
     def gates_hit(self, gates: Sequence[str]) -> list[str]:
         """The ``--fail-if`` conditions (``fit.FIT_GATES``) this answer trips."""

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 __version__ = "0.1.0"
 
 __all__ = [
+    "Alternatives",
     "Audit",
     "Checkpoint",
     "ComparisonResult",
@@ -46,6 +47,7 @@ __all__ = [
     "inspect",
     "lineage",
     "list_files",
+    "open_any",
     "open_model",
     "plan",
     "to_text",
@@ -60,13 +62,14 @@ if TYPE_CHECKING:
         files,
         inspect,
         lineage,
+        open_any,
         open_model,
         to_text,
     )
     from inspector.api_fit import estimate, list_files, plan
     from inspector.api_train import train
     from inspector.errors import InspectorError
-    from inspector.model import Checkpoint
+    from inspector.model import Alternatives, Checkpoint
     from inspector.render.results import (
         Audit,
         ComparisonResult,
@@ -88,10 +91,10 @@ def __getattr__(name: str) -> object:
         from inspector.errors import InspectorError
 
         return InspectorError
-    if name == "Checkpoint":
-        from inspector.model import Checkpoint
+    if name in ("Checkpoint", "Alternatives"):
+        from inspector import model
 
-        return Checkpoint
+        return getattr(model, name)
     if name == "HubOptions":
         from inspector.sources.transport import HubOptions
 

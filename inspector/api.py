@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
-from inspector.model import Checkpoint, Progress
+from inspector.model import Alternatives, Checkpoint, Progress
 from inspector.pause import paused
 from inspector.render.results import (
     Aliases,
@@ -38,7 +38,7 @@ from inspector.render.results import (
 
 if TYPE_CHECKING:
     from inspector.analysis.listing import CachedModel
-    from inspector.errors import ProblemSink, SeveralFiles
+    from inspector.errors import ProblemSink
     from inspector.sources.transport import HubOptions
 
 @paused()
@@ -68,6 +68,27 @@ def open_model(model: str | Checkpoint, *, revision: str | None = None, hub: Hub
 
     use_figure_store(DiskFigureStore())
     return open_checkpoint(model, hub=open_repo, revision=revision, lenient=lenient)
+
+
+def open_any(model: str | Checkpoint, *, revision: str | None = None, hub: HubOptions | None = None,
+             progress: Progress | None = None) -> Checkpoint | Alternatives:
+    """``open_model``, or where ``model`` is one model in several files (GGUF quantisations) that must not be added
+    up, those files as ``Alternatives``: the one place the source's ``SeveralFiles`` becomes a value."""
+    from inspector.errors import SeveralFiles
+
+    try:
+        return open_model(model, revision=revision, hub=hub, progress=progress)
+    except SeveralFiles as several:
+        opener = several.opener
+
+        def one(file: str) -> Checkpoint:
+            assert opener is not None
+            opened = opener(file)
+            assert isinstance(opened, Checkpoint)
+            return opened
+
+        return Alternatives(several.where, tuple(several.files), dict(several.listing), several.message,
+                            several.hint, one if opener is not None else None)
 
 
 def repo_and_revision(spec: str) -> tuple[str, str | None]:
@@ -305,9 +326,9 @@ FILE_WORKERS: Final = 8
 
 
 @paused()
-def open_several(model: str, several: SeveralFiles, *, revision: str | None = None, hub: HubOptions | None = None,
+def open_several(model: str, several: Alternatives, *, revision: str | None = None, hub: HubOptions | None = None,
                  only_first: bool = False) -> list[tuple[str, Checkpoint]]:
-    """Each file of a folder or repo that holds one model in several files (``SeveralFiles``), opened
+    """Each file of a folder or repo that holds one model in several files (``Alternatives``), opened
     on its own: with what the source already read where it can (a Hub repo's listing at its commit:
     one header read a file), else by name (``MODEL/FILE``); ``FILE_WORKERS`` at a time, in order."""
     from concurrent.futures import ThreadPoolExecutor
@@ -316,9 +337,7 @@ def open_several(model: str, several: SeveralFiles, *, revision: str | None = No
 
     def one(file: str) -> Checkpoint:
         if several.opener is not None:
-            opened = several.opener(file)
-            assert isinstance(opened, Checkpoint)
-            return opened
+            return several.opener(file)
         return open_model(f"{name}/{file}" + (f"@{rev}" if rev else ""), revision=revision, hub=hub)
 
     first = one(several.files[0])  # on this thread: what a read imports is imported before the pool starts
@@ -333,7 +352,7 @@ def open_several(model: str, several: SeveralFiles, *, revision: str | None = No
 # --- the files of a repo --------------------------------------------------------------------------
 
 @paused()
-def files_of_several(model: str, several: SeveralFiles, *, revision: str | None = None,
+def files_of_several(model: str, several: Alternatives, *, revision: str | None = None,
                      hub: HubOptions | None = None) -> FilesResult:
     """``inspect MODEL --files`` of a folder or repo of several GGUF files: every file as the source
     listed it, each model file counted on its own (one file's header is read, for the origin)."""

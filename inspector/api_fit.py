@@ -8,8 +8,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from inspector.api import FILE_WORKERS, open_model
-from inspector.model import Checkpoint
+from inspector.api import FILE_WORKERS, open_any, open_model
+from inspector.model import Alternatives, Checkpoint
 from inspector.pause import paused
 from inspector.render.results import EstimateResult, FileListing, PlanResult
 
@@ -167,8 +167,6 @@ def _estimate_knobs(report: Report, est: Estimate, options: EstimateOptions, eng
         reading headers only (the repo's listing once, then one header a file tried)."""
         from pathlib import Path
 
-        from inspector.errors import SeveralFiles
-
         c = report.checkpoint
         p = c.provenance
         if len(c.headers) != 1 or c.headers[0].format != "gguf":
@@ -178,19 +176,16 @@ def _estimate_knobs(report: Report, est: Estimate, options: EstimateOptions, eng
         if container is None:
             return None
         mine = c.headers[0].file
-        try:
-            open_model(container, hub=hub)
+        several = open_any(container, hub=hub)
+        if not isinstance(several, Alternatives):
             return None  # one model file there: no other quantisation
-        except SeveralFiles as several:
-            size = several.listing.get(mine)
-            others = sorted(((s, f) for f, s in several.listing.items() if f in several.files and f != mine
-                             and s is not None and size is not None and s < size
-                             and not f.rsplit("/", 1)[-1].lower().startswith("mmproj")), reverse=True)
-            opener = several.opener
+        size = several.listing.get(mine)
+        others = sorted(((s, f) for f, s in several.listing.items() if f in several.files and f != mine
+                         and s is not None and size is not None and s < size
+                         and not f.rsplit("/", 1)[-1].lower().startswith("mmproj")), reverse=True)
         for _, name in others[:FILE_WORKERS]:
             path = str(Path(container) / name) if p.origin == "file" else f"{p.repo_id}/{name}"
-            opened = opener(name) if opener is not None else open_model(path, hub=hub)
-            assert isinstance(opened, Checkpoint)
+            opened = several.opener(name) if several.opener is not None else open_model(path, hub=hub)
             other = build_report(opened)
             other_est = estimate_report(other, context=est.context, batch=options.batch, kv_dtype=options.kv_dtype,
                                         what_if=())

@@ -349,3 +349,17 @@ BIN_INDEX = "pytorch_model.bin.index.json"
 ADAPTER_CONFIG = "adapter_config.json"
 #: small JSON files read alongside the headers and kept in ``Checkpoint.side_json``
 SIDE_FILES = (BIN_INDEX, ADAPTER_CONFIG)
+
+
+@dataclass(frozen=True, slots=True)
+class Alternatives:
+    """A folder or repo holding one model in several files that must not be added up (GGUF quantisations): what
+    opening it answers instead of a ``Checkpoint``. Each file is a model of its own; ``opener`` reads one with what
+    the source already read (a Hub repo's listing at its commit), where it can."""
+
+    where: str  # the folder or repo as named
+    files: tuple[str, ...]  # the model files, each a model
+    listing: Mapping[str, int | None]  # every file of the folder or repo with its size, as listed
+    message: str  # in words, for a command that needs one model
+    hint: str | None
+    opener: Callable[[str], Checkpoint] | None = None

@@ -182,7 +182,7 @@ def test_the_read_ahead_starts_once_for_a_plain_repo_id_only(monkeypatch, tmp_pa
         done.set()
         return f"read {spec}"
 
-    monkeypatch.setattr(launch, "load", fake_load)
+    monkeypatch.setattr(launch, "load_any", fake_load)
     monkeypatch.chdir(tmp_path)
     (tmp_path / "local").mkdir()
     (tmp_path / "local" / "model").mkdir()

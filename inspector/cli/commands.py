@@ -29,8 +29,9 @@ from inspector.cli.app import (
     shared_options,
 )
 from inspector.cli.boundary import guarded, take_global_options, version_text, wants_json
-from inspector.cli.opening import ProgressBar, ReadAhead, open_model, open_models, say
-from inspector.errors import EXIT_USAGE, SeveralFiles
+from inspector.cli.opening import ProgressBar, ReadAhead, open_any, open_model, open_models, say
+from inspector.errors import EXIT_USAGE
+from inspector.model import Alternatives
 from inspector.render import results, streams, views
 
 
@@ -77,14 +78,13 @@ def show(
         views.check_format(results.CacheResult, form, hint=f"inspect {model}/models--ORG--NAME --format {form}")
         views.emit(api.cache(model), form, wide=shared.wide)
         return
-    try:
-        checkpoint = open_model(model, shared.revision, shared.hub)
-    except SeveralFiles as several:
+    checkpoint = open_any(model, shared.revision, shared.hub)
+    if isinstance(checkpoint, Alternatives):  # one model in several files (GGUF quantisations)
         if files:  # every file of the folder or repo, as listed
-            views.emit(api.files_of_several(model, several, revision=shared.revision,
+            views.emit(api.files_of_several(model, checkpoint, revision=shared.revision,
                                             hub=shared.hub), form, wide=shared.wide)
             return
-        serving.file_listing(model, several, shared.revision, shared.hub, form, shared.wide, gpu, context)
+        serving.file_listing(model, checkpoint, shared.revision, shared.hub, form, shared.wide, gpu, context)
         return
     if listing_options is not None:
         raise UsageError("--gpu with `inspect` answers for a folder or repo of several GGUF files",

@@ -85,19 +85,18 @@ def _show(model: str, *, as_json: bool) -> int:
     """``commands.show`` for ``MODEL`` and ``MODEL --json`` and nothing else (the table without typer and
     click: 0.19 -> 0.13 s of a bundled model's CPU, measured for issue 54)."""
     from inspector import api
-    from inspector.cli.opening import hub_options, open_model
-    from inspector.errors import SeveralFiles
+    from inspector.cli.opening import hub_options, open_any
+    from inspector.model import Alternatives
     from inspector.render import views
 
     form = views.Format.JSON if as_json else views.Format.TABLE
     target = views.output_target(form, None, model=model, conflicts=False)
     hub = hub_options(None, None, False)
-    try:
-        checkpoint = open_model(model, None, hub)
-    except SeveralFiles as several:  # a repo of several GGUF files: its listing, as the command draws it
+    checkpoint = open_any(model, None, hub)
+    if isinstance(checkpoint, Alternatives):  # a repo of several GGUF files: its listing, as the command draws it
         from inspector.cli.serving import file_listing
 
-        file_listing(model, several, None, hub, form, False, None, None)
+        file_listing(model, checkpoint, None, hub, form, False, None, None)
         return 0
     shown = api.inspect(checkpoint, tensors=False, collapse=False, formula=False, summary=not as_json)
     views.emit(shown, form, view=views.View(all_shards=False), wide=False, target=target)

@@ -31,13 +31,30 @@ def hub_options(endpoint: str | None, token: str | None, offline: bool) -> Any:
 
 def open_model(model: str, revision: str | None, hub: Any, *, lenient: bool = False) -> Any:
     """Open MODEL from wherever it is (the one resolver), with a progress bar on a terminal for
-    many-shard Hub repos. ``lenient``: for the audit, problems are collected, not raised. A read
-    begun before the command line was parsed (``ReadAhead``) is taken over when it is this one."""
+    many-shard Hub repos. ``lenient``: for the audit, problems are collected, not raised. One model in several
+    files (GGUF quantisations) is a usage error naming them; ``open_any`` answers it instead."""
+    return load(model, revision, hub, lenient=lenient)
+
+
+def open_any(model: str, revision: str | None, hub: Any) -> Any:
+    """``api.open_any`` with the run's ``HubOptions`` and a progress bar: a ``Checkpoint``, or a folder's or repo's
+    several model files as ``Alternatives``. A read begun before the command line was parsed (``ReadAhead``) is
+    taken over when it is this one."""
     early = ReadAhead.take_over(model)
-    if early is not None and revision is None and not lenient and hub == hub_options(None, None, False):
+    if early is not None and revision is None and hub == hub_options(None, None, False):
         with ProgressBar() as bar:
             return early.result(bar)
-    return load(model, revision, hub, lenient=lenient)
+    return load_any(model, revision, hub)
+
+
+def load_any(model: str, revision: str | None, hub: Any, *, relay: Any = None) -> Any:
+    """``api.open_any`` with the run's ``HubOptions``; ``relay`` takes the progress instead of a bar of its own."""
+    from inspector import api
+
+    if relay is not None:
+        return api.open_any(model, revision=revision, hub=hub, progress=relay)
+    with ProgressBar() as bar:
+        return api.open_any(model, revision=revision, hub=hub, progress=bar)
 
 
 def load(model: str, revision: str | None, hub: Any, *, lenient: bool = False, relay: Any = None) -> Any:
@@ -69,7 +86,7 @@ def open_models(models: list[str], hub: Any) -> list[Any]:
 class ReadAhead:
     """``inspect ORG/NAME`` (or ``inspect show ORG/NAME``) with only output flags: the read starts
     on a thread before typer is imported, so that the imports of typer and the commands overlap the
-    first round trips. ``open_model`` takes it over; the read, its errors and its progress bar are
+    first round trips. ``open_any`` takes it over; the read, its errors and its progress bar are
     the same as when it starts there. Anything else on the command line (a revision, an endpoint, a
     token, --offline, another command, a path that exists) and nothing starts early."""
 
@@ -113,7 +130,7 @@ class ReadAhead:
 
     def _read(self) -> None:
         try:
-            self.future.set_result(load(self.spec, None, hub_options(None, None, False), relay=self._progress))
+            self.future.set_result(load_any(self.spec, None, hub_options(None, None, False), relay=self._progress))
         except BaseException as exc:  # handed to the main thread, raised there
             self.future.set_exception(exc)
 

@@ -17,8 +17,8 @@ from inspector.cli.app import (
     _choices,
     shared_options,
 )
-from inspector.cli.opening import open_model, say
-from inspector.errors import SeveralFiles
+from inspector.cli.opening import open_any, open_model, say
+from inspector.model import Alternatives
 from inspector.render import results, views
 
 
@@ -66,10 +66,9 @@ def estimate_cmd(
     options = api_fit.estimate_options(context=context, batch=batch, kv_dtype=kv_dtype, gpu=gpu, overhead=overhead,
                                    engine=engine, utilization=utilization, pipeline=pipeline,
                                    dtypes=[d.strip() for d in dtype.split(",") if d.strip()] if dtype else None)
-    try:
-        checkpoint = open_model(model, shared.revision, shared.hub)
-    except SeveralFiles as several:  # a GGUF repo of several quantisations: the fit of each file
-        file_listing(model, several, shared.revision, shared.hub, form, shared.wide, gpu, context)
+    checkpoint = open_any(model, shared.revision, shared.hub)
+    if isinstance(checkpoint, Alternatives):  # a GGUF repo of several quantisations: the fit of each file
+        file_listing(model, checkpoint, shared.revision, shared.hub, form, shared.wide, gpu, context)
         return
     done = api_fit.estimate_with(checkpoint, options, hub=shared.hub)
     for warning in (*done.estimate.warnings, *(done.fit.warnings if done.fit is not None else ())):
@@ -213,7 +212,7 @@ def _gate(done: results.EstimateResult | results.TrainResult | results.PlanResul
         raise typer.Exit(1)
 
 
-def file_listing(model: str, several: SeveralFiles, revision: str | None, hub: Any, form: views.Format, wide: bool,
+def file_listing(model: str, several: Alternatives, revision: str | None, hub: Any, form: views.Format, wide: bool,
                   gpu: str | None,
                   context: str | None) -> None:
     """A folder or repo holding one model in several GGUF files: one row a file (its header only)."""

@@ -163,17 +163,17 @@ def _added_cause(t: Tensor, other: Report, packed: bool, gated: bool) -> str:
     if role.startswith("moe.expert") or role.startswith("moe.shared") or \
             (role.startswith("mlp.") and _has_experts(other)):
         return "experts"
-    if role == "moe.router":
-        return "router"
-    if role == "position_embedding":
-        return "positions"
+    if role in _ONE_SIDE_ROLES:
+        return _ONE_SIDE_ROLES[role]
     if role == "mlp.gate" and not gated:
         return "gated MLP"
-    if role == "norm":
-        return "norms"
-    if leaf == "bias":
+    if leaf == "bias":  # after the roles above (a norm's bias is the norm's), before the output layer
         return "biases"
     return "tied embeddings" if role == "lm_head" else "residual"
+
+
+#: the cause of a tensor only one side has, by its role alone
+_ONE_SIDE_ROLES: Final[dict[str, str]] = {"moe.router": "router", "position_embedding": "positions", "norm": "norms"}
 
 
 def explain(a: Report, b: Report) -> tuple[Cause, ...]:

@@ -12,10 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
-if TYPE_CHECKING:
-    from inspector.analysis.config import ModelConfig
+from inspector.analysis.config import ModelConfig, config_int
 
 #: a kind's name: a key of ``MIXERS``
 MixerKind = str
@@ -84,8 +83,6 @@ def _sliding_window(c: ModelConfig) -> int:
 
 
 def _attention_chunk(c: ModelConfig) -> int:
-    from inspector.analysis.config import config_int
-
     return config_int(c.raw.get("attention_chunk_size"), 0)
 
 

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -60,9 +61,7 @@ def estimate_cmd(
     *,
     shared: Shared,
 ) -> None:
-    gates = api.answer_gates(fail_if, budget=gpu is not None)
-    form = views.output_format(shared.fmt, shared.as_json)
-    target = views.output_target(form, shared.output)
+    gates, form, target = _answering(shared, fail_if, budget=gpu is not None)
     options = api_fit.estimate_options(context=context, batch=batch, kv_dtype=kv_dtype, gpu=gpu, overhead=overhead,
                                    engine=engine, utilization=utilization, pipeline=pipeline,
                                    dtypes=[d.strip() for d in dtype.split(",") if d.strip()] if dtype else None)
@@ -73,8 +72,7 @@ def estimate_cmd(
     done = api_fit.estimate_with(checkpoint, options, hub=shared.hub)
     for warning in (*done.estimate.warnings, *(done.fit.warnings if done.fit is not None else ())):
         say(f"warning: {warning}")
-    views.emit(done, form, view=views.View(explain=explain), wide=shared.wide, target=target)
-    _gate(done, gates)
+    _emit_gated(done, gates, form, target, explain, shared)
 
 
 @shared_options()
@@ -151,9 +149,7 @@ def train_cmd(
     *,
     shared: Shared,
 ) -> None:
-    gates = api.answer_gates(fail_if, budget=gpu is not None)
-    form = views.output_format(shared.fmt, shared.as_json)
-    target = views.output_target(form, shared.output)
+    gates, form, target = _answering(shared, fail_if, budget=gpu is not None)
     options = api_train.train_options(method=method, rank=rank, alpha=alpha, targets=targets, optimizer=optimizer,
                                 precision=precision, batch=batch, seq=seq, checkpointing=checkpointing, gpu=gpu,
                                 zero=zero, fsdp=fsdp, offload=offload, experts=experts, stage=stage, loss=loss,
@@ -162,8 +158,7 @@ def train_cmd(
                                 optimizer_in_backward=optimizer_in_backward,
                                 offload_activations=offload_activations, compile=compile_layers)
     done = api_train.train_with(open_model(model, shared.revision, shared.hub), options)
-    views.emit(done, form, view=views.View(explain=explain), wide=shared.wide, target=target)
-    _gate(done, gates)
+    _emit_gated(done, gates, form, target, explain, shared)
 
 
 @shared_options()
@@ -194,18 +189,26 @@ def plan_cmd(
     *,
     shared: Shared,
 ) -> None:
-    gates = api.answer_gates(fail_if)
-    form = views.output_format(shared.fmt, shared.as_json)
-    target = views.output_target(form, shared.output)
+    gates, form, target = _answering(shared, fail_if, budget=True)
     options = api_fit.plan_options(gpus=gpu, max_gpus=max_gpus, nodes=nodes, engine=engine, context=context,
                                objective=objective, utilization=utilization, kv_dtype=kv_dtype)
     done = api_fit.plan_with(open_model(model, shared.revision, shared.hub), options)
+    _emit_gated(done, gates, form, target, explain, shared)
+
+
+def _answering(shared: Shared, fail_if: str | None, *,
+               budget: bool) -> tuple[tuple[str, ...], views.Format, Path | None]:
+    """What ``estimate``, ``train`` and ``plan`` settle before opening a model: ``--fail-if``'s conditions (checked
+    first), the output format and where it goes."""
+    gates = api.answer_gates(fail_if, budget=budget)
+    form = views.output_format(shared.fmt, shared.as_json)
+    return gates, form, views.output_target(form, shared.output)
+
+
+def _emit_gated(done: results.EstimateResult | results.TrainResult | results.PlanResult, gates: tuple[str, ...],
+                form: views.Format, target: Path | None, explain: bool, shared: Shared) -> None:
+    """The answer drawn; then ``--fail-if nofit``: exit 1, the verdict on stderr, unless the answer is "fits"."""
     views.emit(done, form, view=views.View(explain=explain), wide=shared.wide, target=target)
-    _gate(done, gates)
-
-
-def _gate(done: results.EstimateResult | results.TrainResult | results.PlanResult, gates: tuple[str, ...]) -> None:
-    """``--fail-if nofit``: exit 1, the verdict on stderr, unless the answer is "fits"."""
     hit = done.gates_hit(gates)
     if hit:
         say(f"--fail-if {', '.join(hit)}: {done.verdict}")

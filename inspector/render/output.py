@@ -188,6 +188,17 @@ def _folded(header: RenderableType, width: int) -> RenderableType:
 MAX_TABLE_ROWS: Final = 200
 
 
+def titled_table(title: str, first: str, *numbers: str) -> Table:
+    """A report's table: its title on the left, no edges; the first column text, the others figures (right)."""
+    from rich.table import Table
+
+    table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
+    table.add_column(first)
+    for name in numbers:
+        table.add_column(name, justify="right")
+    return table
+
+
 def capped(count: int, what: str, everything: str) -> list[RenderableType]:
     """The line under a table of ``count`` rows that drew only ``MAX_TABLE_ROWS`` (none when all fit)."""
     from rich.text import Text

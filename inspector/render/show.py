@@ -21,6 +21,7 @@ from inspector.render.output import (
     shape_text,
     short,
     size,
+    titled_table,
 )
 from inspector.render.text import sanitize
 
@@ -191,15 +192,9 @@ def _totals_grid(report: Report, logical: tuple[str, int] | None) -> RenderableT
 def _layers_table(report: Report) -> RenderableType:
     """One row a repeated layer block (the blocks not drawn summed in one row, so the table still sums), and what is
     outside the blocks."""
-    from rich.table import Table
 
     s = report.summary
-    layers = Table(title="Layer blocks", title_justify="left", show_edge=False, pad_edge=False)
-    layers.add_column("block")
-    layers.add_column("tensors each", justify="right")
-    layers.add_column("parameters each", justify="right")
-    layers.add_column("parameters", justify="right")
-    layers.add_column("bytes each", justify="right")
+    layers = titled_table("Layer blocks", "block", "tensors each", "parameters each", "parameters", "bytes each")
     stacks = {g.stack for g in s.layer_groups}
     alike = len({stack.rsplit(".", 1)[-1] for stack in stacks}) < len(stacks)  # two stacks' "layers"
     for g in s.layer_groups[:MAX_TABLE_ROWS]:
@@ -217,7 +212,6 @@ def report_table(report: Report, *, all_shards: bool = False, logical: tuple[str
     """``logical``: (method, logical parameters) of a packed quantised checkpoint: the method is named
     beside the parameters (which are logical whatever is passed)."""
     from rich.console import Group
-    from rich.table import Table
     from rich.text import Text
 
     c = report.checkpoint
@@ -235,12 +229,7 @@ def report_table(report: Report, *, all_shards: bool = False, logical: tuple[str
     if report.components:
         parts += [components_table(report), Text("")]
 
-    roles = Table(title="By role", title_justify="left", show_edge=False, pad_edge=False)
-    roles.add_column("role")
-    roles.add_column("tensors", justify="right")
-    roles.add_column("parameters", justify="right")
-    roles.add_column("share", justify="right")
-    roles.add_column("bytes", justify="right")
+    roles = titled_table("By role", "role", "tensors", "parameters", "share", "bytes")
     blocks = any(d.dtype not in DTYPE_BITS for d in s.by_dtype)  # GGML block types: bits per weight vary
     if blocks:
         roles.add_column("bits/el.", justify="right")
@@ -257,12 +246,7 @@ def report_table(report: Report, *, all_shards: bool = False, logical: tuple[str
     if s.layer_groups:
         parts += [_layers_table(report), *capped(len(s.layer_groups), "layer blocks", "--json"), Text("")]
 
-    dtypes = Table(title="By dtype", title_justify="left", show_edge=False, pad_edge=False)
-    dtypes.add_column("dtype")
-    dtypes.add_column("tensors", justify="right")
-    dtypes.add_column("elements", justify="right")
-    dtypes.add_column("of which parameters", justify="right")
-    dtypes.add_column("bytes", justify="right")
+    dtypes = titled_table("By dtype", "dtype", "tensors", "elements", "of which parameters", "bytes")
     if blocks:
         dtypes.add_column("bits/el.", justify="right")
     for d in s.by_dtype:
@@ -277,17 +261,12 @@ def report_table(report: Report, *, all_shards: bool = False, logical: tuple[str
 
 def _report_tail(report: Report, all_shards: bool) -> list[RenderableType]:
     """The files, the tokenizer and the notes of ``report_table``."""
-    from rich.table import Table
     from rich.text import Text
 
     s = report.summary
     parts: list[RenderableType] = []
     if s.shards and (len(s.shards) <= 8 or all_shards):
-        shards = Table(title="Files", title_justify="left", show_edge=False, pad_edge=False)
-        shards.add_column("file")
-        shards.add_column("size", justify="right")
-        shards.add_column("tensors", justify="right")
-        shards.add_column("header", justify="right")
+        shards = titled_table("Files", "file", "size", "tensors", "header")
         for h in s.shards:
             shards.add_row(sanitize(h.file), n(h.size), n(h.tensors), n(h.header_bytes))
         parts += [shards, Text("")]

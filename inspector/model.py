@@ -229,9 +229,10 @@ class SideFiles:
 
 @dataclass(frozen=True, slots=True)
 class Composition:
-    """A multi-component repo's index: the file it was read from (``model_index.json``,
-    ``modules.json``) and the class it names (``StableDiffusionPipeline``)."""
+    """A multi-component repo's index: its kind's name (``repos.KINDS``), the file it was read from
+    (``model_index.json``) and the class it names (``StableDiffusionPipeline``)."""
 
+    kind: str
     index_file: str
     class_name: str | None = None
 
@@ -313,11 +314,11 @@ class Checkpoint:
         return self.composition.class_name if self.composition is not None else None
 
     @property
-    def kind(self) -> CheckpointKind:
-        """What the checkpoint is, decided once from the index it was read from: a diffusers
-        ``pipeline`` (``model_index.json``), sentence-transformers ``modules`` (``modules.json``), or
-        one ``model``. Analysis dispatches on this, never on file names."""
-        return COMPOSITE_KINDS[self.composition.index_file] if self.composition is not None else "model"
+    def kind(self) -> str:
+        """What the checkpoint is, decided once from the index it was read from: a repo kind's name
+        (``repos.KINDS``: a diffusers ``pipeline``, sentence-transformers ``modules``), or one ``model``.
+        Analysis asks the kind (``repos.kind_of``), never file names."""
+        return self.composition.kind if self.composition is not None else "model"
 
     def with_notes(self, *notes: str, keep: bool = True) -> Checkpoint:
         """The same checkpoint with ``notes`` after its own (``keep=False``: instead of them)."""
@@ -340,10 +341,6 @@ class Checkpoint:
 
 
 #: the side file whose key list the audit compares with the safetensors
-#: what a checkpoint is (``Checkpoint.kind``)
-CheckpointKind = Literal["model", "pipeline", "modules"]
-#: the index a multi-component repo is read from → its kind (the one table of it)
-COMPOSITE_KINDS: Final[Mapping[str, CheckpointKind]] = {"model_index.json": "pipeline", "modules.json": "modules"}
 BIN_INDEX = "pytorch_model.bin.index.json"
 #: a PEFT adapter's description (rank, target modules, base model), beside adapter_model.safetensors
 ADAPTER_CONFIG = "adapter_config.json"

@@ -15,6 +15,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from inspector import repos
 from inspector.analysis.engines import ENGINES
 from inspector.analysis.optimizers import OPTIMIZERS
 
@@ -52,7 +53,7 @@ def document(name: str, title: str, props: dict[str, Any]) -> dict[str, Any]:
 MODEL = obj({
     "label": STR, "repo_id": NSTR, "revision": NSTR, "path": NSTR,
     "origin": {"enum": ["file", "folder", "hf-cache", "snapshot", "bundled", "hub"]},
-    "format": NSTR,
+    "format": NSTR, "kind": {"enum": [*repos.names(), None]},
 })
 CONFIG = obj({
     "model_type": NSTR, "architectures": STRS, "hidden_size": NINT, "intermediate_size": NINT, "num_layers": NINT,

@@ -20,11 +20,12 @@ BASE = ("inspector.model", "inspector.errors", "inspector.safeio", "inspector.pa
 ALLOWED: dict[str, set[str]] = {
     "base": {"base"},
     "formats": {"base", "formats"},
-    "sources": {"base", "formats", "sources"},
-    "analysis": {"base", "formats", "analysis"},
-    "render": {"base", "formats", "analysis", "render"},
-    "api": {"base", "formats", "sources", "analysis", "render", "api"},
-    "cli": {"base", "formats", "sources", "analysis", "render", "api", "cli"},
+    "repos": {"base", "repos"},
+    "sources": {"base", "formats", "repos", "sources"},
+    "analysis": {"base", "formats", "repos", "analysis"},
+    "render": {"base", "formats", "repos", "analysis", "render"},
+    "api": {"base", "formats", "repos", "sources", "analysis", "render", "api"},
+    "cli": {"base", "formats", "repos", "sources", "analysis", "render", "api", "cli"},
 }
 
 
@@ -34,7 +35,7 @@ def layer_of(module: str) -> str:
     if module in ("inspector", "inspector.api", "inspector.__main__") or module.startswith("inspector.api_"):
         return "cli" if module == "inspector.__main__" else "api"
     part = module.split(".")[1]
-    if part in ("formats", "sources", "analysis", "render", "cli"):
+    if part in ("formats", "repos", "sources", "analysis", "render", "cli"):
         return part
     raise AssertionError(f"{module}: in no layer; put it in one of the packages")
 
@@ -278,7 +279,7 @@ def test_the_fit_is_one_module() -> None:
 
 def test_analysis_dispatches_on_the_kind_never_on_file_names() -> None:
     """A checkpoint's kind (``Checkpoint.kind``: model, pipeline, modules) is decided from the index it
-    was read from, in one table (``model.COMPOSITE_KINDS``); no analysis or render module compares the
+    was read from, by the repo kinds' registry (``inspector.repos``); no analysis or render module compares the
     index's file name to learn it (issue 40: five sites did)."""
     offenders = [f"{path.relative_to(ROOT)}:{n}" for layer in ("analysis", "render")
                  for path in sorted((PACKAGE / layer).glob("*.py"))
@@ -402,17 +403,20 @@ def _kind_like(node: ast.AST) -> bool:
 
 
 def kind_comparisons(root: Path) -> list[str]:
-    """Comparisons of a mixer's kind with a mixer kind's name (``m.kind == "mla"``), and of anything with an engine's
-    or an optimizer's name (``engine == "vllm"``), outside the modules that define them."""
+    """Comparisons of a mixer's or a repo's kind with a mixer kind's or a repo kind's name (``m.kind == "mla"``,
+    ``checkpoint.kind == "pipeline"``), and of anything with an engine's or an optimizer's name (``engine ==
+    "vllm"``), outside the modules that define them."""
+    from inspector import repos
     from inspector.analysis.engines import ENGINES
     from inspector.analysis.mixers import MIXERS
     from inspector.analysis.optimizers import OPTIMIZERS
 
     names = set(ENGINES) | set(OPTIMIZERS)
+    kinds = set(MIXERS) | set(repos.KINDS)
     out = []
     for path in sorted(root.rglob("*.py")):
         rel = path.relative_to(root.parent).as_posix()
-        if rel.startswith(("inspector/analysis/engines/", "inspector/snapshots/")) or rel in (
+        if rel.startswith(("inspector/analysis/engines/", "inspector/snapshots/", "inspector/repos/")) or rel in (
                 "inspector/analysis/mixers.py", "inspector/analysis/optimizers.py"):
             continue
         for node in ast.walk(ast.parse(path.read_text())):
@@ -420,7 +424,7 @@ def kind_comparisons(root: Path) -> list[str]:
                 continue
             parts = [node.left, *node.comparators]
             found = set().union(*map(_literals, parts))
-            if found & names or (found & set(MIXERS) and any(map(_kind_like, parts))):
+            if found & names or (found & kinds and any(map(_kind_like, parts))):
                 out.append(f"{rel}:{node.lineno}: {ast.unparse(node)}")
     return out
 
@@ -433,9 +437,10 @@ def test_the_kind_check_sees_a_comparison(tmp_path: Path) -> None:
     fake = tmp_path / "inspector"
     (fake / "analysis").mkdir(parents=True)
     (fake / "analysis" / "x.py").write_text('a = m.kind == "mla"\nb = engine in ("vllm", "x")\n'
-                                           'c = o.method == "full"\n')
+                                           'c = o.method == "full"\nd = checkpoint.kind == "pipeline"\n')
     assert kind_comparisons(fake) == ["inspector/analysis/x.py:1: m.kind == 'mla'",
-                                      "inspector/analysis/x.py:2: engine in ('vllm', 'x')"]
+                                      "inspector/analysis/x.py:2: engine in ('vllm', 'x')",
+                                      "inspector/analysis/x.py:4: checkpoint.kind == 'pipeline'"]
 
 
 # --- sizes: no module over 600 lines, no function over 80 (issue 49) --------------------------------------------

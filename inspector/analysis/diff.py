@@ -37,6 +37,7 @@ from dataclasses import dataclass, replace
 from operator import attrgetter
 from typing import TYPE_CHECKING, Final
 
+from inspector import repos
 from inspector.analysis.config import ModelConfig
 from inspector.analysis.explain import Cause, Item, explain, shape_words
 from inspector.analysis.families import LLAMA_LIKE
@@ -138,13 +139,15 @@ def diff_reports(a: Report, b: Report) -> Diff:
     notes: list[str] = []
     from inspector.analysis.estimate import no_tokens
 
-    piped = (a.checkpoint.kind == "pipeline", b.checkpoint.kind == "pipeline")
+    kind_a, kind_b = repos.kind_of(a.checkpoint), repos.kind_of(b.checkpoint)
+    piped = (kind_a is not None and kind_a.separate, kind_b is not None and kind_b.separate)
     pipelines = all(piped)
     diffusion = not any(piped) and no_tokens(a) is not None and no_tokens(b) is not None
     causes = _component_causes(a, b, notes) if pipelines else _whole_causes(a, b) if any(piped) else \
         _role_causes(a, b) if diffusion else _explain_with_towers(a, b)
     if pipelines:
-        notes.insert(0, "two diffusers pipelines: explained component by component, each with its own config")
+        words = f"{kind_a.described}s" if kind_a is kind_b and kind_a is not None else "repos of components"
+        notes.insert(0, f"two {words}: explained component by component, each with its own config")
     elif any(piped):
         notes.append(_one_pipeline_note(a, b))
     elif diffusion:
@@ -295,7 +298,7 @@ def _whole_causes(a: Report, b: Report) -> tuple[Cause, ...]:
     causes: list[Cause] = []
     for side, sign in ((a, -1), (b, 1)):
         verb = "removed" if sign < 0 else "added"
-        if side.checkpoint.kind == "pipeline":
+        if _separate(side):
             parts = [(c.name, build_report(c.checkpoint).summary.parameters) for c in side.checkpoint.components
                      if c.checkpoint is not None]
         else:
@@ -306,8 +309,15 @@ def _whole_causes(a: Report, b: Report) -> tuple[Cause, ...]:
     return tuple(causes)
 
 
+def _separate(report: Report) -> bool:
+    """Whether a side is a repo whose components are models of their own (a diffusers pipeline)."""
+    kind = repos.kind_of(report.checkpoint)
+    return kind is not None and kind.separate
+
+
 def _one_pipeline_note(a: Report, b: Report) -> str:
-    pipe, model = (a, b) if a.checkpoint.kind == "pipeline" else (b, a)
+    pipe, model = (a, b) if _separate(a) else (b, a)
+    kind = repos.kind_of(pipe.checkpoint)
     classes = set(model.config.architectures)
     match = next((c.name for c in pipe.checkpoint.components if c.class_name in classes and c.checkpoint), None)
     def spec(c: Checkpoint) -> str:  # what to type for it: a folder's path, else its label (repo id)
@@ -315,7 +325,8 @@ def _one_pipeline_note(a: Report, b: Report) -> str:
 
     hint = (f"; `inspect diff {spec(pipe.checkpoint)}/{match} {spec(model.checkpoint)}` compares its {match} "
             "with the model" if match else "; `inspect diff PIPELINE/COMPONENT MODEL` compares one component")
-    return ("a diffusers pipeline and one model: compared as wholes (each component and the model added or "
+    words = kind.described if kind is not None else "repo of components"
+    return (f"a {words} and one model: compared as wholes (each component and the model added or "
             "removed whole)" + hint)
 
 

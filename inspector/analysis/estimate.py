@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
 
+from inspector import repos
 from inspector.analysis.architecture import Architecture, Layer, Mixer, architecture
 from inspector.analysis.config import ModelConfig, config_int
 from inspector.analysis.engines import LLAMA_CPP, VLLM, Engine
@@ -155,8 +156,9 @@ def no_tokens(report: Report) -> str | None:
     config diffusers wrote: ``_class_name`` and ``_diffusers_version``). Their work depends on the
     image size, frames and steps, which no file gives."""
     c = report.checkpoint
-    if c.kind == "pipeline":
-        return "a diffusion pipeline decodes no tokens"
+    repo = repos.kind_of(c)
+    if repo is not None and (why := repo.no_tokens()) is not None:
+        return why
     raw = c.config or {}
     if "_diffusers_version" in raw and isinstance(cls := raw.get("_class_name"), str):
         return f"a diffusers {cls[:80]} decodes no tokens"

@@ -7,8 +7,9 @@ from collections import defaultdict
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Final
 
+from inspector import repos
 from inspector.analysis.stats import LayerGroup, Summary, Tensor, layer_suffix
-from inspector.model import COMPOSITE_KINDS, Checkpoint, Kind, natural_key
+from inspector.model import Checkpoint, Kind, natural_key
 
 if TYPE_CHECKING:
     from inspector.analysis.budget import Budget
@@ -171,7 +172,7 @@ TOKENIZER_NAMES: Final = ("tokenizer.json", "tokenizer_config.json", "special_to
                           "sentencepiece.bpe.model", "chat_template.jinja", "chat_template.json")
 TOKENIZER_SUFFIXES: Final = (".tiktoken",)
 CONFIG_NAMES: Final = ("config.json", "generation_config.json", "preprocessor_config.json", "processor_config.json",
-                       "adapter_config.json", *COMPOSITE_KINDS, "quantize_config.json",
+                       "adapter_config.json", *repos.index_files(), "quantize_config.json",
                        "params.json", "config_sentence_transformers.json", "sentence_bert_config.json",
                        "scheduler_config.json")
 

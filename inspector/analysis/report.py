@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from operator import attrgetter, itemgetter
 
+from inspector import repos
 from inspector.analysis.config import ModelConfig, load_config, transformers_installed
 from inspector.analysis.peft import describe, is_frozen_copy
 from inspector.analysis.roles import PACKING_DTYPES, logical_elements, module_bits, quant_bits
@@ -94,12 +95,12 @@ def component_rows(checkpoint: Checkpoint, tensors: list[Tensor]) -> tuple[Compo
         row[2] += info.nbytes
         dtypes[key][info.dtype] += info.nbytes
     rows = []
-    if checkpoint.kind == "modules" and "" in counts:  # (1.x: the transformer is a module folder)
+    shown = repo.top if (repo := repos.kind_of(checkpoint)) is not None else None
+    if shown is not None and "" in counts:  # the top level's own tensors (a sentence-transformers transformer)
         kind = (checkpoint.config or {}).get("model_type")
         t, p, b = counts[""]
         top = tuple(d for d, _ in dtypes[""].most_common())
-        rows.append(ComponentRow("transformer", "transformers", None, t, p, b, top,
-                                 kind if isinstance(kind, str) else None))
+        rows.append(ComponentRow(shown[0], shown[1], None, t, p, b, top, kind if isinstance(kind, str) else None))
     for c in checkpoint.components:
         t, p, b = counts.get(c.name, [0, 0, 0]) if c.checkpoint is not None else (0, 0, 0)
         config = c.checkpoint.config if c.checkpoint is not None else None
@@ -114,7 +115,8 @@ def _notes(checkpoint: Checkpoint, config: ModelConfig, summary: Summary, tensor
            other: tuple[FileEntry, ...]) -> tuple[str, ...]:
     notes = list(checkpoint.notes)
     roles = {r.role for r in summary.by_role}
-    if "embedding" in roles and "lm_head" not in roles and not config.encoder_only and checkpoint.kind == "model":
+    repo = repos.kind_of(checkpoint)
+    if "embedding" in roles and "lm_head" not in roles and not config.encoder_only and repo is None:
         if config.tie_word_embeddings is False:
             notes.append("config says tie_word_embeddings=false, yet the checkpoint has no lm_head tensor "
                          "(transformers would initialise it randomly)")
@@ -163,9 +165,8 @@ def _notes(checkpoint: Checkpoint, config: ModelConfig, summary: Summary, tensor
                          "frozen copies of base layers (…base_layer.weight, peft's save_embedding_layers)")
     for name, value in config.unread:
         notes.append(f"config.json: {name} = {value} is not a count this tool reads; left unknown")
-    if checkpoint.kind == "pipeline":
-        notes.append(f"a diffusers pipeline ({checkpoint.composite_class or 'its class not named'}): every component's "
-                     "tensors, named component.tensor; `inspect REPO/COMPONENT` reads one with its own config")
+    if repo is not None and (said := repo.note(checkpoint.composite_class)) is not None:
+        notes.append(said)
     if config.source == "raw" and checkpoint.config:
         diffusers_class = checkpoint.config.get("_class_name")  # a diffusers model's config, not transformers'
         notes.append(f"config read from raw JSON: a diffusers {diffusers_class} config" if isinstance(

@@ -14,7 +14,7 @@ from typing import Annotated, Any, NoReturn
 
 import typer
 
-from inspector import api, api_fit
+from inspector import api, api_fit, repos
 from inspector.cli import serving
 from inspector.cli.app import (
     _ENGINE_NAMES,
@@ -36,7 +36,8 @@ from inspector.render import results, streams, views
 
 
 @app.command("show", epilog=EXAMPLES["show"],
-             help="Show what is inside MODEL (the default command: `inspect MODEL`).")
+             help="Show what is inside MODEL (the default command: `inspect MODEL`): one model, or a repo of "
+                  "several (" + "; ".join(f"a {k.described}, {k.index_file}" for k in repos.kinds()) + ").")
 @shared_options()
 def show(
     model: Annotated[str, typer.Argument(metavar="MODEL", autocompletion=_choices("model"),

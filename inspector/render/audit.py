@@ -23,7 +23,8 @@ def audit_json(result: AuditResult) -> dict[str, object]:
         "schema_version": SCHEMA_VERSION,
         "model": model_json(inp.checkpoint) if inp.checkpoint is not None else {
             "label": inp.label, "repo_id": None, "revision": None, "path": None if inp.remote else inp.location,
-            "origin": "hub" if inp.remote else "folder", "format": None},
+            "origin": "hub" if inp.remote else "folder", "format": None,
+            "kind": None},
         "ok": result.errors == 0,
         "counts": {"error": result.errors, "warning": result.warnings,
                    "info": sum(f.severity == "info" for f in result.findings)},

@@ -305,12 +305,13 @@ def shape_text(shape: tuple[int, ...]) -> str:
 def model_json(c: Checkpoint) -> dict[str, object]:
     """A checkpoint as every JSON document names it: its label, Hub repo id and revision where known,
     its local path (None for the Hub and for a snapshot bundled with the package), where it came
-    from (``origin``: file, folder, hf-cache, snapshot, bundled, hub) and the formats of its weight
-    files (``safetensors``, ``gguf``, ``torch``; joined with ``+`` when mixed, None when none)."""
+    from (``origin``: file, folder, hf-cache, snapshot, bundled, hub), the formats of its weight
+    files (``safetensors``, ``gguf``, ``torch``; joined with ``+`` when mixed, None when none) and what
+    it is (``kind``: one ``model``, or a repo kind's name from ``inspector.repos``: ``pipeline``, ``modules``)."""
     formats = sorted({h.format for h in c.headers})
     return {"label": c.label, "repo_id": c.repo_id, "revision": c.revision,
             "path": None if c.origin in ("hub", "bundled") else c.location, "origin": c.origin,
-            "format": "+".join(formats) if formats else None}
+            "format": "+".join(formats) if formats else None, "kind": c.kind}
 
 
 # --- markdown for show, estimate and audit (pull-request comments) -----------------------------------

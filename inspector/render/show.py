@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from inspector import repos
 from inspector.analysis.config import ModelConfig
 from inspector.analysis.report import Report
 from inspector.analysis.stats import Summary
@@ -21,6 +22,7 @@ from inspector.render.output import (
     shape_text,
     short,
     size,
+    table_markdown,
     titled_table,
 )
 from inspector.render.text import sanitize
@@ -219,8 +221,9 @@ def report_table(report: Report, *, all_shards: bool = False, logical: tuple[str
     title = Text()
     title.append(sanitize(c.label), style="bold")
     title.append(f"  ({sanitize(origin_text(c))})", style="dim")
-    line = config_line(report.config) if c.kind != "pipeline" else \
-        f"{c.composite_class or 'pipeline'} ({c.composite}): " + ", ".join(
+    repo = repos.kind_of(c)
+    line = config_line(report.config) if repo is None or not repo.separate else \
+        f"{c.composite_class or repo.name} ({c.composite}): " + ", ".join(
             f"{r.name} {r.class_name or ''}".strip() for r in report.components if r.tensors)
     parts: list[RenderableType] = [title, Text(sanitize(line), style="cyan"), Text("")]
 
@@ -405,6 +408,8 @@ def report_markdown(report: Report) -> str:
         ["Bytes", n(s.bytes), "tensor data bytes from the headers"],
         ["Tensors", n(s.tensors), f"in {len(s.shards)} files"],
     ], {1})
+    if report.components:  # a multi-component repo's parts, as the table draws them
+        lines += table_markdown(components_table(report)).splitlines()
     lines += md_table("By role",
         ["role", "tensors", "parameters", "bytes"],
         [[markdown(r.role), n(r.tensors), n(r.parameters or r.quant_elements or r.buffer_elements), n(r.bytes)]

@@ -6,11 +6,11 @@ The local folder, the HF cache and the Hub list their files and call these; none
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Final, Protocol, TypeVar
 
+from inspector import repos
 from inspector.errors import RAISE, HeaderError, InvalidCheckpointError, NotFoundError, ProblemSink, SeveralFiles
 from inspector.formats.registry import NOT_WEIGHTS, SAFETENSORS, reader_named, readers, weight_suffixes
 from inspector.model import (
@@ -27,15 +27,12 @@ from inspector.model import (
     WeightFile,
     natural_key,
 )
+from inspector.repos import Listed, RepoKind
 from inspector.safeio import parse_json, parse_json_object, relative_name
 
 if TYPE_CHECKING:
     from concurrent.futures import Future, ThreadPoolExecutor
 
-#: a diffusers pipeline's index: component folder → [library, class]
-PIPELINE_INDEX: Final = "model_index.json"
-#: a sentence-transformers model's modules: [{idx, name, path, type}], "" the transformer itself
-MODULES_INDEX: Final = "modules.json"
 #: the weight files diffusers and transformers load by default from a component folder (a variant,
 #: ``diffusion_pytorch_model.fp16.safetensors``, only when asked for)
 DEFAULT_WEIGHTS: Final = ("diffusion_pytorch_model.safetensors", "model.safetensors")
@@ -48,7 +45,6 @@ TOKENIZER_JSON: Final = "tokenizer.json"
 #: from the Hub (Llama 3's is 9 MB, Qwen3's 11 MB, Gemma 3's 33 MB: megabytes fetched for one figure,
 #: against "headers only"): there the size is the lower bound tokenizer_config.json's added tokens give
 TOKENIZER_JSON_BUDGET: Final = 40 * 1024 * 1024
-_FOLDER: Final = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")
 
 
 def json_object(raw: bytes | str, name: str) -> dict[str, Any]:
@@ -158,10 +154,9 @@ class Parts:
     side: dict[str, dict[str, Any]]
     #: the small files read, as read (a header snapshot keeps them)
     stored: dict[str, bytes]
-    #: a multi-component repo's parts: (folder, library, class, what was read there or None)
-    components: tuple[tuple[str, str | None, str | None, Parts | None], ...] = ()
-    composite: str | None = None  # the index file the components came from
-    composite_class: str | None = None
+    #: a multi-component repo's parts: each as its index lists it, with what was read there (None: no weights)
+    components: tuple[tuple[Listed, Parts | None], ...] = ()
+    composition: Composition | None = None  # the kind and index the components came from
 
 
 class Prefixed:
@@ -199,29 +194,6 @@ def folders(files: Mapping[str, int | None]) -> dict[str, dict[str, int | None]]
     return out
 
 
-def pipeline_components(index: Mapping[str, Any], where: str) -> list[tuple[str, str | None, str | None]]:
-    """A diffusers ``model_index.json``'s components: (folder, library, class), in its order; keys
-    starting with ``_`` are the pipeline's own, ``[null, null]`` an absent optional component."""
-    out = []
-    for key, value in index.items():
-        if key.startswith("_") or not isinstance(value, list) or len(value) != 2:
-            continue
-        library, cls = value
-        if library is None and cls is None:
-            continue
-        if not all(v is None or isinstance(v, str) for v in (library, cls)) or not _FOLDER.match(key):
-            raise InvalidCheckpointError(f"{where}: {PIPELINE_INDEX}: component {key[:80]!r} is not a folder name "
-                                         "with a [library, class] pair")
-        out.append((key, library, cls))
-        if len(out) > MAX_COMPONENTS:
-            raise InvalidCheckpointError(f"{where}: {PIPELINE_INDEX} lists more than {MAX_COMPONENTS:,} components; "
-                                         "a diffusers pipeline has a handful (refusing to read them all)")
-    return out
-
-
-#: the most components a pipeline's ``model_index.json`` may list (diffusers pipelines have 3 to 8; the
-#: largest known, 12); past it, a named refusal
-MAX_COMPONENTS: Final = 4096
 #: the first read of a pipeline component's weights (no index says its header's size): diffusion
 #: headers are larger than a language model's (SD-1.5's UNet 84 kB, SDXL's about 200 kB), and a short
 #: first read costs a second round trip through the CDN redirect (issue 39)
@@ -229,39 +201,6 @@ COMPONENT_FIRST_READ: Final = 256 * 1024
 #: components of a remote pipeline read at once (each then shares the repo's pool of range requests):
 #: the threads one run starts for components, however many are listed
 COMPONENT_WORKERS: Final = 8
-
-
-#: the most modules a ``modules.json`` may list (sentence-transformers models have 2 to 5); past it, a
-#: named refusal
-MAX_MODULES: Final = 1024
-
-
-def module_components(modules: object, where: str) -> list[tuple[str, str | None, str | None]]:
-    """A sentence-transformers ``modules.json``: the modules in their own folders, (folder, None, type),
-    each folder once however often it is listed (a hostile index named one folder 10,000 times)."""
-    if not isinstance(modules, list):
-        raise InvalidCheckpointError(f"{where}: {MODULES_INDEX} is not a list of modules")
-    if len(modules) > MAX_MODULES:
-        raise InvalidCheckpointError(f"{where}: {MODULES_INDEX} lists {len(modules):,} modules, over the "
-                                     f"{MAX_MODULES:,} this tool reads")
-    out = []
-    seen: set[str] = set()
-    for entry in modules:
-        path = entry.get("path") if isinstance(entry, dict) else None
-        kind = entry.get("type") if isinstance(entry, dict) else None
-        if not isinstance(path, str) or (kind is not None and not isinstance(kind, str)):
-            raise InvalidCheckpointError(f"{where}: {MODULES_INDEX}: a module without a path")
-        if path in ("", "."):
-            continue  # the transformer: the repo's own top level
-        if not _FOLDER.match(path):
-            relative_name(path, f"{where}: {MODULES_INDEX}: path")
-            raise InvalidCheckpointError(f"{where}: {MODULES_INDEX}: module path {path[:80]!r} is not one folder")
-        if path in seen:
-            continue
-        seen.add(path)
-        library, _, cls = kind.rpartition(".") if kind else ("", "", "")
-        out.append((path, library.split(".")[0] or None, cls or None))
-    return out
 
 
 def prefixed(header: WeightFile, component: str) -> WeightFile:
@@ -273,9 +212,9 @@ def stored_files(parts: Parts) -> dict[str, bytes]:
     """Every small file the assembly read, components' included under their folder (``unet/config.json``):
     what a header snapshot stores so that the same assembly can read it again."""
     out = dict(parts.stored)
-    for name, _, _, part in parts.components:
+    for listed, part in parts.components:
         if part is not None:
-            out.update({f"{name}/{n}": raw for n, raw in stored_files(part).items()})
+            out.update({f"{listed.folder}/{n}": raw for n, raw in stored_files(part).items()})
     return out
 
 
@@ -304,8 +243,8 @@ def with_components(base: Checkpoint, parts: Parts) -> Checkpoint:
         folder, slash, _ = f.path.partition("/")
         if slash:
             below.setdefault(folder, []).append(f)
-    for name, library, cls, part in parts.components:
-        sub = None
+    for listed, part in parts.components:
+        name, sub = listed.folder, None
         if part is not None:
             sub = replace(base, label=f"{base.label}/{name}",
                           provenance=replace(base.provenance, location=f"{base.location}/{name}", notes=()),
@@ -313,9 +252,8 @@ def with_components(base: Checkpoint, parts: Parts) -> Checkpoint:
                           side=SideFiles(part.index_name, part.side, small_files(part)),
                           problems=Problems(part.errors, part.index_error),
                           files=tuple(below.get(name, ())), components=(), composition=None)
-        out.append(Component(name, library, cls, sub))
-    composition = Composition(parts.composite, parts.composite_class) if parts.composite is not None else None
-    return replace(base, components=tuple(out), composition=composition)
+        out.append(Component(name, listed.library, listed.class_name, sub))
+    return replace(base, components=tuple(out), composition=parts.composition)
 
 
 def assemble(source: Source, files: Mapping[str, int | None], *, only: str | None = None,
@@ -383,8 +321,9 @@ def assemble(source: Source, files: Mapping[str, int | None], *, only: str | Non
         side={n: json_object(stored[n], f"{source.where}: {n}") for n in SIDE_FILES if n in stored},
         stored=stored,
     )
-    if only is None and depth == 0 and MODULES_INDEX in top:
-        parts = _modules(source, files, parts)
+    joined = next((k for k in repos.kinds() if not k.whole and k.index_file in top), None)
+    if only is None and depth == 0 and joined is not None:
+        parts = _joined(source, files, parts, joined)
     return parts
 
 
@@ -407,23 +346,22 @@ def _component(source: Source, sub: Mapping[str, int | None], folder: str) -> Pa
     return assemble(Prefixed(source, folder), sub, only=only, depth=1)
 
 
-def _each_component(source: Source, files: Mapping[str, int | None],
-                    listed: list[tuple[str, str | None, str | None]]) -> list[Parts | None]:
+def _each_component(source: Source, files: Mapping[str, int | None], listed: list[Listed]) -> list[Parts | None]:
     """Every component read, in order; from a remote source all at once on threads of their own (each
     component's small files and headers then share the source's pool), so a pipeline costs the round
     trips of one component, not of each in turn."""
     below = folders(files)
     if not source.remote or len(listed) < 2:
-        return [_component(source, below.get(name, {}), name) for name, _, _ in listed]
+        return [_component(source, below.get(c.folder, {}), c.folder) for c in listed]
     from concurrent.futures import ThreadPoolExecutor
 
     workers = min(len(listed), COMPONENT_WORKERS)
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="inspector-component") as pool:
-        return list(pool.map(lambda item: _component(source, below.get(item[0], {}), item[0]), listed))
+        return list(pool.map(lambda c: _component(source, below.get(c.folder, {}), c.folder), listed))
 
 
 #: the most folders with weights a remote pipeline's listing may have for their reads to start beside
-#: model_index.json's (``_pipeline``); past it, only the folders model_index.json lists are read
+#: the index's (``_whole``); past it, only the folders the index lists are read
 MAX_EARLY_COMPONENTS: Final = 16
 
 
@@ -449,88 +387,91 @@ def _early_components(source: Source, below: Mapping[str, Mapping[str, int | Non
 
 def _composite(source: Source, files: Mapping[str, int | None], top: set[str], *,
                progress: Progress | None) -> Parts | None:
-    """A repo whose index names the folders that hold its weights: a diffusers pipeline, or a
-    sentence-transformers model whose transformer is a folder of its own (``0_Transformer/``, as
-    sentence-transformers 1.x saved it) with nothing at the top. None: read the top level as usual
-    (a sentence-transformers model with the transformer at the top joins its modules later)."""
-    if PIPELINE_INDEX in top:
-        return _pipeline_if_any(source, files, top, progress=progress)
-    if MODULES_INDEX not in top or _has_weights(top):
+    """A repo whose index names the folders that hold its weights (``repos``): a kind whose components are the
+    repo (a diffusers pipeline), or one whose components join a top level with no weights of its own (a
+    sentence-transformers model whose transformer is a folder, ``0_Transformer/``, as 1.x saved it). None: read
+    the top level as usual (a joining kind's components join it at the end of the assembly)."""
+    kind = next((k for k in repos.kinds() if k.index_file in top), None)
+    if kind is None:
         return None
-    parts = _modules(source, files, Parts(None, None, None, (), (), None, {}, {}))
+    if kind.whole:
+        return _whole_if_any(source, files, top, kind, progress=progress)
+    if _has_weights(top):
+        return None
+    parts = _joined(source, files, Parts(None, None, None, (), (), None, {}, {}), kind)
     if not parts.headers:
         return None
-    # the model's config is the transformer's (the first module that has one)
-    config = next((p.config for *_, p in parts.components if p is not None and p.config is not None), None)
+    # the repo's config is the first component's that has one (the transformer's)
+    config = next((p.config for _, p in parts.components if p is not None and p.config is not None), None)
     return replace(parts, config=config)
 
 
-def _pipeline_if_any(source: Source, files: Mapping[str, int | None], top: set[str], *,
-                     progress: Progress | None) -> Parts | None:
-    """A folder with model_index.json is the pipeline diffusers loads from it: weight files beside
-    it (SD-1.5's v1-5-pruned*.safetensors) are single-file alternatives for ``from_single_file``,
-    not part of it. None when no component has weights but the top level has (those are read)."""
+def _whole_if_any(source: Source, files: Mapping[str, int | None], top: set[str], kind: RepoKind, *,
+                  progress: Progress | None) -> Parts | None:
+    """A folder with a whole-repo kind's index is what its library loads from it: weight files beside it
+    (SD-1.5's v1-5-pruned*.safetensors) are single-file alternatives, not part of it. None when no
+    component has weights but the top level has (those are read)."""
     try:
-        return _pipeline(source, files, progress=progress)
+        return _whole(source, files, kind, progress=progress)
     except NotFoundError:
         if not _has_weights(top):
             raise
         return None
 
 
-def _pipeline(source: Source, files: Mapping[str, int | None], *, progress: Progress | None) -> Parts:
-    """A diffusers pipeline: each component with weights read on its own; the whole repo's records
-    are every component's, named ``component.tensor``."""
+def _listed(source: Source, kind: RepoKind) -> tuple[bytes, list[Listed], str | None]:
+    """A kind's index as read, the components it lists and the class it names."""
+    raw = source.small(kind.index_file)
+    index = parse_json(raw, f"{source.where}: {kind.index_file}")
+    return raw, kind.components(index, source.where), kind.class_name(index)
+
+
+def _whole(source: Source, files: Mapping[str, int | None], kind: RepoKind, *, progress: Progress | None) -> Parts:
+    """A repo that is its components (a diffusers pipeline): each component with weights read on its own; the
+    whole repo's records are every component's, named ``component.tensor``."""
     below = folders(files)
     early = _early_components(source, below)
     try:
-        raw = source.small(PIPELINE_INDEX)
-        index = json_object(raw, f"{source.where}: {PIPELINE_INDEX}")
-        listed = pipeline_components(index, source.where)
+        raw, listed, cls_name = _listed(source, kind)
         if early is None:
             read = _each_component(source, files, listed)
         else:  # each listed folder's read, started early, taken in the index's order (its error, if any)
-            read = [early[0][name].result() if name in early[0] else _component(source, below.get(name, {}), name)
-                    for name, _, _ in listed]
+            read = [early[0][c.folder].result() if c.folder in early[0] else
+                    _component(source, below.get(c.folder, {}), c.folder) for c in listed]
     finally:
         if early is not None:  # a folder the index does not list is read and set aside
             early[1].shutdown(wait=True)
-    components = []
     headers: list[WeightFile] = []
     errors: list[HeaderError] = []
-    for done, ((name, library, cls), part) in enumerate(zip(listed, read, strict=True)):
-        components.append((name, library, cls, part))
+    for done, (c, part) in enumerate(zip(listed, read, strict=True)):
         if part is not None:
-            headers += [prefixed(h, name) for h in part.headers]
+            headers += [prefixed(h, c.folder) for h in part.headers]
             errors += part.errors
         if progress:
             progress(Phase.COMPONENTS, done + 1, len(listed))
-    if not any(p is not None for *_, p in components):
-        raise NotFoundError(f"{source.where}: a diffusers pipeline ({PIPELINE_INDEX}) whose components hold no weight "
-                            "files this tool reads", hint="each component folder needs its .safetensors (or "
-                            "torch) files")
-    cls_name = index.get("_class_name")
+    if all(p is None for p in read):
+        raise NotFoundError(f"{source.where}: a {kind.described} ({kind.index_file}) whose components hold no weight "
+                            "files this tool reads", hint="each component folder needs its .safetensors (or torch) "
+                            "files")
     return Parts(index=None, index_name=None, index_error=None, headers=tuple(headers), errors=tuple(errors),
-                 config=None, side={}, stored={PIPELINE_INDEX: raw}, components=tuple(components),
-                 composite=PIPELINE_INDEX, composite_class=cls_name if isinstance(cls_name, str) else None)
+                 config=None, side={}, stored={kind.index_file: raw}, components=tuple(zip(listed, read, strict=True)),
+                 composition=Composition(kind.name, kind.index_file, cls_name))
 
 
-def _modules(source: Source, files: Mapping[str, int | None], parts: Parts) -> Parts:
-    """A sentence-transformers model: its modules' weights (a Dense head) join the transformer's."""
-    raw = source.small(MODULES_INDEX)
-    listed = module_components(parse_json(raw, f"{source.where}: {MODULES_INDEX}"), source.where)
-    components = []
-    headers = list(parts.headers)
+def _joined(source: Source, files: Mapping[str, int | None], parts: Parts, kind: RepoKind) -> Parts:
+    """A repo whose components join the model at its top level (a sentence-transformers model: a Dense head's
+    weights join the transformer's)."""
+    raw, listed, cls_name = _listed(source, kind)
     below = folders(files)
-    for name, library, kind in listed:
-        part = _component(source, below.get(name, {}), name)
-        components.append((name, library, kind, part))
+    read = [_component(source, below.get(c.folder, {}), c.folder) for c in listed]
+    headers = list(parts.headers)
+    for c, part in zip(listed, read, strict=True):
         if part is not None:
-            headers += [prefixed(h, name) for h in part.headers]
-    return replace(parts, headers=tuple(headers), components=tuple(components), composite=MODULES_INDEX,
-                   stored={**parts.stored, MODULES_INDEX: raw},
-                   composite_class="SentenceTransformer",
-                   errors=parts.errors + tuple(e for *_, p in components if p is not None for e in p.errors))
+            headers += [prefixed(h, c.folder) for h in part.headers]
+    return replace(parts, headers=tuple(headers), components=tuple(zip(listed, read, strict=True)),
+                   composition=Composition(kind.name, kind.index_file, cls_name),
+                   stored={**parts.stored, kind.index_file: raw},
+                   errors=parts.errors + tuple(e for p in read if p is not None for e in p.errors))
 
 
 def _shards(source: Source, files: Mapping[str, int | None], top: set[str], index: Mapping[str, Any] | None,

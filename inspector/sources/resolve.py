@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, Final, TypeVar
 
+from inspector import repos
 from inspector.errors import (
     COLLECT,
     RAISE,
@@ -194,7 +195,7 @@ def pick_component(checkpoint: Checkpoint, name: str) -> Checkpoint:
     with_weights = [c.name for c in checkpoint.components if c.checkpoint is not None]
     if not checkpoint.components:
         raise NotFoundError(f"{checkpoint.label}/{name}: {checkpoint.label} is not a multi-component repo "
-                            "(no model_index.json or modules.json)", hint=f"inspect {checkpoint.label}")
+                            f"(no {' or '.join(repos.index_files())})", hint=f"inspect {checkpoint.label}")
     close = did_you_mean(name, with_weights)
     raise NotFoundError(f"{checkpoint.label}: no component {name!r} with weights",
                         hint=(f"did you mean {close}? " if close else "") + "components with weights: " +

@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, TypeVar
 
+from inspector import repos
 from inspector.errors import (
     RAISE,
     HeaderError,
@@ -62,11 +63,9 @@ from inspector.safeio import (
     relative_name,
     write_folder,
 )
-from inspector.sources.assemble import MODULES_INDEX, PIPELINE_INDEX, TOKENIZER_FILES, TOKENIZER_JSON, pick_index
+from inspector.sources.assemble import TOKENIZER_FILES, TOKENIZER_JSON, pick_index
 
 MANIFEST: Final = "inspector-snapshot.json"
-#: stored index files that make a snapshot a multi-component repo's (read again through the assembly)
-COMPOSITE_INDEXES: Final = (PIPELINE_INDEX, MODULES_INDEX)
 T = TypeVar("T")
 FORMAT: Final = "inspector-header-snapshot"
 VERSION: Final = 2  # 2 adds each header's "format"; version 1 (safetensors only) still reads
@@ -222,7 +221,7 @@ def load_snapshot(folder: Path, *, origin: Origin = "snapshot", label: str | Non
     (``only``), labelled by its file."""
     manifest = read_manifest(folder)
     files = snapshot_files(manifest, folder)
-    if any(f.stored and f.path in COMPOSITE_INDEXES for f in files):
+    if any(f.stored and f.path in repos.index_files() for f in files):
         return _load_composite(folder, manifest, files, origin=origin, label=label, problems=problems)
     if only is None:
         from inspector.sources.assemble import weight_files
@@ -494,16 +493,12 @@ def _component_files(checkpoint: Checkpoint) -> dict[str, bytes]:
     what was read of it: each component's folder, library and class (and the pipeline's class)."""
     if not checkpoint.components:
         return {}
-    index: object
-    if checkpoint.composite == PIPELINE_INDEX:
-        index = {"_class_name": checkpoint.composite_class,
-                 **{c.name: [c.library, c.class_name] for c in checkpoint.components}}
-    else:
-        index = [{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
-                 *({"idx": i, "name": c.name, "path": c.name,
-                    "type": f"{c.library or 'sentence_transformers'}.{c.class_name or 'Module'}"}
-                   for i, c in enumerate(checkpoint.components, start=1))]
-    out = {checkpoint.composite or MODULES_INDEX: (json.dumps(index, indent=2) + "\n").encode()}
+    kind = repos.kind_of(checkpoint)
+    if kind is None:
+        return {}
+    index = kind.index_of(checkpoint.composite_class,
+                          [repos.Listed(c.name, c.library, c.class_name) for c in checkpoint.components])
+    out = {kind.index_file: (json.dumps(index, indent=2) + "\n").encode()}
     for c in checkpoint.components:
         sub = c.checkpoint
         if sub is None:

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
+from inspector.errors import SeveralFiles, UsageError
 from inspector.model import Alternatives, Checkpoint, Progress
 from inspector.pause import paused
 from inspector.render.results import (
@@ -52,6 +53,7 @@ def open_model(model: str | Checkpoint, *, revision: str | None = None, hub: Hub
     words, when a read waits for the server (Retry-After). The one route by which every command opens a model."""
     if isinstance(model, Checkpoint):
         return model
+    # deferred: 84 ms at import (inspector.analysis.config, inspector.sources.config_cache, …)
     from inspector.analysis.config import use_figure_store
     from inspector.sources.config_cache import DiskFigureStore
     from inspector.sources.resolve import open_checkpoint
@@ -62,6 +64,7 @@ def open_model(model: str | Checkpoint, *, revision: str | None = None, hub: Hub
     def open_repo(repo_id: str, revision: str | None, problems: ProblemSink, only: str | None) -> Checkpoint:
         # the Hub's reader (and its cache, pool and hashing) is imported when a Hub repo is opened: a
         # local folder or an alias never needs it (10 ms of a local run)
+        # deferred: 93 ms at import (inspector.sources.hub)
         from inspector.sources.hub import hub_opener
 
         return hub_opener(options, progress)(repo_id, revision, problems, only)
@@ -74,8 +77,6 @@ def open_any(model: str | Checkpoint, *, revision: str | None = None, hub: HubOp
              progress: Progress | None = None) -> Checkpoint | Alternatives:
     """``open_model``, or where ``model`` is one model in several files (GGUF quantisations) that must not be added
     up, those files as ``Alternatives``: the one place the source's ``SeveralFiles`` becomes a value."""
-    from inspector.errors import SeveralFiles
-
     try:
         return open_model(model, revision=revision, hub=hub, progress=progress)
     except SeveralFiles as several:
@@ -93,6 +94,7 @@ def open_any(model: str | Checkpoint, *, revision: str | None = None, hub: HubOp
 
 def repo_and_revision(spec: str) -> tuple[str, str | None]:
     """``org/name@rev`` → (``org/name``, ``rev``); without ``@``, the revision is None."""
+    # deferred: 38 ms at import (inspector.sources.resolve)
     from inspector.sources.resolve import split_revision
 
     return split_revision(spec)
@@ -100,6 +102,7 @@ def repo_and_revision(spec: str) -> tuple[str, str | None]:
 
 def did_you_mean(word: str, choices: Sequence[str]) -> str | None:
     """The closest of ``choices`` when ``word`` is close enough to be a typo of it."""
+    # deferred: 40 ms at import (inspector.sources.resolve)
     from inspector.sources.resolve import did_you_mean as closest
 
     return closest(word, choices)
@@ -109,6 +112,7 @@ def did_you_mean(word: str, choices: Sequence[str]) -> str | None:
 
 def aliases() -> Aliases:
     """Every alias, with the repo it stands for and whether its snapshot is bundled."""
+    # deferred: 2 ms at import (inspector.sources.bundled)
     from inspector.sources.bundled import all_aliases, bundled_path
 
     return Aliases(tuple(AliasRow(a.name, a.repo_id, a.description, bundled_path(a).is_dir())
@@ -116,6 +120,7 @@ def aliases() -> Aliases:
 
 
 def is_alias(name: str) -> bool:
+    # deferred: 2 ms at import (inspector.sources.bundled)
     from inspector.sources.bundled import ALIASES
 
     return name.lower() in ALIASES
@@ -125,6 +130,7 @@ def is_alias(name: str) -> bool:
 
 def is_cache_root(path: str | Path) -> bool:
     """``path`` is a Hugging Face cache root (a folder of ``models--ORG--NAME`` folders)."""
+    # deferred: 57 ms at import (inspector.sources.resolve)
     from inspector.sources.resolve import is_hf_cache_root
 
     return is_hf_cache_root(Path(path).expanduser())
@@ -132,6 +138,7 @@ def is_cache_root(path: str | Path) -> bool:
 
 def cache(root: str | Path) -> CacheResult:
     """Every model of the Hugging Face cache at ``root``, read from its snapshots' headers."""
+    # deferred: 73 ms at import (inspector.analysis.listing, inspector.analysis.report, inspector.errors, …)
     from inspector.analysis.listing import CachedModel
     from inspector.analysis.report import build_report
     from inspector.errors import ConfigOnly, InspectorError
@@ -157,6 +164,7 @@ def save(model: str | Checkpoint, folder: str | Path, *, force: bool = False, re
          hub: HubOptions | None = None) -> Path:
     """Write the model's header snapshot to ``folder`` (new, empty, or a snapshot of the same model;
     ``force`` replaces one of another model) and return the folder: inspect, diff or audit it offline."""
+    # deferred: 49 ms at import (inspector.sources.snapshot)
     from inspector.sources.snapshot import save_checkpoint
 
     checkpoint = open_model(model, revision=revision, hub=hub)
@@ -170,6 +178,7 @@ def to_text(result: Inspection | Difference | ComparisonResult | EstimateResult 
             | FileListing | FilesResult | CacheResult | Aliases, format: str = "html") -> str:
     """``result`` as the CLI writes it in ``format`` (html, markdown, json; table: as piped, 100 columns):
     ``to_text(inspect("llama3-8b"), "html")`` is the page ``inspect llama3-8b --format html`` writes."""
+    # deferred: 13 ms at import (inspector.render.views)
     from inspector.render.views import to_text as render_text
 
     return render_text(result, format)
@@ -182,6 +191,7 @@ def inspect(model: str | Checkpoint, *, tensors: bool = False, collapse: bool = 
             summary: bool = False, revision: str | None = None, hub: HubOptions | None = None) -> Inspection:
     """What is inside ``model``: ``inspect MODEL`` (``--tensors``, ``--collapse``, ``--formula``);
     ``summary``: also the estimate and the smallest common budget it fits (the table's last line)."""
+    # deferred: 68 ms at import (inspector.analysis.report, inspector.errors, inspector.render.show)
     from inspector.analysis.report import build_report
     from inspector.errors import InspectorError, UsageError
     from inspector.render.show import listing
@@ -192,6 +202,7 @@ def inspect(model: str | Checkpoint, *, tensors: bool = False, collapse: bool = 
     rows = tuple(listing(report, collapse)) if tensors else None
     est = common = None
     if summary:
+        # deferred: 134 ms at import (inspector.analysis.estimate, inspector.analysis.fit)
         from inspector.analysis.estimate import estimate as estimate_report
         from inspector.analysis.fit import common_fit
 
@@ -202,6 +213,7 @@ def inspect(model: str | Checkpoint, *, tensors: bool = False, collapse: bool = 
             pass
     check = None
     if formula:
+        # deferred: 53 ms at import (inspector.analysis.formula)
         from inspector.analysis.formula import formula_check
 
         check = formula_check(report)
@@ -216,6 +228,7 @@ def diff(a: str | Checkpoint, b: str | Checkpoint, *, values: bool = False, samp
     """Why B differs from A (``inspect diff A B``). A PEFT adapter and its base (in either order) give
     the adapter's check against the base instead. ``values``: also which tensors' values differ, from
     ``sample_bytes`` of each (``--values``); ``exact``: local tensors hashed whole (``--exact``)."""
+    # deferred: 94 ms at import (inspector.analysis.adapter, inspector.analysis.align, inspector.analysis.diff, …)
     from inspector.analysis.adapter import adapter_config, diff_adapter
     from inspector.analysis.align import align_formats
     from inspector.analysis.diff import diff_reports
@@ -236,6 +249,7 @@ def diff(a: str | Checkpoint, b: str | Checkpoint, *, values: bool = False, samp
                              hint="diff the adapter against its base without ⟨values⟩")
         base, adapter = (ra, rb) if adapter_config(rb) is not None else (rb, ra)
         return Difference(adapter=diff_adapter(base, adapter))
+    # deferred: 1 ms at import (inspector.api_values)
     from inspector.api_values import value_diff
 
     return Difference(result=diff_reports(ra, rb),
@@ -245,6 +259,7 @@ def diff(a: str | Checkpoint, b: str | Checkpoint, *, values: bool = False, samp
 def gates(fail_if: str | None, *, values: bool = False) -> list[str]:
     """``--fail-if``'s comma-separated conditions (params, dtypes, shapes, values, any), checked; ``values``
     only with ``values=True`` (the diff reads the tensors' bytes); for ``Difference.gates_hit``."""
+    # deferred: 86 ms at import (inspector.analysis.diff)
     from inspector.analysis.diff import parse_gates
 
     return parse_gates(fail_if, values=values)
@@ -254,12 +269,14 @@ def answer_gates(fail_if: str | None, *, budget: bool = True) -> tuple[str, ...]
     """``--fail-if``'s conditions for ``estimate``, ``train`` and ``plan`` (``nofit``), checked before any
     model is opened; ``budget``: whether a GPU budget was given (``nofit`` needs one); for the results'
     ``gates_hit``."""
+    # deferred: 66 ms at import (inspector.analysis.fit)
     from inspector.analysis.fit import parse_fit_gates
 
     return parse_fit_gates(fail_if, budget=budget)
 
 
 def _sample_bytes(value: int | str) -> int:
+    # deferred: 15 ms at import (inspector.analysis.budget, inspector.errors)
     from inspector.analysis.budget import parse_count
     from inspector.errors import UsageError
 
@@ -279,6 +296,7 @@ def lineage(model: str | Checkpoint, candidates: Sequence[str | Checkpoint] = ()
     listing's file hashes, the tensors' names and shapes, and a few KB of sampled values; without candidates,
     the bases it declares (card ``base_model``, ``adapter_config.json``, a GGUF's ``general.base_model``).
     ``exact``: local weight files hashed whole (streamed) to prove a copy. At most 10 candidates."""
+    # deferred: 147 ms at import (inspector.api_lineage)
     from inspector.api_lineage import find
 
     return LineageResult(find(model, candidates, exact=exact, hub=hub,
@@ -291,6 +309,7 @@ _lineage = lineage  # for ``audit``, whose ``lineage`` parameter is a switch
 def lineage_gates(fail_if: str | None) -> tuple[str, ...]:
     """``--fail-if``'s conditions for ``lineage`` (unrelated, changed, declared), checked before any model is
     opened; for ``LineageResult.gates_hit``."""
+    # deferred: 110 ms at import (inspector.analysis.ancestry, inspector.errors)
     from inspector.analysis.ancestry import GATES
     from inspector.errors import UsageError
 
@@ -309,6 +328,7 @@ def lineage_gates(fail_if: str | None) -> tuple[str, ...]:
 @paused()
 def compare(*models: str | Checkpoint, hub: HubOptions | None = None) -> ComparisonResult:
     """2 to 10 models side by side (``inspect compare``)."""
+    # deferred: 68 ms at import (inspector.analysis.compare, inspector.analysis.report, inspector.errors)
     from inspector.analysis.compare import compare as compare_reports
     from inspector.analysis.report import build_report
     from inspector.errors import UsageError
@@ -331,6 +351,7 @@ def open_several(model: str, several: Alternatives, *, revision: str | None = No
     """Each file of a folder or repo that holds one model in several files (``Alternatives``), opened
     on its own: with what the source already read where it can (a Hub repo's listing at its commit:
     one header read a file), else by name (``MODEL/FILE``); ``FILE_WORKERS`` at a time, in order."""
+    # deferred: 10 ms at import (concurrent.futures)
     from concurrent.futures import ThreadPoolExecutor
 
     name, rev = repo_and_revision(model)
@@ -356,6 +377,7 @@ def files_of_several(model: str, several: Alternatives, *, revision: str | None 
                      hub: HubOptions | None = None) -> FilesResult:
     """``inspect MODEL --files`` of a folder or repo of several GGUF files: every file as the source
     listed it, each model file counted on its own (one file's header is read, for the origin)."""
+    # deferred: 34 ms at import (dataclasses, inspector.analysis.listing, inspector.model)
     from dataclasses import replace
 
     from inspector.analysis.listing import repo_files
@@ -371,6 +393,7 @@ def files_of_several(model: str, several: Alternatives, *, revision: str | None 
 @paused()
 def files(model: str | Checkpoint, *, revision: str | None = None, hub: HubOptions | None = None) -> FilesResult:
     """``inspect MODEL --files``."""
+    # deferred: 21 ms at import (inspector.analysis.listing)
     from inspector.analysis.listing import repo_files
 
     checkpoint = open_model(model, revision=revision, hub=hub)
@@ -388,6 +411,7 @@ def audit(model: str | Checkpoint, *, modeling: bool = False, deep: bool = False
     for NaN, Inf and all-zero tensors: local files only (it reads the weights; never a Hub repo's),
     ``progress`` told (``Phase.DATA``, bytes done, bytes in all). ``lineage``: the base the model declares
     checked against it as ``inspect lineage`` checks it (a few KB of each read)."""
+    # deferred: 50 ms at import (inspector.analysis.audit)
     from inspector.analysis import audit as audit_mod
 
     checkpoint = open_model(model, revision=revision, hub=hub, lenient=True)
@@ -396,15 +420,15 @@ def audit(model: str | Checkpoint, *, modeling: bool = False, deep: bool = False
     extra: list[audit_mod.Finding] = []
     if deep:
         if inp.root is None:
-            from inspector.errors import UsageError
-
             raise UsageError("the deep scan needs a local checkpoint folder or file")
         extra += audit_mod.deep_scan(inp, progress)
     if modeling:
+        # deferred: 34 ms at import (inspector.analysis.modeling)
         from inspector.analysis.modeling import modeling_check
 
         extra += modeling_check(inp)
     if lineage:
+        # deferred: 97 ms at import (inspector.analysis.ancestry, inspector.analysis.lineage, inspector.api_lineage)
         from inspector.analysis.ancestry import declared_findings
         from inspector.analysis.lineage import declared_bases
         from inspector.api_lineage import card

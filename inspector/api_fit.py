@@ -6,9 +6,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from inspector.api import FILE_WORKERS, open_any, open_model
+from inspector.errors import UsageError
 from inspector.model import Alternatives, Checkpoint
 from inspector.pause import paused
 from inspector.render.results import EstimateResult, FileListing, PlanResult
@@ -52,6 +54,7 @@ def estimate_options(*, context: int | str | None = None, batch: int | str = 1, 
     ``gpu_memory_utilization`` (0 < u <= 1, default 0.9) or SGLang's ``mem_fraction_static`` (by the GPU);
     ``pipeline``: pipeline-parallel stages, which
     divide the budget's devices (``H100x4`` with 2 stages: tensor parallel 2 in each)."""
+    # deferred: 10 ms at import (inspector.analysis.budget, inspector.analysis.engines, inspector.errors)
     from inspector.analysis.budget import parse_budget, parse_count
     from inspector.analysis.engines import ENGINES
     from inspector.errors import UsageError
@@ -85,6 +88,7 @@ def estimate_options(*, context: int | str | None = None, batch: int | str = 1, 
 
 def _utilization(value: float | str | None) -> float | None:
     """vLLM's gpu_memory_utilization: a fraction in (0, 1]; None when not given."""
+    # deferred: 9 ms at import (inspector.analysis.budget, inspector.errors)
     from inspector.analysis.budget import parse_fraction
     from inspector.errors import UsageError
 
@@ -111,6 +115,7 @@ def estimate(model: str | Checkpoint, *, context: int | str | None = None, batch
 def estimate_with(checkpoint: Checkpoint, options: EstimateOptions, *, hub: HubOptions | None = None) -> EstimateResult:
     """The estimate of an open checkpoint with checked options (``hub``: how its repo is reached again, for
     the other files a suggestion may name)."""
+    # deferred: 115 ms at import (inspector.analysis.engines, inspector.analysis.estimate, inspector.analysis.fit, …)
     from inspector.analysis.engines import ENGINES
     from inspector.analysis.estimate import estimate as estimate_report
     from inspector.analysis.fit import Settings, fit
@@ -132,6 +137,7 @@ def _estimate_knobs(report: Report, est: Estimate, options: EstimateOptions, eng
                     fitted: Fit, hub: HubOptions | None = None) -> tuple[Knob, ...]:
     """What makes a model that does not fit fit (``analysis.knobs.estimate_knobs``): the same fit at a
     shorter context or an 8-bit KV cache, and ``plan``'s first layout of more of the same GPU."""
+    # deferred: 106 ms at import (dataclasses, inspector.analysis.engines, inspector.analysis.estimate, …)
     from dataclasses import replace
 
     from inspector.analysis.engines import ENGINES
@@ -165,8 +171,6 @@ def _estimate_knobs(report: Report, est: Estimate, options: EstimateOptions, eng
     def smaller_file() -> tuple[str, int] | None:
         """The largest other GGUF file of the same local folder or Hub repo (at the commit read) that fits,
         reading headers only (the repo's listing once, then one header a file tried)."""
-        from pathlib import Path
-
         c = report.checkpoint
         p = c.provenance
         if len(c.headers) != 1 or c.headers[0].format != "gguf":
@@ -203,6 +207,7 @@ def list_files(where: str, files: Sequence[tuple[str, Checkpoint]], *, name: str
     """The rows of ``files`` (each file opened on its own, by name); with ``gpu`` (``24GiB``) the fit
     of each model file at ``context``, projectors (``mmproj``) counted beside every model. ``name``: how
     one file is named (``NAME/FILE``; default ``where``)."""
+    # deferred: 68 ms at import (inspector.analysis.listing, inspector.analysis.report)
     from inspector.analysis.listing import file_rows
     from inspector.analysis.report import build_report
 
@@ -225,8 +230,6 @@ def plan(model: str | Checkpoint, *, gpu: str | Sequence[str] | None = None, max
     taken), ``max_gpus`` per node and ``nodes``, ``engine`` vllm (default) or llama.cpp, the
     ``context`` each sequence holds (default 8k), ``objective`` gpus, throughput or context."""
     if gpu is not None and gpus is not None:
-        from inspector.errors import UsageError
-
         raise UsageError("plan takes gpu= (or the older gpus=), not both")
     options = plan_options(gpus=gpu if gpu is not None else gpus, max_gpus=max_gpus, nodes=nodes, engine=engine,
                            context=context, objective=objective, utilization=utilization, kv_dtype=kv_dtype)
@@ -248,6 +251,7 @@ def plan_options(*, gpus: str | Sequence[str] | None = None, max_gpus: int | str
                  engine: str | None = None, context: int | str | None = None, objective: str = "gpus",
                  utilization: float | str | None = None, kv_dtype: str | None = None) -> PlanOptions:
     """``plan``'s options, checked before any model is opened."""
+    # deferred: 136 ms at import (inspector.analysis.budget, inspector.analysis.engines, inspector.analysis.fit, …)
     from inspector.analysis.budget import parse_count, parse_whole
     from inspector.analysis.engines import ENGINES
     from inspector.analysis.fit import SUMMARY_CONTEXT
@@ -270,6 +274,7 @@ def plan_options(*, gpus: str | Sequence[str] | None = None, max_gpus: int | str
 
 @paused()
 def plan_with(checkpoint: Checkpoint, options: PlanOptions) -> PlanResult:
+    # deferred: 149 ms at import (inspector.analysis.engines, inspector.analysis.estimate, inspector.analysis.knobs, …)
     from inspector.analysis.engines import ENGINES
     from inspector.analysis.estimate import estimate as estimate_report
     from inspector.analysis.knobs import plan_knobs

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any, Final, Literal, NamedTuple
 
@@ -322,8 +322,6 @@ class Checkpoint:
 
     def with_notes(self, *notes: str, keep: bool = True) -> Checkpoint:
         """The same checkpoint with ``notes`` after its own (``keep=False``: instead of them)."""
-        from dataclasses import replace
-
         return replace(self, provenance=replace(self.provenance,
                                                 notes=(*(self.notes if keep else ()), *notes)))
 

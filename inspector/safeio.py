@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import json
+import math
 import os
 import re
 import stat
@@ -175,6 +177,7 @@ def write_folder(folder: Path, files: Mapping[str, bytes], field: str, *,
     ``folder`` may already exist only where ``replaceable`` says so (the old one is moved aside, then
     removed); when a concurrent writer renamed its copy in first and ``written_by_another`` accepts
     it, ours is dropped. Leftovers of killed runs beside it are removed first (``clean_stale``)."""
+    # deferred: 4 ms at import (shutil, tempfile)
     import shutil  # (with tempfile: imported by the runs that write, not by every read)
     import tempfile
 
@@ -210,6 +213,7 @@ def _tmp_prefix(name: str) -> str:
 def clean_stale(parent: Path) -> None:
     """Remove temporary folders that killed runs left in ``parent``: those of a process that no
     longer exists, or older than an hour (another machine sharing the folder)."""
+    # deferred: 2 ms at import (shutil)
     import shutil
 
     try:
@@ -365,9 +369,6 @@ COMPILED_JSON_BYTES: Final = 4 << 20
 def parse_json_plain(raw: bytes | bytearray | str, field: str, *, max_depth: int = MAX_JSON_DEPTH,
                      max_values: int | None = None) -> Any:
     """``parse_json``'s specification, in the standard library alone."""
-    import json
-    import math
-
     if max_values is not None:
         _count_values(raw, field, max_values)
 
@@ -391,6 +392,7 @@ def parse_json_plain(raw: bytes | bytearray | str, field: str, *, max_depth: int
 
 
 def _msgspec_decode(raw: bytes | bytearray | str) -> Any:
+    # deferred: 25 ms at import (msgspec)
     import msgspec  # ~2 ms, only where a document is read
 
     return msgspec.json.decode(raw)

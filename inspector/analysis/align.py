@@ -15,6 +15,7 @@ from inspector.analysis.config import ModelConfig
 from inspector.analysis.families import CONV1D_TYPES
 from inspector.analysis.report import Report
 from inspector.analysis.stats import Tensor
+from inspector.formats.gguf import with_gguf_names
 from inspector.model import Checkpoint, natural_key
 
 
@@ -159,7 +160,6 @@ def align_formats(a: Checkpoint, b: Checkpoint) -> tuple[Checkpoint, Checkpoint]
 
     if is_gguf(a) == is_gguf(b):
         return a, b
-    from inspector.formats.gguf import with_gguf_names
 
     g, other = (a, b) if is_gguf(a) else (b, a)
     arch = (g.config or {}).get("model_type")

@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import importlib.util
 import io
 import json
 import os
+import warnings
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Final, Protocol
@@ -184,6 +186,7 @@ _CACHE_FORMAT = 2
 def figure_key(raw: Mapping[str, object]) -> str | None:
     """The store's key: the config's content, the transformers version and the entry format."""
     try:
+        # deferred: 36 ms at import (importlib.metadata)
         from importlib.metadata import version
 
         tf = version("transformers")
@@ -391,8 +394,6 @@ def _from_table(raw: Mapping[str, object]) -> dict[str, object] | None:
 def transformers_installed() -> bool:
     """Whether the optional transformers is there (``pip install 'hf-inspector[transformers]'``), without
     importing it."""
-    import importlib.util
-
     return importlib.util.find_spec("transformers") is not None
 
 
@@ -402,6 +403,7 @@ def _from_transformers(raw: Mapping[str, object]) -> dict[str, object] | None:
         return None
     try:
         with quiet_transformers():
+            # deferred: 2478 ms at import (transformers)
             from transformers import AutoConfig
 
             kwargs = {k: v for k, v in raw.items() if k != "model_type"}
@@ -433,12 +435,10 @@ def quiet_transformers() -> Iterator[None]:
     saved = os.environ.get("TRANSFORMERS_NO_ADVISORY_WARNINGS")
     os.environ["TRANSFORMERS_NO_ADVISORY_WARNINGS"] = "1"
     try:
-        with contextlib.redirect_stderr(io.StringIO()), contextlib.redirect_stdout(io.StringIO()):
-            import warnings
-
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                yield
+        with contextlib.redirect_stderr(io.StringIO()), contextlib.redirect_stdout(io.StringIO()), \
+                warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            yield
     finally:
         if saved is None:
             os.environ.pop("TRANSFORMERS_NO_ADVISORY_WARNINGS", None)
@@ -472,6 +472,7 @@ def _check_mlx_bits(bits: object) -> None:
     """mlx-lm's quantisation block names bits mlx can pack (``mx.quantize``: 2, 3, 4, 5, 6, 8); any
     other value (0, −1, a string) is refused by name, as mlx-lm's load refuses it, not read as a
     quantised checkpoint with made-up packing."""
+    # deferred: 3 ms at import (inspector.analysis.roles, inspector.errors)
     from inspector.analysis.roles import MLX_BITS
     from inspector.errors import InvalidCheckpointError
 

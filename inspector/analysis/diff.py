@@ -41,10 +41,10 @@ from inspector import repos
 from inspector.analysis.config import ModelConfig
 from inspector.analysis.explain import Cause, Item, explain, shape_words
 from inspector.analysis.families import LLAMA_LIKE
-from inspector.analysis.report import Report
-from inspector.analysis.roles import role_group
+from inspector.analysis.report import Report, build_report
+from inspector.analysis.roles import ROLE_ORDER, role_group
 from inspector.analysis.stats import Tensor, layer_suffix
-from inspector.errors import InvalidCheckpointError
+from inspector.errors import InvalidCheckpointError, UsageError
 from inspector.model import Checkpoint, natural_key
 
 if TYPE_CHECKING:
@@ -137,6 +137,7 @@ def diff_reports(a: Report, b: Report) -> Diff:
     roles = _role_deltas(a, b)
     changes = _changes(a, b)
     notes: list[str] = []
+    # deferred: 46 ms at import (inspector.analysis.estimate)
     from inspector.analysis.estimate import no_tokens
 
     kind_a, kind_b = repos.kind_of(a.checkpoint), repos.kind_of(b.checkpoint)
@@ -172,6 +173,7 @@ def diff_reports(a: Report, b: Report) -> Diff:
         dt[d.dtype][0] = d.elements
     for d in b.summary.by_dtype:
         dt[d.dtype][1] = d.elements
+    # deferred: 45 ms at import (inspector.analysis.estimate)
     from inspector.analysis.estimate import active_parameters
 
     return Diff(
@@ -227,8 +229,6 @@ def _component_causes(a: Report, b: Report, notes: list[str]) -> tuple[Cause, ..
     """Two pipelines, component by component: a component on both sides is diffed as a model of its
     own (its config's causes, named ``component: …``, its notes added to ``notes``); one on one side
     only is added or removed whole."""
-    from inspector.analysis.report import build_report
-
     sides = ({c.name: c.checkpoint for c in a.checkpoint.components if c.checkpoint is not None},
              {c.name: c.checkpoint for c in b.checkpoint.components if c.checkpoint is not None})
     causes: list[Cause] = []
@@ -293,8 +293,6 @@ def _config_changes(a: Report, b: Report) -> list[str]:
 def _whole_causes(a: Report, b: Report) -> tuple[Cause, ...]:
     """A pipeline against one model: no layer of one is a layer of the other, so each side is taken
     whole (every component of the pipeline, the model as one part) and nothing is matched."""
-    from inspector.analysis.report import build_report
-
     causes: list[Cause] = []
     for side, sign in ((a, -1), (b, 1)):
         verb = "removed" if sign < 0 else "added"
@@ -347,7 +345,6 @@ def _same_layout(a: Report, b: Report) -> bool:
 def _role_deltas(a: Report, b: Report) -> tuple[RoleDelta, ...]:
     ra = {r.role: r.parameters for r in a.summary.by_role}
     rb = {r.role: r.parameters for r in b.summary.by_role}
-    from inspector.analysis.roles import ROLE_ORDER
 
     order = {r: i for i, r in enumerate(ROLE_ORDER)}
     keys = sorted(set(ra) | set(rb), key=lambda r: order.get(r, 99))
@@ -411,8 +408,6 @@ FAIL_IF: Final[tuple[str, ...]] = ("params", "dtypes", "shapes", "values", "any"
 def parse_gates(text: str | None, *, values: bool = False) -> list[str]:
     """``--fail-if``'s comma-separated conditions, each one of ``FAIL_IF``; ``values`` (a tensor's sampled
     bytes changed) only where the values are read (``--values``)."""
-    from inspector.errors import UsageError
-
     gates = [g.strip() for g in (text or "").split(",") if g.strip()]
     unknown = [g for g in gates if g not in FAIL_IF]
     if unknown:

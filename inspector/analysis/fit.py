@@ -23,13 +23,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Final
 
 from inspector.analysis.budget import Budget
 from inspector.analysis.engines import ModelShape, Term
 from inspector.analysis.mixers import MIXERS
 from inspector.errors import UsageError
+from inspector.formats.dtypes import DTYPE_BITS
 from inspector.model import Role
 
 if TYPE_CHECKING:
@@ -172,6 +173,7 @@ def fit(report: Report, est: Estimate, budget: Budget, engine: Engine | None = N
     llama.cpp for GGUF, vLLM otherwise) when None; ``pipeline``: stages the layers are split between
     (the budget's devices are tensor-parallel ways × stages); llama.cpp on several devices splits by
     layers (its default ``--split-mode layer``)."""
+    # deferred: 63 ms at import (inspector.analysis.estimate)
     from inspector.analysis.estimate import default_engine
 
     eng = engine or default_engine(report)
@@ -204,8 +206,6 @@ def _shared(report: Report, est: Estimate) -> _Shared:
 
 def model_shape(report: Report) -> ModelShape:
     """The figures the engines' terms read, from the config."""
-    from inspector.formats.dtypes import DTYPE_BITS
-
     c = report.config
     moe = c.num_experts and c.experts_per_token
     inter = (c.moe_intermediate_size or c.intermediate_size or 0) if moe else (c.intermediate_size or 0)
@@ -233,6 +233,7 @@ class _Weights:
 
 def _weights(report: Report, est: Estimate, budget: Budget, eng: Engine, settings: Settings, stage: _Stage | None,
              shared: _Shared) -> _Weights:
+    # deferred: 44 ms at import (inspector.analysis.quant)
     from inspector.analysis.quant import weights_at
 
     kv = est.kv
@@ -283,6 +284,7 @@ def _kv_split(n: int, mla: bool, kv_heads: int | None) -> tuple[str, int]:
 def _group(report: Report, est: Estimate, budget: Budget, eng: Engine, settings: Settings,
            stage: _Stage | None, shared: _Shared) -> Fit:
     """One device group's fit: the whole model, or a pipeline stage's layers."""
+    # deferred: 49 ms at import (inspector.analysis.estimate)
     from inspector.analysis.estimate import model_limit
 
     kv = est.kv
@@ -391,6 +393,7 @@ def _weights_only(report: Report, est: Estimate, budget: Budget, settings: Setti
     """A diffusion pipeline: every component with weights on the GPU together (diffusers'
     ``pipe.to("cuda")``); the weights are answered, the activations are not (they depend on the image
     size, the frame count and the batch), and the fit says so."""
+    # deferred: 33 ms at import (inspector.analysis.quant)
     from inspector.analysis.quant import weights_at
 
     s = report.summary
@@ -417,8 +420,6 @@ def _staged(report: Report, est: Estimate, budget: Budget, eng: Engine, settings
     """A pipeline: the decoder's layers split between ``stages`` groups of devices (vLLM's split;
     llama.cpp's layer split evenly), each stage fitted on its own; the answer is the tightest
     stage's, with the layout's figures (all devices, every stage's weights) set on it once."""
-    from dataclasses import replace
-
     layers = shared.layers
     if budget.devices % stages or not 1 < stages <= max(layers, 1):
         raise UsageError(f"⟨pipeline⟩ {stages} does not divide {budget.devices} devices into stages of a model "
@@ -492,6 +493,7 @@ class CommonFit:
 def common_fit(report: Report, est: Estimate) -> CommonFit | None:
     """The smallest of ``COMMON_BUDGETS_GIB`` on 1, 2, 4 or 8 devices the model fits at 8k context
     (its own limit when shorter); None when there is no answer (an encoder, an unknown KV cache)."""
+    # deferred: 65 ms at import (inspector.analysis.estimate)
     from inspector.analysis.estimate import estimate, model_limit
 
     if est.kv is None or est.kv.none is not None or not est.kv.known:

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, Literal, get_args
 
 from inspector.analysis.report import Report
+from inspector.analysis.roles import is_packed
 from inspector.analysis.samples import is_bnb4, unit
 from inspector.model import ADAPTER_CONFIG, Checkpoint, TensorInfo, natural_key
 
@@ -93,6 +94,7 @@ MAX_DECLARED: Final = 16
 def front_matter(card: bytes) -> Mapping[str, object]:
     """A model card's YAML front matter (``---`` … ``---`` at its start), parsed safely (``yaml.safe_load``:
     no object is built from a tag); {} where it has none or it is not a mapping."""
+    # deferred: 20 ms at import (yaml)
     import yaml
 
     text = card[:CARD_BYTES].decode("utf-8", "replace").lstrip("\ufeff")
@@ -172,8 +174,6 @@ def packed(model: Report, candidate: Report) -> list[tuple[int, str]]:
     whose module the candidate holds unpacked: (index, the candidate's weight name). They are not dequantised
     here (``Kind`` ``incomparable``): they pack along the input axis, a column of the candidate's weight, which
     would cost a request an element's row. (bitsandbytes' 4-bit weights pack along the row: those are decoded.)"""
-    from inspector.analysis.roles import is_packed
-
     theirs = {t.info.name for t in candidate.tensors}
     out = []
     for i, t in enumerate(model.tensors):
@@ -224,6 +224,7 @@ def quantisation_bound(dtype: str, source: Values) -> Values | None:
     (gguf-py's block size and bytes), 2 / (2^⌊b⌋ − 1) of the block's largest |value|, twice the half step of a
     uniform quantiser of that many bits (Q8_0: 0.0078, Q4_K: 0.13, Q2_K: 0.67) with the block scale's own
     F16 rounding inside it. None where the dtype is not one we bound."""
+    # deferred: 77 ms at import (numpy)
     import numpy as np
 
     if dtype in HALF_ULP:
@@ -247,6 +248,7 @@ def _bits(dtype: str) -> float:
 def relate(m_dtype: str, m: Values, c_dtype: str, c: Values, bound: Values | None = None) -> Related:
     """One tensor: the model's sampled values ``m`` against the candidate's ``c`` (the same elements); ``bound``:
     each value's own quantisation bound where its source gave one (bitsandbytes' 4-bit weight)."""
+    # deferred: 80 ms at import (numpy)
     import numpy as np
 
     n = len(m)
@@ -275,6 +277,7 @@ def relate(m_dtype: str, m: Values, c_dtype: str, c: Values, bound: Values | Non
 
 
 def _correlation(m: Values, c: Values) -> float | None:
+    # deferred: 62 ms at import (numpy)
     import numpy as np
 
     sm, sc = float(m.std()), float(c.std())
@@ -287,6 +290,7 @@ def blend(m_dtype: str, m: Values, a: Values, b: Values) -> tuple[float, float] 
     """The weights (w1, w2) with m = w1·a + w2·b in every sampled element, within ``BLEND_ULPS`` units of
     the model dtype's last place; None where no such pair exists, or a and b do not tell the two apart
     (equal, or one a multiple of the other)."""
+    # deferred: 62 ms at import (numpy)
     import numpy as np
 
     if len(a) != len(m) or len(b) != len(m) or len(m) < 2:

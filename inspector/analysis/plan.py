@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from inspector.analysis.budget import Budget
-from inspector.analysis.engines import GPUS, Engine, Gpu
+from inspector.analysis.engines import GPUS, Engine, Gpu, named_gpu
 from inspector.analysis.estimate import Estimate
 from inspector.analysis.fit import Fit, Settings, fit
 from inspector.analysis.report import Report
@@ -308,8 +308,6 @@ def _rank(r: Row, objective: str) -> tuple[object, ...]:
 
 
 def named(text: str) -> Gpu:
-    from inspector.analysis.engines import named_gpu
-
     found = named_gpu(text)
     if found is None or found[1] != 1:
         raise UsageError(f"⟨gpus⟩: unknown GPU {text!r}", hint="the known ones: " + ", ".join(GPUS))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter, defaultdict
 from dataclasses import dataclass
 from operator import attrgetter, itemgetter
 
@@ -81,7 +82,6 @@ def component_rows(checkpoint: Checkpoint, tensors: list[Tensor]) -> tuple[Compo
     kept it in a module folder, ``0_Transformer``, a row of its own)."""
     if not checkpoint.components:
         return ()
-    from collections import Counter, defaultdict
 
     names = {c.name for c in checkpoint.components if c.checkpoint is not None}
     counts: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])

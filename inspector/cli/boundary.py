@@ -10,6 +10,7 @@ import itertools
 import os
 from collections.abc import Callable
 
+from inspector import __version__
 from inspector.errors import EXIT_INTERNAL, InspectorError
 from inspector.render import streams
 
@@ -88,6 +89,4 @@ def wants_json(args: list[str]) -> bool:
 
 def version_text() -> str:
     """What ``inspect --version`` prints, by the typer option and by the quick path alike."""
-    from inspector import __version__
-
     return f"inspect {__version__}\n"

@@ -30,7 +30,7 @@ from inspector.cli.app import (
 )
 from inspector.cli.boundary import guarded, take_global_options, version_text, wants_json
 from inspector.cli.opening import ProgressBar, ReadAhead, open_any, open_model, open_models, say
-from inspector.errors import EXIT_USAGE
+from inspector.errors import EXIT_USAGE, UsageError
 from inspector.model import Alternatives
 from inspector.render import results, streams, views
 
@@ -61,8 +61,6 @@ def show(
     *,
     shared: Shared,
 ) -> None:
-    from inspector.errors import UsageError
-
     if context is not None and gpu is None:
         raise UsageError("--context goes with --gpu", hint="inspect REPO --gpu 8GiB --context 8k")
     listing_options = api_fit.estimate_options(context=context, gpu=gpu) if gpu else None  # checked before any read
@@ -151,8 +149,6 @@ def compare_cmd(
     *,
     shared: Shared,
 ) -> None:
-    from inspector.errors import UsageError
-
     if not 2 <= len(models) <= 10:
         raise UsageError(f"compare takes 2 to 10 models, not {len(models)}")
     form = views.output_format(shared.fmt, shared.as_json)
@@ -200,8 +196,6 @@ def audit_cmd(
     views.check_format(results.Audit, form, hint=f"inspect audit {target} --format markdown")
     checkpoint = open_model(target, shared.revision, shared.hub, lenient=True)
     if deep and checkpoint.root is None:
-        from inspector.errors import UsageError
-
         raise UsageError("--deep needs a local checkpoint folder or file")
     with ProgressBar() as progress:
         audited = api.audit(checkpoint, modeling=modeling, deep=deep, progress=progress, lineage=lineage,
@@ -311,8 +305,6 @@ def _route(argv: list[str]) -> list[str]:
 
     close = api.did_you_mean(first, sorted(commands - {"show"}))
     if close and not Path(first).exists() and "/" not in first and not api.is_alias(first):
-        from inspector.errors import UsageError
-
         raise UsageError(f"{first!r} is not a command, a path or an alias",
                          hint=f"did you mean `inspect {close}`?")
     return ["show", *argv]
@@ -339,6 +331,7 @@ def run(argv: list[str] | None) -> int:
 
 def _registry_help(command: Any) -> None:
     """Fill the registries' names into the options' help (engines, optimizers), as registered now."""
+    # deferred: 10 ms at import (inspector.analysis.engines, inspector.analysis.optimizers)
     from inspector.analysis.engines import ENGINES
     from inspector.analysis.optimizers import OPTIMIZERS
 

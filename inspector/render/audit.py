@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from inspector.render.text import sanitize
+from inspector.render.text import markdown, sanitize
 
 if TYPE_CHECKING:  # rich is imported where a table is drawn: `inspect --json` never needs it; the result
     # types of the other commands are not imported by a plain `inspect MODEL` either
@@ -37,6 +37,7 @@ def audit_json(result: AuditResult) -> dict[str, object]:
 
 
 def audit_table(result: AuditResult) -> RenderableType:
+    # deferred: 31 ms at import (rich.console, rich.table, rich.text)
     from rich.console import Group
     from rich.table import Table
     from rich.text import Text
@@ -61,6 +62,7 @@ def audit_table(result: AuditResult) -> RenderableType:
     if not result.findings:
         parts.append(Text("clean: no findings", style="green"))
         return Group(*parts)
+    # deferred: 50 ms at import (inspector.analysis.audit)
     from inspector.analysis.audit import repeats
 
     t = Table(show_edge=False, pad_edge=False)
@@ -87,8 +89,6 @@ def audit_table(result: AuditResult) -> RenderableType:
 
 def audit_markdown(result: AuditResult) -> str:
     """``inspect audit --format markdown``: the verdict and every finding."""
-    from inspector.render.text import markdown
-
     inp = result.input
     verdict = "clean: no findings" if not result.findings else (
         f"{result.errors} error(s), {result.warnings} warning(s)")

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from inspector.analysis.report import Report
-from inspector.render.text import sanitize
+from inspector.render.text import markdown, sanitize
 
 if TYPE_CHECKING:  # rich is imported where a table is drawn: `inspect --json` never needs it; the result
     # types of the other commands are not imported by a plain `inspect MODEL` either
@@ -50,6 +50,7 @@ def compare_json(cmp: Comparison) -> dict[str, object]:
 
 
 def compare_table(cmp: Comparison) -> RenderableType:
+    # deferred: 38 ms at import (rich.console, rich.table, rich.text)
     from rich.console import Group
     from rich.table import Table
     from rich.text import Text
@@ -83,8 +84,6 @@ def _short_labels(reports: Sequence[Report]) -> list[str]:
 
 
 def compare_markdown(cmp: Comparison) -> str:
-    from inspector.render.text import markdown
-
     head = "| | " + " | ".join(markdown(_column_label(r)) for r in cmp.reports) + " |"
     rule = "|---|" + "--:|" * len(cmp.reports)
     lines: list[str] = []

@@ -11,6 +11,7 @@ from inspector.analysis.diff import Diff
 from inspector.analysis.peft import describe
 from inspector.analysis.report import Report
 from inspector.analysis.values import Change, ValueDiff
+from inspector.formats.dtypes import DTYPE_BITS
 from inspector.render.output import SCHEMA_VERSION, model_json, n, shape_text, short
 from inspector.render.text import markdown, sanitize
 
@@ -161,8 +162,6 @@ def waterfall(d: Diff, width: int = 40) -> list[tuple[str, str, str]]:
 
 def _bytes_term(dtype: str, elements: int, nbytes: int) -> str:
     """``F16 −6,738,415,616 × 2 B``; a GGML block type has no fixed width: its bytes, said plainly."""
-    from inspector.formats.dtypes import DTYPE_BITS
-
     if dtype in DTYPE_BITS:
         return f"{dtype} {signed(elements)} × {DTYPE_BITS[dtype] / 8:g} B"
     return f"{sanitize(dtype)} {signed(nbytes)} B"

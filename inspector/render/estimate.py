@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Final
 
 from inspector.analysis.engines import ENGINES
 from inspector.analysis.report import Report
-from inspector.render.text import sanitize
+from inspector.render.text import markdown, sanitize
 
 if TYPE_CHECKING:  # rich is imported where a table is drawn: `inspect --json` never needs it; the result
     # types of the other commands are not imported by a plain `inspect MODEL` either
@@ -86,6 +86,7 @@ EXPLAIN_HINT = "--explain: each figure's formula, source and assumptions (--json
 
 
 def fit_table(f: Fit, *, explain: bool = False) -> RenderableType:
+    # deferred: 38 ms at import (rich.console, rich.table, rich.text)
     from rich.console import Group
     from rich.table import Table
     from rich.text import Text
@@ -224,6 +225,7 @@ def estimate_scope(est: Estimate) -> str:
 
 def estimate_table(report: Report, est: Estimate, fitted: Fit | None = None, *,
                    explain: bool = False) -> RenderableType:
+    # deferred: 25 ms at import (rich.console, rich.table, rich.text)
     from rich.console import Group
     from rich.table import Table
     from rich.text import Text
@@ -304,6 +306,7 @@ def estimate_line(est: Estimate, common: CommonFit | None = None) -> str:
     if est.quant.method:
         parts.append(f"{sanitize(est.quant.method)}: {n(est.quant.logical_parameters)} logical parameters")
     if common is not None:
+        # deferred: 23 ms at import (inspector.analysis.fit)
         from inspector.analysis.fit import COMMON_BUDGETS_GIB
 
         parts.append(f"fits {'one' if common.devices == 1 else f'{common.devices} ×'} {common.gib} GiB GPU"
@@ -317,8 +320,6 @@ def estimate_line(est: Estimate, common: CommonFit | None = None) -> str:
 
 def estimate_markdown(report: Report, est: Estimate, fitted: Fit | None = None) -> str:
     """``inspect estimate --format markdown``: every figure with its formula and source; the fit."""
-    from inspector.render.text import markdown
-
     lines = [f"### {markdown(report.checkpoint.label)}: {markdown(estimate_scope(est))}", ""]
     lines += md_table(None, ["figure", "value", "formula", "source"], [
         [markdown(f.name), "unknown" if f.value is None else n(f.value) + (f" {markdown(f.unit)}" if f.unit else ""),

@@ -34,6 +34,7 @@ def files_json(where: str, rows: list[FileRow], budget: Budget | None = None,
 
 def files_table(where: str, name: str, rows: list[FileRow], budget: Budget | None = None,
                 notes: list[str] | None = None) -> RenderableType:
+    # deferred: 40 ms at import (rich.console, rich.table, rich.text)
     from rich.console import Group
     from rich.table import Table
     from rich.text import Text
@@ -88,6 +89,7 @@ def repo_files_json(checkpoint: Checkpoint, files: RepoFiles) -> dict[str, objec
 
 
 def repo_files_table(checkpoint: Checkpoint, files: RepoFiles) -> RenderableType:
+    # deferred: 38 ms at import (rich.console, rich.table, rich.text)
     from rich.console import Group
     from rich.table import Table
     from rich.text import Text
@@ -116,6 +118,7 @@ def cache_json(root: str, rows: list[CachedModel]) -> dict[str, object]:
 
 
 def cache_table(root: str, rows: list[CachedModel]) -> RenderableType:
+    # deferred: 40 ms at import (rich.console, rich.table)
     from rich.console import Group
     from rich.table import Table
 

@@ -42,6 +42,7 @@ class Aliases:
     rows: tuple[AliasRow, ...]
 
     def to_dict(self) -> dict[str, object]:
+        # deferred: 5 ms at import (inspector.render.output)
         from inspector.render.output import SCHEMA_VERSION
 
         return {"schema_version": SCHEMA_VERSION,
@@ -60,6 +61,7 @@ class CacheResult:
     rows: tuple[CachedModel, ...]
 
     def to_dict(self) -> dict[str, object]:
+        # deferred: 6 ms at import (inspector.render.files)
         from inspector.render.files import cache_json
 
         return cache_json(self.root, list(self.rows))
@@ -94,6 +96,7 @@ class Inspection:
 
     def to_dict(self) -> dict[str, object]:
         """The ``inspect MODEL --json`` document (schema ``inspector/schemas/show.schema.json``)."""
+        # deferred: 61 ms at import (inspector.render.show)
         from inspector.render.show import report_json
 
         return report_json(self.report, rows=list(self.rows) if self.rows is not None else None,
@@ -120,6 +123,7 @@ class Difference:
 
     def gates_hit(self, gates: Sequence[str]) -> list[str]:
         """The ``--fail-if`` conditions (params, dtypes, shapes, any) this difference trips."""
+        # deferred: 92 ms at import (inspector.analysis.adapter, inspector.analysis.diff)
         from inspector.analysis.adapter import adapter_gates_hit
         from inspector.analysis.diff import gates_hit
 
@@ -130,6 +134,7 @@ class Difference:
 
     def to_dict(self) -> dict[str, object]:
         """The ``inspect diff A B --json`` document (``diff.schema.json``, or ``adapter-diff`` for an adapter)."""
+        # deferred: 104 ms at import (inspector.render.diff)
         from inspector.render.diff import adapter_json, diff_json
 
         if self.result is not None:
@@ -147,6 +152,7 @@ class ComparisonResult:
 
     def to_dict(self) -> dict[str, object]:
         """The ``inspect compare --json`` document (``compare.schema.json``)."""
+        # deferred: 68 ms at import (inspector.render.compare)
         from inspector.render.compare import compare_json
 
         return compare_json(self.comparison)
@@ -186,6 +192,7 @@ class EstimateResult:
 
     def to_dict(self) -> dict[str, object]:
         """The ``inspect estimate --json`` document (``estimate.schema.json``)."""
+        # deferred: 89 ms at import (inspector.render.estimate)
         from inspector.render.estimate import estimate_json
 
         return estimate_json(self.report, self.estimate, self.fit, self.suggestions)
@@ -206,6 +213,7 @@ class FileListing:
 
     def to_dict(self) -> dict[str, object]:
         """The ``inspect FOLDER|REPO --json`` document of such a folder (``files.schema.json``)."""
+        # deferred: 10 ms at import (inspector.render.files)
         from inspector.render.files import files_json
 
         return files_json(self.where, list(self.rows), self.budget, list(self.notes))
@@ -221,6 +229,7 @@ class FilesResult:
 
     def to_dict(self) -> dict[str, object]:
         """The ``inspect MODEL --files --json`` document (``repo-files.schema.json``)."""
+        # deferred: 7 ms at import (inspector.render.files)
         from inspector.render.files import repo_files_json
 
         return repo_files_json(self.checkpoint, self.files)
@@ -243,6 +252,7 @@ class Audit:
 
     def to_dict(self) -> dict[str, object]:
         """The ``inspect audit --json`` document (``audit.schema.json``)."""
+        # deferred: 9 ms at import (inspector.render.audit)
         from inspector.render.audit import audit_json
 
         return audit_json(self.result)
@@ -279,6 +289,7 @@ class TrainResult:
 
     def to_dict(self) -> dict[str, object]:
         """The ``inspect train --json`` document (``train.schema.json``)."""
+        # deferred: 205 ms at import (inspector.render.train)
         from inspector.render.train import train_json
 
         return train_json(self.report, self.train, self.suggestions)
@@ -303,6 +314,7 @@ class PlanResult:
     @property
     def verdict(self) -> str:
         """The answer in one line: the best layout, or why none fits."""
+        # deferred: 153 ms at import (inspector.render.plan)
         from inspector.render.plan import headline
 
         return headline(self.plan)
@@ -313,6 +325,7 @@ class PlanResult:
 
     def to_dict(self) -> dict[str, object]:
         """The ``inspect plan --json`` document (``plan.schema.json``)."""
+        # deferred: 200 ms at import (inspector.render.plan)
         from inspector.render.plan import plan_json
 
         return plan_json(self.report, self.plan, self.suggestions)
@@ -345,12 +358,14 @@ class LineageResult:
 
     def gates_hit(self, gates: Sequence[str]) -> list[str]:
         """The ``--fail-if`` conditions (unrelated, changed, declared) this answer trips."""
+        # deferred: 107 ms at import (inspector.analysis.ancestry)
         from inspector.analysis.ancestry import gates_hit
 
         return gates_hit(self.lineage, gates)
 
     def to_dict(self) -> dict[str, object]:
         """The ``inspect lineage --json`` document (``lineage.schema.json``)."""
+        # deferred: 156 ms at import (inspector.render.lineage)
         from inspector.render.lineage import lineage_json
 
         return lineage_json(self.lineage)

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from inspector import repos
 from inspector.analysis.config import ModelConfig
 from inspector.analysis.report import Report
+from inspector.analysis.roles import MLX_BITS, quant_bits
 from inspector.analysis.stats import Summary
 from inspector.formats.dtypes import DTYPE_BITS
 from inspector.model import ORIGIN_WORDS, Checkpoint
@@ -25,7 +26,7 @@ from inspector.render.output import (
     table_markdown,
     titled_table,
 )
-from inspector.render.text import sanitize
+from inspector.render.text import markdown, sanitize
 
 if TYPE_CHECKING:  # rich is imported where a table is drawn: `inspect --json` never needs it
     from rich.console import RenderableType
@@ -90,6 +91,7 @@ def totals_json(s: Summary) -> dict[str, int]:
 
 
 def listing(report: Report, collapse: bool) -> list[ListingRow]:
+    # deferred: 9 ms at import (inspector.analysis.listing)
     from inspector.analysis.listing import collapsed_rows, tensor_rows  # only where tensors are listed
 
     if collapse:
@@ -145,8 +147,6 @@ def config_line(cfg: ModelConfig) -> str:
     if cfg.dtype:
         parts.append(cfg.dtype)
     if cfg.quantization:
-        from inspector.analysis.roles import MLX_BITS, quant_bits
-
         named = cfg.quantization.get("quant_method")
         mlx = "quantization" in cfg.raw  # mlx-lm's block: only the bits it writes are bits
         bits = quant_bits(cfg.quantization)
@@ -168,6 +168,7 @@ def origin_text(c: Checkpoint) -> str:
 def _totals_grid(report: Report, logical: tuple[str, int] | None) -> RenderableType:
     """The headline counts: parameters (logical and stored for packed words), buffers, quant data, the Hub's total,
     bytes and tensors."""
+    # deferred: 26 ms at import (rich.table)
     from rich.table import Table
 
     s = report.summary
@@ -213,6 +214,7 @@ def _layers_table(report: Report) -> RenderableType:
 def report_table(report: Report, *, all_shards: bool = False, logical: tuple[str, int] | None = None) -> RenderableType:
     """``logical``: (method, logical parameters) of a packed quantised checkpoint: the method is named
     beside the parameters (which are logical whatever is passed)."""
+    # deferred: 28 ms at import (rich.console, rich.text)
     from rich.console import Group
     from rich.text import Text
 
@@ -264,6 +266,7 @@ def report_table(report: Report, *, all_shards: bool = False, logical: tuple[str
 
 def _report_tail(report: Report, all_shards: bool) -> list[RenderableType]:
     """The files, the tokenizer and the notes of ``report_table``."""
+    # deferred: 19 ms at import (rich.text)
     from rich.text import Text
 
     s = report.summary
@@ -291,6 +294,7 @@ def _report_tail(report: Report, all_shards: bool) -> list[RenderableType]:
 
 def components_table(report: Report) -> RenderableType:
     """A multi-component repo's components: class, parameters, bytes, dtypes; their sum is the total."""
+    # deferred: 25 ms at import (rich.table)
     from rich.table import Table
 
     c = report.checkpoint
@@ -372,6 +376,7 @@ def formula_json(check: FormulaCheck) -> dict[str, object]:
 
 
 def formula_table(check: FormulaCheck) -> RenderableType:
+    # deferred: 37 ms at import (rich.console, rich.table, rich.text)
     from rich.console import Group
     from rich.table import Table
     from rich.text import Text
@@ -395,8 +400,6 @@ def formula_table(check: FormulaCheck) -> RenderableType:
 def report_markdown(report: Report) -> str:
     """``inspect MODEL --format markdown``: headline figures, by role, by dtype, files. Every string
     from the checkpoint is escaped for markdown."""
-    from inspector.render.text import markdown
-
     s = report.summary
     c = report.checkpoint
     lines = [f"### {markdown(c.label)}", ""]

@@ -8,6 +8,7 @@ interpreted as markup.
 from __future__ import annotations
 
 import contextlib
+import json
 import sys
 import traceback
 
@@ -55,8 +56,6 @@ ERROR_CODES = {1: "result", 2: "usage", 3: "not_found", 4: "invalid", 5: "networ
 def error_json(message: str, hint: str | None, exit_code: int) -> None:
     """With ``--json``, an error is a JSON document on stdout too, so a script reading stdout gets one:
     ``{"error": {"code", "exit", "message", "hint"}}`` (json.dumps escapes every control character)."""
-    import json
-
     doc = {"error": {"code": ERROR_CODES.get(exit_code, "error"), "exit": exit_code, "message": message,
                      "hint": hint}}
     with contextlib.suppress(OSError, ValueError):

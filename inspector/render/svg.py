@@ -9,6 +9,7 @@ figure in a ``data-`` attribute, so a browser test can check the picture against
 
 from __future__ import annotations
 
+import colorsys
 import html
 import json
 import math
@@ -163,8 +164,6 @@ def squarify(sizes: Sequence[float], x: float, y: float, w: float, h: float) -> 
 def _hue_colour(i: int) -> str:
     """The i-th colour of the role palette: hues a golden angle apart, in three lightness bands, so
     neighbours in the role order (attn.q, attn.k …) never look alike."""
-    import colorsys
-
     hue = (i * 137.50776405) % 360 / 360
     light, sat = (0.45, 0.55, 0.65)[i % 3], (0.62, 0.50, 0.70)[(i // 3) % 3]
     r, g, b = colorsys.hls_to_rgb(hue, light, sat)

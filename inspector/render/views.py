@@ -78,6 +78,7 @@ R = TypeVar("R", bound=Result)
 
 
 def _json(result: Result, view: View) -> Verbatim:
+    # deferred: 6 ms at import (inspector.render.output)
     from inspector.render.output import json_document
 
     text, replaced = json_document(result.to_dict())
@@ -85,6 +86,7 @@ def _json(result: Result, view: View) -> Verbatim:
 
 
 def _show_table(r: Inspection, view: View) -> Verbatim | RenderableType:
+    # deferred: 91 ms at import (rich.console, rich.text, inspector.render.estimate, inspector.render.show)
     from rich.console import Group
     from rich.text import Text
 
@@ -105,6 +107,7 @@ def _show_table(r: Inspection, view: View) -> Verbatim | RenderableType:
 
 
 def _show_markdown(r: Inspection, view: View) -> Verbatim:
+    # deferred: 61 ms at import (inspector.render.show)
     from inspector.render.show import report_markdown
 
     return Verbatim(report_markdown(r.report))
@@ -112,6 +115,7 @@ def _show_markdown(r: Inspection, view: View) -> Verbatim:
 
 def _show_html(r: Inspection, view: View) -> Verbatim:
     """The page lists the tensors collapsed (one row per repeated layer or expert tensor)."""
+    # deferred: 92 ms at import (inspector.render.html, inspector.render.show)
     from inspector.render.html import MAX_ROWS, show_html
     from inspector.render.show import listing, report_json
 
@@ -126,6 +130,7 @@ def _show_html(r: Inspection, view: View) -> Verbatim:
 
 
 def _diff_table(r: Difference, view: View) -> RenderableType:
+    # deferred: 177 ms at import (rich.console, inspector.render.diff)
     from rich.console import Group
 
     from inspector.render.diff import adapter_table, diff_table, values_table
@@ -140,6 +145,7 @@ def _diff_table(r: Difference, view: View) -> RenderableType:
 
 
 def _diff_markdown(r: Difference, view: View) -> Verbatim:
+    # deferred: 150 ms at import (inspector.render.diff)
     from inspector.render.diff import adapter_markdown, diff_markdown
 
     if r.adapter is not None:
@@ -149,30 +155,35 @@ def _diff_markdown(r: Difference, view: View) -> Verbatim:
 
 
 def _diff_html(r: Difference, view: View) -> Verbatim:
+    # deferred: 24 ms at import (inspector.render.html)
     from inspector.render.html import diff_html
 
     return Verbatim(diff_html(r.to_dict()))
 
 
 def _compare_table(r: ComparisonResult, view: View) -> RenderableType:
+    # deferred: 74 ms at import (inspector.render.compare)
     from inspector.render.compare import compare_table
 
     return compare_table(r.comparison)
 
 
 def _compare_markdown(r: ComparisonResult, view: View) -> Verbatim:
+    # deferred: 75 ms at import (inspector.render.compare)
     from inspector.render.compare import compare_markdown
 
     return Verbatim(compare_markdown(r.comparison))
 
 
 def _compare_html(r: ComparisonResult, view: View) -> Verbatim:
+    # deferred: 29 ms at import (inspector.render.html)
     from inspector.render.html import compare_html
 
     return Verbatim(compare_html(r.to_dict()))
 
 
 def _estimate_table(r: EstimateResult, view: View) -> RenderableType:
+    # deferred: 249 ms at import (rich.console, rich.text, inspector.render.estimate, inspector.render.text, …)
     from rich.console import Group
     from rich.text import Text
 
@@ -189,6 +200,7 @@ def _estimate_table(r: EstimateResult, view: View) -> RenderableType:
 
 def _verdict(fits: bool | None, verdict: str) -> RenderableType:
     """A fit-bearing command's first line: its answer, coloured by it."""
+    # deferred: 20 ms at import (rich.text, inspector.render.text)
     from rich.text import Text
 
     from inspector.render.text import sanitize
@@ -197,6 +209,7 @@ def _verdict(fits: bool | None, verdict: str) -> RenderableType:
 
 
 def _estimate_markdown(r: EstimateResult, view: View) -> Verbatim:
+    # deferred: 146 ms at import (inspector.render.estimate, inspector.render.text, inspector.render.train)
     from inspector.render.estimate import estimate_markdown
     from inspector.render.text import markdown
     from inspector.render.train import knob_lines
@@ -207,12 +220,14 @@ def _estimate_markdown(r: EstimateResult, view: View) -> Verbatim:
 
 
 def _estimate_html(r: EstimateResult, view: View) -> Verbatim:
+    # deferred: 27 ms at import (inspector.render.html_fit)
     from inspector.render.html_fit import estimate_html
 
     return Verbatim(estimate_html(r.to_dict()))
 
 
 def _train_table(r: TrainResult, view: View) -> RenderableType:
+    # deferred: 219 ms at import (rich.console, rich.text, inspector.render.text, inspector.render.train)
     from rich.console import Group
     from rich.text import Text
 
@@ -227,18 +242,21 @@ def _train_table(r: TrainResult, view: View) -> RenderableType:
 
 
 def _train_markdown(r: TrainResult, view: View) -> Verbatim:
+    # deferred: 152 ms at import (inspector.render.train)
     from inspector.render.train import train_markdown
 
     return Verbatim(train_markdown(r.report, r.train, r.suggestions))
 
 
 def _train_html(r: TrainResult, view: View) -> Verbatim:
+    # deferred: 26 ms at import (inspector.render.html_fit)
     from inspector.render.html_fit import train_html
 
     return Verbatim(train_html(r.to_dict()))
 
 
 def _plan_table(r: PlanResult, view: View) -> RenderableType:
+    # deferred: 222 ms at import (inspector.render.plan, inspector.render.train)
     from inspector.render.plan import plan_table
     from inspector.render.train import knob_lines
 
@@ -246,6 +264,7 @@ def _plan_table(r: PlanResult, view: View) -> RenderableType:
 
 
 def _plan_markdown(r: PlanResult, view: View) -> Verbatim:
+    # deferred: 161 ms at import (inspector.render.plan, inspector.render.text, inspector.render.train)
     from inspector.render.plan import plan_markdown
     from inspector.render.text import markdown
     from inspector.render.train import knob_lines
@@ -255,60 +274,70 @@ def _plan_markdown(r: PlanResult, view: View) -> Verbatim:
 
 
 def _plan_html(r: PlanResult, view: View) -> Verbatim:
+    # deferred: 17 ms at import (inspector.render.html_fit)
     from inspector.render.html_fit import plan_html
 
     return Verbatim(plan_html(r.to_dict()))
 
 
 def _audit_table(r: Audit, view: View) -> RenderableType:
+    # deferred: 6 ms at import (inspector.render.audit)
     from inspector.render.audit import audit_table
 
     return audit_table(r.result)
 
 
 def _audit_markdown(r: Audit, view: View) -> Verbatim:
+    # deferred: 8 ms at import (inspector.render.audit)
     from inspector.render.audit import audit_markdown
 
     return Verbatim(audit_markdown(r.result))
 
 
 def _lineage_table(r: LineageResult, view: View) -> RenderableType:
+    # deferred: 148 ms at import (inspector.render.lineage)
     from inspector.render.lineage import lineage_table
 
     return lineage_table(r.lineage)
 
 
 def _lineage_markdown(r: LineageResult, view: View) -> Verbatim:
+    # deferred: 166 ms at import (inspector.render.lineage)
     from inspector.render.lineage import lineage_markdown
 
     return Verbatim(lineage_markdown(r.lineage))
 
 
 def _lineage_html(r: LineageResult, view: View) -> Verbatim:
+    # deferred: 106 ms at import (inspector.render.lineage)
     from inspector.render.lineage import lineage_html
 
     return Verbatim(lineage_html(r.lineage))
 
 
 def _listing_table(r: FileListing, view: View) -> RenderableType:
+    # deferred: 7 ms at import (inspector.render.files)
     from inspector.render.files import files_table
 
     return files_table(r.where, r.name, list(r.rows), r.budget, list(r.notes))
 
 
 def _files_table(r: FilesResult, view: View) -> RenderableType:
+    # deferred: 7 ms at import (inspector.render.files)
     from inspector.render.files import repo_files_table
 
     return repo_files_table(r.checkpoint, r.files)
 
 
 def _cache_table(r: CacheResult, view: View) -> RenderableType:
+    # deferred: 6 ms at import (inspector.render.files)
     from inspector.render.files import cache_table
 
     return cache_table(r.root, list(r.rows))
 
 
 def _aliases_table(r: Aliases, view: View) -> RenderableType:
+    # deferred: 19 ms at import (rich.table)
     from rich.table import Table
 
     t = Table(show_edge=False, pad_edge=False)
@@ -323,6 +352,7 @@ def _as_markdown(draw: Callable[[R, View], RenderableType]) -> Callable[[R, View
     """A listing's markdown: its table's cells as a markdown table (every cell escaped)."""
 
     def markdown(r: R, view: View) -> Verbatim:
+        # deferred: 4 ms at import (inspector.render.output)
         from inspector.render.output import table_markdown
 
         return Verbatim(table_markdown(draw(r, view)))
@@ -412,6 +442,7 @@ def to_text(result: Result, fmt: Format | str = Format.HTML, view: View = View()
     drawn = draw(result, output_format(str(fmt)), view)
     if isinstance(drawn, Verbatim):
         return drawn.text
+    # deferred: 22 ms at import (rich.console)
     from rich.console import Console
 
     out = Console(width=width, soft_wrap=False, highlight=False, markup=False, emoji=False, color_system=None)
@@ -433,6 +464,7 @@ def emit(result: Result, fmt: Format, *, view: View = View(), wide: bool = False
     _LAST = result
     drawn = draw(result, fmt, view)
     if not isinstance(drawn, Verbatim):
+        # deferred: 6 ms at import (inspector.render.output)
         from inspector.render.output import emit as emit_table
 
         emit_table(drawn, wide=wide)
@@ -443,6 +475,7 @@ def emit(result: Result, fmt: Format, *, view: View = View(), wide: bool = False
     if target is None:
         streams.out(drawn.text)
         return
+    # deferred: 9 ms at import (inspector.safeio)
     from inspector.safeio import write_atomic
 
     data = drawn.text.encode("utf-8")
@@ -469,6 +502,7 @@ def output_target(fmt: Format, output: str | None, *, model: str = "MODEL", conf
                          hint="give a file name, or -o - for stdout")
     if path.is_dir():
         raise UsageError(f"-o {output}: is a folder", hint="give a file name, e.g. -o report.html")
+    # deferred: 33 ms at import (inspector.render.html, inspector.safeio)
     from inspector.render.html import is_report
     from inspector.safeio import read_regular
 

@@ -4,6 +4,7 @@ fetch and calls these."""
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -11,6 +12,8 @@ from typing import Final
 
 from inspector.errors import InvalidCheckpointError
 from inspector.formats.registry import SAFETENSORS, reader_for
+from inspector.formats.safetensors import MAX_HEADER_BYTES
+from inspector.safeio import parse_json_object
 from inspector.sources.transport import Hub
 
 #: the first read of a lone model.safetensors sent beside the listing (its size unknown then): a header
@@ -154,11 +157,6 @@ def rebuilt_from_metadata(body: bytes, commit: str | None, sha: str, sizes: Mapp
     are the file's; a header another writer spaced
     out cannot be proved, and then the whole answer is set aside. The index's weight_map, which the
     answer leaves out, is rebuilt from the headers (the audit reads the real one)."""
-    import json
-
-    from inspector.formats.safetensors import MAX_HEADER_BYTES
-    from inspector.safeio import parse_json_object
-
     if (commit is not None and commit != sha) or index_name not in sizes or len(body) > ONE_REQUEST_BUDGET:
         return None
     try:  # what parsing would build is counted first: a hostile answer of small objects costs 17 times its bytes

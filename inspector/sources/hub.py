@@ -40,9 +40,10 @@ from inspector.formats.registry import REPO_HEADER_BUDGET, SAFETENSORS, reader_f
 from inspector.model import Checkpoint, FileEntry, Phase, Progress, Provenance, WeightFile, natural_key
 from inspector.safeio import COMMIT, SHA256, commit_id, relative_name
 from inspector.sources.assemble import Parts, assemble, checkpoint_of, stored_files
+from inspector.sources.bundled import BY_REPO, bundled_path
 from inspector.sources.early import EarlyReads
 from inspector.sources.header_cache import HeaderCache
-from inspector.sources.resolve import HubOpener
+from inspector.sources.resolve import HubOpener, hf_cache_folder, open_folder
 from inspector.sources.snapshot import load_snapshot
 from inspector.sources.transport import FetchStats, Hub, HubOptions
 
@@ -78,7 +79,6 @@ def open_hub(repo_id: str, revision: str | None = None, *, options: HubOptions |
     if hub.offline:
         return _offline(repo_id, revision, cache, hub, "offline mode is on (HF_HUB_OFFLINE)", unreachable=False,
                         problems=problems)
-    from inspector.sources.bundled import BY_REPO
 
     # when a cached or bundled snapshot can stand in, an unresponsive Hub costs seconds, not a minute
     warm = use_cache and _cached_sha(cache, repo_id, revision) is not None
@@ -159,6 +159,7 @@ def hub_opener(options: HubOptions, progress: Progress | None = None) -> HubOpen
     huggingface_hub logging, ``progress`` told (done, total) as headers arrive."""
 
     def open_repo(repo_id: str, revision: str | None, problems: ProblemSink, only: str | None) -> Checkpoint:
+        # deferred: 2 ms at import (huggingface_hub.utils)
         from huggingface_hub.utils import logging as hf_logging
 
         hf_logging.set_verbosity_error()  # type: ignore[no-untyped-call]
@@ -183,7 +184,6 @@ def _local(cache: HeaderCache, repo_id: str, sha: str, hub: Hub, problems: Probl
         else:
             if not (online and problems.collects and cached.side.rebuilt):
                 return cached
-    from inspector.sources.resolve import hf_cache_folder, open_folder
 
     found = hf_cache_folder(repo_id, sha)
     if found is None:
@@ -209,8 +209,6 @@ DEFAULT_BRANCH: Final = "main"
 def _cached_sha(cache: HeaderCache, repo_id: str, revision: str | None) -> str | None:
     """The cached commit (header cache or Hugging Face cache) that may stand for ``revision``: its
     own snapshot, or for the default branch (``None``) the newest one."""
-    from inspector.sources.resolve import hf_cache_folder
-
     rev = revision or DEFAULT_BRANCH
     if COMMIT.match(rev):
         return rev if cache.get(repo_id, rev) or hf_cache_folder(repo_id, rev) else None
@@ -226,7 +224,6 @@ def _offline(repo_id: str, revision: str | None, cache: HeaderCache, hub: Hub, w
                                                        "(offline)",), online=False) if sha else None
     if local is not None:
         return local
-    from inspector.sources.bundled import BY_REPO, bundled_path
 
     alias = BY_REPO.get(repo_id.lower())
     if alias is not None and revision in (None, DEFAULT_BRANCH):  # the bundled snapshot is its default branch's

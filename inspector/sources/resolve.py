@@ -15,6 +15,7 @@ import re
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, Final, TypeVar
+from urllib.parse import unquote
 
 from inspector import repos
 from inspector.errors import (
@@ -60,7 +61,6 @@ def hub_url(spec: str) -> str | None:
     m = _HUB_URL.match(spec)
     if m is None:
         return None
-    from urllib.parse import unquote
 
     repo = m.group("repo")
     path = unquote(m.group("path") or "").strip("/")
@@ -204,6 +204,7 @@ def pick_component(checkpoint: Checkpoint, name: str) -> Checkpoint:
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str | None:
     """The closest choice, when one is close enough to be a typo."""
+    # deferred: 2 ms at import (difflib)
     import difflib
 
     found = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.75)
@@ -387,6 +388,7 @@ def _newest_snapshot(repo_dir: Path, repo_id: str) -> tuple[Path, str, str | Non
 
 
 def hf_cache_root() -> Path:
+    # deferred: 1 ms at import (huggingface_hub)
     from huggingface_hub import constants
 
     return Path(constants.HF_HUB_CACHE)
@@ -397,6 +399,7 @@ def hf_cache_folder(repo_id: str, revision: str | None) -> tuple[Path, str] | No
     huggingface_hub and transformers keep it (``models--org--name/refs/<branch>`` holding a commit,
     ``snapshots/<commit>/`` of links into ``blobs/``): (folder, commit), or None when it is not
     there or not whole (a config-only download, a shard missing)."""
+    # deferred: 1 ms at import (huggingface_hub, inspector.safeio)
     from huggingface_hub import constants
 
     from inspector.safeio import COMMIT, inside

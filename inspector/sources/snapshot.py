@@ -63,7 +63,14 @@ from inspector.safeio import (
     relative_name,
     write_folder,
 )
-from inspector.sources.assemble import TOKENIZER_FILES, TOKENIZER_JSON, pick_index
+from inspector.sources.assemble import (
+    TOKENIZER_FILES,
+    TOKENIZER_JSON,
+    assemble,
+    checkpoint_of,
+    pick_index,
+    weight_files,
+)
 
 MANIFEST: Final = "inspector-snapshot.json"
 T = TypeVar("T")
@@ -224,8 +231,6 @@ def load_snapshot(folder: Path, *, origin: Origin = "snapshot", label: str | Non
     if any(f.stored and f.path in repos.index_files() for f in files):
         return _load_composite(folder, manifest, files, origin=origin, label=label, problems=problems)
     if only is None:
-        from inspector.sources.assemble import weight_files
-
         try:
             weight_files([f.path for f in files if f.header is not None], label or folder.name)
         except SeveralFiles as several:
@@ -289,8 +294,6 @@ def _load_composite(folder: Path, manifest: Mapping[str, Any], files: list[Snaps
     """A snapshot of a multi-component repo (a pipeline's model_index.json, a sentence-transformers
     modules.json stored): read again through the one assembly, over the stored files and headers
     as a folder would be, so its components are what a first read found."""
-    from inspector.sources.assemble import assemble, checkpoint_of
-
     source = SnapshotSource(folder, files, problems)
     readable = {f.path: f.size for f in files if f.stored or f.header is not None}
     parts = assemble(source, readable)

@@ -449,9 +449,7 @@ MODULE_LINES = 600
 FUNCTION_LINES = 80
 #: the functions over the budget today, with their length: each is to be split, and this list may only shrink
 #: (a function on it may not grow; one not on it may not pass the budget)
-OVER_BUDGET: dict[str, int] = {
-    "cli/serving.py:train_cmd": 83,  # its typer signature: one parameter an option
-}
+OVER_BUDGET: dict[str, int] = {}
 
 
 def sizes(root: Path) -> tuple[dict[str, int], dict[str, int]]:

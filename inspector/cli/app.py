@@ -125,6 +125,9 @@ Explain = Annotated[bool, typer.Option(
     "--explain", help="each figure's formula, source and assumptions in the table (--json has them always)")]
 FailIfFit = Annotated[str | None, typer.Option(
     "--fail-if", help="nofit: exit 1, with the verdict on stderr, unless it fits (an unknown fit fails too)")]
+#: the model every command reads (one place for its metavar, completion and help)
+ModelArg = Annotated[str, typer.Argument(metavar="MODEL", autocompletion=_choices("model"),
+                                         help="path, alias, or Hub repo id (org/name[@revision])")]
 AsJson = Annotated[bool, typer.Option("--json", help="short for --format json: one JSON document (schema_version 2)")]
 Revision = Annotated[str | None, typer.Option("--revision", help="Hub branch, tag or commit (or write repo@rev)")]
 Endpoint = Annotated[str | None, typer.Option("--endpoint", help="Hub endpoint (default: HF_ENDPOINT, then the Hub)")]

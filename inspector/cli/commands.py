@@ -22,6 +22,7 @@ from inspector.cli.app import (
     EXAMPLES,
     AsJson,
     Format,
+    ModelArg,
     Shared,
     Wide,
     _choices,
@@ -40,8 +41,7 @@ from inspector.render import results, streams, views
                   "several (" + "; ".join(f"a {k.described}, {k.index_file}" for k in repos.kinds()) + ").")
 @shared_options()
 def show(
-    model: Annotated[str, typer.Argument(metavar="MODEL", autocompletion=_choices("model"),
-            help="path, alias, or Hub repo id (org/name[@revision])")],
+    model: ModelArg,
     tensors: Annotated[bool, typer.Option("--tensors", help="list every tensor: name [shape] DTYPE")] = False,
     collapse: Annotated[
         bool, typer.Option("--collapse", help="with --tensors: one row per repeated layer/expert tensor")
@@ -178,8 +178,7 @@ app.command("plan", epilog=EXAMPLES["plan"],
                            "Never modifies the audited files.")
 @shared_options(file=False)
 def audit_cmd(
-    target: Annotated[str, typer.Argument(metavar="MODEL", autocompletion=_choices("model"),
-            help="path, alias, or Hub repo id (org/name[@revision])")],
+    target: ModelArg,
     deep: Annotated[
         bool, typer.Option("--deep", help="local only: stream tensor data, flag NaN, Inf, all-zero")
     ] = False,
@@ -213,8 +212,7 @@ def audit_cmd(
                   "named condition holds.")
 @shared_options(revision=False)
 def lineage_cmd(
-    model: Annotated[str, typer.Argument(metavar="MODEL", autocompletion=_choices("model"),
-            help="path, alias, or Hub repo id (org/name[@revision])")],
+    model: ModelArg,
     candidates: Annotated[list[str] | None, typer.Argument(
         metavar="[CANDIDATE]...", help="models it may come from (default: the bases it declares)")] = None,
     fail_if: Annotated[str | None, typer.Option(
@@ -242,8 +240,7 @@ def lineage_cmd(
              help="Write MODEL's header snapshot to a folder: inspect, diff or audit it later offline.")
 @shared_options(form=False, file=False)
 def save(
-    model: Annotated[str, typer.Argument(metavar="MODEL", autocompletion=_choices("model"),
-            help="path, alias, or Hub repo id (org/name[@revision])")],
+    model: ModelArg,
     out: Annotated[str, typer.Option("-o", "--output", help="folder to write (new, empty, or a snapshot)")],
     force: Annotated[bool, typer.Option("--force", help="replace a snapshot of another model in that folder")] = False,
     *,

@@ -14,6 +14,7 @@ from inspector.cli.app import (
     _OPTIMIZER_NAMES,
     Explain,
     FailIfFit,
+    ModelArg,
     Shared,
     _choices,
     shared_options,
@@ -25,8 +26,7 @@ from inspector.render import results, views
 
 @shared_options()
 def estimate_cmd(
-    model: Annotated[str, typer.Argument(metavar="MODEL", autocompletion=_choices("model"),
-            help="path, alias, or Hub repo id (org/name[@revision])")],
+    model: ModelArg,
     context: Annotated[str | None, typer.Option(
         "--context", help="tokens: 8192, 8k, 128k, 1M (k and M binary; default: the config's context)")] = None,
     batch: Annotated[str, typer.Option("--batch", help="sequences")] = "1",
@@ -77,8 +77,7 @@ def estimate_cmd(
 
 @shared_options()
 def train_cmd(
-    model: Annotated[str, typer.Argument(metavar="MODEL", autocompletion=_choices("model"),
-            help="path, alias, or Hub repo id (org/name[@revision])")],
+    model: ModelArg,
     method: Annotated[str, typer.Option("--method", autocompletion=_choices("method"),
             help="full, lora or qlora")] = "lora",
     rank: Annotated[str | None, typer.Option("--rank", help="LoRA rank r (default 16)")] = None,
@@ -87,14 +86,12 @@ def train_cmd(
     targets: Annotated[str | None, typer.Option(
         "--targets", help="all-linear (the default; peft's rule: every linear layer but the output layer) or module "
                           "names, comma-separated: q_proj,v_proj; an embedding's name adapts it too")] = None,
-    optimizer: Annotated[str, typer.Option(
-        "--optimizer", autocompletion=_choices("optimizer"),
-                help=_OPTIMIZER_NAMES)] = "adamw",
+    optimizer: Annotated[str, typer.Option("--optimizer", autocompletion=_choices("optimizer"), help=_OPTIMIZER_NAMES)
+                         ] = "adamw",
     precision: Annotated[str, typer.Option(
         "--precision", autocompletion=_choices("precision"),
                 help="bf16-mixed (16-bit weights and an fp32 master copy), fp16-mixed, bf16 (pure), fp32, "
-                     "amp-bf16 or amp-fp16 (torch autocast over fp32 weights)")
-    ] = "bf16-mixed",
+                     "amp-bf16 or amp-fp16 (torch autocast over fp32 weights)")] = "bf16-mixed",
     batch: Annotated[str, typer.Option("--batch", help="sequences per GPU per step")] = "1",
     seq: Annotated[str, typer.Option("--seq", help="tokens per sequence: 2048, 4k, 32k")] = "2048",
     checkpointing: Annotated[bool, typer.Option(
@@ -105,9 +102,8 @@ def train_cmd(
                       "(H100x8, 8xA100, 'RTX 4090', 4090)")] = None,
     zero: Annotated[str, typer.Option("--zero", help="DeepSpeed ZeRO stage 0, 1, 2 or 3 (needs several GPUs)")] = "0",
     fsdp: Annotated[bool, typer.Option("--fsdp", help="FSDP full shard (ZeRO stage 3's layout)")] = False,
-    offload: Annotated[str, typer.Option(
-        "--offload", autocompletion=_choices("offload"),
-                help="none, optimizer (states and master copy to the CPU) or all (the weights too)")] = "none",
+    offload: Annotated[str, typer.Option("--offload", autocompletion=_choices("offload"), help="none, optimizer "
+                                         "(states and master copy to the CPU) or all (the weights too)")] = "none",
     experts: Annotated[str, typer.Option(
         "--experts", autocompletion=_choices("experts"),
         help="a MoE's experts in memory: fused (transformers 5: what peft adapts and bitsandbytes quantises) or "
@@ -119,8 +115,7 @@ def train_cmd(
     loss: Annotated[str | None, typer.Option(
         "--loss", autocompletion=_choices("loss"),
         help="standard (transformers' loss: the logits whole), chunked (torchtune's chunked cross-entropy) or "
-             "fused (TRL's fused LM head; dpo and grpo use it)")
-    ] = None,
+             "fused (TRL's fused LM head; dpo and grpo use it)")] = None,
     generations: Annotated[str | None, typer.Option(
         "--generations", help="grpo: completions a prompt (default 8)")] = None,
     completion_len: Annotated[str | None, typer.Option(
@@ -163,8 +158,7 @@ def train_cmd(
 
 @shared_options()
 def plan_cmd(
-    model: Annotated[str, typer.Argument(metavar="MODEL", autocompletion=_choices("model"),
-            help="path, alias, or Hub repo id (org/name[@revision])")],
+    model: ModelArg,
     gpu: Annotated[str | None, typer.Option(
         "--gpu", autocompletion=_choices("gpu"),
                 help="GPUs to consider, comma-separated: H100,A100-80GB,L40S (default: every named GPU)")] = None,

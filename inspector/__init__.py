@@ -88,33 +88,33 @@ if TYPE_CHECKING:
 def __getattr__(name: str) -> object:
     """The public names, imported when first used (the console script imports this package first)."""
     if name == "InspectorError":
-        # deferred: 1 ms at import (inspector.errors)
+        # deferred: 2 ms at import (inspector.errors)
         from inspector.errors import InspectorError
 
         return InspectorError
     if name in ("Checkpoint", "Alternatives"):
-        # deferred: 25 ms at import (inspector.model)
+        # deferred: 27 ms at import (inspector.model)
         from inspector import model
 
         return getattr(model, name)
     if name == "HubOptions":
-        # deferred: 30 ms at import (inspector.sources.transport)
+        # deferred: 19 ms at import (inspector.sources.transport)
         from inspector.sources.transport import HubOptions
 
         return HubOptions
     if name == "train":
-        # deferred: 47 ms at import (inspector.api_train)
+        # deferred: 45 ms at import (inspector.api_train)
         from inspector import api_train
 
         return api_train.train
     if name in ("estimate", "list_files", "plan"):
-        # deferred: 58 ms at import (inspector.api_fit)
+        # deferred: 50 ms at import (inspector.api_fit)
         from inspector import api_fit
 
         return getattr(api_fit, name)
     if name in __all__:
-        # deferred: 48 ms at import (inspector.api)
+        # deferred: 42 ms at import (inspector.api)
         from inspector import api
 
-        return getattr(api, name)
+        return getattr(api, name) if hasattr(api, name) else getattr(api.results, name)
     raise AttributeError(f"module 'inspector' has no attribute {name!r}")

@@ -21,21 +21,7 @@ from typing import TYPE_CHECKING, Final
 from inspector.errors import SeveralFiles, UsageError
 from inspector.model import Alternatives, Checkpoint, Progress
 from inspector.pause import paused
-from inspector.render.results import (
-    Aliases,
-    AliasRow,
-    Audit,
-    CacheResult,
-    ComparisonResult,
-    Difference,
-    EstimateResult,
-    FileListing,
-    FilesResult,
-    Inspection,
-    LineageResult,
-    PlanResult,
-    TrainResult,
-)
+from inspector.render import results
 
 if TYPE_CHECKING:
     from inspector.analysis.listing import CachedModel
@@ -53,7 +39,7 @@ def open_model(model: str | Checkpoint, *, revision: str | None = None, hub: Hub
     words, when a read waits for the server (Retry-After). The one route by which every command opens a model."""
     if isinstance(model, Checkpoint):
         return model
-    # deferred: 84 ms at import (inspector.analysis.config, inspector.sources.config_cache, …)
+    # deferred: 38 ms at import (inspector.analysis.config, inspector.sources.config_cache, …)
     from inspector.analysis.config import use_figure_store
     from inspector.sources.config_cache import DiskFigureStore
     from inspector.sources.resolve import open_checkpoint
@@ -64,7 +50,7 @@ def open_model(model: str | Checkpoint, *, revision: str | None = None, hub: Hub
     def open_repo(repo_id: str, revision: str | None, problems: ProblemSink, only: str | None) -> Checkpoint:
         # the Hub's reader (and its cache, pool and hashing) is imported when a Hub repo is opened: a
         # local folder or an alias never needs it (10 ms of a local run)
-        # deferred: 93 ms at import (inspector.sources.hub)
+        # deferred: 50 ms at import (inspector.sources.hub)
         from inspector.sources.hub import hub_opener
 
         return hub_opener(options, progress)(repo_id, revision, problems, only)
@@ -94,7 +80,7 @@ def open_any(model: str | Checkpoint, *, revision: str | None = None, hub: HubOp
 
 def repo_and_revision(spec: str) -> tuple[str, str | None]:
     """``org/name@rev`` → (``org/name``, ``rev``); without ``@``, the revision is None."""
-    # deferred: 38 ms at import (inspector.sources.resolve)
+    # deferred: 16 ms at import (inspector.sources.resolve)
     from inspector.sources.resolve import split_revision
 
     return split_revision(spec)
@@ -102,7 +88,7 @@ def repo_and_revision(spec: str) -> tuple[str, str | None]:
 
 def did_you_mean(word: str, choices: Sequence[str]) -> str | None:
     """The closest of ``choices`` when ``word`` is close enough to be a typo of it."""
-    # deferred: 40 ms at import (inspector.sources.resolve)
+    # deferred: 14 ms at import (inspector.sources.resolve)
     from inspector.sources.resolve import did_you_mean as closest
 
     return closest(word, choices)
@@ -110,12 +96,12 @@ def did_you_mean(word: str, choices: Sequence[str]) -> str | None:
 
 # --- aliases ---------------------------------------------------------------------------------------
 
-def aliases() -> Aliases:
+def aliases() -> results.Aliases:
     """Every alias, with the repo it stands for and whether its snapshot is bundled."""
     # deferred: 2 ms at import (inspector.sources.bundled)
     from inspector.sources.bundled import all_aliases, bundled_path
 
-    return Aliases(tuple(AliasRow(a.name, a.repo_id, a.description, bundled_path(a).is_dir())
+    return results.Aliases(tuple(results.AliasRow(a.name, a.repo_id, a.description, bundled_path(a).is_dir())
                          for a in all_aliases()))
 
 
@@ -130,15 +116,15 @@ def is_alias(name: str) -> bool:
 
 def is_cache_root(path: str | Path) -> bool:
     """``path`` is a Hugging Face cache root (a folder of ``models--ORG--NAME`` folders)."""
-    # deferred: 57 ms at import (inspector.sources.resolve)
+    # deferred: 20 ms at import (inspector.sources.resolve)
     from inspector.sources.resolve import is_hf_cache_root
 
     return is_hf_cache_root(Path(path).expanduser())
 
 
-def cache(root: str | Path) -> CacheResult:
+def cache(root: str | Path) -> results.CacheResult:
     """Every model of the Hugging Face cache at ``root``, read from its snapshots' headers."""
-    # deferred: 73 ms at import (inspector.analysis.listing, inspector.analysis.report, inspector.errors, …)
+    # deferred: 63 ms at import (inspector.analysis.listing, inspector.analysis.report, inspector.errors, …)
     from inspector.analysis.listing import CachedModel
     from inspector.analysis.report import build_report
     from inspector.errors import ConfigOnly, InspectorError
@@ -153,7 +139,7 @@ def cache(root: str | Path) -> CacheResult:
         except InspectorError as exc:
             status = "config only" if isinstance(exc, ConfigOnly) else exc.message
             rows.append(CachedModel(repo_id, sha, None, None, None, status))
-    return CacheResult(str(folder_root), tuple(rows))
+    return results.CacheResult(str(folder_root), tuple(rows))
 
 
 # --- save ------------------------------------------------------------------------------------------
@@ -164,7 +150,7 @@ def save(model: str | Checkpoint, folder: str | Path, *, force: bool = False, re
          hub: HubOptions | None = None) -> Path:
     """Write the model's header snapshot to ``folder`` (new, empty, or a snapshot of the same model;
     ``force`` replaces one of another model) and return the folder: inspect, diff or audit it offline."""
-    # deferred: 49 ms at import (inspector.sources.snapshot)
+    # deferred: 17 ms at import (inspector.sources.snapshot)
     from inspector.sources.snapshot import save_checkpoint
 
     checkpoint = open_model(model, revision=revision, hub=hub)
@@ -174,11 +160,10 @@ def save(model: str | Checkpoint, folder: str | Path, *, force: bool = False, re
 # --- output ----------------------------------------------------------------------------------------
 
 
-def to_text(result: Inspection | Difference | ComparisonResult | EstimateResult | TrainResult | PlanResult | Audit
-            | FileListing | FilesResult | CacheResult | Aliases, format: str = "html") -> str:
+def to_text(result: results.AnyResult, format: str = "html") -> str:
     """``result`` as the CLI writes it in ``format`` (html, markdown, json; table: as piped, 100 columns):
     ``to_text(inspect("llama3-8b"), "html")`` is the page ``inspect llama3-8b --format html`` writes."""
-    # deferred: 13 ms at import (inspector.render.views)
+    # deferred: 11 ms at import (inspector.render.views)
     from inspector.render.views import to_text as render_text
 
     return render_text(result, format)
@@ -188,10 +173,10 @@ def to_text(result: Inspection | Difference | ComparisonResult | EstimateResult 
 
 @paused()
 def inspect(model: str | Checkpoint, *, tensors: bool = False, collapse: bool = False, formula: bool = False,
-            summary: bool = False, revision: str | None = None, hub: HubOptions | None = None) -> Inspection:
+            summary: bool = False, revision: str | None = None, hub: HubOptions | None = None) -> results.Inspection:
     """What is inside ``model``: ``inspect MODEL`` (``--tensors``, ``--collapse``, ``--formula``);
     ``summary``: also the estimate and the smallest common budget it fits (the table's last line)."""
-    # deferred: 68 ms at import (inspector.analysis.report, inspector.errors, inspector.render.show)
+    # deferred: 30 ms at import (inspector.analysis.report, inspector.errors, inspector.render.show)
     from inspector.analysis.report import build_report
     from inspector.errors import InspectorError, UsageError
     from inspector.render.show import listing
@@ -202,7 +187,7 @@ def inspect(model: str | Checkpoint, *, tensors: bool = False, collapse: bool = 
     rows = tuple(listing(report, collapse)) if tensors else None
     est = common = None
     if summary:
-        # deferred: 134 ms at import (inspector.analysis.estimate, inspector.analysis.fit)
+        # deferred: 101 ms at import (inspector.analysis.estimate, inspector.analysis.fit)
         from inspector.analysis.estimate import estimate as estimate_report
         from inspector.analysis.fit import common_fit
 
@@ -213,22 +198,22 @@ def inspect(model: str | Checkpoint, *, tensors: bool = False, collapse: bool = 
             pass
     check = None
     if formula:
-        # deferred: 53 ms at import (inspector.analysis.formula)
+        # deferred: 30 ms at import (inspector.analysis.formula)
         from inspector.analysis.formula import formula_check
 
         check = formula_check(report)
-    return Inspection(report, rows, check, est, common)
+    return results.Inspection(report, rows, check, est, common)
 
 
 # --- diff ----------------------------------------------------------------------------------------
 
 @paused()
 def diff(a: str | Checkpoint, b: str | Checkpoint, *, values: bool = False, sample_bytes: int | str = 1024,
-         exact: bool = False, hub: HubOptions | None = None) -> Difference:
+         exact: bool = False, hub: HubOptions | None = None) -> results.Difference:
     """Why B differs from A (``inspect diff A B``). A PEFT adapter and its base (in either order) give
     the adapter's check against the base instead. ``values``: also which tensors' values differ, from
     ``sample_bytes`` of each (``--values``); ``exact``: local tensors hashed whole (``--exact``)."""
-    # deferred: 94 ms at import (inspector.analysis.adapter, inspector.analysis.align, inspector.analysis.diff, …)
+    # deferred: 44 ms at import (inspector.analysis.adapter, inspector.analysis.align, inspector.analysis.diff, …)
     from inspector.analysis.adapter import adapter_config, diff_adapter
     from inspector.analysis.align import align_formats
     from inspector.analysis.diff import diff_reports
@@ -248,18 +233,18 @@ def diff(a: str | Checkpoint, b: str | Checkpoint, *, values: bool = False, samp
             raise UsageError("⟨values⟩ compares the tensors two models share; an adapter adds its own",
                              hint="diff the adapter against its base without ⟨values⟩")
         base, adapter = (ra, rb) if adapter_config(rb) is not None else (rb, ra)
-        return Difference(adapter=diff_adapter(base, adapter))
-    # deferred: 1 ms at import (inspector.api_values)
+        return results.Difference(adapter=diff_adapter(base, adapter))
+    # deferred: 2 ms at import (inspector.api_values)
     from inspector.api_values import value_diff
 
-    return Difference(result=diff_reports(ra, rb),
+    return results.Difference(result=diff_reports(ra, rb),
                       values=value_diff(ra, rb, sample, exact, hub) if values else None)
 
 
 def gates(fail_if: str | None, *, values: bool = False) -> list[str]:
     """``--fail-if``'s comma-separated conditions (params, dtypes, shapes, values, any), checked; ``values``
     only with ``values=True`` (the diff reads the tensors' bytes); for ``Difference.gates_hit``."""
-    # deferred: 86 ms at import (inspector.analysis.diff)
+    # deferred: 59 ms at import (inspector.analysis.diff)
     from inspector.analysis.diff import parse_gates
 
     return parse_gates(fail_if, values=values)
@@ -269,14 +254,14 @@ def answer_gates(fail_if: str | None, *, budget: bool = True) -> tuple[str, ...]
     """``--fail-if``'s conditions for ``estimate``, ``train`` and ``plan`` (``nofit``), checked before any
     model is opened; ``budget``: whether a GPU budget was given (``nofit`` needs one); for the results'
     ``gates_hit``."""
-    # deferred: 66 ms at import (inspector.analysis.fit)
+    # deferred: 46 ms at import (inspector.analysis.fit)
     from inspector.analysis.fit import parse_fit_gates
 
     return parse_fit_gates(fail_if, budget=budget)
 
 
 def _sample_bytes(value: int | str) -> int:
-    # deferred: 15 ms at import (inspector.analysis.budget, inspector.errors)
+    # deferred: 14 ms at import (inspector.analysis.budget, inspector.errors)
     from inspector.analysis.budget import parse_count
     from inspector.errors import UsageError
 
@@ -290,16 +275,16 @@ def _sample_bytes(value: int | str) -> int:
 
 @paused()
 def lineage(model: str | Checkpoint, candidates: Sequence[str | Checkpoint] = (), *, exact: bool = False,
-            hub: HubOptions | None = None) -> LineageResult:
+            hub: HubOptions | None = None) -> results.LineageResult:
     """Where ``model`` came from (``inspect lineage MODEL [CANDIDATE ...]``): each candidate's relation to it
     (identical, finetune, merge, quantized, adapter, unrelated, different-architecture, unknown) from the
     listing's file hashes, the tensors' names and shapes, and a few KB of sampled values; without candidates,
     the bases it declares (card ``base_model``, ``adapter_config.json``, a GGUF's ``general.base_model``).
     ``exact``: local weight files hashed whole (streamed) to prove a copy. At most 10 candidates."""
-    # deferred: 147 ms at import (inspector.api_lineage)
+    # deferred: 107 ms at import (inspector.api_lineage)
     from inspector.api_lineage import find
 
-    return LineageResult(find(model, candidates, exact=exact, hub=hub,
+    return results.LineageResult(find(model, candidates, exact=exact, hub=hub,
                               opener=lambda name: open_model(name, hub=hub)))
 
 
@@ -309,7 +294,7 @@ _lineage = lineage  # for ``audit``, whose ``lineage`` parameter is a switch
 def lineage_gates(fail_if: str | None) -> tuple[str, ...]:
     """``--fail-if``'s conditions for ``lineage`` (unrelated, changed, declared), checked before any model is
     opened; for ``LineageResult.gates_hit``."""
-    # deferred: 110 ms at import (inspector.analysis.ancestry, inspector.errors)
+    # deferred: 52 ms at import (inspector.analysis.ancestry, inspector.errors)
     from inspector.analysis.ancestry import GATES
     from inspector.errors import UsageError
 
@@ -326,16 +311,16 @@ def lineage_gates(fail_if: str | None) -> tuple[str, ...]:
 # --- compare -------------------------------------------------------------------------------------
 
 @paused()
-def compare(*models: str | Checkpoint, hub: HubOptions | None = None) -> ComparisonResult:
+def compare(*models: str | Checkpoint, hub: HubOptions | None = None) -> results.ComparisonResult:
     """2 to 10 models side by side (``inspect compare``)."""
-    # deferred: 68 ms at import (inspector.analysis.compare, inspector.analysis.report, inspector.errors)
+    # deferred: 31 ms at import (inspector.analysis.compare, inspector.analysis.report, inspector.errors)
     from inspector.analysis.compare import compare as compare_reports
     from inspector.analysis.report import build_report
     from inspector.errors import UsageError
 
     if not 2 <= len(models) <= 10:
         raise UsageError(f"compare takes 2 to 10 models, not {len(models)}")
-    return ComparisonResult(compare_reports([
+    return results.ComparisonResult(compare_reports([
         build_report(open_model(m, hub=hub)) for m in models]))
 
 
@@ -351,7 +336,7 @@ def open_several(model: str, several: Alternatives, *, revision: str | None = No
     """Each file of a folder or repo that holds one model in several files (``Alternatives``), opened
     on its own: with what the source already read where it can (a Hub repo's listing at its commit:
     one header read a file), else by name (``MODEL/FILE``); ``FILE_WORKERS`` at a time, in order."""
-    # deferred: 10 ms at import (concurrent.futures)
+    # deferred: 9 ms at import (concurrent.futures)
     from concurrent.futures import ThreadPoolExecutor
 
     name, rev = repo_and_revision(model)
@@ -374,10 +359,10 @@ def open_several(model: str, several: Alternatives, *, revision: str | None = No
 
 @paused()
 def files_of_several(model: str, several: Alternatives, *, revision: str | None = None,
-                     hub: HubOptions | None = None) -> FilesResult:
+                     hub: HubOptions | None = None) -> results.FilesResult:
     """``inspect MODEL --files`` of a folder or repo of several GGUF files: every file as the source
     listed it, each model file counted on its own (one file's header is read, for the origin)."""
-    # deferred: 34 ms at import (dataclasses, inspector.analysis.listing, inspector.model)
+    # deferred: 21 ms at import (dataclasses, inspector.analysis.listing, inspector.model)
     from dataclasses import replace
 
     from inspector.analysis.listing import repo_files
@@ -387,17 +372,18 @@ def files_of_several(model: str, several: Alternatives, *, revision: str | None 
     entries = tuple(FileEntry(p, s) for p, s in sorted(several.listing.items(), key=lambda kv: natural_key(kv[0])))
     whole = replace(first, label=several.where if first.origin != "hub" else first.repo_id or several.where,
                     headers=(), files=entries, components=())
-    return FilesResult(whole, repo_files(whole, counted=frozenset(several.files)))
+    return results.FilesResult(whole, repo_files(whole, counted=frozenset(several.files)))
 
 
 @paused()
-def files(model: str | Checkpoint, *, revision: str | None = None, hub: HubOptions | None = None) -> FilesResult:
+def files(model: str | Checkpoint, *, revision: str | None = None,
+          hub: HubOptions | None = None) -> results.FilesResult:
     """``inspect MODEL --files``."""
-    # deferred: 21 ms at import (inspector.analysis.listing)
+    # deferred: 27 ms at import (inspector.analysis.listing)
     from inspector.analysis.listing import repo_files
 
     checkpoint = open_model(model, revision=revision, hub=hub)
-    return FilesResult(checkpoint, repo_files(checkpoint))
+    return results.FilesResult(checkpoint, repo_files(checkpoint))
 
 
 # --- audit ---------------------------------------------------------------------------------------
@@ -405,13 +391,13 @@ def files(model: str | Checkpoint, *, revision: str | None = None, hub: HubOptio
 @paused()
 def audit(model: str | Checkpoint, *, modeling: bool = False, deep: bool = False,
           progress: Progress | None = None, revision: str | None = None,
-          hub: HubOptions | None = None, lineage: bool = False) -> Audit:
+          hub: HubOptions | None = None, lineage: bool = False) -> results.Audit:
     """``inspect audit``: is the checkpoint whole and consistent? ``modeling`` also checks against
     the model class on PyTorch's meta device (the torch extra). ``deep`` also scans the tensor data
     for NaN, Inf and all-zero tensors: local files only (it reads the weights; never a Hub repo's),
     ``progress`` told (``Phase.DATA``, bytes done, bytes in all). ``lineage``: the base the model declares
     checked against it as ``inspect lineage`` checks it (a few KB of each read)."""
-    # deferred: 50 ms at import (inspector.analysis.audit)
+    # deferred: 29 ms at import (inspector.analysis.audit)
     from inspector.analysis import audit as audit_mod
 
     checkpoint = open_model(model, revision=revision, hub=hub, lenient=True)
@@ -423,12 +409,12 @@ def audit(model: str | Checkpoint, *, modeling: bool = False, deep: bool = False
             raise UsageError("the deep scan needs a local checkpoint folder or file")
         extra += audit_mod.deep_scan(inp, progress)
     if modeling:
-        # deferred: 34 ms at import (inspector.analysis.modeling)
+        # deferred: 22 ms at import (inspector.analysis.modeling)
         from inspector.analysis.modeling import modeling_check
 
         extra += modeling_check(inp)
     if lineage:
-        # deferred: 97 ms at import (inspector.analysis.ancestry, inspector.analysis.lineage, inspector.api_lineage)
+        # deferred: 113 ms at import (inspector.analysis.ancestry, inspector.analysis.lineage, inspector.api_lineage)
         from inspector.analysis.ancestry import declared_findings
         from inspector.analysis.lineage import declared_bases
         from inspector.api_lineage import card
@@ -438,4 +424,4 @@ def audit(model: str | Checkpoint, *, modeling: bool = False, deep: bool = False
     if extra:
         result = audit_mod.AuditResult(result.input, audit_mod.sort_findings((*result.findings, *extra)),
                                        result.checked)
-    return Audit(result)
+    return results.Audit(result)

@@ -10,7 +10,8 @@ This script measures them (a fresh process imports the module, then the block's 
 imports that defer nothing: their target is already loaded once their module is (they belong at the top).
 
     python scripts/lazy_imports.py            # list every block: its module, targets, ms, and the redundant ones
-    python scripts/lazy_imports.py --write    # write each block's comment with the figure measured now
+    python scripts/lazy_imports.py --write    # write the comment of each block without one, measured now
+    python scripts/lazy_imports.py --write --all   # re-measure and rewrite every block's
 
 tests/test_layers.py holds every block to its comment and to deferring something (``redundant``), not to its
 figure: a figure is a start-up time on this machine, for benchmarks/ and this script, never a timed test.
@@ -204,10 +205,13 @@ def _comment(block: Block, ms: float) -> str:
     return line
 
 
-def write(root: Path = PACKAGE) -> None:
-    """Each block's comment written (or replaced) with the figure measured now, file by file from the bottom up
-    so that line numbers hold."""
-    found = list(blocks(root))
+def write(root: Path = PACKAGE, *, every: bool = False) -> None:
+    """The comment of each block that has none written with the figure measured now (``every``: each block's
+    replaced too), file by file from the bottom up so that line numbers hold. A figure is re-measured only when
+    asked: start-up times move by a few ms from run to run, and a figure's churn is no change."""
+    missing = set(uncommented(root))
+    found = [b for b in blocks(root) if every or f"{b.path.relative_to(root.parent)}:{b.first}: "
+             f"{', '.join(b.targets)}" in missing]
     by_path: dict[Path, list[tuple[Block, float]]] = {}
     for b in found:
         by_path.setdefault(b.path, []).append((b, float(measure(b)["ms"])))  # type: ignore[arg-type]
@@ -224,10 +228,11 @@ def write(root: Path = PACKAGE) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--write", action="store_true", help="write each block's comment with its figure")
+    parser.add_argument("--write", action="store_true", help="write the comment of each block that has none")
+    parser.add_argument("--all", action="store_true", help="with --write: re-measure and rewrite every block's")
     args = parser.parse_args()
     if args.write:
-        write()
+        write(every=args.all)
         return
     for b in blocks():
         m = measure(b)

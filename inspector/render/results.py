@@ -42,7 +42,7 @@ class Aliases:
     rows: tuple[AliasRow, ...]
 
     def to_dict(self) -> dict[str, object]:
-        # deferred: 5 ms at import (inspector.render.output)
+        # deferred: 1 ms at import (inspector.render.output)
         from inspector.render.output import SCHEMA_VERSION
 
         return {"schema_version": SCHEMA_VERSION,
@@ -96,7 +96,7 @@ class Inspection:
 
     def to_dict(self) -> dict[str, object]:
         """The ``inspect MODEL --json`` document (schema ``inspector/schemas/show.schema.json``)."""
-        # deferred: 61 ms at import (inspector.render.show)
+        # deferred: 33 ms at import (inspector.render.show)
         from inspector.render.show import report_json
 
         return report_json(self.report, rows=list(self.rows) if self.rows is not None else None,
@@ -123,7 +123,7 @@ class Difference:
 
     def gates_hit(self, gates: Sequence[str]) -> list[str]:
         """The ``--fail-if`` conditions (params, dtypes, shapes, any) this difference trips."""
-        # deferred: 92 ms at import (inspector.analysis.adapter, inspector.analysis.diff)
+        # deferred: 68 ms at import (inspector.analysis.adapter, inspector.analysis.diff)
         from inspector.analysis.adapter import adapter_gates_hit
         from inspector.analysis.diff import gates_hit
 
@@ -134,7 +134,7 @@ class Difference:
 
     def to_dict(self) -> dict[str, object]:
         """The ``inspect diff A B --json`` document (``diff.schema.json``, or ``adapter-diff`` for an adapter)."""
-        # deferred: 104 ms at import (inspector.render.diff)
+        # deferred: 135 ms at import (inspector.render.diff)
         from inspector.render.diff import adapter_json, diff_json
 
         if self.result is not None:
@@ -152,7 +152,7 @@ class ComparisonResult:
 
     def to_dict(self) -> dict[str, object]:
         """The ``inspect compare --json`` document (``compare.schema.json``)."""
-        # deferred: 68 ms at import (inspector.render.compare)
+        # deferred: 34 ms at import (inspector.render.compare)
         from inspector.render.compare import compare_json
 
         return compare_json(self.comparison)
@@ -192,7 +192,7 @@ class EstimateResult:
 
     def to_dict(self) -> dict[str, object]:
         """The ``inspect estimate --json`` document (``estimate.schema.json``)."""
-        # deferred: 89 ms at import (inspector.render.estimate)
+        # deferred: 50 ms at import (inspector.render.estimate)
         from inspector.render.estimate import estimate_json
 
         return estimate_json(self.report, self.estimate, self.fit, self.suggestions)
@@ -213,7 +213,7 @@ class FileListing:
 
     def to_dict(self) -> dict[str, object]:
         """The ``inspect FOLDER|REPO --json`` document of such a folder (``files.schema.json``)."""
-        # deferred: 10 ms at import (inspector.render.files)
+        # deferred: 6 ms at import (inspector.render.files)
         from inspector.render.files import files_json
 
         return files_json(self.where, list(self.rows), self.budget, list(self.notes))
@@ -229,7 +229,7 @@ class FilesResult:
 
     def to_dict(self) -> dict[str, object]:
         """The ``inspect MODEL --files --json`` document (``repo-files.schema.json``)."""
-        # deferred: 7 ms at import (inspector.render.files)
+        # deferred: 5 ms at import (inspector.render.files)
         from inspector.render.files import repo_files_json
 
         return repo_files_json(self.checkpoint, self.files)
@@ -252,7 +252,7 @@ class Audit:
 
     def to_dict(self) -> dict[str, object]:
         """The ``inspect audit --json`` document (``audit.schema.json``)."""
-        # deferred: 9 ms at import (inspector.render.audit)
+        # deferred: 4 ms at import (inspector.render.audit)
         from inspector.render.audit import audit_json
 
         return audit_json(self.result)
@@ -314,7 +314,7 @@ class PlanResult:
     @property
     def verdict(self) -> str:
         """The answer in one line: the best layout, or why none fits."""
-        # deferred: 153 ms at import (inspector.render.plan)
+        # deferred: 138 ms at import (inspector.render.plan)
         from inspector.render.plan import headline
 
         return headline(self.plan)
@@ -325,7 +325,7 @@ class PlanResult:
 
     def to_dict(self) -> dict[str, object]:
         """The ``inspect plan --json`` document (``plan.schema.json``)."""
-        # deferred: 200 ms at import (inspector.render.plan)
+        # deferred: 204 ms at import (inspector.render.plan)
         from inspector.render.plan import plan_json
 
         return plan_json(self.report, self.plan, self.suggestions)
@@ -358,17 +358,22 @@ class LineageResult:
 
     def gates_hit(self, gates: Sequence[str]) -> list[str]:
         """The ``--fail-if`` conditions (unrelated, changed, declared) this answer trips."""
-        # deferred: 107 ms at import (inspector.analysis.ancestry)
+        # deferred: 70 ms at import (inspector.analysis.ancestry)
         from inspector.analysis.ancestry import gates_hit
 
         return gates_hit(self.lineage, gates)
 
     def to_dict(self) -> dict[str, object]:
         """The ``inspect lineage --json`` document (``lineage.schema.json``)."""
-        # deferred: 156 ms at import (inspector.render.lineage)
+        # deferred: 151 ms at import (inspector.render.lineage)
         from inspector.render.lineage import lineage_json
 
         return lineage_json(self.lineage)
+
+
+#: every result a command returns (what ``api.to_text`` draws)
+AnyResult = (Inspection | Difference | ComparisonResult | EstimateResult | TrainResult | PlanResult | Audit
+             | LineageResult | FileListing | FilesResult | CacheResult | Aliases)
 
 
 def _fits_word(fits: bool) -> str:

@@ -16,21 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final, Protocol, TypeVar
 
 from inspector.errors import UsageError
-from inspector.render import streams
-from inspector.render.results import (
-    Aliases,
-    Audit,
-    CacheResult,
-    ComparisonResult,
-    Difference,
-    EstimateResult,
-    FileListing,
-    FilesResult,
-    Inspection,
-    LineageResult,
-    PlanResult,
-    TrainResult,
-)
+from inspector.render import results, streams
 
 if TYPE_CHECKING:
     from rich.console import RenderableType
@@ -78,15 +64,15 @@ R = TypeVar("R", bound=Result)
 
 
 def _json(result: Result, view: View) -> Verbatim:
-    # deferred: 6 ms at import (inspector.render.output)
+    # deferred: 1 ms at import (inspector.render.output)
     from inspector.render.output import json_document
 
     text, replaced = json_document(result.to_dict())
     return Verbatim(text, replaced)
 
 
-def _show_table(r: Inspection, view: View) -> Verbatim | RenderableType:
-    # deferred: 91 ms at import (rich.console, rich.text, inspector.render.estimate, inspector.render.show)
+def _show_table(r: results.Inspection, view: View) -> Verbatim | RenderableType:
+    # deferred: 95 ms at import (rich.console, rich.text, inspector.render.estimate, inspector.render.show)
     from rich.console import Group
     from rich.text import Text
 
@@ -106,16 +92,16 @@ def _show_table(r: Inspection, view: View) -> Verbatim | RenderableType:
     return Group(*parts)
 
 
-def _show_markdown(r: Inspection, view: View) -> Verbatim:
-    # deferred: 61 ms at import (inspector.render.show)
+def _show_markdown(r: results.Inspection, view: View) -> Verbatim:
+    # deferred: 43 ms at import (inspector.render.show)
     from inspector.render.show import report_markdown
 
     return Verbatim(report_markdown(r.report))
 
 
-def _show_html(r: Inspection, view: View) -> Verbatim:
+def _show_html(r: results.Inspection, view: View) -> Verbatim:
     """The page lists the tensors collapsed (one row per repeated layer or expert tensor)."""
-    # deferred: 92 ms at import (inspector.render.html, inspector.render.show)
+    # deferred: 60 ms at import (inspector.render.html, inspector.render.show)
     from inspector.render.html import MAX_ROWS, show_html
     from inspector.render.show import listing, report_json
 
@@ -129,8 +115,8 @@ def _show_html(r: Inspection, view: View) -> Verbatim:
     return Verbatim(show_html(doc))
 
 
-def _diff_table(r: Difference, view: View) -> RenderableType:
-    # deferred: 177 ms at import (rich.console, inspector.render.diff)
+def _diff_table(r: results.Difference, view: View) -> RenderableType:
+    # deferred: 93 ms at import (rich.console, inspector.render.diff)
     from rich.console import Group
 
     from inspector.render.diff import adapter_table, diff_table, values_table
@@ -144,8 +130,8 @@ def _diff_table(r: Difference, view: View) -> RenderableType:
     return Group(*parts)
 
 
-def _diff_markdown(r: Difference, view: View) -> Verbatim:
-    # deferred: 150 ms at import (inspector.render.diff)
+def _diff_markdown(r: results.Difference, view: View) -> Verbatim:
+    # deferred: 127 ms at import (inspector.render.diff)
     from inspector.render.diff import adapter_markdown, diff_markdown
 
     if r.adapter is not None:
@@ -154,36 +140,36 @@ def _diff_markdown(r: Difference, view: View) -> Verbatim:
     return Verbatim(diff_markdown(r.result, r.values))
 
 
-def _diff_html(r: Difference, view: View) -> Verbatim:
-    # deferred: 24 ms at import (inspector.render.html)
+def _diff_html(r: results.Difference, view: View) -> Verbatim:
+    # deferred: 25 ms at import (inspector.render.html)
     from inspector.render.html import diff_html
 
     return Verbatim(diff_html(r.to_dict()))
 
 
-def _compare_table(r: ComparisonResult, view: View) -> RenderableType:
-    # deferred: 74 ms at import (inspector.render.compare)
+def _compare_table(r: results.ComparisonResult, view: View) -> RenderableType:
+    # deferred: 31 ms at import (inspector.render.compare)
     from inspector.render.compare import compare_table
 
     return compare_table(r.comparison)
 
 
-def _compare_markdown(r: ComparisonResult, view: View) -> Verbatim:
-    # deferred: 75 ms at import (inspector.render.compare)
+def _compare_markdown(r: results.ComparisonResult, view: View) -> Verbatim:
+    # deferred: 42 ms at import (inspector.render.compare)
     from inspector.render.compare import compare_markdown
 
     return Verbatim(compare_markdown(r.comparison))
 
 
-def _compare_html(r: ComparisonResult, view: View) -> Verbatim:
+def _compare_html(r: results.ComparisonResult, view: View) -> Verbatim:
     # deferred: 29 ms at import (inspector.render.html)
     from inspector.render.html import compare_html
 
     return Verbatim(compare_html(r.to_dict()))
 
 
-def _estimate_table(r: EstimateResult, view: View) -> RenderableType:
-    # deferred: 249 ms at import (rich.console, rich.text, inspector.render.estimate, inspector.render.text, …)
+def _estimate_table(r: results.EstimateResult, view: View) -> RenderableType:
+    # deferred: 163 ms at import (rich.console, rich.text, inspector.render.estimate, inspector.render.text, …)
     from rich.console import Group
     from rich.text import Text
 
@@ -200,7 +186,7 @@ def _estimate_table(r: EstimateResult, view: View) -> RenderableType:
 
 def _verdict(fits: bool | None, verdict: str) -> RenderableType:
     """A fit-bearing command's first line: its answer, coloured by it."""
-    # deferred: 20 ms at import (rich.text, inspector.render.text)
+    # deferred: 15 ms at import (rich.text, inspector.render.text)
     from rich.text import Text
 
     from inspector.render.text import sanitize
@@ -208,8 +194,8 @@ def _verdict(fits: bool | None, verdict: str) -> RenderableType:
     return Text(sanitize(verdict), style="bold yellow" if fits is None else "bold green" if fits else "bold red")
 
 
-def _estimate_markdown(r: EstimateResult, view: View) -> Verbatim:
-    # deferred: 146 ms at import (inspector.render.estimate, inspector.render.text, inspector.render.train)
+def _estimate_markdown(r: results.EstimateResult, view: View) -> Verbatim:
+    # deferred: 152 ms at import (inspector.render.estimate, inspector.render.text, inspector.render.train)
     from inspector.render.estimate import estimate_markdown
     from inspector.render.text import markdown
     from inspector.render.train import knob_lines
@@ -219,15 +205,15 @@ def _estimate_markdown(r: EstimateResult, view: View) -> Verbatim:
                                                                       else ""))
 
 
-def _estimate_html(r: EstimateResult, view: View) -> Verbatim:
-    # deferred: 27 ms at import (inspector.render.html_fit)
+def _estimate_html(r: results.EstimateResult, view: View) -> Verbatim:
+    # deferred: 19 ms at import (inspector.render.html_fit)
     from inspector.render.html_fit import estimate_html
 
     return Verbatim(estimate_html(r.to_dict()))
 
 
-def _train_table(r: TrainResult, view: View) -> RenderableType:
-    # deferred: 219 ms at import (rich.console, rich.text, inspector.render.text, inspector.render.train)
+def _train_table(r: results.TrainResult, view: View) -> RenderableType:
+    # deferred: 135 ms at import (rich.console, rich.text, inspector.render.text, inspector.render.train)
     from rich.console import Group
     from rich.text import Text
 
@@ -241,30 +227,30 @@ def _train_table(r: TrainResult, view: View) -> RenderableType:
     return Group(_verdict(r.fits, r.verdict), *knobs, drawn)
 
 
-def _train_markdown(r: TrainResult, view: View) -> Verbatim:
-    # deferred: 152 ms at import (inspector.render.train)
+def _train_markdown(r: results.TrainResult, view: View) -> Verbatim:
+    # deferred: 154 ms at import (inspector.render.train)
     from inspector.render.train import train_markdown
 
     return Verbatim(train_markdown(r.report, r.train, r.suggestions))
 
 
-def _train_html(r: TrainResult, view: View) -> Verbatim:
-    # deferred: 26 ms at import (inspector.render.html_fit)
+def _train_html(r: results.TrainResult, view: View) -> Verbatim:
+    # deferred: 24 ms at import (inspector.render.html_fit)
     from inspector.render.html_fit import train_html
 
     return Verbatim(train_html(r.to_dict()))
 
 
-def _plan_table(r: PlanResult, view: View) -> RenderableType:
-    # deferred: 222 ms at import (inspector.render.plan, inspector.render.train)
+def _plan_table(r: results.PlanResult, view: View) -> RenderableType:
+    # deferred: 166 ms at import (inspector.render.plan, inspector.render.train)
     from inspector.render.plan import plan_table
     from inspector.render.train import knob_lines
 
     return plan_table(r.report, r.plan, knob_lines(r.suggestions), explain=view.explain)
 
 
-def _plan_markdown(r: PlanResult, view: View) -> Verbatim:
-    # deferred: 161 ms at import (inspector.render.plan, inspector.render.text, inspector.render.train)
+def _plan_markdown(r: results.PlanResult, view: View) -> Verbatim:
+    # deferred: 189 ms at import (inspector.render.plan, inspector.render.text, inspector.render.train)
     from inspector.render.plan import plan_markdown
     from inspector.render.text import markdown
     from inspector.render.train import knob_lines
@@ -273,71 +259,71 @@ def _plan_markdown(r: PlanResult, view: View) -> Verbatim:
     return Verbatim(plan_markdown(r.report, r.plan) + (f"\nWhat makes it fit:\n\n{knobs}" if knobs else ""))
 
 
-def _plan_html(r: PlanResult, view: View) -> Verbatim:
-    # deferred: 17 ms at import (inspector.render.html_fit)
+def _plan_html(r: results.PlanResult, view: View) -> Verbatim:
+    # deferred: 24 ms at import (inspector.render.html_fit)
     from inspector.render.html_fit import plan_html
 
     return Verbatim(plan_html(r.to_dict()))
 
 
-def _audit_table(r: Audit, view: View) -> RenderableType:
-    # deferred: 6 ms at import (inspector.render.audit)
+def _audit_table(r: results.Audit, view: View) -> RenderableType:
+    # deferred: 2 ms at import (inspector.render.audit)
     from inspector.render.audit import audit_table
 
     return audit_table(r.result)
 
 
-def _audit_markdown(r: Audit, view: View) -> Verbatim:
-    # deferred: 8 ms at import (inspector.render.audit)
+def _audit_markdown(r: results.Audit, view: View) -> Verbatim:
+    # deferred: 3 ms at import (inspector.render.audit)
     from inspector.render.audit import audit_markdown
 
     return Verbatim(audit_markdown(r.result))
 
 
-def _lineage_table(r: LineageResult, view: View) -> RenderableType:
-    # deferred: 148 ms at import (inspector.render.lineage)
+def _lineage_table(r: results.LineageResult, view: View) -> RenderableType:
+    # deferred: 127 ms at import (inspector.render.lineage)
     from inspector.render.lineage import lineage_table
 
     return lineage_table(r.lineage)
 
 
-def _lineage_markdown(r: LineageResult, view: View) -> Verbatim:
-    # deferred: 166 ms at import (inspector.render.lineage)
+def _lineage_markdown(r: results.LineageResult, view: View) -> Verbatim:
+    # deferred: 104 ms at import (inspector.render.lineage)
     from inspector.render.lineage import lineage_markdown
 
     return Verbatim(lineage_markdown(r.lineage))
 
 
-def _lineage_html(r: LineageResult, view: View) -> Verbatim:
-    # deferred: 106 ms at import (inspector.render.lineage)
+def _lineage_html(r: results.LineageResult, view: View) -> Verbatim:
+    # deferred: 112 ms at import (inspector.render.lineage)
     from inspector.render.lineage import lineage_html
 
     return Verbatim(lineage_html(r.lineage))
 
 
-def _listing_table(r: FileListing, view: View) -> RenderableType:
-    # deferred: 7 ms at import (inspector.render.files)
+def _listing_table(r: results.FileListing, view: View) -> RenderableType:
+    # deferred: 4 ms at import (inspector.render.files)
     from inspector.render.files import files_table
 
     return files_table(r.where, r.name, list(r.rows), r.budget, list(r.notes))
 
 
-def _files_table(r: FilesResult, view: View) -> RenderableType:
-    # deferred: 7 ms at import (inspector.render.files)
+def _files_table(r: results.FilesResult, view: View) -> RenderableType:
+    # deferred: 4 ms at import (inspector.render.files)
     from inspector.render.files import repo_files_table
 
     return repo_files_table(r.checkpoint, r.files)
 
 
-def _cache_table(r: CacheResult, view: View) -> RenderableType:
-    # deferred: 6 ms at import (inspector.render.files)
+def _cache_table(r: results.CacheResult, view: View) -> RenderableType:
+    # deferred: 3 ms at import (inspector.render.files)
     from inspector.render.files import cache_table
 
     return cache_table(r.root, list(r.rows))
 
 
-def _aliases_table(r: Aliases, view: View) -> RenderableType:
-    # deferred: 19 ms at import (rich.table)
+def _aliases_table(r: results.Aliases, view: View) -> RenderableType:
+    # deferred: 30 ms at import (rich.table)
     from rich.table import Table
 
     t = Table(show_edge=False, pad_edge=False)
@@ -352,7 +338,7 @@ def _as_markdown(draw: Callable[[R, View], RenderableType]) -> Callable[[R, View
     """A listing's markdown: its table's cells as a markdown table (every cell escaped)."""
 
     def markdown(r: R, view: View) -> Verbatim:
-        # deferred: 4 ms at import (inspector.render.output)
+        # deferred: 1 ms at import (inspector.render.output)
         from inspector.render.output import table_markdown
 
         return Verbatim(table_markdown(draw(r, view)))
@@ -382,27 +368,27 @@ def _row(kind: type[R], table: Callable[[R, View], Verbatim | RenderableType],
 
 #: the one table: for each result type, the formats it is drawn in and the renderer of each
 RENDERERS: Final[Mapping[type, Mapping[Format, Renderer]]] = {
-    Inspection: _row(Inspection, _show_table, _show_markdown, _show_html),
-    Difference: _row(Difference, _diff_table, _diff_markdown, _diff_html),
-    ComparisonResult: _row(ComparisonResult, _compare_table, _compare_markdown, _compare_html),
-    EstimateResult: _row(EstimateResult, _estimate_table, _estimate_markdown, _estimate_html),
-    TrainResult: _row(TrainResult, _train_table, _train_markdown, _train_html),
-    PlanResult: _row(PlanResult, _plan_table, _plan_markdown, _plan_html),
-    Audit: _row(Audit, _audit_table, _audit_markdown),
-    LineageResult: _row(LineageResult, _lineage_table, _lineage_markdown, _lineage_html),
-    FileListing: _row(FileListing, _listing_table, _as_markdown(_listing_table)),
-    FilesResult: _row(FilesResult, _files_table, _as_markdown(_files_table)),
-    CacheResult: _row(CacheResult, _cache_table, _as_markdown(_cache_table)),
-    Aliases: _row(Aliases, _aliases_table, _as_markdown(_aliases_table)),
+    results.Inspection: _row(results.Inspection, _show_table, _show_markdown, _show_html),
+    results.Difference: _row(results.Difference, _diff_table, _diff_markdown, _diff_html),
+    results.ComparisonResult: _row(results.ComparisonResult, _compare_table, _compare_markdown, _compare_html),
+    results.EstimateResult: _row(results.EstimateResult, _estimate_table, _estimate_markdown, _estimate_html),
+    results.TrainResult: _row(results.TrainResult, _train_table, _train_markdown, _train_html),
+    results.PlanResult: _row(results.PlanResult, _plan_table, _plan_markdown, _plan_html),
+    results.Audit: _row(results.Audit, _audit_table, _audit_markdown),
+    results.LineageResult: _row(results.LineageResult, _lineage_table, _lineage_markdown, _lineage_html),
+    results.FileListing: _row(results.FileListing, _listing_table, _as_markdown(_listing_table)),
+    results.FilesResult: _row(results.FilesResult, _files_table, _as_markdown(_files_table)),
+    results.CacheResult: _row(results.CacheResult, _cache_table, _as_markdown(_cache_table)),
+    results.Aliases: _row(results.Aliases, _aliases_table, _as_markdown(_aliases_table)),
 }
 
 #: what each result is, in the usage error for a format it is not drawn in
 WHAT: Final[Mapping[type, str]] = {
-    Inspection: "a model", Difference: "a diff", ComparisonResult: "a comparison", EstimateResult: "an estimate",
-    TrainResult: "a training estimate", PlanResult: "a plan", Audit: "an audit (a list of findings)",
-    LineageResult: "a lineage",
-    FileListing: "a listing of several model files", FilesResult: "a repo's file listing",
-    CacheResult: "a cache of many models", Aliases: "the alias list",
+    results.Inspection: "a model", results.Difference: "a diff", results.ComparisonResult: "a comparison",
+    results.EstimateResult: "an estimate", results.TrainResult: "a training estimate", results.PlanResult: "a plan",
+    results.Audit: "an audit (a list of findings)", results.LineageResult: "a lineage",
+    results.FileListing: "a listing of several model files", results.FilesResult: "a repo's file listing",
+    results.CacheResult: "a cache of many models", results.Aliases: "the alias list",
 }
 
 
@@ -442,7 +428,7 @@ def to_text(result: Result, fmt: Format | str = Format.HTML, view: View = View()
     drawn = draw(result, output_format(str(fmt)), view)
     if isinstance(drawn, Verbatim):
         return drawn.text
-    # deferred: 22 ms at import (rich.console)
+    # deferred: 34 ms at import (rich.console)
     from rich.console import Console
 
     out = Console(width=width, soft_wrap=False, highlight=False, markup=False, emoji=False, color_system=None)
@@ -464,7 +450,7 @@ def emit(result: Result, fmt: Format, *, view: View = View(), wide: bool = False
     _LAST = result
     drawn = draw(result, fmt, view)
     if not isinstance(drawn, Verbatim):
-        # deferred: 6 ms at import (inspector.render.output)
+        # deferred: 1 ms at import (inspector.render.output)
         from inspector.render.output import emit as emit_table
 
         emit_table(drawn, wide=wide)
@@ -475,7 +461,7 @@ def emit(result: Result, fmt: Format, *, view: View = View(), wide: bool = False
     if target is None:
         streams.out(drawn.text)
         return
-    # deferred: 9 ms at import (inspector.safeio)
+    # deferred: 3 ms at import (inspector.safeio)
     from inspector.safeio import write_atomic
 
     data = drawn.text.encode("utf-8")
@@ -502,7 +488,7 @@ def output_target(fmt: Format, output: str | None, *, model: str = "MODEL", conf
                          hint="give a file name, or -o - for stdout")
     if path.is_dir():
         raise UsageError(f"-o {output}: is a folder", hint="give a file name, e.g. -o report.html")
-    # deferred: 33 ms at import (inspector.render.html, inspector.safeio)
+    # deferred: 25 ms at import (inspector.render.html, inspector.safeio)
     from inspector.render.html import is_report
     from inspector.safeio import read_regular
 

@@ -113,8 +113,9 @@ def __getattr__(name: str) -> object:
 
         return getattr(api_fit, name)
     if name in __all__:
-        # deferred: 42 ms at import (inspector.api)
+        # deferred: 42 ms at import (inspector.api, inspector.render.results)
         from inspector import api
+        from inspector.render import results
 
-        return getattr(api, name) if hasattr(api, name) else getattr(api.results, name)
+        return getattr(api, name) if hasattr(api, name) else getattr(results, name)
     raise AttributeError(f"module 'inspector' has no attribute {name!r}")

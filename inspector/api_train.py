@@ -42,7 +42,7 @@ def train_options(*, method: str = "lora", rank: int | str | None = None, alpha:
     import math
 
     from inspector.analysis.budget import parse_budget, parse_count, parse_fraction, parse_whole
-    from inspector.analysis.options import TrainOptions
+    from inspector.analysis.options import Sharding, StepOptions, TrainOptions
     from inspector.analysis.train import check_adapter_options, check_options
     from inspector.errors import UsageError
 
@@ -60,13 +60,13 @@ def train_options(*, method: str = "lora", rank: int | str | None = None, alpha:
     options = TrainOptions(
         method=method.lower(), rank=rank_value, alpha=alpha_value, targets=names, optimizer=optimizer.lower(),
         precision=precision.lower(), batch=parse_count(str(batch), "⟨batch⟩"), seq=parse_count(str(seq), "⟨seq⟩"),
-        checkpointing=checkpointing, budget=parse_budget(gpu) if gpu else None, zero=zero_value, fsdp=fsdp,
-        offload=offload.lower(), experts=experts.lower(),  # type: ignore[arg-type]
+        budget=parse_budget(gpu) if gpu else None, experts=experts.lower(),  # type: ignore[arg-type]
+        shard=Sharding(zero=zero_value, fsdp=fsdp, offload=offload.lower(), sp=parse_whole(sp, "⟨sp⟩")),
+        step=StepOptions(checkpointing=checkpointing, optimizer_in_backward=optimizer_in_backward,
+                         offload_activations=offload_activations, compile=compile),
         stage=_stage_options(stage, loss, generations, completion_len, beta, rollout_memory),
-        sp=parse_whole(sp, "⟨sp⟩"),
         freeze=tuple(f.strip() for f in ((freeze or "").split(",") if isinstance(freeze, str) or freeze is None
-                                         else freeze) if f.strip()),
-        optimizer_in_backward=optimizer_in_backward, offload_activations=offload_activations, compile=compile)
+                                         else freeze) if f.strip()))
     check_options(options)
     return options
 

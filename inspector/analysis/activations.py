@@ -187,14 +187,14 @@ def alive(arch: Architecture, report: Report, o: TrainOptions, half: int, batch:
           adapters: int = -1) -> Alive | None:
     """``adapters``: a token's bytes of the adapters in a layer, where a frozen base runs them (else -1)."""
     widths, why = widths_of(arch, report)
-    if why is not None or (o.compile and compile_refusal(widths) is not None):
+    if why is not None or (o.step.compile and compile_refusal(widths) is not None):
         return None
     tokens = batch * seq
     per_layer = _per_layer(widths, o, half, adapters)
     final_norm = 4 * widths[0].hidden + 2 * half * widths[0].hidden
-    if o.offload_activations:  # every saved tensor on the CPU; the backward brings back one layer's at a time
+    if o.step.offload_activations:  # every saved tensor on the CPU; the backward brings back one layer's at a time
         kept = final_norm
-    elif o.checkpointing:  # each layer's input kept (float32 under autocast), one layer recomputed at a time
+    elif o.step.checkpointing:  # each layer's input kept (float32 under autocast), one layer recomputed at a time
         kept = len(widths) * (4 if o.autocast else half) * widths[0].hidden + final_norm
     else:
         return Alive(tokens * (sum(per_layer) + final_norm), tokens * (sum(per_layer) + final_norm),
@@ -211,19 +211,19 @@ def activation_bytes(arch: Architecture, report: Report, o: TrainOptions, half: 
 
 def _per_layer(widths: Sequence[Widths], o: TrainOptions, half: int, adapters: int) -> list[int]:
     """What each layer keeps for the backward, a token: compiled, under autocast or eager."""
-    return [compiled_layer_bytes(w, half) if o.compile else
+    return [compiled_layer_bytes(w, half) if o.step.compile else
             (_amp_layer_bytes if o.autocast else layer_bytes)(w, half, adapters) for w in widths]
 
 
 def activations_term(arch: Architecture, report: Report, o: TrainOptions, half: int,
                  adapters: int = -1) -> tuple[int, str, str | None]:
     widths, why = widths_of(arch, report)
-    if why is None and o.compile:
+    if why is None and o.step.compile:
         why = compile_refusal(widths)
     if why is not None:
         return 0, "", why
     n, length = rows(o.stage, o.batch, o.seq)
-    value = activation_bytes(arch, report, o, half, n, sp_tokens(length, o.sp), adapters) or 0
+    value = activation_bytes(arch, report, o, half, n, sp_tokens(length, o.shard.sp), adapters) or 0
     w = widths[0]
     per = (_amp_layer_bytes if o.autocast else layer_bytes)(w, half, adapters)
     frozen = (f" − a frozen base's inputs {half}·(4·h + o + down {w.down:,}) + the float32 adapters' "
@@ -236,13 +236,13 @@ def activations_term(arch: Architecture, report: Report, o: TrainOptions, half: 
                  f"4·heads {w.heads} + MLP {half} × {w.mlp:,}"
                  + (" − the frozen base's saves + the adapters' 16-bit casts" if adapters >= 0 else "")
                  + f" = {per:,} B")
-    if o.compile:
+    if o.step.compile:
         layer = (f"per layer and token, compiled: {4 * half}·h {w.hidden:,} (input, both normalised inputs, the output "
                  f"projection's output) + 8 (two rsqrt) + {half}·(q {w.q:,} + k {w.k:,} + v {w.v:,}) + 4·heads "
                  f"{w.heads} + {2 * half}·o {w.o:,} + {3 * half}·MLP width {w.down:,} (gate, up, product) = "
                  f"{compiled_layer_bytes(w, half):,} B (AOTAutograd's min-cut partitioner)")
-    tokens = rows_words(o.stage, o.batch, o.seq) + (f" ÷ SP {o.sp}" if o.sp > 1 else "")
-    if o.checkpointing:
+    tokens = rows_words(o.stage, o.batch, o.seq) + (f" ÷ SP {o.shard.sp}" if o.shard.sp > 1 else "")
+    if o.step.checkpointing:
         return value, (f"{tokens} × ({len(widths)} layers × {half}·h {w.hidden:,} (each layer's input) + one layer "
                        f"recomputed + final norm); {layer}"), None
     return value, f"{tokens} × ({len(widths)} layers + final norm); {layer}", None
@@ -262,7 +262,7 @@ def head_bytes(report: Report, o: TrainOptions, n: int, length: int, half: int) 
     """The output layer's loss at its peak for ``n`` sequences of ``length`` tokens, by the loss kernel."""
     vocab = _vocabulary(report)
     return stage_head_bytes(o.stage, n * length, vocab, report.config.hidden_size or 0, half,
-                            o.compile) if vocab else 0
+                            o.step.compile) if vocab else 0
 
 
 def logits_term(report: Report, o: TrainOptions) -> tuple[int, str]:
@@ -271,7 +271,7 @@ def logits_term(report: Report, o: TrainOptions) -> tuple[int, str]:
         return 0, "none: no output layer over a vocabulary"
     half = 4 if o.precision == "fp32" else 2
     n, length = rows(o.stage, o.batch, o.seq)
-    length = sp_tokens(length, o.sp)
-    words = rows_words(o.stage, o.batch, o.seq) + (f" ÷ SP {o.sp}" if o.sp > 1 else "")
+    length = sp_tokens(length, o.shard.sp)
+    words = rows_words(o.stage, o.batch, o.seq) + (f" ÷ SP {o.shard.sp}" if o.shard.sp > 1 else "")
     return head_bytes(report, o, n, length, half), head_formula(o.stage, words, n * length, vocab,
-                                                                report.config.hidden_size or 0, half, o.compile)
+                                                                report.config.hidden_size or 0, half, o.step.compile)

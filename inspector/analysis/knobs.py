@@ -40,12 +40,12 @@ def train_knobs(t: Train, again: Callable[[TrainOptions], Train]) -> tuple[Knob,
     if t.fits is not False or o.budget is None:
         return ()
     tried: list[tuple[str, TrainOptions]] = []
-    if not o.checkpointing:
-        tried.append(("--checkpointing", replace(o, checkpointing=True)))
-    if o.offload == "none":
-        tried.append(("--offload optimizer", replace(o, offload="optimizer")))
-    if t.devices > 1 and o.zero < 3 and not o.fsdp:
-        tried.append(("--zero 3", replace(o, zero=3)))
+    if not o.step.checkpointing:
+        tried.append(("--checkpointing", replace(o, step=replace(o.step, checkpointing=True))))
+    if o.shard.offload == "none":
+        tried.append(("--offload optimizer", replace(o, shard=replace(o.shard, offload="optimizer"))))
+    if t.devices > 1 and o.shard.zero < 3 and not o.shard.fsdp:
+        tried.append(("--zero 3", replace(o, shard=replace(o.shard, zero=3))))
     if t.largest_batch and t.largest_batch < o.batch:
         tried.append((f"--batch {t.largest_batch}", replace(o, batch=t.largest_batch)))
     if t.largest_seq and t.largest_seq < o.seq:
@@ -54,8 +54,9 @@ def train_knobs(t: Train, again: Callable[[TrainOptions], Train]) -> tuple[Knob,
         tried.append(("--method lora", replace(o, method="lora")))
     if o.method != "qlora":
         tried.append(("--method qlora", replace(o, method="qlora")))
-        if not o.checkpointing:
-            tried.append(("--method qlora --checkpointing", replace(o, method="qlora", checkpointing=True)))
+        if not o.step.checkpointing:
+            tried.append(("--method qlora --checkpointing",
+                          replace(o, method="qlora", step=replace(o.step, checkpointing=True))))
     found: list[Knob] = []
     for change, options in tried:
         try:

@@ -10,6 +10,32 @@ from inspector.analysis.stages import StageOptions
 
 
 @dataclass(frozen=True, slots=True)
+class Sharding:
+    """How the training state is spread over the GPUs and the host (``--zero``, ``--fsdp``, ``--offload``,
+    ``--sp``; ``check_options`` holds each in its range)."""
+
+    zero: int = 0  # DeepSpeed's ZeRO stage
+    fsdp: bool = False  # FSDP full shard (ZeRO 3's layout)
+    offload: str = "none"  # ``OFFLOADS``: the optimizer's states and master copy, or all, in CPU memory
+    #: sequence-parallel group size (DeepSpeed Ulysses): each GPU holds 1/sp of every sequence
+    sp: int = 1
+
+
+@dataclass(frozen=True, slots=True)
+class StepOptions:
+    """How the step trades compute or host memory for GPU memory (``--checkpointing`` and torchtune's knobs)."""
+
+    checkpointing: bool = False  # each layer's activations recomputed in the backward
+    #: the optimizer step fused into the backward pass (torchtune's optimizer_in_bwd): no full set of gradients
+    optimizer_in_backward: bool = False
+    #: activations moved to CPU memory in the forward and back in the backward (torchtune's OffloadActivations)
+    offload_activations: bool = False
+    #: each decoder layer compiled (torch.compile, as torchtune compiles them): inductor's partitioner keeps fewer
+    #: tensors for the backward than eager mode does
+    compile: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class TrainOptions:
     """What ``inspect train`` is asked (``check_options`` holds each in its range: ``METHODS``,
     ``PRECISIONS``, ``OPTIMIZERS``, ``OFFLOADS``)."""
@@ -22,27 +48,18 @@ class TrainOptions:
     precision: str = "bf16-mixed"
     batch: int = 1
     seq: int = 2048
-    checkpointing: bool = False
     budget: Budget | None = None
-    zero: int = 0
-    fsdp: bool = False
-    offload: str = "none"
+    #: how the training state is spread over the GPUs and the host
+    shard: Sharding = field(default_factory=Sharding)
+    #: how the step trades compute or host memory for GPU memory
+    step: StepOptions = field(default_factory=StepOptions)
     #: how the experts of a MoE are held in memory (``experts.LAYOUTS``): fused as transformers 5 loads them, or
     #: one ``nn.Linear`` each as transformers 4 did
     experts: Layout = "fused"
     #: the trainer's stage and loss kernel (``stages``): sft, dpo, grpo as TRL runs them
     stage: StageOptions = field(default_factory=StageOptions)
-    #: sequence-parallel group size (DeepSpeed Ulysses): each GPU holds 1/sp of every sequence
-    sp: int = 1
     #: parts kept from training (``frozen``): roles (vision, audio, projector) or module paths
     freeze: tuple[str, ...] = ()
-    #: the optimizer step fused into the backward pass (torchtune's optimizer_in_bwd): no full set of gradients
-    optimizer_in_backward: bool = False
-    #: activations moved to CPU memory in the forward and back in the backward (torchtune's OffloadActivations)
-    offload_activations: bool = False
-    #: each decoder layer compiled (torch.compile, as torchtune compiles them): inductor's partitioner keeps fewer
-    #: tensors for the backward than eager mode does
-    compile: bool = False
 
     @property
     def autocast(self) -> bool:

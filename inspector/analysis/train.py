@@ -202,30 +202,30 @@ def check_options(options: TrainOptions) -> None:
         raise UsageError(f"⟨optimizer⟩: unknown {o.optimizer!r}", hint="use " + ", ".join(OPTIMIZERS))
     if o.precision not in PRECISIONS:
         raise UsageError(f"⟨precision⟩: unknown {o.precision!r}", hint="use " + ", ".join(PRECISIONS))
-    if o.offload not in OFFLOADS:
-        raise UsageError(f"⟨offload⟩: unknown {o.offload!r}", hint="use " + ", ".join(OFFLOADS))
+    if o.shard.offload not in OFFLOADS:
+        raise UsageError(f"⟨offload⟩: unknown {o.shard.offload!r}", hint="use " + ", ".join(OFFLOADS))
     if o.experts not in LAYOUTS:
         raise UsageError(f"⟨experts⟩: unknown {o.experts!r}", hint="use " + ", ".join(LAYOUTS))
     if not 1 <= o.rank <= 65536:
         raise UsageError(f"⟨rank⟩ {o.rank} is not 1 to 65,536")
     if not 1 <= o.batch <= 1 << 20 or not 1 <= o.seq <= 1 << 24:
         raise UsageError("⟨batch⟩ and ⟨seq⟩ are positive (at most 1,048,576 and 16,777,216)")
-    if o.zero not in (0, 1, 2, 3):
-        raise UsageError(f"⟨zero⟩ {o.zero}: DeepSpeed's stages are 0, 1, 2 and 3")
+    if o.shard.zero not in (0, 1, 2, 3):
+        raise UsageError(f"⟨zero⟩ {o.shard.zero}: DeepSpeed's stages are 0, 1, 2 and 3")
     devices = o.budget.devices if o.budget else 1
-    if (o.zero or o.fsdp) and devices < 2:
-        raise UsageError(f"{'⟨fsdp⟩' if o.fsdp else f'⟨zero={o.zero}⟩'} shards the training state over several GPUs; "
-                         "with one GPU it shards nothing", hint="give the GPUs: ⟨gpu=H100x8⟩")
-    if o.fsdp and o.zero:
+    if (o.shard.zero or o.shard.fsdp) and devices < 2:
+        raise UsageError(f"{'⟨fsdp⟩' if o.shard.fsdp else f'⟨zero={o.shard.zero}⟩'} shards the training state over "
+                         "several GPUs; with one GPU it shards nothing", hint="give the GPUs: ⟨gpu=H100x8⟩")
+    if o.shard.fsdp and o.shard.zero:
         raise UsageError("⟨fsdp⟩ and ⟨zero⟩ are two ways to shard: give one", hint="⟨fsdp⟩ is ZeRO stage 3's layout")
-    if o.offload != "none" and not (o.zero or o.fsdp):
+    if o.shard.offload != "none" and not (o.shard.zero or o.shard.fsdp):
         raise UsageError("⟨offload⟩ moves sharded state to the CPU: it goes with ⟨zero⟩ or ⟨fsdp⟩",
                          hint="⟨gpu=RTX4090x2⟩ ⟨zero=2⟩ ⟨offload=optimizer⟩")
     check_stage(o.stage)
     check_batch(o.stage, o.batch, devices)
-    if not 1 <= o.sp <= 1024:
-        raise UsageError(f"⟨sp⟩ {o.sp} is not 1 to 1,024")
-    if o.compile and (o.method in ADAPTER_METHODS or o.autocast):
+    if not 1 <= o.shard.sp <= 1024:
+        raise UsageError(f"⟨sp⟩ {o.shard.sp} is not 1 to 1,024")
+    if o.step.compile and (o.method in ADAPTER_METHODS or o.autocast):
         raise UsageError("⟨compile⟩ is modelled for full fine-tuning without autocast (what inductor's partitioner "
                          "keeps was measured there)",
                          hint="drop ⟨compile⟩ to see the eager figures")
@@ -253,10 +253,10 @@ def train(report: Report, options: TrainOptions, arch: Architecture | None = Non
     st = _states(o, held, params, devices, wbytes, mixed)
     cpu = st.cpu
     act, act_formula, act_unknown = activations_term(arch, report, o, half, adapters)
-    if o.offload_activations and not act_unknown:  # what the CPU holds: the activations as they would be on the GPU
+    if o.step.offload_activations and not act_unknown:  # the CPU holds the activations as they would be on the GPU
         n0, l0 = rows(o.stage, o.batch, o.seq)
-        cpu += activation_bytes(arch, report, replace(o, offload_activations=False), half, n0,
-                                 sp_tokens(l0, o.sp), adapters) or 0
+        cpu += activation_bytes(arch, report, replace(o, step=replace(o.step, offload_activations=False)), half, n0,
+                                 sp_tokens(l0, o.shard.sp), adapters) or 0
         act_formula = "one layer's (the rest on the CPU, brought back in the backward); " + act_formula
     logits_bytes, logits_formula = logits_term(report, o)
     overhead = Term("overhead", VLLM_NON_TORCH[devices > 1], "memory outside PyTorch's allocator, constant per GPU",
@@ -264,13 +264,13 @@ def train(report: Report, options: TrainOptions, arch: Architecture | None = Non
     always = tuple((t.name, b) for t in (st.weights, st.reference, st.optimizer_states, st.master_weights, overhead)
                    if (b := t.bytes))
     grads = st.gradients.bytes or 0
-    refused = sp_refusal(o.sp, report.config.num_heads, report.config.num_kv_heads, devices)
+    refused = sp_refusal(o.shard.sp, report.config.num_heads, report.config.num_kv_heads, devices)
     if refused is not None:
-        raise UsageError(f"⟨sp={o.sp}⟩: {refused}", hint="a size that divides the heads and the GPUs")
+        raise UsageError(f"⟨sp={o.shard.sp}⟩: {refused}", hint="a size that divides the heads and the GPUs")
 
     def peak(batch: int, seq: int) -> Peak | None:
         n, length = rows(o.stage, batch, seq)
-        length = sp_tokens(length, o.sp)
+        length = sp_tokens(length, o.shard.sp)
         a = alive(arch, report, o, half, n, length, adapters)
         return None if a is None else _peak(always, a, head_bytes(report, o, n, length, half), st.output_gradient,
                                             grads)
@@ -317,7 +317,7 @@ class _States:
 
 
 def _states(o: TrainOptions, held: _Held, params: list[Tensor], devices: int, wbytes: int, mixed: bool) -> _States:
-    stage = 3 if o.fsdp else o.zero
+    stage = 3 if o.shard.fsdp else o.shard.zero
     trainable, n_trainable, grad_bytes, weights = held.trainable, held.trainable_count, held.grad_bytes, held.weights
     opt = OPTIMIZERS[o.optimizer]
     states = sum(state_bytes(o.optimizer, shape, n, held.param_bytes)
@@ -325,7 +325,7 @@ def _states(o: TrainOptions, held: _Held, params: list[Tensor], devices: int, wb
     master = n_trainable * 4 if (mixed and o.method == "full") else 0
     gradients = n_trainable * grad_bytes
     largest_grad = max((n for _, n, _ in trainable), default=0) * grad_bytes
-    if o.optimizer_in_backward:  # each gradient applied and freed as it is accumulated: the largest alive at once
+    if o.step.optimizer_in_backward:  # each gradient applied and freed as it is accumulated: the largest alive at once
         gradients = largest_grad
 
     # ZeRO stages shard (1) optimizer states and master, (2) gradients, (3) weights over the GPUs
@@ -336,23 +336,24 @@ def _states(o: TrainOptions, held: _Held, params: list[Tensor], devices: int, wb
     g_states, g_master = shard(states, 1), shard(master, 1)
     cpu = 0
     assumptions = []
-    if o.offload in ("optimizer", "all"):
+    if o.shard.offload in ("optimizer", "all"):
         cpu += g_states + g_master
         g_states = g_master = 0
-    if o.offload == "all":
+    if o.shard.offload == "all":
         layer = max((sum(t.info.numel for t in members) for members in _layers(params)), default=0)
         cpu += g_weights
         g_weights = min(g_weights, layer * wbytes)
         assumptions.append("offload all: the weights live on the CPU; the GPU holds the layer being computed (the "
                            "largest layer's weights counted)")
     sharding = ("" if stage == 0 or devices == 1 else
-                f"; ZeRO stage {stage} over {devices} GPUs" if not o.fsdp else f"; FSDP full shard over {devices} GPUs")
+                f"; ZeRO stage {stage} over {devices} GPUs" if not o.shard.fsdp else
+                f"; FSDP full shard over {devices} GPUs")
     total_params = sum(t.info.numel for t in params)
     reference = total_params * wbytes if has_reference(o.stage, o.method) else 0
     none_why, reference_source = reference_words(o.stage, o.method, reference)
     g_reference = shard(reference, 3)
     out_grad = shard(sum(n for _, n, role in trainable if role in ("lm_head", "embedding")) * grad_bytes, 2)
-    if o.optimizer_in_backward:
+    if o.step.optimizer_in_backward:
         out_grad = g_grads  # the one gradient alive, whichever it is
     return _States(
         weights=Term("weights", g_weights, held.formula + (" ÷ GPUs" if g_weights != weights else ""),
@@ -362,16 +363,16 @@ def _states(o: TrainOptions, held: _Held, params: list[Tensor], devices: int, wb
                                                                              else "")) if reference else none_why,
                        reference_source, True),
         gradients=Term("gradients", g_grads, (f"{n_trainable:,} trainable × {grad_bytes} B" if not
-                                              o.optimizer_in_backward else
+                                              o.step.optimizer_in_backward else
                                               f"the largest trainable tensor's {largest_grad // grad_bytes:,} × "
                                               f"{grad_bytes} B (the optimizer steps in the backward)") +
                        (" ÷ GPUs" if g_grads != gradients else ""),
-                       "one gradient per trainable parameter" if not o.optimizer_in_backward else
+                       "one gradient per trainable parameter" if not o.step.optimizer_in_backward else
                        "torch's register_post_accumulate_grad_hook, as torchtune's optimizer_in_bwd uses it: each "
                        "parameter stepped and its gradient freed once accumulated", True),
         optimizer_states=Term("optimizer_states", g_states, f"{opt.states}: {states:,} B" +
                               (" ÷ GPUs" if g_states != states and g_states else "") +
-                              (" (on the CPU)" if o.offload != "none" else ""), opt.source, True),
+                              (" (on the CPU)" if o.shard.offload != "none" else ""), opt.source, True),
         master_weights=Term("master_weights", g_master,
                             (f"{n_trainable:,} × 4 B (fp32 copy the optimizer updates)" if master else
                              "none: " + ("the adapters are float32 already" if o.method != "full" else
@@ -474,32 +475,32 @@ def _layers(params: list[Tensor]) -> list[list[Tensor]]:
 def _assumptions(o: TrainOptions, arch: Architecture) -> list[str]:
     out = [
         f"activations of {o.precision}: a flash/SDPA attention kernel (no s × s score matrix kept); no dropout; "
-        + ("the decoder layers compiled" if o.compile else "eager PyTorch (torch.compile (--compile) and fused "
+        + ("the decoder layers compiled" if o.step.compile else "eager PyTorch (torch.compile (--compile) and fused "
                                                             "kernels keep less)"),
         *stage_assumptions(o.stage),
         "allocator fragmentation (reserved − allocated) is not counted; neither are the optimizer step's temporaries",
     ]
-    if o.checkpointing:
+    if o.step.checkpointing:
         out.append("activation checkpointing per decoder layer (transformers' gradient_checkpointing_enable)")
     if separate(o.experts) and o.method != "full" and any(
             layer.mlp.kind == "moe" for s in arch.stacks for layer in s.layers):
         out.append("experts as transformers 4.x held them: one nn.Linear an expert, each adapted (and quantised) "
                    "on its own")
-    if o.sp > 1:
-        out.append(f"sequence parallel {o.sp} (DeepSpeed Ulysses): each GPU holds 1/{o.sp} of every sequence's "
-                   "activations and logits; attention's all-to-all buffers and KV heads replicated where the SP size "
-                   "exceeds them are not counted")
+    if o.shard.sp > 1:
+        out.append(f"sequence parallel {o.shard.sp} (DeepSpeed Ulysses): each GPU holds 1/{o.shard.sp} of every "
+                   "sequence's activations and logits; attention's all-to-all buffers and KV heads replicated where "
+                   "the SP size exceeds them are not counted")
     if o.freeze:
         out.append(f"frozen ({', '.join(o.freeze)}): no gradient, optimizer state or master copy; its weights "
                    "stay in memory")
-    if o.compile:
+    if o.step.compile:
         out.append("each decoder layer compiled (torch.compile): the backward keeps what AOTAutograd's min-cut "
                    "partitioner (inductor's) saves, the rest recomputed; the embedding, final norm, head and loss "
                    "run eagerly" + ("; with checkpointing, each layer's input and one compiled layer recomputed at a "
                                     "time (the eager rule's structure over the compiled layer's set)"
-                                    if o.checkpointing else "")
-                   + ("; offloaded, one compiled layer's set back at a time" if o.offload_activations else ""))
-    if o.offload_activations:
+                                    if o.step.checkpointing else "")
+                   + ("; offloaded, one compiled layer's set back at a time" if o.step.offload_activations else ""))
+    if o.step.offload_activations:
         out.append("activations offloaded as torchtune's OffloadActivations does: every saved tensor of 1 KiB or more "
                    "to (pinned) CPU memory in the forward, back one layer at a time in the backward; its stash of "
                    "up to 5 tensors in flight is not counted")

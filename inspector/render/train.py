@@ -41,17 +41,17 @@ def train_json(report: Report, t: Train, suggestions: Sequence[Knob] = ()) -> di
         "model": model_json(report.checkpoint),
         "method": o.method, "rank": o.rank if o.method != "full" else None, "alpha": o.alpha,
         "targets": list(o.targets) if o.method != "full" else [], "optimizer": o.optimizer,
-        "precision": o.precision, "batch": o.batch, "seq": o.seq, "checkpointing": o.checkpointing,
+        "precision": o.precision, "batch": o.batch, "seq": o.seq, "checkpointing": o.step.checkpointing,
         "gpus": t.devices, "gpu": budget.gpu if budget else None, "budget_bytes": budget.per_device if budget else None,
-        "zero": o.zero, "fsdp": o.fsdp, "offload": o.offload, "experts": o.experts,
+        "zero": o.shard.zero, "fsdp": o.shard.fsdp, "offload": o.shard.offload, "experts": o.experts,
         "stage": o.stage.stage, "loss": o.stage.kernel,
         "generations": o.stage.generations if o.stage.grpo else None,
         "completion_len": o.stage.completion if o.stage.grpo else None,
         "beta": o.stage.beta if o.stage.grpo else None,
         "rollout_memory": o.stage.rollout_memory if o.stage.grpo else None,
-        "reference": t.reference.bytes, "sp": o.sp, "freeze": list(o.freeze),
-        "optimizer_in_backward": o.optimizer_in_backward, "offload_activations": o.offload_activations,
-        "compile": o.compile,
+        "reference": t.reference.bytes, "sp": o.shard.sp, "freeze": list(o.freeze),
+        "optimizer_in_backward": o.step.optimizer_in_backward, "offload_activations": o.step.offload_activations,
+        "compile": o.step.compile,
         "trainable_parameters": t.trainable, "frozen_parameters": t.frozen, "adapted_modules": t.adapted,
         "trainable_by_role": dict(t.by_role),
         **{term.name: term.bytes for term in t.terms},
@@ -74,16 +74,16 @@ def _headline(report: Report, t: Train) -> str:
     if o.method != "full":
         what += " on " + ", ".join(o.targets)
     gpus = "" if o.budget is None else f"; {t.devices} × {o.budget.gpu or _gib(o.budget.per_device) + ' GiB'}"
-    shard = f", ZeRO {o.zero}" if o.zero else (", FSDP" if o.fsdp else "")
-    shard += f", offload {o.offload}" if o.offload != "none" else ""
-    shard += f", SP {o.sp}" if o.sp > 1 else ""
+    shard = f", ZeRO {o.shard.zero}" if o.shard.zero else (", FSDP" if o.shard.fsdp else "")
+    shard += f", offload {o.shard.offload}" if o.shard.offload != "none" else ""
+    shard += f", SP {o.shard.sp}" if o.shard.sp > 1 else ""
     shard += f", frozen {', '.join(sanitize(f) for f in o.freeze)}" if o.freeze else ""
-    shard += ", optimizer in backward" if o.optimizer_in_backward else ""
-    shard += ", activations offloaded" if o.offload_activations else ""
-    shard += ", layers compiled" if o.compile else ""
+    shard += ", optimizer in backward" if o.step.optimizer_in_backward else ""
+    shard += ", activations offloaded" if o.step.offload_activations else ""
+    shard += ", layers compiled" if o.step.compile else ""
     stage, loss = stage_headline(o.stage)
     return (f"{sanitize(report.checkpoint.label)}: {stage}{what}, {o.precision}, {o.optimizer}, batch {o.batch} × "
-            f"{o.seq:,} tokens{loss}, checkpointing {'on' if o.checkpointing else 'off'}{gpus}{shard}")
+            f"{o.seq:,} tokens{loss}, checkpointing {'on' if o.step.checkpointing else 'off'}{gpus}{shard}")
 
 
 def train_table(report: Report, t: Train, *, explain: bool = False) -> RenderableType:

@@ -67,7 +67,7 @@ def main() -> None:
                                         checkpointing=r["checkpointing"], **r.get("options", {}))
             t = api_train.train_with(models[r["model"]], options).train
             unseen = sum(term.bytes or 0 for term in t.terms if term.name.replace(" ", "_") in r.get("excludes", {}))
-            ours = ((t.total or 0) - (t.overhead.bytes or 0) - unseen) / GIB  # what the receipt's measure sees
+            ours = ((t.total or 0) - (t.memory.overhead.bytes or 0) - unseen) / GIB  # what the receipt's measure sees
             error = (ours - r["measured_gib"]) / r["measured_gib"]
             modelled = not r["unknowns"] or all(
                 u.startswith(("sequences vary", "reserved memory", "the flags are", "torchtune's decoder",

@@ -103,15 +103,15 @@ def test_activations_are_what_torch_saves_for_backward(dense: Path, method: str,
     measured = _measured(dense, method, targets if targets == "all-linear" else targets.split(","), checkpointing)
     t = inspector.train(str(dense), method=method, targets=targets if method != "full" else None, batch=BATCH,
                         seq=SEQ, precision="bf16", checkpointing=checkpointing).train
-    ours = t.activations.bytes + _loss_saved(t)
+    ours = t.memory.activations.bytes + _loss_saved(t)
     assert abs(ours - measured) <= BAND * measured, (ours, measured, ours / measured)
 
 
 def _loss_saved(t: Any) -> int:
     """What transformers' loss saves of the logits for the backward: its float32 log-softmax (4 B a logit): the
     logits term less the 16-bit logits and the upcast that are freed (2 + 4 of its 10 B a logit)."""
-    assert t.logits.bytes is not None
-    return t.logits.bytes * 4 // 10
+    assert t.memory.logits.bytes is not None
+    return t.memory.logits.bytes * 4 // 10
 
 
 #: without checkpointing only: with it, autocast's cache holds every layer's copy until the forward ends, which no
@@ -130,9 +130,9 @@ def test_autocast_over_float32_weights(dense: Path, method: str, checkpointing: 
                         seq=SEQ, precision="amp-bf16", checkpointing=checkpointing).train
     fp32 = inspector.train(str(dense), method=method, targets="all-linear" if method != "full" else None,
                            precision="fp32").train
-    copies = t.weights.bytes - fp32.weights.bytes
+    copies = t.memory.weights.bytes - fp32.memory.weights.bytes
     assert copies > 0
-    ours = t.activations.bytes + copies + _loss_saved(t)
+    ours = t.memory.activations.bytes + copies + _loss_saved(t)
     assert abs(ours - measured) <= BAND * measured, (ours, measured, ours / measured)
 
 
@@ -168,7 +168,7 @@ def test_moe_and_query_key_norms(families: dict[str, Path], family: str) -> None
                                                               attn_implementation="sdpa")
     measured, _ = _saved(model, model.model.layers, False)
     t = inspector.train(str(folder), method="full", batch=BATCH, seq=SEQ, precision="bf16").train
-    ours = t.activations.bytes + _loss_saved(t)
+    ours = t.memory.activations.bytes + _loss_saved(t)
     assert abs(ours - measured) <= BAND * measured, (ours, measured, ours / measured)
 
 
@@ -193,8 +193,8 @@ def test_the_optimizer_in_backward_keeps_one_gradient_alive(dense: Path) -> None
     ids = torch.randint(0, 512, (BATCH, SEQ), generator=torch.Generator().manual_seed(0))
     model(input_ids=ids, labels=ids).loss.backward()
     t = inspector.train(str(dense), method="full", precision="bf16", optimizer_in_backward=True).train
-    assert t.gradients.bytes == most[0] == max(p.numel() for p in model.parameters()) * 2
+    assert t.memory.gradients.bytes == most[0] == max(p.numel() for p in model.parameters()) * 2
     plain, _ = _model(dense, "full", None)
     plain(input_ids=ids, labels=ids).loss.backward()
     everything = sum(p.grad.nbytes for p in plain.parameters() if p.grad is not None)
-    assert inspector.train(str(dense), method="full", precision="bf16").train.gradients.bytes == everything
+    assert inspector.train(str(dense), method="full", precision="bf16").train.memory.gradients.bytes == everything

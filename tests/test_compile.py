@@ -58,10 +58,11 @@ def test_compiled_layers_keep_what_the_partitioner_saves(tmp_path: Path, shape: 
     measured = _saved_compiled(folder, dtype)
     t = inspector.train(str(folder), method="full", precision=precision, batch=BATCH, seq=SEQ, compile=True).train
     eager = inspector.train(str(folder), method="full", precision=precision, batch=BATCH, seq=SEQ).train
-    assert t.logits.bytes is not None
-    ours = t.activations.bytes + t.logits.bytes * 4 // (10 if precision == "bf16" else 8)  # the loss's log-softmax
+    assert t.memory.logits.bytes is not None
+    m = t.memory
+    ours = m.activations.bytes + m.logits.bytes * 4 // (10 if precision == "bf16" else 8)  # the loss's log-softmax
     assert abs(ours - measured) <= 0.08 * measured, (ours, measured, ours / measured)
-    assert t.activations.bytes < eager.activations.bytes  # compiling keeps less than eager mode
+    assert t.memory.activations.bytes < eager.memory.activations.bytes  # compiling keeps less than eager mode
 
 
 @pytest.mark.parametrize("other", [dict(method="lora"), dict(method="qlora"), dict(precision="amp-bf16"),
@@ -74,7 +75,7 @@ def test_compile_is_refused_where_it_was_not_measured(other: dict[str, Any]) -> 
 
 def test_a_mixture_of_experts_compiled_is_unknown_and_says_why() -> None:
     t = inspector.train("mixtral-8x7b", method="full", compile=True).train
-    assert t.activations.bytes is None and t.total is None and "dense gated" in t.activations.formula
+    assert t.memory.activations.bytes is None and t.total is None and "dense gated" in t.memory.activations.formula
 
 
 @pytest.mark.parametrize(("shape", "dtype_name"), [("small", "bfloat16"), ("wide", "bfloat16"), ("small", "float32")])
@@ -163,6 +164,7 @@ def test_the_chunked_loss_keeps_what_torch_saves(tmp_path: Path, compiled: bool)
     t = inspector.train(str(folder), method="full", precision="bf16", batch=BATCH, seq=SEQ, loss="chunked",
                         compile=compiled).train
     one_chunk = BATCH * SEQ // CHUNKS * vocab * (2 if compiled else 4)
-    assert t.logits.bytes is not None
+    assert t.memory.logits.bytes is not None
     uncompiled = 0 if compiled else BATCH * SEQ * vocab * 2 - CHUNKS * 4
-    assert t.logits.bytes - one_chunk == sum(seen.values()) + uncompiled, (t.logits.bytes, sum(seen.values()))
+    logits = t.memory.logits.bytes
+    assert logits - one_chunk == sum(seen.values()) + uncompiled, (logits, sum(seen.values()))

@@ -111,8 +111,9 @@ def test_a_frozen_tower_keeps_no_activations_and_its_image_tokens_count_in_the_s
     trained = _saved_with_images(folder, ())
     t = inspector.train(str(folder), method="full", batch=BATCH, seq=SEQ, precision="bf16",
                         freeze="vision,projector").train
-    assert t.logits.bytes is not None
-    ours = t.activations.bytes + t.logits.bytes * 4 // 10  # the loss keeps its float32 log-softmax: 4 of 10 B a logit
+    assert t.memory.logits.bytes is not None
+    m = t.memory
+    ours = m.activations.bytes + m.logits.bytes * 4 // 10  # the loss keeps its float32 log-softmax: 4 of 10 B a logit
     assert abs(ours - frozen) <= 0.08 * frozen, (ours, frozen, ours / frozen)
     assert trained - frozen > 0.08 * frozen, (trained, frozen)
     words = " ".join(inspector.train(str(folder), method="full", freeze="vision,projector").train.assumptions)

@@ -483,7 +483,6 @@ RECORD_FIELDS = 16
 #: the records over it today, with their field counts: each is to be split, and this list may only shrink
 WIDE_RECORDS: dict[str, int] = {
     "analysis/config.py:ModelConfig": 30,  # the config's figures, one field a figure the estimates read
-    "analysis/train.py:Train": 24,
 }
 
 

@@ -142,7 +142,7 @@ def test_qlora_weights_are_what_bitsandbytes_loading_holds(models: dict[str, Pat
     loaded = transformers.AutoModelForCausalLM.from_pretrained(models[family], quantization_config=config,
                                                                device_map="cpu", dtype=torch.bfloat16)
     t = inspector.train(str(models[family]), method="qlora", rank=8).train
-    assert t.weights.bytes - 4 * t.trainable == _held(loaded)
+    assert t.memory.weights.bytes - 4 * t.trainable == _held(loaded)
 
 
 def test_the_fused_families_are_transformers_own_table() -> None:

@@ -71,6 +71,6 @@ def test_the_peak_is_where_torch_measures_it(llama: Path, checkpointing: bool, i
     measured = _measured_peak(llama, checkpointing, in_backward)
     t = inspector.train(str(llama), method="full", precision="bf16", optimizer="adamw", batch=BATCH, seq=SEQ,
                         checkpointing=checkpointing, optimizer_in_backward=in_backward).train
-    assert t.total is not None and t.overhead.bytes is not None
-    ours = t.total - t.overhead.bytes
+    assert t.total is not None and t.memory.overhead.bytes is not None
+    ours = t.total - t.memory.overhead.bytes
     assert abs(ours - measured) <= 0.08 * measured, (ours, measured, ours / measured)

@@ -22,11 +22,12 @@ def test_dpo_full_holds_a_second_copy_of_the_weights_and_twice_the_rows() -> Non
     8,030,261,248 × 2 B, sharded by ZeRO-3 as the policy is; its collator concatenates chosen and rejected, so the
     activations are SFT's at twice the batch (the same formula, the same rows)."""
     dpo = inspector.train("llama3-8b", method="full", stage="dpo", gpu="H100x8", zero=3).train
-    assert dpo.reference.bytes == math.ceil(LLAMA3_8B * 2 / 8)
+    assert dpo.memory.reference.bytes == math.ceil(LLAMA3_8B * 2 / 8)
     sft = inspector.train("llama3-8b", method="full", batch=2, gpu="H100x8", zero=3, loss="fused").train
-    assert dpo.activations.bytes == sft.activations.bytes and dpo.logits.bytes == sft.logits.bytes
+    assert dpo.memory.activations.bytes == sft.memory.activations.bytes
+    assert dpo.memory.logits.bytes == sft.memory.logits.bytes
     doc = inspector.train("llama3-8b", method="full", stage="dpo", gpu="H100x8", zero=3).to_dict()
-    assert doc["reference"] == dpo.reference.bytes and "reference" in [t["name"] for t in doc["terms"]]
+    assert doc["reference"] == dpo.memory.reference.bytes and "reference" in [t["name"] for t in doc["terms"]]
 
 
 def test_dpo_with_lora_has_no_reference_model() -> None:
@@ -37,7 +38,7 @@ def test_dpo_with_lora_has_no_reference_model() -> None:
     from trl.trainer import dpo_trainer
 
     assert "self.ref_model = None" in pyinspect.getsource(dpo_trainer.DPOTrainer.__init__)
-    assert inspector.train("llama3-8b", method="lora", stage="dpo").train.reference.bytes == 0
+    assert inspector.train("llama3-8b", method="lora", stage="dpo").train.memory.reference.bytes == 0
 
 
 def test_grpo_defaults_are_trls_and_beta_zero_keeps_no_reference() -> None:
@@ -47,12 +48,12 @@ def test_grpo_defaults_are_trls_and_beta_zero_keeps_no_reference() -> None:
     assert (config.num_generations, config.max_completion_length, config.beta,
             config.vllm_gpu_memory_utilization) == (8, 512, 0.0, 0.3)
     t = inspector.train("llama3-8b", method="full", stage="grpo", batch=8, gpu="H100x8", zero=3).train
-    assert t.reference.bytes == 0
+    assert t.memory.reference.bytes == 0
     sft = inspector.train("llama3-8b", method="full", batch=8, seq=2048 + 512, gpu="H100x8", zero=3, loss="fused").train
-    assert t.activations.bytes == sft.activations.bytes
+    assert t.memory.activations.bytes == sft.memory.activations.bytes
     with_beta = inspector.train("llama3-8b", method="full", stage="grpo", batch=8, beta=0.04, gpu="H100x8",
                                 zero=3).train
-    assert with_beta.reference.bytes == math.ceil(LLAMA3_8B * 2 / 8)
+    assert with_beta.memory.reference.bytes == math.ceil(LLAMA3_8B * 2 / 8)
 
 
 def test_grpo_refuses_what_grpoconfig_refuses() -> None:
@@ -92,9 +93,9 @@ def test_the_fused_head_is_trls_tile_and_not_the_logits() -> None:
 
     assert (TILE_TOKENS, TILE_VOCAB) == (TOKEN_CHUNK_SIZE, _CHUNKED_LOGPROB_CHUNK_SIZE)
     tokens = 2048
-    fused = inspector.train("llama3-8b", loss="fused").train.logits.bytes
+    fused = inspector.train("llama3-8b", loss="fused").train.memory.logits.bytes
     assert fused == min(tokens, 4096) * min(VOCAB, 32768) * 2 + tokens * HIDDEN * 4 + tokens * 9 * 4
-    standard = inspector.train("llama3-8b").train.logits.bytes
+    standard = inspector.train("llama3-8b").train.memory.logits.bytes
     assert standard == tokens * VOCAB * (2 + 4 + 4)
     assert fused < standard / 10
 
@@ -128,7 +129,8 @@ def test_sequence_parallel_shards_the_sequence() -> None:
     a GPU of SP 4 at 32,768 tokens holds what one GPU holds at 8,192."""
     sp = inspector.train("llama3-8b", sp=4, gpu="H100x4", seq="32k").train
     one = inspector.train("llama3-8b", seq="8k").train
-    assert sp.activations.bytes == one.activations.bytes and sp.logits.bytes == one.logits.bytes
+    assert sp.memory.activations.bytes == one.memory.activations.bytes
+    assert sp.memory.logits.bytes == one.memory.logits.bytes
     assert inspector.train("llama3-8b", sp=4, gpu="H100x4", seq="32k").to_dict()["sp"] == 4
 
 
@@ -139,9 +141,9 @@ def test_offloaded_activations_live_on_the_cpu_but_one_layer() -> None:
     plain = inspector.train("llama3-8b", method="full", gpu="H100x8", zero=3).train
     off = inspector.train("llama3-8b", method="full", gpu="H100x8", zero=3, offload_activations=True).train
     ckpt = inspector.train("llama3-8b", method="full", gpu="H100x8", zero=3, checkpointing=True).train
-    assert off.cpu_bytes == plain.cpu_bytes + plain.activations.bytes
+    assert off.memory.cpu_bytes == plain.memory.cpu_bytes + plain.memory.activations.bytes
     layers, hidden, tokens = 32, 4096, 2048
-    assert off.activations.bytes == ckpt.activations.bytes - tokens * layers * 2 * hidden
+    assert off.memory.activations.bytes == ckpt.memory.activations.bytes - tokens * layers * 2 * hidden
     assert off.total < plain.total
 
 

@@ -36,7 +36,7 @@ def test_an_optimizer_registered_from_outside_shows_everywhere(toy: Path, cli, t
     import inspector
 
     t = inspector.train("llama3-8b", method="full", optimizer="toy-opt", precision="bf16").train
-    assert t.optimizer_states.bytes == 4 * 8_030_261_248  # Llama 3 8B's parameters (its index), 4 B each
+    assert t.memory.optimizer_states.bytes == 4 * 8_030_261_248  # Llama 3 8B's parameters (its index), 4 B each
 
     for fmt in ("table", "markdown", "html", "json"):
         out = tmp_path / f"train.{fmt}"

@@ -72,7 +72,8 @@ def psi_7_5b(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def states(folder: Path, **options: object) -> int:
     t = inspector.train(str(folder), method="full", **options).train  # type: ignore[arg-type]
-    return sum(term.bytes or 0 for term in (t.weights, t.gradients, t.optimizer_states, t.master_weights))
+    m = t.memory
+    return sum(term.bytes or 0 for term in (m.weights, m.gradients, m.optimizer_states, m.master_weights))
 
 
 def test_the_zero_paper_s_worked_example(psi_7_5b: Path) -> None:
@@ -129,7 +130,7 @@ def test_qlora_stores_nf4_as_bitsandbytes_does(psi_7_5b: Path) -> None:
     nf4 = 75 * (N // 2 + blocks + 4 * math.ceil(blocks / 256) + 4 + 64 + 1024)
     adapters = 75 * 8 * (10_000 + 10_000)
     assert t.trainable == adapters
-    assert t.weights.bytes == nf4 + 4 * adapters  # peft's adapters in float32
+    assert t.memory.weights.bytes == nf4 + 4 * adapters  # peft's adapters in float32
     assert t.bits_per_weight == pytest.approx(4 + 8 / 64 + 32 / (64 * 256), abs=1e-4)
 
 
@@ -174,7 +175,7 @@ def test_the_modelled_receipts_are_within_ten_percent(tmp_path: Path) -> None:
                             precision=r["precision"], batch=r["batch"], seq=r["seq"],
                             checkpointing=r["checkpointing"], **r.get("options", {})).train
         unseen = sum(term.bytes or 0 for term in t.terms if term.name.replace(" ", "_") in r.get("excludes", {}))
-        ours = ((t.total or 0) - (t.overhead.bytes or 0) - unseen) / 2**30
+        ours = ((t.total or 0) - (t.memory.overhead.bytes or 0) - unseen) / 2**30
         assert abs(ours / r["measured_gib"] - 1) <= 0.10, (r["id"], ours, r["measured_gib"])
         checked.append(r["id"])
     assert "torchtune-3b-compile" in checked and len(checked) >= 5

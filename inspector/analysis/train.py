@@ -148,13 +148,9 @@ def _total(p: Peak | None) -> int:
 
 
 @dataclass(frozen=True, slots=True)
-class Train:
-    options: TrainOptions
-    devices: int
-    trainable: int
-    frozen: int
-    by_role: tuple[tuple[str, int], ...]  # trainable parameters by role
-    adapted: int  # modules LoRA adapts (0 for full)
+class TrainMemory:
+    """A step's memory per GPU, term by term (each with its formula and source), and what the CPU holds."""
+
     weights: Term
     reference: Term  # DPO's and GRPO's frozen reference model
     gradients: Term
@@ -163,10 +159,21 @@ class Train:
     activations: Term
     logits: Term
     overhead: Term
+    cpu_bytes: int  # offloaded to the CPU, per GPU's share
+
+
+@dataclass(frozen=True, slots=True)
+class Train:
+    options: TrainOptions
+    devices: int
+    trainable: int
+    frozen: int
+    by_role: tuple[tuple[str, int], ...]  # trainable parameters by role
+    adapted: int  # modules LoRA adapts (0 for full)
+    memory: TrainMemory
     total: int | None  # per GPU, at the peak; None when a term is unknown
     peak_rule: str
     peak: Peak | None  # the moment the step peaks and its parts; None when a term is unknown
-    cpu_bytes: int  # offloaded to the CPU, per GPU's share
     fits: bool | None
     largest_batch: int | None  # at ``seq``
     largest_seq: int | None  # at ``batch``
@@ -177,9 +184,10 @@ class Train:
     @property
     def terms(self) -> tuple[Term, ...]:
         """The memory's parts, in the table's order (the reference model's only where the stage has one)."""
-        reference = (self.reference,) if self.options.stage.preference else ()
-        return (self.weights, *reference, self.gradients, self.optimizer_states, self.master_weights,
-                self.activations, self.logits, self.overhead)
+        m = self.memory
+        reference = (m.reference,) if self.options.stage.preference else ()
+        return (m.weights, *reference, m.gradients, m.optimizer_states, m.master_weights, m.activations, m.logits,
+                m.overhead)
 
 
 # --- the arithmetic --------------------------------------------------------------------------------
@@ -289,13 +297,15 @@ def train(report: Report, options: TrainOptions, arch: Architecture | None = Non
         options=o, devices=devices, trainable=n_trainable, frozen=total_params - (n_trainable if o.method == "full"
                                                                                  else 0),
         by_role=tuple(sorted(_by_role(held.trainable).items())), adapted=len(held.adapted),
-        weights=st.weights, gradients=st.gradients, optimizer_states=st.optimizer_states,
-        master_weights=st.master_weights, reference=st.reference,
-        activations=Term("activations", None if act_unknown else act, act_formula if not act_unknown else
-                         f"unknown: {act_unknown}", "Korthikanti et al. 2022 §4, per layer (see below)", False),
-        logits=Term("logits", logits_bytes, logits_formula, "transformers ForCausalLMLoss (logits.float(), "
-                    "cross_entropy's log_softmax)", False),
-        overhead=overhead, total=total, peak_rule=PEAK_RULE + st.sharding, peak=at_peak, cpu_bytes=cpu, fits=fits,
+        memory=TrainMemory(
+            weights=st.weights, gradients=st.gradients, optimizer_states=st.optimizer_states,
+            master_weights=st.master_weights, reference=st.reference,
+            activations=Term("activations", None if act_unknown else act, act_formula if not act_unknown else
+                             f"unknown: {act_unknown}", "Korthikanti et al. 2022 §4, per layer (see below)", False),
+            logits=Term("logits", logits_bytes, logits_formula, "transformers ForCausalLMLoss (logits.float(), "
+                        "cross_entropy's log_softmax)", False),
+            overhead=overhead, cpu_bytes=cpu),
+        total=total, peak_rule=PEAK_RULE + st.sharding, peak=at_peak, fits=fits,
         largest_batch=largest_batch, largest_seq=largest_seq, bits_per_weight=held.bits,
         thumbs=_thumbs(total_params, o), assumptions=(*held.assumptions, *st.assumptions, *_assumptions(o, arch)))
 

@@ -280,7 +280,7 @@ class TrainResult:
         if budget is None:
             return "no budget given (--gpu)"
         if t.fits is None or t.total is None:
-            return f"fit unknown: {t.activations.formula}"
+            return f"fit unknown: {t.memory.activations.formula}"
         return f"{_fits_word(t.fits)}: {t.total / 2**30:.2f} GiB of {budget.per_device / 2**30:.2f} GiB per GPU"
 
     def gates_hit(self, gates: Sequence[str]) -> list[str]:

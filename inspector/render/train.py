@@ -49,13 +49,13 @@ def train_json(report: Report, t: Train, suggestions: Sequence[Knob] = ()) -> di
         "completion_len": o.stage.completion if o.stage.grpo else None,
         "beta": o.stage.beta if o.stage.grpo else None,
         "rollout_memory": o.stage.rollout_memory if o.stage.grpo else None,
-        "reference": t.reference.bytes, "sp": o.shard.sp, "freeze": list(o.freeze),
+        "reference": t.memory.reference.bytes, "sp": o.shard.sp, "freeze": list(o.freeze),
         "optimizer_in_backward": o.step.optimizer_in_backward, "offload_activations": o.step.offload_activations,
         "compile": o.step.compile,
         "trainable_parameters": t.trainable, "frozen_parameters": t.frozen, "adapted_modules": t.adapted,
         "trainable_by_role": dict(t.by_role),
         **{term.name: term.bytes for term in t.terms},
-        "total": t.total, "fits": t.fits, "cpu_bytes": t.cpu_bytes,
+        "total": t.total, "fits": t.fits, "cpu_bytes": t.memory.cpu_bytes,
         "largest_batch": t.largest_batch, "largest_seq": t.largest_seq, "bits_per_weight": t.bits_per_weight,
         "peak_rule": t.peak_rule,
         "peak": None if t.peak is None else {"moment": t.peak.moment,
@@ -104,11 +104,11 @@ def train_table(report: Report, t: Train, *, explain: bool = False) -> Renderabl
     table.add_row(Text("total (peak)", style="bold"), n(t.total) if t.total is not None else "unknown",
                   _gib(t.total), "", *([sanitize(t.peak_rule)] if explain else []))
     parts.append(table)
-    if t.cpu_bytes:
-        parts.append(Text(f"on the CPU: {n(t.cpu_bytes)} B ({_gib(t.cpu_bytes)} GiB) per GPU's share"))
+    if t.memory.cpu_bytes:
+        parts.append(Text(f"on the CPU: {n(t.memory.cpu_bytes)} B ({_gib(t.memory.cpu_bytes)} GiB) per GPU's share"))
     if o.budget is not None:
         if t.fits is None:
-            parts.append(Text("fit unknown: " + sanitize(t.activations.formula), style="bold yellow"))
+            parts.append(Text("fit unknown: " + sanitize(t.memory.activations.formula), style="bold yellow"))
         else:
             verdict = Text("fits" if t.fits else "does not fit", style="bold green" if t.fits else "bold red")
             verdict.append(f": {_gib(t.total)} GiB of {_gib(o.budget.per_device)} GiB per GPU", style="")

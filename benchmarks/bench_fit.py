@@ -45,12 +45,12 @@ def explain(ours, theirs: int | None, report, est, their_dtype: str | None) -> s
     if ours == theirs:
         return "same"
     c = report.config
-    if c.kv_lora_rank:
+    if c.mla.kv_lora_rank:
         return (f"MLA: we count the cached latent (kv_lora_rank + rope dim) per layer in {est.kv_dtype}; "
                 f"hf-mem counts 2 × KV heads × hidden/heads as for plain attention, in {their_dtype}")
     if c.encoder_only:
         return "encoder: no KV cache (hf-mem computes one)"
-    if c.sliding_window and ours < theirs:
+    if c.layers.sliding_window and ours < theirs:
         return "sliding-window layers keep at most the window: we cap them, hf-mem reserves the full context"
     if report.config.dtype and est.kv_dtype not in (report.config.dtype.lower(),):
         return f"KV dtype differs ({est.kv_dtype} here)"

@@ -41,11 +41,15 @@ def real_configs() -> list[tuple[str, dict]]:
     return [(name, raw) for name, raw in out if raw.get("model_type") in cfg.TABLE]
 
 
+def _with_full_types(c: cfg.ModelConfig) -> cfg.ModelConfig:
+    return replace(c, layers=replace(c.layers, layer_types=_full(c.layers.layer_types)))
+
+
 @pytest.mark.parametrize(("name", "raw"), real_configs(), ids=[n for n, _ in real_configs()])
 def test_real_configs_agree_with_transformers(name: str, raw: dict) -> None:
     direct, via = both(raw)
     assert direct.source == via.source
-    assert replace(direct, layer_types=_full(direct.layer_types)) == replace(via, layer_types=_full(via.layer_types))
+    assert _with_full_types(direct) == _with_full_types(via)
 
 
 @pytest.mark.parametrize("model_type", sorted(cfg.TABLE))
@@ -56,7 +60,7 @@ def test_defaults_agree_with_transformers(model_type: str) -> None:
     if model_type == "gpt2":
         raw = {"model_type": "gpt2", "vocab_size": 1000, "n_layer": 3, "n_head": 4, "n_embd": 64}
     direct, via = both(raw)
-    assert replace(direct, layer_types=_full(direct.layer_types)) == replace(via, layer_types=_full(via.layer_types))
+    assert _with_full_types(direct) == _with_full_types(via)
 
 
 def test_the_common_types_never_import_transformers(tmp_path: Path) -> None:
@@ -139,7 +143,7 @@ def test_layer_type_rules_agree_with_transformers(model_type: str, extra: dict) 
            "hidden_size": 64, "intermediate_size": 128, **extra}
     assert cfg.load_config(raw, cache=False).source == "table"
     direct, via = both(raw)
-    assert replace(direct, layer_types=_full(direct.layer_types)) == replace(via, layer_types=_full(via.layer_types))
+    assert _with_full_types(direct) == _with_full_types(via)
 
 
 def test_a_qwen3_next_folder_reads_without_transformers(tmp_path: Path) -> None:

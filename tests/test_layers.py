@@ -482,7 +482,8 @@ def test_no_module_is_over_600_lines_and_no_function_grows_past_80() -> None:
 RECORD_FIELDS = 16
 #: the records over it today, with their field counts: each is to be split, and this list may only shrink
 WIDE_RECORDS: dict[str, int] = {
-    "analysis/config.py:ModelConfig": 30,  # the config's figures, one field a figure the estimates read
+    # the config's figures, one field a figure the estimates read; MoE, MLA and per-layer figures are parts
+    "analysis/config.py:ModelConfig": 19,
 }
 
 

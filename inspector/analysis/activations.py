@@ -54,11 +54,11 @@ def _mlp_elements(report: Report, moe: bool) -> int | None:
     per = 4 if gated else 2
     if not moe:
         return per * c.intermediate_size if c.intermediate_size else None
-    width, k = c.moe_intermediate_size or c.intermediate_size, c.experts_per_token
+    width, k = c.moe.moe_intermediate_size or c.intermediate_size, c.moe.experts_per_token
     if not width or not k or not c.hidden_size:
         return None
     shared = _shared_width(report)
-    return k * (per * width + 2 * c.hidden_size) + per * shared + (c.num_experts or 0)
+    return k * (per * width + 2 * c.hidden_size) + per * shared + (c.moe.num_experts or 0)
 
 
 def _shared_width(report: Report) -> int:
@@ -67,8 +67,8 @@ def _shared_width(report: Report) -> int:
         value = raw.get(key)
         if type(value) is int and value > 0:
             return value
-    n = report.config.shared_experts or 0
-    return n * (report.config.moe_intermediate_size or 0)
+    n = report.config.moe.shared_experts or 0
+    return n * (report.config.moe.moe_intermediate_size or 0)
 
 
 def layer_bytes(w: Widths, a: int, adapters: int = -1) -> int:

@@ -192,7 +192,7 @@ def architecture(tensors: list[Tensor], config: ModelConfig) -> Architecture:
     return Architecture(
         stacks=tuple(stacks), embedding=accounts.embedding, lookups=accounts.lookups, head=accounts.head,
         other=accounts.other, tied=decodes and accounts.head == 0 and accounts.embedding > 0,
-        kv_check=_kv_check(params, config, stacks), top_k=config.experts_per_token, layer_bytes=layer_bytes,
+        kv_check=_kv_check(params, config, stacks), top_k=config.moe.experts_per_token, layer_bytes=layer_bytes,
         embedding_bytes=embedding_bytes, tail_bytes=tail_bytes, total_bytes=total_bytes)
 
 
@@ -240,7 +240,7 @@ def _stacks_of(name: str, kinds: Mapping[str, StackKind], members: Mapping[int, 
     as the config says."""
     kind = kinds[name]
     layers = [_layer(i, members[i], name, kind, config) for i in sorted(members)]
-    mtp_from = config.num_layers if config.mtp_layers else None
+    mtp_from = config.num_layers if config.layers.mtp_layers else None
     if kind == "decoder" and mtp_from is not None and any(layer.index >= mtp_from for layer in layers):
         return [_stack("decoder", name, [layer for layer in layers if layer.index < mtp_from], 0),
                 _stack("mtp", name, [layer for layer in layers if layer.index >= mtp_from], 0)]
@@ -278,15 +278,15 @@ def _config_layers(c: ModelConfig, indexes: Iterable[int]) -> list[Layer]:
     layers = []
     for i in indexes:
         recurrent = recurrent_kind(_layer_type(c, i))  # a word of its kind in layer_types (mixers.py)
-        if recurrent is None and len(c.kv_heads_per_layer) > i and c.kv_heads_per_layer[i] == 0:
+        if recurrent is None and len(c.layers.kv_heads_per_layer) > i and c.layers.kv_heads_per_layer[i] == 0:
             recurrent = "ssm"  # GGUF's per-layer KV heads of 0: a state-space layer
         if recurrent is not None:
             mixer = Mixer(recurrent, state_formula="unknown: the headers hold no layers to size the state")
         else:
-            roles: set[Role] = {"attn.kv"} if c.kv_lora_rank else {"attn.k"}
+            roles: set[Role] = {"attn.kv"} if c.mla.kv_lora_rank else {"attn.k"}
             mixer = _attention(i, roles, "decoder", c)
-        layers.append(Layer(i, (mixer,), Mlp("moe" if c.num_experts else "dense", c.num_experts or 0,
-                                             c.experts_per_token), 0, 0))
+        layers.append(Layer(i, (mixer,), Mlp("moe" if c.moe.num_experts else "dense", c.moe.num_experts or 0,
+                                             c.moe.experts_per_token), 0, 0))
     return layers
 
 
@@ -344,8 +344,8 @@ def _layer(index: int, members: list[Tensor], stack: str, kind: StackKind, c: Mo
         mlp = Mlp("dense" if any(r.startswith("mlp.") for r in roles) else "none")
         return Layer(index, tuple(mixers), mlp, parameters, parameters)
     ids = {t.place.expert for t in experts if t.place.expert is not None}
-    n = len(ids) or (c.num_experts or 0)
-    k = c.experts_per_token
+    n = len(ids) or (c.moe.num_experts or 0)
+    k = c.moe.experts_per_token
     elements = sum(t.info.numel for t in experts)
     inactive = elements * (n - k) // n if k and n > k else 0
     return Layer(index, tuple(mixers), Mlp("moe", n, k), parameters, parameters - inactive)
@@ -364,18 +364,18 @@ def _widths(kind: StackKind, c: ModelConfig, *, cross: bool = False) -> Attentio
     if heads and heads != c.num_heads and c.hidden_size and "head_dim" not in raw and "d_kv" not in raw:
         head_dim = c.hidden_size // heads
     kv = c.num_kv_heads if heads == c.num_heads else heads
-    return Attention(heads, kv, head_dim, c.v_head_dim or head_dim)
+    return Attention(heads, kv, head_dim, c.mla.v_head_dim or head_dim)
 
 
 def _attention(index: int, roles: set[Role], kind: StackKind, c: ModelConfig) -> Mixer:
-    if "attn.kv" in roles and c.kv_lora_rank and c.qk_rope_head_dim is not None:
-        d_qk = (c.qk_nope_head_dim or 0) + c.qk_rope_head_dim
-        latent = c.kv_lora_rank + c.qk_rope_head_dim
-        return Mixer("mla", Attention(c.num_heads, None, d_qk, c.v_head_dim, latent=latent))
+    if "attn.kv" in roles and c.mla.kv_lora_rank and c.mla.qk_rope_head_dim is not None:
+        d_qk = (c.mla.qk_nope_head_dim or 0) + c.mla.qk_rope_head_dim
+        latent = c.mla.kv_lora_rank + c.mla.qk_rope_head_dim
+        return Mixer("mla", Attention(c.num_heads, None, d_qk, c.mla.v_head_dim, latent=latent))
     widths = _widths(kind, c)
     if kind != "decoder":
         return Mixer("full", widths)
-    per_layer = c.kv_heads_per_layer
+    per_layer = c.layers.kv_heads_per_layer
     if len(per_layer) > index:
         widths = Attention(widths.heads, per_layer[index], widths.key_dim, widths.value_dim)
     windowed = windowed_kind(_layer_type(c, index), c)  # a windowed kind's word in layer_types (mixers.py)
@@ -391,11 +391,11 @@ def _windowed(a: Attention, window: int) -> Attention:
 def _layer_type(c: ModelConfig, index: int) -> str:
     """The config's word for a decoder layer: ``layer_types``, else the defaults transformers applies
     (Mistral: every layer slides when a window is set; Gemma 2: even layers slide)."""
-    if len(c.layer_types) > index:
-        return c.layer_types[index].lower()
-    if c.sliding_window and c.model_type == "mistral":
+    if len(c.layers.layer_types) > index:
+        return c.layers.layer_types[index].lower()
+    if c.layers.sliding_window and c.model_type == "mistral":
         return "sliding_attention"
-    if c.sliding_window and c.model_type == "gemma2":
+    if c.layers.sliding_window and c.model_type == "gemma2":
         return "sliding_attention" if index % 2 == 0 else "full_attention"
     return "full_attention"
 
@@ -442,9 +442,9 @@ def _recurrent(kind: MixerKind, members: list[Tensor], c: ModelConfig) -> Mixer:
 def _kv_check(params: list[Tensor], c: ModelConfig, stacks: list[Stack]) -> str:
     """The config's K/V widths against the k/v (or MLA's kv_a) projections of the decoder's layers."""
     decoder = {s.name for s in stacks if s.kind == "decoder"}
-    mla = c.kv_lora_rank and c.qk_rope_head_dim is not None
+    mla = c.mla.kv_lora_rank and c.mla.qk_rope_head_dim is not None
     if mla:
-        width = (c.kv_lora_rank or 0) + (c.qk_rope_head_dim or 0)
+        width = (c.mla.kv_lora_rank or 0) + (c.mla.qk_rope_head_dim or 0)
         outs = {t.info.shape[0] for t in params if t.place.role == "attn.kv" and t.place.stack in decoder
                 and t.info.name.endswith("kv_a_proj_with_mqa.weight") and len(t.info.shape) == 2}
         if outs == {width}:

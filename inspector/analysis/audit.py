@@ -305,12 +305,13 @@ def _config_checks(c: ModelConfig, tensors: list[Tensor], add: Callable[[Finding
             bad("num_key_value_heads", t, f"{c.num_kv_heads} KV heads × head_dim {hd} = {c.num_kv_heads * hd:,} rows")
         elif role in ("mlp.gate", "mlp.up") and c.intermediate_size and rows != c.intermediate_size \
                 and t.info.name.endswith(("gate_proj.weight", "up_proj.weight")) \
-                and not (c.first_k_dense is None and c.num_experts):
+                and not (c.moe.first_k_dense is None and c.moe.num_experts):
             bad("intermediate_size", t, f"intermediate_size {c.intermediate_size:,}")
         elif role in ("moe.expert.gate", "moe.expert.up"):
-            width = c.moe_intermediate_size or c.intermediate_size
+            width = c.moe.moe_intermediate_size or c.intermediate_size
             if width and rows != width:
-                bad("moe_intermediate_size" if c.moe_intermediate_size else "intermediate_size", t, f"{width:,} rows")
+                bad("moe_intermediate_size" if c.moe.moe_intermediate_size else "intermediate_size", t,
+                    f"{width:,} rows")
         # nn.Linear [out, in] layouts only: GPT-2's Conv1D stores [in, out]
         if c.hidden_size and role in ("attn.q", "attn.k", "attn.v", "mlp.gate", "mlp.up") and cols != c.hidden_size \
                 and t.info.name.endswith(("q_proj.weight", "k_proj.weight", "v_proj.weight", "gate_proj.weight",
@@ -319,20 +320,21 @@ def _config_checks(c: ModelConfig, tensors: list[Tensor], add: Callable[[Finding
             bad("hidden_size", t, f"hidden_size {c.hidden_size:,} columns")
     layers = {t.place.layer for t in tensors if t.place.layer is not None and t.place.role not in ("vision", "audio",
                                                                                                    "projector")}
-    expected = (c.num_layers or 0) + (c.mtp_layers or 0)
+    expected = (c.num_layers or 0) + (c.layers.mtp_layers or 0)
     if c.num_layers and layers and len(layers) != expected:
         add(Finding("config.num_hidden_layers", "error",
-                    f"config says {c.num_layers} layers" + (f" + {c.mtp_layers} MTP" if c.mtp_layers else "")
+                    f"config says {c.num_layers} layers"
+                    + (f" + {c.layers.mtp_layers} MTP" if c.layers.mtp_layers else "")
                     + f" but the headers have {len(layers)} (indices {min(layers)}–{max(layers)})"))
-    if c.num_experts:
+    if c.moe.num_experts:
         per_layer: dict[int | None, set[int]] = defaultdict(set)
         for t in tensors:
             if t.place.expert is not None:
                 per_layer[t.place.layer].add(t.place.expert)
-        wrong = sorted((k for k, v in per_layer.items() if len(v) != c.num_experts), key=lambda x: x or 0)
+        wrong = sorted((k for k, v in per_layer.items() if len(v) != c.moe.num_experts), key=lambda x: x or 0)
         if wrong:
             add(Finding("config.num_experts", "error",
-                        f"config says {c.num_experts} experts but layer {wrong[0]} has "
+                        f"config says {c.moe.num_experts} experts but layer {wrong[0]} has "
                         f"{len(per_layer[wrong[0]])}"))
     has_head = any(t.place.role == "lm_head" and t.place.layer is None for t in tensors)
     has_embed = any(t.place.role == "embedding" for t in tensors)

@@ -53,6 +53,40 @@ _ALIASES: dict[str, tuple[str, ...]] = {
 
 
 @dataclass(frozen=True, slots=True)
+class MoeFigures:
+    """A mixture of experts' figures (None where the config says nothing: a dense model)."""
+
+    num_experts: int | None = None
+    experts_per_token: int | None = None
+    moe_intermediate_size: int | None = None
+    shared_experts: int | None = None
+    first_k_dense: int | None = None  # the first layers dense (DeepSeek's first_k_dense_replace)
+
+
+@dataclass(frozen=True, slots=True)
+class MlaFigures:
+    """Multi-head latent attention's figures (DeepSeek-V2/V3): the query's and the cache's low ranks and the
+    heads' split into positional (rope) and content (nope) parts; None where the model has none."""
+
+    q_lora_rank: int | None = None
+    kv_lora_rank: int | None = None
+    qk_rope_head_dim: int | None = None
+    qk_nope_head_dim: int | None = None
+    v_head_dim: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class LayerFigures:
+    """What differs layer by layer: the window of windowed layers, each layer's kind (``layer_types``), KV
+    heads where they differ (a GGUF's per-layer ``head_count_kv``) and multi-token-prediction layers."""
+
+    sliding_window: int | None = None
+    layer_types: tuple[str, ...] = ()
+    kv_heads_per_layer: tuple[int, ...] = ()
+    mtp_layers: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class ModelConfig:
     """Architecture figures of a checkpoint's text model. ``None`` where the config says nothing."""
 
@@ -68,21 +102,9 @@ class ModelConfig:
     max_position: int | None = None
     tie_word_embeddings: bool | None = None
     dtype: str | None = None  # safetensors name, e.g. BF16
-    num_experts: int | None = None
-    experts_per_token: int | None = None
-    moe_intermediate_size: int | None = None
-    shared_experts: int | None = None
-    first_k_dense: int | None = None
-    sliding_window: int | None = None
-    layer_types: tuple[str, ...] = ()
-    q_lora_rank: int | None = None
-    kv_lora_rank: int | None = None
-    qk_rope_head_dim: int | None = None
-    qk_nope_head_dim: int | None = None
-    v_head_dim: int | None = None
-    mtp_layers: int | None = None
-    #: KV heads layer by layer, where they differ (a GGUF's per-layer ``head_count_kv``)
-    kv_heads_per_layer: tuple[int, ...] = ()
+    moe: MoeFigures = field(default_factory=MoeFigures)
+    mla: MlaFigures = field(default_factory=MlaFigures)
+    layers: LayerFigures = field(default_factory=LayerFigures)
     quantization: Mapping[str, object] | None = None
     #: "table" (our own, checked against transformers), "transformers", "gguf" (the file's own
     #: metadata), "raw" or "none"
@@ -100,12 +122,22 @@ class ModelConfig:
         return bool(self.architectures) and all(a.endswith(ENCODER_ONLY_HEADS) for a in self.architectures)
 
     def as_dict(self) -> dict[str, object]:
-        return {
-            name: (list(value) if isinstance(value, tuple) else value)
-            for name in self.__dataclass_fields__
-            if name not in ("raw", "unread")
-            for value in [getattr(self, name)]
-        }
+        """The JSON's ``config``: every figure by its name, flat, in ``JSON_ORDER``."""
+        return {name: (list(value) if isinstance(value, tuple) else value)
+                for part, name in JSON_ORDER
+                for value in [getattr(getattr(self, part) if part else self, name)]}
+
+
+#: the JSON's ``config`` keys in their order, each with the part that holds it ("" for ModelConfig itself)
+JSON_ORDER: Final[tuple[tuple[str, str], ...]] = (
+    *(("", n) for n in ("model_type", "architectures", "hidden_size", "intermediate_size", "num_layers", "num_heads",
+                        "num_kv_heads", "head_dim", "vocab_size", "max_position", "tie_word_embeddings", "dtype")),
+    *(("moe", n) for n in ("num_experts", "experts_per_token", "moe_intermediate_size", "shared_experts",
+                           "first_k_dense")),
+    ("layers", "sliding_window"), ("layers", "layer_types"),
+    *(("mla", n) for n in ("q_lora_rank", "kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim")),
+    ("layers", "mtp_layers"), ("layers", "kv_heads_per_layer"), ("", "quantization"), ("", "source"),
+)
 
 
 def load_config(raw: Mapping[str, object] | None, *, cache: bool = True) -> ModelConfig:
@@ -242,21 +274,16 @@ def _build(raw: Mapping[str, object], figures: Mapping[str, object], source: str
         max_position=_int(figures.get("max_position")),
         tie_word_embeddings=tie if isinstance(tie := figures.get("tie_word_embeddings"), bool) else None,
         dtype=TORCH_TO_SAFETENSORS.get(str(dtype).removeprefix("torch.")) if dtype else None,
-        num_experts=_int(figures.get("num_experts")),
-        experts_per_token=_int(figures.get("experts_per_token")),
-        moe_intermediate_size=_int(figures.get("moe_intermediate_size")),
-        shared_experts=_int(figures.get("shared_experts")),
-        first_k_dense=_int(figures.get("first_k_dense")),
-        sliding_window=_int(figures.get("sliding_window")),
-        layer_types=tuple(str(t) for t in layer_types) if isinstance(layer_types, list | tuple) else (),
-        q_lora_rank=_int(figures.get("q_lora_rank")),
-        kv_lora_rank=_int(figures.get("kv_lora_rank")),
-        qk_rope_head_dim=_int(figures.get("qk_rope_head_dim")),
-        qk_nope_head_dim=_int(figures.get("qk_nope_head_dim")),
-        v_head_dim=_int(figures.get("v_head_dim")),
-        mtp_layers=_int(figures.get("mtp_layers")),
-        kv_heads_per_layer=tuple(v for v in per_layer if _int(v) is not None)
-        if isinstance(per_layer := raw.get("num_key_value_heads_per_layer"), list) else (),
+        moe=MoeFigures(*(_int(figures.get(n)) for n in ("num_experts", "experts_per_token", "moe_intermediate_size",
+                                                        "shared_experts", "first_k_dense"))),
+        mla=MlaFigures(*(_int(figures.get(n)) for n in ("q_lora_rank", "kv_lora_rank", "qk_rope_head_dim",
+                                                        "qk_nope_head_dim", "v_head_dim"))),
+        layers=LayerFigures(
+            sliding_window=_int(figures.get("sliding_window")),
+            layer_types=tuple(str(t) for t in layer_types) if isinstance(layer_types, list | tuple) else (),
+            kv_heads_per_layer=tuple(v for v in per_layer if _int(v) is not None)
+            if isinstance(per_layer := raw.get("num_key_value_heads_per_layer"), list) else (),
+            mtp_layers=_int(figures.get("mtp_layers"))),
         quantization=quant if isinstance(quant, Mapping) else None,
         source=source,
         raw=raw,

@@ -304,7 +304,7 @@ def _kv_formula(storing: list[tuple[Layer, Mixer]], nbytes: float, c: ModelConfi
     first = mixers[0].attention
     assert first is not None
     if MIXERS[mixers[0].kind].latent:
-        return (f"(kv_lora_rank {c.kv_lora_rank} + qk_rope_head_dim {c.qk_rope_head_dim}) × {n} layers × "
+        return (f"(kv_lora_rank {c.mla.kv_lora_rank} + qk_rope_head_dim {c.mla.qk_rope_head_dim}) × {n} layers × "
                 f"{nbytes:g} B")
     kv_heads = {m.attention.kv_heads for m in mixers if m.attention}
     heads_text = f"{first.kv_heads} KV heads" if len(kv_heads) <= 1 else "the layer's KV heads"
@@ -399,7 +399,7 @@ def _moe(arch: Architecture, report: Report) -> Moe | None:
     """Active parameters per token: routed experts a token does not visit are left out. Counts are
     logical (a packed int4 word counts its eight weights: ``report.logical``)."""
     c = report.config
-    k = c.experts_per_token
+    k = c.moe.experts_per_token
     moe_layers = [layer for s in arch.stacks if s.kind != "mtp" for layer in s.layers if layer.mlp.kind == "moe"]
     if not moe_layers or not k:
         return None
@@ -410,11 +410,11 @@ def _moe(arch: Architecture, report: Report) -> Moe | None:
     shared = sum(r.parameters for r in report.summary.by_role if r.role.startswith("moe.shared"))
     router = sum(r.parameters for r in report.summary.by_role if r.role == "moe.router")
     routed = [layer for layer in moe_layers if layer.mlp.experts > k]
-    assumptions = [f"{k} of {c.num_experts} routed experts per token, in {len(routed)} MoE layers"]
+    assumptions = [f"{k} of {c.moe.num_experts} routed experts per token, in {len(routed)} MoE layers"]
     if shared:
         assumptions.append(f"shared experts always active ({shared:,} parameters)")
-    if c.first_k_dense:
-        assumptions.append(f"the first {c.first_k_dense} layers are dense and always active")
+    if c.moe.first_k_dense:
+        assumptions.append(f"the first {c.moe.first_k_dense} layers are dense and always active")
     assumptions.append(f"router always active ({router:,} parameters)")
     if mtp:
         assumptions.append(f"multi-token-prediction layers ({mtp:,} parameters) are left out: plain decoding "

@@ -58,7 +58,7 @@ def _quantities(c: ModelConfig) -> list[tuple[str, str, int]]:
     add("MLP width", "intermediate", width)
     if width:
         add("MLP width", "2 × intermediate", 2 * width)  # fused gate_up
-    add("expert MLP width", "moe_intermediate", c.moe_intermediate_size)
+    add("expert MLP width", "moe_intermediate", c.moe.moe_intermediate_size)
     if c.num_heads and c.head_dim:
         add("q width", "heads × head_dim", c.num_heads * c.head_dim)
     if c.num_kv_heads and c.head_dim:
@@ -67,7 +67,7 @@ def _quantities(c: ModelConfig) -> list[tuple[str, str, int]]:
             add("q width", "(heads + 2 KV heads) × head_dim", (c.num_heads + 2 * c.num_kv_heads) * c.head_dim)
     if c.hidden_size:
         add("q width", "3 × hidden", 3 * c.hidden_size)  # GPT-2 c_attn
-    add("router", "experts", c.num_experts)
+    add("router", "experts", c.moe.num_experts)
     return q
 
 
@@ -286,7 +286,7 @@ def _label(cause: str, a: Report, b: Report) -> str:  # noqa: C901 (over the lim
         word = ("plain", "gated") if _gated(b) else ("gated", "plain")
         return f"MLP {word[0]} → {word[1]} (a gate matrix beside up and down)"
     if cause == "expert MLP width":
-        return f"expert MLP width {change(ca.moe_intermediate_size, cb.moe_intermediate_size)}"
+        return f"expert MLP width {change(ca.moe.moe_intermediate_size, cb.moe.moe_intermediate_size)}"
     if cause == "q width":
         return f"attention heads {change(ca.num_heads, cb.num_heads)} × head_dim {change(ca.head_dim, cb.head_dim)}"
     if cause == "KV width":
@@ -294,7 +294,7 @@ def _label(cause: str, a: Report, b: Report) -> str:  # noqa: C901 (over the lim
             return f"KV heads {change(ca.num_kv_heads, cb.num_kv_heads)} (grouped-query attention)"
         return f"KV heads {change(ca.num_kv_heads, cb.num_kv_heads)} × head_dim {change(ca.head_dim, cb.head_dim)}"
     if cause == "experts":
-        return f"experts {ca.num_experts or 'dense'} → {cb.num_experts or 'dense'}"
+        return f"experts {ca.moe.num_experts or 'dense'} → {cb.moe.num_experts or 'dense'}"
     if cause == "router":
         return "MoE router"
     if cause == "tied embeddings":

@@ -207,15 +207,15 @@ def _shared(report: Report, est: Estimate) -> _Shared:
 def model_shape(report: Report) -> ModelShape:
     """The figures the engines' terms read, from the config."""
     c = report.config
-    moe = c.num_experts and c.experts_per_token
-    inter = (c.moe_intermediate_size or c.intermediate_size or 0) if moe else (c.intermediate_size or 0)
-    rotary = c.qk_rope_head_dim if c.kv_lora_rank else c.head_dim
+    moe = c.moe.num_experts and c.moe.experts_per_token
+    inter = (c.moe.moe_intermediate_size or c.intermediate_size or 0) if moe else (c.intermediate_size or 0)
+    rotary = c.mla.qk_rope_head_dim if c.mla.kv_lora_rank else c.head_dim
     factor = c.raw.get("partial_rotary_factor")
     if rotary and isinstance(factor, (int, float)) and not isinstance(factor, bool) and 0 < factor <= 1:
         rotary = int(rotary * factor)
     return ModelShape(hidden=c.hidden_size or 0, inter=inter, vocab=c.vocab_size,
                       dtype_bytes=DTYPE_BITS.get(c.dtype or "", 16) / 8, max_position=c.max_position,
-                      rotary_dim=rotary, experts_per_token=(c.experts_per_token or 0) if moe else 0)
+                      rotary_dim=rotary, experts_per_token=(c.moe.experts_per_token or 0) if moe else 0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -264,7 +264,7 @@ def _weights(report: Report, est: Estimate, budget: Budget, eng: Engine, setting
     n = budget.devices
     rep = sum(replicated.values())
     weights = rep + math.ceil((weights_all - rep) / n)
-    count = report.config.num_experts or 0
+    count = report.config.moe.num_experts or 0
     if settings.expert_parallel and n > 1 and count:  # the GPU with the most experts: ceil(E / n) of each layer's
         part = 1.0 if stage is None else stage.layers / decoder_layers
         experts = int(sum(r.bytes for r in s.by_role if r.role.startswith("moe.expert")) * scale * part)

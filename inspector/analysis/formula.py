@@ -72,7 +72,7 @@ def _llama(c: ModelConfig, actual: Mapping[Role, int], final_norm: int) -> Formu
     d, v, n_layers, i = c.hidden_size or 0, c.vocab_size or 0, c.num_layers or 0, c.intermediate_size or 0
     h, k, hd = c.num_heads or 0, c.num_kv_heads or 0, c.head_dim or 0
     bias = c.model_type == "qwen2"
-    e = c.num_experts or 0
+    e = c.moe.num_experts or 0
     rows = [FormulaRow("embedding", f"V·D = {v:,} × {d:,}", v * d, actual.get("embedding", 0))]
     q_extra = " + L·H·d (bias)" if bias else ""
     rows.append(FormulaRow("attn.q", f"L·D·H·d{q_extra}", n_layers * (d * h * hd + (h * hd if bias else 0)),

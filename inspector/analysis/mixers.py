@@ -79,7 +79,7 @@ class Mixing:
 
 
 def _sliding_window(c: ModelConfig) -> int:
-    return c.sliding_window or 0
+    return c.layers.sliding_window or 0
 
 
 def _attention_chunk(c: ModelConfig) -> int:

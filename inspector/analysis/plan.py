@@ -192,15 +192,15 @@ def shape_of(report: Report, est: Estimate) -> Shape:
     fp8_block = (int(block[0]), int(block[1])) if isinstance(block, list) and len(block) == 2 and all(
         type(b) is int and b > 0 for b in block) else None
     packed = method in ("gptq", "awq")
-    head_dim = c.v_head_dim if c.kv_lora_rank else c.head_dim
+    head_dim = c.mla.v_head_dim if c.mla.kv_lora_rank else c.head_dim
     layers = len(est.architecture.per_token_layers) or (c.num_layers or 0)
     dense = c.intermediate_size if any(r.role.startswith("mlp.") for r in report.summary.by_role) else None
     moe = est.moe is not None
     return Shape(
-        heads=c.num_heads, kv_heads=None if c.kv_lora_rank else c.num_kv_heads, layers=layers, vocab=c.vocab_size,
+        heads=c.num_heads, kv_heads=None if c.mla.kv_lora_rank else c.num_kv_heads, layers=layers, vocab=c.vocab_size,
         hidden=c.hidden_size, attention_out=(c.num_heads or 0) * (head_dim or 0) or None, intermediate=dense,
-        moe_intermediate=(c.moe_intermediate_size or c.intermediate_size) if moe else None,
-        experts=c.num_experts if moe else None, quant_method=method,
+        moe_intermediate=(c.moe.moe_intermediate_size or c.intermediate_size) if moe else None,
+        experts=c.moe.num_experts if moe else None, quant_method=method,
         group_size=group if packed and type(group) is int and group > 0 else None,
         pack_factor=32 // bits if packed and type(bits) is int and 0 < bits <= 32 else None, block=fp8_block)
 

@@ -106,18 +106,18 @@ def _mlp_parts(cfg: ModelConfig) -> list[str]:
     """The MLP width: a dense model's; a MoE's expert width (``moe_intermediate_size``, or the MLP
     width where experts are whole MLPs, as Mixtral's), its shared experts, and a dense width only
     where dense layers lead (DeepSeek's ``first_k_dense_replace``)."""
-    if not cfg.num_experts:
+    if not cfg.moe.num_experts:
         return [f"MLP {n(cfg.intermediate_size)}"] if cfg.intermediate_size else []
-    width = cfg.moe_intermediate_size or cfg.intermediate_size
-    parts = [f"experts {cfg.num_experts} × MLP {n(width)} (top-{cfg.experts_per_token})" if width else
-             f"experts {cfg.num_experts} (top-{cfg.experts_per_token})"]
+    width = cfg.moe.moe_intermediate_size or cfg.intermediate_size
+    parts = [f"experts {cfg.moe.num_experts} × MLP {n(width)} (top-{cfg.moe.experts_per_token})" if width else
+             f"experts {cfg.moe.num_experts} (top-{cfg.moe.experts_per_token})"]
     shared_width = cfg.raw.get("shared_expert_intermediate_size")
     if type(shared_width) is int and shared_width > 0:
         parts.append(f"shared expert MLP {n(shared_width)}")
-    elif cfg.shared_experts and cfg.moe_intermediate_size:
-        parts.append(f"shared experts {cfg.shared_experts} × MLP {n(cfg.moe_intermediate_size)}")
-    if cfg.first_k_dense and cfg.intermediate_size and cfg.moe_intermediate_size:
-        parts.append(f"dense MLP {n(cfg.intermediate_size)} in the first {cfg.first_k_dense} layers")
+    elif cfg.moe.shared_experts and cfg.moe.moe_intermediate_size:
+        parts.append(f"shared experts {cfg.moe.shared_experts} × MLP {n(cfg.moe.moe_intermediate_size)}")
+    if cfg.moe.first_k_dense and cfg.intermediate_size and cfg.moe.moe_intermediate_size:
+        parts.append(f"dense MLP {n(cfg.intermediate_size)} in the first {cfg.moe.first_k_dense} layers")
     return parts
 
 
@@ -135,8 +135,8 @@ def config_line(cfg: ModelConfig) -> str:
         kv = f", {cfg.num_kv_heads} KV" if cfg.num_kv_heads and cfg.num_kv_heads != cfg.num_heads else ""
         hd = f", head_dim {cfg.head_dim}" if cfg.head_dim else ""
         parts.append(f"heads {cfg.num_heads}{kv}{hd}")
-    if cfg.kv_lora_rank:
-        parts.append(f"MLA kv_lora_rank {cfg.kv_lora_rank} + rope {cfg.qk_rope_head_dim}")
+    if cfg.mla.kv_lora_rank:
+        parts.append(f"MLA kv_lora_rank {cfg.mla.kv_lora_rank} + rope {cfg.mla.qk_rope_head_dim}")
     parts += _mlp_parts(cfg)
     if cfg.vocab_size:
         parts.append(f"vocab {n(cfg.vocab_size)}")

@@ -52,7 +52,7 @@ def explain(ours, theirs: int | None, report, est, their_dtype: str | None) -> s
         return "encoder: no KV cache (hf-mem computes one)"
     if c.layers.sliding_window and ours < theirs:
         return "sliding-window layers keep at most the window: we cap them, hf-mem reserves the full context"
-    if report.config.dtype and est.kv_dtype not in (report.config.dtype.lower(),):
+    if report.config.storage.dtype and est.kv_dtype not in (report.config.storage.dtype.lower(),):
         return f"KV dtype differs ({est.kv_dtype} here)"
     return "differs: see the formulas in inspect estimate"
 

@@ -20,7 +20,8 @@ def both(raw: dict) -> tuple[cfg.ModelConfig, cfg.ModelConfig]:
     figures = cfg._from_transformers(raw)
     assert figures is not None, raw.get("model_type")
     via = cfg._build(raw, figures, "transformers")
-    return replace(direct, source="-"), replace(via, source="-")
+    return (replace(direct, reading=replace(direct.reading, source="-")),
+            replace(via, reading=replace(via.reading, source="-")))
 
 
 def _full(layer_types: tuple[str, ...] | None) -> tuple[str, ...] | None:
@@ -48,7 +49,7 @@ def _with_full_types(c: cfg.ModelConfig) -> cfg.ModelConfig:
 @pytest.mark.parametrize(("name", "raw"), real_configs(), ids=[n for n, _ in real_configs()])
 def test_real_configs_agree_with_transformers(name: str, raw: dict) -> None:
     direct, via = both(raw)
-    assert direct.source == via.source
+    assert direct.reading.source == via.reading.source
     assert _with_full_types(direct) == _with_full_types(via)
 
 
@@ -141,7 +142,7 @@ RULE_CASES = [
 def test_layer_type_rules_agree_with_transformers(model_type: str, extra: dict) -> None:
     raw = {"model_type": model_type, "vocab_size": 1000, "num_hidden_layers": 7, "num_attention_heads": 4,
            "hidden_size": 64, "intermediate_size": 128, **extra}
-    assert cfg.load_config(raw, cache=False).source == "table"
+    assert cfg.load_config(raw, cache=False).reading.source == "table"
     direct, via = both(raw)
     assert _with_full_types(direct) == _with_full_types(via)
 

@@ -475,6 +475,6 @@ def test_a_config_figure_out_of_range_is_unknown_not_a_crash(changes: dict, laye
         if args[0] != "estimate":  # each figure left unknown is named in a note, with its value as given
             assert [name for name in unread if f"config.json: {name} = " in r.out] == unread, r.out[-600:]
     got = load_config(config, cache=False)
-    assert [name for name, _ in got.unread] == unread
+    assert [name for name, _ in got.reading.unread] == unread
     assert got.num_layers == layers
     assert got.architectures == (() if "architectures" in changes else ("LlamaForCausalLM",))

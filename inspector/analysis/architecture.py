@@ -171,7 +171,7 @@ def architecture(tensors: list[Tensor], config: ModelConfig) -> Architecture:
             loose.append(t)
     roles = {t.place.role for t in params}
     generates = not config.encoder_only and (
-        "lm_head" in roles or "embedding" in roles or config.source == "gguf"
+        "lm_head" in roles or "embedding" in roles or config.reading.source == "gguf"
         or any(a.endswith(_GENERATING) for a in config.architectures))
     kinds = {name: _stack_kind(name, layers, config, generates, len(by_layer)) for name, layers in by_layer.items()}
     accounts = _Accounts.of(loose, kinds)

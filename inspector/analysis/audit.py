@@ -338,21 +338,22 @@ def _config_checks(c: ModelConfig, tensors: list[Tensor], add: Callable[[Finding
                         f"{len(per_layer[wrong[0]])}"))
     has_head = any(t.place.role == "lm_head" and t.place.layer is None for t in tensors)
     has_embed = any(t.place.role == "embedding" for t in tensors)
-    if c.tie_word_embeddings is False and not has_head and has_embed:
+    if c.storage.tie_word_embeddings is False and not has_head and has_embed:
         add(Finding("config.tied", "error", "tie_word_embeddings is false but there is no lm_head tensor: "
                                             "the output layer would be randomly initialised on load"))
-    elif c.tie_word_embeddings is True and has_head:
+    elif c.storage.tie_word_embeddings is True and has_head:
         add(Finding("config.tied", "warning", "tie_word_embeddings is true but an lm_head tensor is saved: "
                                               "it will be replaced by the embedding on load"))
-    if c.dtype:
+    if c.storage.dtype:
         counts: Counter[str] = Counter()
         for t in tensors:
             if t.place.kind == "parameter":
                 counts[t.info.dtype] += t.info.numel
         if counts:
             main = counts.most_common(1)[0][0]
-            if main != c.dtype and not c.quantization:
-                add(Finding("config.dtype", "warning", f"torch_dtype says {c.dtype} but most parameters are {main}"))
+            if main != c.storage.dtype and not c.storage.quantization:
+                add(Finding("config.dtype", "warning",
+                            f"torch_dtype says {c.storage.dtype} but most parameters are {main}"))
 
 
 def _shape(shape: tuple[int, ...]) -> str:

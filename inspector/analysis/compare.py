@@ -35,8 +35,8 @@ _CONFIG: tuple[tuple[str, Callable[[ModelConfig], object] | str], ...] = (
     ("architecture", _architecture), ("hidden size", "hidden_size"),
            ("layers", "num_layers"), ("heads", "num_heads"), ("KV heads", "num_kv_heads"), ("head dim", "head_dim"),
            ("MLP width", "intermediate_size"), ("vocabulary", "vocab_size"), ("context", "max_position"),
-           ("tied embeddings", "tie_word_embeddings"), ("dtype", "dtype"), ("experts", lambda c: c.moe.num_experts),
-           ("experts per token", lambda c: c.moe.experts_per_token))
+           ("tied embeddings", lambda c: c.storage.tie_word_embeddings), ("dtype", lambda c: c.storage.dtype),
+           ("experts", lambda c: c.moe.num_experts), ("experts per token", lambda c: c.moe.experts_per_token))
 
 
 def _estimate(report: Report) -> Estimate | None:

@@ -87,6 +87,27 @@ class LayerFigures:
 
 
 @dataclass(frozen=True, slots=True)
+class StorageFigures:
+    """How the config says the weights are kept: their dtype, whether the output layer is the input embedding
+    (tied) and the quantisation block, as given."""
+
+    dtype: str | None = None  # safetensors name, e.g. BF16
+    tie_word_embeddings: bool | None = None
+    quantization: Mapping[str, object] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigReading:
+    """How the config was read, and what of it was not."""
+
+    #: "table" (our own, checked against transformers), "transformers", "gguf" (the file's own
+    #: metadata), "raw" or "none"
+    source: str = "none"
+    #: figures the config gives that are not counts in range (name, the value as given): left unknown
+    unread: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class ModelConfig:
     """Architecture figures of a checkpoint's text model. ``None`` where the config says nothing."""
 
@@ -100,18 +121,12 @@ class ModelConfig:
     head_dim: int | None = None
     vocab_size: int | None = None
     max_position: int | None = None
-    tie_word_embeddings: bool | None = None
-    dtype: str | None = None  # safetensors name, e.g. BF16
     moe: MoeFigures = field(default_factory=MoeFigures)
     mla: MlaFigures = field(default_factory=MlaFigures)
     layers: LayerFigures = field(default_factory=LayerFigures)
-    quantization: Mapping[str, object] | None = None
-    #: "table" (our own, checked against transformers), "transformers", "gguf" (the file's own
-    #: metadata), "raw" or "none"
-    source: str = "none"
+    storage: StorageFigures = field(default_factory=StorageFigures)
+    reading: ConfigReading = field(default_factory=ConfigReading)
     raw: Mapping[str, object] = field(default_factory=dict)
-    #: figures the config gives that are not counts in range (name, the value as given): left unknown
-    unread: tuple[tuple[str, str], ...] = ()
 
     @property
     def encoder_only(self) -> bool:
@@ -131,12 +146,14 @@ class ModelConfig:
 #: the JSON's ``config`` keys in their order, each with the part that holds it ("" for ModelConfig itself)
 JSON_ORDER: Final[tuple[tuple[str, str], ...]] = (
     *(("", n) for n in ("model_type", "architectures", "hidden_size", "intermediate_size", "num_layers", "num_heads",
-                        "num_kv_heads", "head_dim", "vocab_size", "max_position", "tie_word_embeddings", "dtype")),
+                        "num_kv_heads", "head_dim", "vocab_size", "max_position")),
+    ("storage", "tie_word_embeddings"), ("storage", "dtype"),
     *(("moe", n) for n in ("num_experts", "experts_per_token", "moe_intermediate_size", "shared_experts",
                            "first_k_dense")),
     ("layers", "sliding_window"), ("layers", "layer_types"),
     *(("mla", n) for n in ("q_lora_rank", "kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim")),
-    ("layers", "mtp_layers"), ("layers", "kv_heads_per_layer"), ("", "quantization"), ("", "source"),
+    ("layers", "mtp_layers"), ("layers", "kv_heads_per_layer"), ("storage", "quantization"),
+    ("reading", "source"),
 )
 
 
@@ -272,8 +289,6 @@ def _build(raw: Mapping[str, object], figures: Mapping[str, object], source: str
         head_dim=head_dim,
         vocab_size=_int(figures.get("vocab_size")),
         max_position=_int(figures.get("max_position")),
-        tie_word_embeddings=tie if isinstance(tie := figures.get("tie_word_embeddings"), bool) else None,
-        dtype=TORCH_TO_SAFETENSORS.get(str(dtype).removeprefix("torch.")) if dtype else None,
         moe=MoeFigures(*(_int(figures.get(n)) for n in ("num_experts", "experts_per_token", "moe_intermediate_size",
                                                         "shared_experts", "first_k_dense"))),
         mla=MlaFigures(*(_int(figures.get(n)) for n in ("q_lora_rank", "kv_lora_rank", "qk_rope_head_dim",
@@ -284,10 +299,12 @@ def _build(raw: Mapping[str, object], figures: Mapping[str, object], source: str
             kv_heads_per_layer=tuple(v for v in per_layer if _int(v) is not None)
             if isinstance(per_layer := raw.get("num_key_value_heads_per_layer"), list) else (),
             mtp_layers=_int(figures.get("mtp_layers"))),
-        quantization=quant if isinstance(quant, Mapping) else None,
-        source=source,
+        storage=StorageFigures(
+            dtype=TORCH_TO_SAFETENSORS.get(str(dtype).removeprefix("torch.")) if dtype else None,
+            tie_word_embeddings=tie if isinstance(tie := figures.get("tie_word_embeddings"), bool) else None,
+            quantization=quant if isinstance(quant, Mapping) else None),
+        reading=ConfigReading(source=source, unread=unread),
         raw=raw,
-        unread=unread,
     )
 
 

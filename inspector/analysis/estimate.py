@@ -212,8 +212,8 @@ def _default_kv_dtype(c: ModelConfig, report: Report | None = None) -> str:
     """The model's own dtype: config.json's, else that of most parameters; bf16 only when neither
     is a float dtype (a packed integer checkpoint without torch_dtype)."""
     names = {"BF16": "bf16", "F16": "fp16", "F32": "fp32"}
-    if c.dtype in names:
-        return names[c.dtype]
+    if c.storage.dtype in names:
+        return names[c.storage.dtype]
     if report is not None and is_gguf(report):
         return "fp16"  # llama.cpp's default cache type (--cache-type-k/-v f16)
     if report is not None:
@@ -379,7 +379,7 @@ def _state(arch: Architecture, report: Report) -> Figure | None:
     mixers = [m for layer in arch.per_token_layers for m in layer.mixers if MIXERS[m.kind].recurrent]
     if not mixers:
         return None
-    dtype = report.config.dtype or "BF16"
+    dtype = report.config.storage.dtype or "BF16"
     nbytes = DTYPE_BITS.get(dtype, 16) / 8
     unknown = next((m.state_formula for m in mixers if m.state is None), None)
     if unknown is not None:
@@ -571,7 +571,7 @@ def model_limit(c: ModelConfig) -> int | None:
 def limit_source(report: Report) -> str:
     """Where ``model_limit`` comes from, said beside a warning."""
     c = report.config
-    if c.source == "gguf":
+    if c.reading.source == "gguf":
         return "the GGUF's context_length"
     scaling = c.raw.get("rope_scaling")
     if isinstance(scaling, dict) and isinstance(scaling.get("original_max_position_embeddings"), int):

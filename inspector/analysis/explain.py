@@ -298,7 +298,7 @@ def _label(cause: str, a: Report, b: Report) -> str:  # noqa: C901 (over the lim
     if cause == "router":
         return "MoE router"
     if cause == "tied embeddings":
-        ta, tb = a.config.tie_word_embeddings, b.config.tie_word_embeddings
+        ta, tb = a.config.storage.tie_word_embeddings, b.config.storage.tie_word_embeddings
         if ta is not None and ta == tb:  # the configs agree: what differs is whether lm_head is saved
             saved = ("saved" if not _tied(a) else "not saved", "saved" if not _tied(b) else "not saved")
             return f"lm_head {saved[0]} → {saved[1]} (tie_word_embeddings {str(ta).lower()} in both configs)"
@@ -307,8 +307,8 @@ def _label(cause: str, a: Report, b: Report) -> str:  # noqa: C901 (over the lim
         na, nb = _norm_kind(a), _norm_kind(b)
         return f"norms {na} → {nb}" if na != nb else "norms"
     if cause == "quantisation":
-        qa = (ca.quantization or {}).get("quant_method", "none")
-        qb = (cb.quantization or {}).get("quant_method", "none")
+        qa = (ca.storage.quantization or {}).get("quant_method", "none")
+        qb = (cb.storage.quantization or {}).get("quant_method", "none")
         return f"quantisation {qa} → {qb}: packed weights count stored elements, widths included"
     if cause == "residual":
         return "residual (no config cause)"
@@ -323,7 +323,7 @@ def _rows(r: Report, role: str) -> int | None:
 
 def _tied(r: Report) -> bool:
     return not any(t.place.role == "lm_head" for t in r.tensors) if not r.config.encoder_only \
-        else bool(r.config.tie_word_embeddings)
+        else bool(r.config.storage.tie_word_embeddings)
 
 
 def _norm_kind(r: Report) -> str:

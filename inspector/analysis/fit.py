@@ -214,7 +214,7 @@ def model_shape(report: Report) -> ModelShape:
     if rotary and isinstance(factor, (int, float)) and not isinstance(factor, bool) and 0 < factor <= 1:
         rotary = int(rotary * factor)
     return ModelShape(hidden=c.hidden_size or 0, inter=inter, vocab=c.vocab_size,
-                      dtype_bytes=DTYPE_BITS.get(c.dtype or "", 16) / 8, max_position=c.max_position,
+                      dtype_bytes=DTYPE_BITS.get(c.storage.dtype or "", 16) / 8, max_position=c.max_position,
                       rotary_dim=rotary, experts_per_token=(c.moe.experts_per_token or 0) if moe else 0)
 
 

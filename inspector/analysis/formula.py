@@ -94,7 +94,7 @@ def _llama(c: ModelConfig, actual: Mapping[Role, int], final_norm: int) -> Formu
     layer_norms = 2 * n_layers * d
     rows.append(FormulaRow("norm", "2·L·D (per layer) + D (final)", layer_norms + d, actual.get("norm", 0),
                            f"hand formulas drop the final norm ({final_norm:,})" if final_norm else ""))
-    tied = c.tie_word_embeddings
+    tied = c.storage.tie_word_embeddings
     rows.append(FormulaRow("lm_head", "0 (tied)" if tied else "V·D", 0 if tied else v * d, actual.get("lm_head", 0)))
     notes = ("RoPE: positions are rotations of q and k, so the context length "
              f"({c.max_position:,}) holds no weights" if c.max_position else "RoPE: no position weights",)

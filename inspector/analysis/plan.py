@@ -183,7 +183,7 @@ def rules_for(engine: Engine) -> tuple[Rule, ...]:
 
 def shape_of(report: Report, est: Estimate) -> Shape:
     c = report.config
-    q = c.quantization or {}
+    q = c.storage.quantization or {}
     named_method = q.get("quant_method")
     method = named_method if isinstance(named_method, str) else None
     group = q.get("group_size")

@@ -51,7 +51,7 @@ class WhatIf:
 def quantization(report: Report) -> Quant:
     """Logical parameters vs stored elements for packed checkpoints; scales are overhead."""
     c = report.config
-    qc: dict[str, object] = dict(c.quantization or {})
+    qc: dict[str, object] = dict(c.storage.quantization or {})
     source = "quantization_config" if qc else "none"
     named = qc.get("quant_method")
     method = named if isinstance(named, str) else None

@@ -69,7 +69,7 @@ def build_report(checkpoint: Checkpoint) -> Report:
     tensors = placed(checkpoint.tensors())
     summary = summarize_tensors(tensors, checkpoint)
     if not PACKING_DTYPES.isdisjoint(row.dtype for row in summary.by_dtype):  # the summary's dtypes: no pass of 1M
-        tensors = logical(tensors, config.quantization)
+        tensors = logical(tensors, config.storage.quantization)
         summary = summarize_tensors(tensors, checkpoint)
     other = other_weight_files(checkpoint)
     return Report(checkpoint, config, summary, tensors, other, _notes(checkpoint, config, summary, tensors, other),
@@ -117,7 +117,7 @@ def _notes(checkpoint: Checkpoint, config: ModelConfig, summary: Summary, tensor
     roles = {r.role for r in summary.by_role}
     repo = repos.kind_of(checkpoint)
     if "embedding" in roles and "lm_head" not in roles and not config.encoder_only and repo is None:
-        if config.tie_word_embeddings is False:
+        if config.storage.tie_word_embeddings is False:
             notes.append("config says tie_word_embeddings=false, yet the checkpoint has no lm_head tensor "
                          "(transformers would initialise it randomly)")
         else:
@@ -146,7 +146,7 @@ def _notes(checkpoint: Checkpoint, config: ModelConfig, summary: Summary, tensor
             "parameters; the Hub's count includes them"
         )
     if summary.quant_elements:
-        method = (config.quantization or {}).get("quant_method", "quantised")
+        method = (config.storage.quantization or {}).get("quant_method", "quantised")
         notes.append(
             f"{method} checkpoint: parameters count stored elements (packed words count once); "
             f"{summary.quant_elements:,} elements of scales/zero points are overhead, not parameters"
@@ -163,11 +163,11 @@ def _notes(checkpoint: Checkpoint, config: ModelConfig, summary: Summary, tensor
         if frozen:
             notes.append(f"trainable {summary.parameters - frozen:,} of the {summary.parameters:,}: {frozen:,} are "
                          "frozen copies of base layers (…base_layer.weight, peft's save_embedding_layers)")
-    for name, value in config.unread:
+    for name, value in config.reading.unread:
         notes.append(f"config.json: {name} = {value} is not a count this tool reads; left unknown")
     if repo is not None and (said := repo.note(checkpoint.composite_class)) is not None:
         notes.append(said)
-    if config.source == "raw" and checkpoint.config:
+    if config.reading.source == "raw" and checkpoint.config:
         diffusers_class = checkpoint.config.get("_class_name")  # a diffusers model's config, not transformers'
         notes.append(f"config read from raw JSON: a diffusers {diffusers_class} config" if isinstance(
             diffusers_class, str) else "config read from raw JSON: transformers does not know this model type"

@@ -122,7 +122,7 @@ def _mlp_parts(cfg: ModelConfig) -> list[str]:
 
 
 def config_line(cfg: ModelConfig) -> str:
-    if cfg.source == "none":
+    if cfg.reading.source == "none":
         return "no config.json"
     parts: list[str] = []
     if cfg.architectures:
@@ -140,16 +140,16 @@ def config_line(cfg: ModelConfig) -> str:
     parts += _mlp_parts(cfg)
     if cfg.vocab_size:
         parts.append(f"vocab {n(cfg.vocab_size)}")
-    if cfg.tie_word_embeddings is not None and not cfg.encoder_only:  # an encoder has no output layer to tie
-        parts.append("tied embeddings" if cfg.tie_word_embeddings else "untied")
+    if cfg.storage.tie_word_embeddings is not None and not cfg.encoder_only:  # an encoder has no output layer to tie
+        parts.append("tied embeddings" if cfg.storage.tie_word_embeddings else "untied")
     if cfg.max_position:
         parts.append(f"context {n(cfg.max_position)}")
-    if cfg.dtype:
-        parts.append(cfg.dtype)
-    if cfg.quantization:
-        named = cfg.quantization.get("quant_method")
+    if cfg.storage.dtype:
+        parts.append(cfg.storage.dtype)
+    if cfg.storage.quantization:
+        named = cfg.storage.quantization.get("quant_method")
         mlx = "quantization" in cfg.raw  # mlx-lm's block: only the bits it writes are bits
-        bits = quant_bits(cfg.quantization)
+        bits = quant_bits(cfg.storage.quantization)
         bits = None if mlx and bits not in MLX_BITS else bits
         parts.append((named if isinstance(named, str) else "mlx" if mlx else "quantised") +
                      (f" {bits}-bit" if bits is not None else ""))

@@ -34,6 +34,7 @@ def _plain_required_metavar() -> None:
 #: (``_registry_help``: a command that prints no help does not import the registries)
 _ENGINE_NAMES = "{engines}"
 _OPTIMIZER_NAMES = "{optimizers}"
+_REPO_KINDS = "{repo_kinds}"
 
 
 _plain_required_metavar()

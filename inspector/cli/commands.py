@@ -19,6 +19,7 @@ from inspector.cli import serving
 from inspector.cli.app import (
     _ENGINE_NAMES,
     _OPTIMIZER_NAMES,
+    _REPO_KINDS,
     EXAMPLES,
     AsJson,
     Format,
@@ -37,8 +38,8 @@ from inspector.render import results, streams, views
 
 
 @app.command("show", epilog=EXAMPLES["show"],
-             help="Show what is inside MODEL (the default command: `inspect MODEL`): one model, or a repo of "
-                  "several (" + "; ".join(f"a {k.described}, {k.index_file}" for k in repos.kinds()) + ").")
+             help=f"Show what is inside MODEL (the default command: `inspect MODEL`): one model, or a repo of "
+                  f"several ({_REPO_KINDS}).")
 @shared_options()
 def show(
     model: ModelArg,
@@ -327,13 +328,18 @@ def run(argv: list[str] | None) -> int:
 
 
 def _registry_help(command: Any) -> None:
-    """Fill the registries' names into the options' help (engines, optimizers), as registered now."""
+    """Fill the registries' names into the options' and commands' help (engines, optimizers, repo kinds), as
+    registered now."""
     # deferred: 10 ms at import (inspector.analysis.engines, inspector.analysis.optimizers)
     from inspector.analysis.engines import ENGINES
     from inspector.analysis.optimizers import OPTIMIZERS
 
-    names = {_ENGINE_NAMES: ", ".join(ENGINES), _OPTIMIZER_NAMES: ", ".join(OPTIMIZERS)}
+    names = {_ENGINE_NAMES: ", ".join(ENGINES), _OPTIMIZER_NAMES: ", ".join(OPTIMIZERS),
+             _REPO_KINDS: "; ".join(f"a {k.described}, {k.index_file}" for k in repos.kinds())}
     for sub in getattr(command, "commands", {}).values():
+        for placeholder, text in names.items():
+            if isinstance(getattr(sub, "help", None), str) and placeholder in sub.help:
+                sub.help = sub.help.replace(placeholder, text)
         for param in sub.params:
             for placeholder, text in names.items():
                 if isinstance(getattr(param, "help", None), str) and placeholder in param.help:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Final
 
@@ -259,60 +260,82 @@ def _causes(ledger: _Ledger, a: Report, b: Report) -> tuple[Cause, ...]:
     return tuple(causes)
 
 
-def _label(cause: str, a: Report, b: Report) -> str:  # noqa: C901 (over the limit before it was set; to be split)
+def _change(x: object, y: object) -> str:
+    return f"{x:,} → {y:,}" if isinstance(x, int) and isinstance(y, int) else f"{x} → {y}"
+
+
+def _vocabulary(a: Report, b: Report) -> str:
+    va, vb = _rows(a, "embedding") or a.config.vocab_size, _rows(b, "embedding") or b.config.vocab_size
+    label = f"vocabulary {_change(va, vb)}"
+    if va and vb and 0 < abs(vb - va) <= max(va, vb) // 100:
+        label += f" ({vb - va:+,} tokens)"
+    return label
+
+
+def _positions(a: Report, b: Report) -> str:
+    pa, pb = _rows(a, "position_embedding"), _rows(b, "position_embedding")
+    if pa and pb:
+        return f"learned positions {_change(pa, pb)}"
+    return f"learned positions {f'{pa:,}' if pa else 'none (rotary)'} → {f'{pb:,}' if pb else 'none (rotary)'}"
+
+
+def _kv_width(a: Report, b: Report) -> str:
     ca, cb = a.config, b.config
+    heads = f"KV heads {_change(ca.num_kv_heads, cb.num_kv_heads)}"
+    if ca.head_dim == cb.head_dim:
+        return f"{heads} (grouped-query attention)"
+    return f"{heads} × head_dim {_change(ca.head_dim, cb.head_dim)}"
 
-    def change(x: object, y: object) -> str:
-        return f"{x:,} → {y:,}" if isinstance(x, int) and isinstance(y, int) else f"{x} → {y}"
 
-    if cause == "vocabulary":
-        va, vb = _rows(a, "embedding") or ca.vocab_size, _rows(b, "embedding") or cb.vocab_size
-        label = f"vocabulary {change(va, vb)}"
-        if va and vb and 0 < abs(vb - va) <= max(va, vb) // 100:
-            label += f" ({vb - va:+,} tokens)"
-        return label
-    if cause == "positions":
-        pa, pb = _rows(a, "position_embedding"), _rows(b, "position_embedding")
-        if pa and pb:
-            return f"learned positions {change(pa, pb)}"
-        return f"learned positions {f'{pa:,}' if pa else 'none (rotary)'} → {f'{pb:,}' if pb else 'none (rotary)'}"
-    if cause == "hidden size":
-        return f"hidden size {change(ca.hidden_size, cb.hidden_size)}"
-    if cause == "layer count":
-        return f"layers {change(ca.num_layers, cb.num_layers)}"
-    if cause == "MLP width":
-        return f"MLP width {change(mlp_width(ca), mlp_width(cb))}"
-    if cause == "gated MLP":
-        word = ("plain", "gated") if _gated(b) else ("gated", "plain")
-        return f"MLP {word[0]} → {word[1]} (a gate matrix beside up and down)"
-    if cause == "expert MLP width":
-        return f"expert MLP width {change(ca.moe.moe_intermediate_size, cb.moe.moe_intermediate_size)}"
-    if cause == "q width":
-        return f"attention heads {change(ca.num_heads, cb.num_heads)} × head_dim {change(ca.head_dim, cb.head_dim)}"
-    if cause == "KV width":
-        if ca.head_dim == cb.head_dim:
-            return f"KV heads {change(ca.num_kv_heads, cb.num_kv_heads)} (grouped-query attention)"
-        return f"KV heads {change(ca.num_kv_heads, cb.num_kv_heads)} × head_dim {change(ca.head_dim, cb.head_dim)}"
-    if cause == "experts":
-        return f"experts {ca.moe.num_experts or 'dense'} → {cb.moe.num_experts or 'dense'}"
-    if cause == "router":
-        return "MoE router"
-    if cause == "tied embeddings":
-        ta, tb = a.config.storage.tie_word_embeddings, b.config.storage.tie_word_embeddings
-        if ta is not None and ta == tb:  # the configs agree: what differs is whether lm_head is saved
-            saved = ("saved" if not _tied(a) else "not saved", "saved" if not _tied(b) else "not saved")
-            return f"lm_head {saved[0]} → {saved[1]} (tie_word_embeddings {str(ta).lower()} in both configs)"
-        return f"tied embeddings {_tied(a)} → {_tied(b)}"
-    if cause == "norms":
-        na, nb = _norm_kind(a), _norm_kind(b)
-        return f"norms {na} → {nb}" if na != nb else "norms"
-    if cause == "quantisation":
-        qa = (ca.storage.quantization or {}).get("quant_method", "none")
-        qb = (cb.storage.quantization or {}).get("quant_method", "none")
-        return f"quantisation {qa} → {qb}: packed weights count stored elements, widths included"
-    if cause == "residual":
-        return "residual (no config cause)"
-    return cause
+def _tied_embeddings(a: Report, b: Report) -> str:
+    ta, tb = a.config.storage.tie_word_embeddings, b.config.storage.tie_word_embeddings
+    if ta is not None and ta == tb:  # the configs agree: what differs is whether lm_head is saved
+        saved = ("saved" if not _tied(a) else "not saved", "saved" if not _tied(b) else "not saved")
+        return f"lm_head {saved[0]} → {saved[1]} (tie_word_embeddings {str(ta).lower()} in both configs)"
+    return f"tied embeddings {_tied(a)} → {_tied(b)}"
+
+
+def _norms(a: Report, b: Report) -> str:
+    na, nb = _norm_kind(a), _norm_kind(b)
+    return f"norms {na} → {nb}" if na != nb else "norms"
+
+
+def _quantisation(a: Report, b: Report) -> str:
+    qa = (a.config.storage.quantization or {}).get("quant_method", "none")
+    qb = (b.config.storage.quantization or {}).get("quant_method", "none")
+    return f"quantisation {qa} → {qb}: packed weights count stored elements, widths included"
+
+
+def _gated_mlp(a: Report, b: Report) -> str:
+    word = ("plain", "gated") if _gated(b) else ("gated", "plain")
+    return f"MLP {word[0]} → {word[1]} (a gate matrix beside up and down)"
+
+
+#: each cause's label from the two sides (a cause not listed is its own label)
+_LABELS: Final[Mapping[str, Callable[[Report, Report], str]]] = {
+    "vocabulary": _vocabulary,
+    "positions": _positions,
+    "hidden size": lambda a, b: f"hidden size {_change(a.config.hidden_size, b.config.hidden_size)}",
+    "layer count": lambda a, b: f"layers {_change(a.config.num_layers, b.config.num_layers)}",
+    "MLP width": lambda a, b: f"MLP width {_change(mlp_width(a.config), mlp_width(b.config))}",
+    "gated MLP": _gated_mlp,
+    "expert MLP width": lambda a, b: "expert MLP width " + _change(a.config.moe.moe_intermediate_size,
+                                                                   b.config.moe.moe_intermediate_size),
+    "q width": lambda a, b: (f"attention heads {_change(a.config.num_heads, b.config.num_heads)} × head_dim "
+                             f"{_change(a.config.head_dim, b.config.head_dim)}"),
+    "KV width": _kv_width,
+    "experts": lambda a, b: f"experts {a.config.moe.num_experts or 'dense'} → {b.config.moe.num_experts or 'dense'}",
+    "router": lambda a, b: "MoE router",
+    "tied embeddings": _tied_embeddings,
+    "norms": _norms,
+    "quantisation": _quantisation,
+    "residual": lambda a, b: "residual (no config cause)",
+}
+
+
+def _label(cause: str, a: Report, b: Report) -> str:
+    draw = _LABELS.get(cause)
+    return cause if draw is None else draw(a, b)
 
 
 def _rows(r: Report, role: str) -> int | None:

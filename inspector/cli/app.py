@@ -35,6 +35,7 @@ def _plain_required_metavar() -> None:
 _ENGINE_NAMES = "{engines}"
 _OPTIMIZER_NAMES = "{optimizers}"
 _REPO_KINDS = "{repo_kinds}"
+_FORMATS = "{formats}"
 
 
 _plain_required_metavar()
@@ -57,7 +58,7 @@ def _choices(kind: str) -> Callable[[str], list[str]]:
 
         tables: dict[str, Iterable[str]] = {
             "method": METHODS, "optimizer": OPTIMIZERS, "precision": PRECISIONS, "offload": OFFLOADS,
-            "engine": ENGINES, "objective": OBJECTIVES, "format": [f.value for f in views.Format],
+            "engine": ENGINES, "objective": OBJECTIVES, "format": views.format_names(),
             "kv_dtype": USER_DTYPE_BYTES, "gpu": GPUS, "model": ALIASES, "experts": LAYOUTS,
             "stage": STAGES, "loss": LOSSES}
         return [value for value in tables[kind] if value.startswith(incomplete)]
@@ -118,8 +119,8 @@ app = typer.Typer(
 
 Wide = Annotated[bool, typer.Option("--wide", help="on a terminal: draw tables at full width (as when piped)")]
 Format = Annotated[str, typer.Option("--format", autocompletion=_choices("format"),
-        help="table (default), json, markdown or html (a self-contained "
-                                                     "page: to stdout, or to a file with -o)")]
+        help="table (default), json, markdown or html (a self-contained page: to stdout, or to a file with "
+             f"-o){_FORMATS}")]
 Output = Annotated[str | None, typer.Option("-o", "--output", help="with --format html: the file to write "
                                                                   "(replaces only a report this tool wrote)")]
 Explain = Annotated[bool, typer.Option(

@@ -18,6 +18,7 @@ from inspector import api, api_fit, repos
 from inspector.cli import serving
 from inspector.cli.app import (
     _ENGINE_NAMES,
+    _FORMATS,
     _OPTIMIZER_NAMES,
     _REPO_KINDS,
     EXAMPLES,
@@ -335,7 +336,8 @@ def _registry_help(command: Any) -> None:
     from inspector.analysis.optimizers import OPTIMIZERS
 
     names = {_ENGINE_NAMES: ", ".join(ENGINES), _OPTIMIZER_NAMES: ", ".join(OPTIMIZERS),
-             _REPO_KINDS: "; ".join(f"a {k.described}, {k.index_file}" for k in repos.kinds())}
+             _REPO_KINDS: "; ".join(f"a {k.described}, {k.index_file}" for k in repos.kinds()),
+             _FORMATS: "".join(f", {name}" for name in views.format_names()[len(views.Format):])}
     for sub in getattr(command, "commands", {}).values():
         for placeholder, text in names.items():
             if isinstance(getattr(sub, "help", None), str) and placeholder in sub.help:

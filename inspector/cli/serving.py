@@ -191,7 +191,7 @@ def plan_cmd(
 
 
 def _answering(shared: Shared, fail_if: str | None, *,
-               budget: bool) -> tuple[tuple[str, ...], views.Format, Path | None]:
+               budget: bool) -> tuple[tuple[str, ...], str, Path | None]:
     """What ``estimate``, ``train`` and ``plan`` settle before opening a model: ``--fail-if``'s conditions (checked
     first), the output format and where it goes."""
     gates = api.answer_gates(fail_if, budget=budget)
@@ -200,7 +200,7 @@ def _answering(shared: Shared, fail_if: str | None, *,
 
 
 def _emit_gated(done: results.EstimateResult | results.TrainResult | results.PlanResult, gates: tuple[str, ...],
-                form: views.Format, target: Path | None, explain: bool, shared: Shared) -> None:
+                form: str, target: Path | None, explain: bool, shared: Shared) -> None:
     """The answer drawn; then ``--fail-if nofit``: exit 1, the verdict on stderr, unless the answer is "fits"."""
     views.emit(done, form, view=views.View(explain=explain), wide=shared.wide, target=target)
     hit = done.gates_hit(gates)
@@ -209,7 +209,7 @@ def _emit_gated(done: results.EstimateResult | results.TrainResult | results.Pla
         raise typer.Exit(1)
 
 
-def file_listing(model: str, several: Alternatives, revision: str | None, hub: Any, form: views.Format, wide: bool,
+def file_listing(model: str, several: Alternatives, revision: str | None, hub: Any, form: str, wide: bool,
                   gpu: str | None,
                   context: str | None) -> None:
     """A folder or repo holding one model in several GGUF files: one row a file (its header only)."""

@@ -32,6 +32,35 @@ class Format(StrEnum):
 
 
 @dataclass(frozen=True, slots=True)
+class OutputFormat:
+    """A ``--format`` value added from outside (``register_format``): every result drawn from its JSON document
+    (``to_dict()``), which ``draw`` turns into the text written (it escapes what its format needs)."""
+
+    name: str
+    draw: Callable[[Mapping[str, object]], str]
+
+
+_ADDED: dict[str, OutputFormat] = {}
+
+
+def register_format(fmt: OutputFormat) -> None:
+    """Add an output format (a module of its own outside the package, say); ``--format`` takes its name, its
+    help lists it. A built-in name is refused."""
+    if fmt.name in {f.value for f in Format}:
+        raise ValueError(f"{fmt.name!r} is a built-in format")
+    _ADDED[fmt.name] = fmt
+
+
+def unregister_format(name: str) -> None:
+    _ADDED.pop(name, None)
+
+
+def format_names() -> tuple[str, ...]:
+    """Every value ``--format`` takes: the built-in ones, then those registered."""
+    return (*(f.value for f in Format), *_ADDED)
+
+
+@dataclass(frozen=True, slots=True)
 class View:
     """Options that pick what a table shows (never what a document holds)."""
 
@@ -351,7 +380,7 @@ Renderer = Callable[[object, View], "Verbatim | RenderableType"]
 
 def _row(kind: type[R], table: Callable[[R, View], Verbatim | RenderableType],
          markdown: Callable[[R, View], Verbatim | RenderableType],
-         html: Callable[[R, View], Verbatim | RenderableType] | None = None) -> dict[Format, Renderer]:
+         html: Callable[[R, View], Verbatim | RenderableType] | None = None) -> dict[str, Renderer]:
     """One result type's renderers (JSON is its ``to_dict()`` for every type), each checked to be
     given a result of that type."""
 
@@ -367,7 +396,7 @@ def _row(kind: type[R], table: Callable[[R, View], Verbatim | RenderableType],
 
 
 #: the one table: for each result type, the formats it is drawn in and the renderer of each
-RENDERERS: Final[Mapping[type, Mapping[Format, Renderer]]] = {
+RENDERERS: Final[Mapping[type, Mapping[str, Renderer]]] = {
     results.Inspection: _row(results.Inspection, _show_table, _show_markdown, _show_html),
     results.Difference: _row(results.Difference, _diff_table, _diff_markdown, _diff_html),
     results.ComparisonResult: _row(results.ComparisonResult, _compare_table, _compare_markdown, _compare_html),
@@ -395,35 +424,36 @@ WHAT: Final[Mapping[type, str]] = {
 # --- choosing and writing -----------------------------------------------------------------------------
 
 
-def output_format(fmt: str, as_json: bool = False) -> Format:
-    """The one output format of a command: ``--format`` (table, json, markdown, html), ``--json`` its
-    short form."""
-    try:
-        chosen = Format(fmt)
-    except ValueError:
-        raise UsageError(f"--format: unknown format {fmt!r}", hint="use " + ", ".join(Format)) from None
+def output_format(fmt: str, as_json: bool = False) -> str:
+    """The one output format of a command: ``--format`` (table, json, markdown, html, or one registered),
+    ``--json`` its short form."""
+    if fmt not in format_names():
+        raise UsageError(f"--format: unknown format {fmt!r}", hint="use " + ", ".join(format_names()))
+    chosen = fmt
     if as_json and chosen not in (Format.TABLE, Format.JSON):
         raise UsageError(f"--json and --format {fmt} ask for two formats", hint="give one of them")
     return Format.JSON if as_json else chosen
 
 
-def check_format(kind: type, fmt: Format, hint: str | None = None) -> None:
+def check_format(kind: type, fmt: str, hint: str | None = None) -> None:
     """A usage error, before any model is read, when results of ``kind`` are not drawn in ``fmt``."""
-    if fmt in RENDERERS[kind]:
+    if fmt in RENDERERS[kind] or fmt in _ADDED:
         return
     drawn = ", ".join(WHAT[k] for k, formats in RENDERERS.items() if fmt in formats)
     raise UsageError(f"--format {fmt} draws {drawn}; not {WHAT[kind]}",
                      hint=hint or "use " + " or ".join(f for f in Format if f in RENDERERS[kind]))
 
 
-def draw(result: Result, fmt: Format, view: View = View()) -> Verbatim | RenderableType:
-    """``result`` in ``fmt``: the renderer the table names for the pair."""
+def draw(result: Result, fmt: str, view: View = View()) -> Verbatim | RenderableType:
+    """``result`` in ``fmt``: the renderer the table names for the pair (a registered format: its own, from
+    the result's JSON document)."""
     kind = type(result)
     check_format(kind, fmt)
-    return RENDERERS[kind][fmt](result, view)
+    added = _ADDED.get(fmt)
+    return Verbatim(added.draw(result.to_dict())) if added is not None else RENDERERS[kind][fmt](result, view)
 
 
-def to_text(result: Result, fmt: Format | str = Format.HTML, view: View = View(), width: int = 100) -> str:
+def to_text(result: Result, fmt: str = Format.HTML, view: View = View(), width: int = 100) -> str:
     """``result`` in ``fmt`` as a string, as the CLI prints it piped (a table at ``width`` columns)."""
     drawn = draw(result, output_format(str(fmt)), view)
     if isinstance(drawn, Verbatim):
@@ -441,7 +471,7 @@ def to_text(result: Result, fmt: Format | str = Format.HTML, view: View = View()
 _LAST: object = None
 
 
-def emit(result: Result, fmt: Format, *, view: View = View(), wide: bool = False, target: Path | None = None) -> None:
+def emit(result: Result, fmt: str, *, view: View = View(), wide: bool = False, target: Path | None = None) -> None:
     """Write ``result`` in ``fmt``: to stdout, or (an HTML page) to ``target``, written whole through
     the path guard. A table fits the terminal's width (see ``output.emit``). The result written last
     is held until the next one (``_LAST``): the console script ends with ``os._exit`` right after, and
@@ -469,7 +499,7 @@ def emit(result: Result, fmt: Format, *, view: View = View(), wide: bool = False
     streams.say(f"wrote {written} ({len(data):,} B)")
 
 
-def output_target(fmt: Format, output: str | None, *, model: str = "MODEL", conflicts: bool = False) -> Path | None:
+def output_target(fmt: str, output: str | None, *, model: str = "MODEL", conflicts: bool = False) -> Path | None:
     """``-o FILE`` goes with ``--format html``; FILE may be new or a report this tool wrote before
     (never another file of the user's). ``conflicts``: options that pick one part of a report
     (--tensors, --files …), which the HTML page, a whole report, does not take. Checked before any

@@ -229,11 +229,10 @@ class SideFiles:
 
 @dataclass(frozen=True, slots=True)
 class Composition:
-    """A multi-component repo's index: its kind's name (``repos.KINDS``), the file it was read from
-    (``model_index.json``) and the class it names (``StableDiffusionPipeline``)."""
+    """A multi-component repo's index: its kind's name (``repos.KINDS``, which knows the index file) and the
+    class the index names (``StableDiffusionPipeline``)."""
 
     kind: str
-    index_file: str
     class_name: str | None = None
 
 
@@ -303,11 +302,6 @@ class Checkpoint:
     @property
     def small_files(self) -> Mapping[str, bytes]:
         return self.side.raw
-
-    @property
-    def composite(self) -> str | None:
-        """The index file a multi-component repo was read from (None: one model)."""
-        return self.composition.index_file if self.composition is not None else None
 
     @property
     def composite_class(self) -> str | None:

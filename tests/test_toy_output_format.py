@@ -75,3 +75,18 @@ def test_the_library_draws_it_and_help_and_refusals_name_it(toy: Path, cli, tmp_
 def test_without_it_the_format_is_refused(cli) -> None:
     r = cli("gpt2", "--format", "lines")
     assert r.code == 2 and "unknown format 'lines'" in r.err and "use table, json, markdown, html" in r.err
+
+
+def test_a_format_added_from_outside_never_gets_a_checkpoint_string_raw(toy: Path, cli, tmp_path: Path) -> None:
+    """A tensor named with a terminal escape and a bidi override (written by safetensors' own save_file) reaches
+    the added format through the one sanitiser: escaped, as every renderer shows it."""
+    import numpy as np
+    from safetensors.numpy import save_file
+
+    folder = tmp_path / "hostile"
+    folder.mkdir()
+    save_file({"evil\x1b[2J\u202e.weight": np.zeros((2, 2), dtype=np.float32)}, str(folder / "model.safetensors"))
+    drawn = cli(str(folder), "--tensors", "--format", "lines")
+    assert drawn.code == 0, drawn.err
+    assert "\x1b" not in drawn.out and "\u202e" not in drawn.out
+    assert "\\\\x1b[2J\\\\u202e" in drawn.out  # sanitize's escapes, then JSON's backslash for each

@@ -20,7 +20,7 @@ import json
 import os
 import warnings
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Final, Protocol
 
 from inspector.analysis.families import ENCODER_ONLY_HEADS, ENCODER_ONLY_TYPES
@@ -148,10 +148,9 @@ JSON_ORDER: Final[tuple[tuple[str, str], ...]] = (
     *(("", n) for n in ("model_type", "architectures", "hidden_size", "intermediate_size", "num_layers", "num_heads",
                         "num_kv_heads", "head_dim", "vocab_size", "max_position")),
     ("storage", "tie_word_embeddings"), ("storage", "dtype"),
-    *(("moe", n) for n in ("num_experts", "experts_per_token", "moe_intermediate_size", "shared_experts",
-                           "first_k_dense")),
+    *(("moe", f.name) for f in fields(MoeFigures)),
     ("layers", "sliding_window"), ("layers", "layer_types"),
-    *(("mla", n) for n in ("q_lora_rank", "kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim")),
+    *(("mla", f.name) for f in fields(MlaFigures)),
     ("layers", "mtp_layers"), ("layers", "kv_heads_per_layer"), ("storage", "quantization"),
     ("reading", "source"),
 )
@@ -289,10 +288,8 @@ def _build(raw: Mapping[str, object], figures: Mapping[str, object], source: str
         head_dim=head_dim,
         vocab_size=_int(figures.get("vocab_size")),
         max_position=_int(figures.get("max_position")),
-        moe=MoeFigures(*(_int(figures.get(n)) for n in ("num_experts", "experts_per_token", "moe_intermediate_size",
-                                                        "shared_experts", "first_k_dense"))),
-        mla=MlaFigures(*(_int(figures.get(n)) for n in ("q_lora_rank", "kv_lora_rank", "qk_rope_head_dim",
-                                                        "qk_nope_head_dim", "v_head_dim"))),
+        moe=MoeFigures(**{f.name: _int(figures.get(f.name)) for f in fields(MoeFigures)}),
+        mla=MlaFigures(**{f.name: _int(figures.get(f.name)) for f in fields(MlaFigures)}),
         layers=LayerFigures(
             sliding_window=_int(figures.get("sliding_window")),
             layer_types=tuple(str(t) for t in layer_types) if isinstance(layer_types, list | tuple) else (),

@@ -225,7 +225,7 @@ def report_table(report: Report, *, all_shards: bool = False, logical: tuple[str
     title.append(f"  ({sanitize(origin_text(c))})", style="dim")
     repo = repos.kind_of(c)
     line = config_line(report.config) if repo is None or not repo.separate else \
-        f"{c.composite_class or repo.name} ({c.composite}): " + ", ".join(
+        f"{c.composite_class or repo.name} ({repo.index_file}): " + ", ".join(
             f"{r.name} {r.class_name or ''}".strip() for r in report.components if r.tensors)
     parts: list[RenderableType] = [title, Text(sanitize(line), style="cyan"), Text("")]
 
@@ -298,7 +298,9 @@ def components_table(report: Report) -> RenderableType:
     from rich.table import Table
 
     c = report.checkpoint
-    t = Table(title=f"Components ({c.composite})", title_justify="left", show_edge=False, pad_edge=False)
+    repo = repos.kind_of(c)
+    title = "Components" + (f" ({repo.index_file})" if repo is not None else "")
+    t = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
     for name, justify in (("component", "left"), ("class", "left"), ("tensors", "right"), ("parameters", "right"),
                           ("share", "right"), ("bytes", "right"), ("dtype", "left")):
         t.add_column(name, justify=justify)  # type: ignore[arg-type]

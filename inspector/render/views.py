@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Final, Protocol, TypeVar
 
 from inspector.errors import UsageError
 from inspector.render import results, streams
+from inspector.render.text import markdown, sanitize
 
 if TYPE_CHECKING:
     from rich.console import RenderableType
@@ -34,7 +35,8 @@ class Format(StrEnum):
 @dataclass(frozen=True, slots=True)
 class OutputFormat:
     """A ``--format`` value added from outside (``register_format``): every result drawn from its JSON document
-    (``to_dict()``), which ``draw`` turns into the text written (it escapes what its format needs)."""
+    (``to_dict()``) with every string already through the one sanitiser (``_sanitized``), which ``draw`` turns
+    into the text written (quoting what its own syntax needs)."""
 
     name: str
     draw: Callable[[Mapping[str, object]], str]
@@ -198,12 +200,11 @@ def _compare_html(r: results.ComparisonResult, view: View) -> Verbatim:
 
 
 def _estimate_table(r: results.EstimateResult, view: View) -> RenderableType:
-    # deferred: 163 ms at import (rich.console, rich.text, inspector.render.estimate, inspector.render.text, …)
+    # deferred: 140 ms at import (rich.console, rich.text, inspector.render.estimate, inspector.render.train)
     from rich.console import Group
     from rich.text import Text
 
     from inspector.render.estimate import estimate_table
-    from inspector.render.text import sanitize
     from inspector.render.train import knob_lines
 
     drawn = estimate_table(r.report, r.estimate, r.fit, explain=view.explain)
@@ -215,18 +216,15 @@ def _estimate_table(r: results.EstimateResult, view: View) -> RenderableType:
 
 def _verdict(fits: bool | None, verdict: str) -> RenderableType:
     """A fit-bearing command's first line: its answer, coloured by it."""
-    # deferred: 15 ms at import (rich.text, inspector.render.text)
+    # deferred: 14 ms at import (rich.text)
     from rich.text import Text
-
-    from inspector.render.text import sanitize
 
     return Text(sanitize(verdict), style="bold yellow" if fits is None else "bold green" if fits else "bold red")
 
 
 def _estimate_markdown(r: results.EstimateResult, view: View) -> Verbatim:
-    # deferred: 152 ms at import (inspector.render.estimate, inspector.render.text, inspector.render.train)
+    # deferred: 130 ms at import (inspector.render.estimate, inspector.render.train)
     from inspector.render.estimate import estimate_markdown
-    from inspector.render.text import markdown
     from inspector.render.train import knob_lines
 
     knobs = "".join(f"- {markdown(line)}\n" for line in knob_lines(r.suggestions))
@@ -242,11 +240,10 @@ def _estimate_html(r: results.EstimateResult, view: View) -> Verbatim:
 
 
 def _train_table(r: results.TrainResult, view: View) -> RenderableType:
-    # deferred: 135 ms at import (rich.console, rich.text, inspector.render.text, inspector.render.train)
+    # deferred: 185 ms at import (rich.console, rich.text, inspector.render.train)
     from rich.console import Group
     from rich.text import Text
 
-    from inspector.render.text import sanitize
     from inspector.render.train import knob_lines, train_table
 
     drawn = train_table(r.report, r.train, explain=view.explain)
@@ -279,9 +276,8 @@ def _plan_table(r: results.PlanResult, view: View) -> RenderableType:
 
 
 def _plan_markdown(r: results.PlanResult, view: View) -> Verbatim:
-    # deferred: 189 ms at import (inspector.render.plan, inspector.render.text, inspector.render.train)
+    # deferred: 135 ms at import (inspector.render.plan, inspector.render.train)
     from inspector.render.plan import plan_markdown
-    from inspector.render.text import markdown
     from inspector.render.train import knob_lines
 
     knobs = "".join(f"- {markdown(line)}\n" for line in knob_lines(r.suggestions))
@@ -450,7 +446,24 @@ def draw(result: Result, fmt: str, view: View = View()) -> Verbatim | Renderable
     kind = type(result)
     check_format(kind, fmt)
     added = _ADDED.get(fmt)
-    return Verbatim(added.draw(result.to_dict())) if added is not None else RENDERERS[kind][fmt](result, view)
+    if added is not None:
+        return Verbatim(added.draw(_sanitized(result.to_dict())))
+    return RENDERERS[kind][fmt](result, view)
+
+
+def _sanitized(doc: Mapping[str, object]) -> dict[str, object]:
+    """A JSON document with every key and string through ``text.sanitize`` (control, bidi and zero-width characters
+    escaped): what a format added from outside is given, so none writes a checkpoint's string raw."""
+    def clean(value: object) -> object:
+        if isinstance(value, str):
+            return sanitize(value)
+        if isinstance(value, Mapping):
+            return {sanitize(str(k)): clean(v) for k, v in value.items()}
+        if isinstance(value, list | tuple):
+            return [clean(v) for v in value]
+        return value
+
+    return {sanitize(k): clean(v) for k, v in doc.items()}
 
 
 def to_text(result: Result, fmt: str = Format.HTML, view: View = View(), width: int = 100) -> str:

@@ -40,11 +40,6 @@ def kinds() -> Iterator[RepoKind]:
     return iter(tuple(_REGISTERED.values()))
 
 
-def by_index(index_file: str | None) -> RepoKind | None:
-    """The kind read from ``index_file`` (None: one model)."""
-    return next((k for k in kinds() if k.index_file == index_file), None) if index_file else None
-
-
 def kind_of(checkpoint: Checkpoint) -> RepoKind | None:
     """A checkpoint's kind (None: one model)."""
     return KINDS.get(checkpoint.kind)
@@ -60,5 +55,5 @@ def names() -> tuple[str, ...]:
     return (MODEL, *KINDS)
 
 
-__all__ = ["FOLDER", "KINDS", "MODEL", "Listed", "RepoKind", "by_index", "index_files", "kind_of", "kinds", "names",
+__all__ = ["FOLDER", "KINDS", "MODEL", "Listed", "RepoKind", "index_files", "kind_of", "kinds", "names",
            "register", "unregister"]

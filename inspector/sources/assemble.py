@@ -457,7 +457,7 @@ def _whole(source: Source, files: Mapping[str, int | None], kind: RepoKind, *, p
                             "files")
     return Parts(index=None, index_name=None, index_error=None, headers=tuple(headers), errors=tuple(errors),
                  config=None, side={}, stored={kind.index_file: raw}, components=tuple(zip(listed, read, strict=True)),
-                 composition=Composition(kind.name, kind.index_file, cls_name))
+                 composition=Composition(kind.name, cls_name))
 
 
 def _joined(source: Source, files: Mapping[str, int | None], parts: Parts, kind: RepoKind) -> Parts:
@@ -471,7 +471,7 @@ def _joined(source: Source, files: Mapping[str, int | None], parts: Parts, kind:
         if part is not None:
             headers += [prefixed(h, c.folder) for h in part.headers]
     return replace(parts, headers=tuple(headers), components=tuple(zip(listed, read, strict=True)),
-                   composition=Composition(kind.name, kind.index_file, cls_name),
+                   composition=Composition(kind.name, cls_name),
                    stored={**parts.stored, kind.index_file: raw},
                    errors=parts.errors + tuple(e for p in read if p is not None for e in p.errors))
 

@@ -70,7 +70,7 @@ if TYPE_CHECKING:
     from inspector.api_train import train
     from inspector.errors import InspectorError
     from inspector.model import Alternatives, Checkpoint
-    from inspector.render.results import (
+    from inspector.results import (
         Audit,
         ComparisonResult,
         Difference,
@@ -113,9 +113,8 @@ def __getattr__(name: str) -> object:
 
         return getattr(api_fit, name)
     if name in __all__:
-        # deferred: 42 ms at import (inspector.api, inspector.render.results)
-        from inspector import api
-        from inspector.render import results
+        # deferred: 42 ms at import (inspector.api, inspector.results)
+        from inspector import api, results
 
         return getattr(api, name) if hasattr(api, name) else getattr(results, name)
     raise AttributeError(f"module 'inspector' has no attribute {name!r}")

@@ -18,10 +18,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
+from inspector import results
 from inspector.errors import SeveralFiles, UsageError
 from inspector.model import Alternatives, Checkpoint, Progress
 from inspector.pause import paused
-from inspector.render import results
 
 if TYPE_CHECKING:
     from inspector.analysis.listing import CachedModel

@@ -13,7 +13,7 @@ from inspector.api import FILE_WORKERS, open_any, open_model
 from inspector.errors import UsageError
 from inspector.model import Alternatives, Checkpoint
 from inspector.pause import paused
-from inspector.render.results import EstimateResult, FileListing, PlanResult
+from inspector.results import EstimateResult, FileListing, PlanResult
 
 if TYPE_CHECKING:
     from inspector.analysis.budget import Budget

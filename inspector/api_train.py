@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from inspector.api import open_model
 from inspector.model import Checkpoint
 from inspector.pause import paused
-from inspector.render.results import TrainResult
+from inspector.results import TrainResult
 
 if TYPE_CHECKING:
     from inspector.analysis.options import TrainOptions

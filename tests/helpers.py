@@ -234,17 +234,12 @@ def toy_strategy(folder: Path, module: str, text: str, registry: Any, attribute:
         sys.modules.pop(module, None)
 
 
-def generated_schemas() -> Any:
-    """scripts/make_schemas.py imported afresh: the JSON Schemas as the script would write them now (the
-    registries as they stand)."""
-    import importlib
-    import sys
+def generated_schemas() -> dict[str, Any]:
+    """The JSON Schemas as scripts/make_schemas.py would write them now (from the document types in
+    inspector/results/, the registries as they stand), by the schema's name."""
+    from inspector.results.documents import schemas
 
-    sys.path.insert(0, str(ROOT / "scripts"))
-    try:
-        return importlib.reload(importlib.import_module("make_schemas"))
-    finally:
-        sys.path.remove(str(ROOT / "scripts"))
+    return schemas()
 
 
 def help_with_strategy(folder: Path, module: str, registration: str, command: str, home: Path) -> str:

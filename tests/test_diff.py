@@ -305,7 +305,7 @@ def test_one_report_on_both_sides_answers_as_two_equal_reports() -> None:
     changes, each tensor paired with itself). Its answer equals the general path's over two reports built
     separately from the same files: GPTQ's and mlx-lm's packed words, a MoE with FP8 scales, Conv1D
     weights, fused projections."""
-    from inspector.render.diff import diff_json
+    from inspector.results.diff import diff_json
 
     packed = str(FIXTURES / "mlx" / "tiny-llama-4bit")  # mlx-lm's 4-bit words: 8 weights an element
     for alias in ("llama2-13b-gptq", "deepseek-v3", "gpt2", "phi-3-mini", packed):

@@ -310,7 +310,8 @@ def test_the_library_draws_the_same_pages(cli) -> None:
 def test_every_result_type_has_a_renderer_for_every_format_it_is_drawn_in() -> None:
     """The one table: each result type of the library has a row, table and JSON for every one, and a
     format a row leaves out is refused before any read with the formats that are drawn."""
-    from inspector.render import results, views
+    from inspector import results
+    from inspector.render import views
 
     kinds = {v for v in vars(results).values() if isinstance(v, type) and hasattr(v, "to_dict")}
     assert kinds == set(views.RENDERERS)
@@ -469,7 +470,7 @@ def test_a_missing_or_renamed_field_fails_instead_of_drawing_a_zero() -> None:
 def test_estimate_figures_are_labelled_in_words_not_json_keys(cli) -> None:
     """Every figure the analysis names has one label (``FIGURE_LABELS``), used by the table, the JSON
     document's ``label`` and the page; no JSON key is shown as a row's label."""
-    from inspector.render.estimate import FIGURE_LABELS
+    from inspector.results.estimate import FIGURE_LABELS
 
     names = set()
     for path in (ROOT / "inspector" / "analysis").glob("*.py"):

@@ -23,9 +23,10 @@ ALLOWED: dict[str, set[str]] = {
     "repos": {"base", "repos"},
     "sources": {"base", "formats", "repos", "sources"},
     "analysis": {"base", "formats", "repos", "analysis"},
-    "render": {"base", "formats", "repos", "analysis", "render"},
-    "api": {"base", "formats", "repos", "sources", "analysis", "render", "api"},
-    "cli": {"base", "formats", "repos", "sources", "analysis", "render", "api", "cli"},
+    "results": {"base", "formats", "repos", "analysis", "results"},
+    "render": {"base", "formats", "repos", "analysis", "results", "render"},
+    "api": {"base", "formats", "repos", "sources", "analysis", "results", "render", "api"},
+    "cli": {"base", "formats", "repos", "sources", "analysis", "results", "render", "api", "cli"},
 }
 
 
@@ -35,7 +36,7 @@ def layer_of(module: str) -> str:
     if module in ("inspector", "inspector.api", "inspector.__main__") or module.startswith("inspector.api_"):
         return "cli" if module == "inspector.__main__" else "api"
     part = module.split(".")[1]
-    if part in ("formats", "repos", "sources", "analysis", "render", "cli"):
+    if part in ("formats", "repos", "sources", "analysis", "results", "render", "cli"):
         return part
     raise AssertionError(f"{module}: in no layer; put it in one of the packages")
 

@@ -8,10 +8,13 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Annotated, Any, Literal, TypedDict
 
 import pytest
 from helpers import FIXTURES
 from jsonschema import Draft202012Validator
+
+from inspector.results.schema import Choices, schema_of
 
 ROOT = Path(__file__).resolve().parent.parent
 SCHEMAS = ROOT / "inspector" / "schemas"
@@ -27,6 +30,8 @@ CASES = [
     ("show", ["llama3-8b", "--json"]),
     ("show", ["deepseek-v3", "--json"]),
     ("show", ["gpt2", "--json", "--tensors", "--formula"]),
+    # a model type with no closed formula: its family is null (the typed document showed the schema said string)
+    ("show", ["deepseek-v3", "--json", "--formula"]),
     ("show", ["llama2-13b-gptq", "--json", "--tensors", "--collapse"]),
     ("show", [str(FIXTURES / "checkpoints" / "lpips-0.1.4" / "v0.1" / "alex.pth"), "--json"]),
     ("diff", ["diff", "llama2-7b", "llama3-8b", "--json"]),
@@ -95,3 +100,50 @@ def test_the_schemas_are_what_the_script_writes(tmp_path: Path) -> None:
     written = {p.name: p.read_text() for p in tmp_path.glob("*.json")}
     committed = {p.name: p.read_text() for p in SCHEMAS.glob("*.json")}
     assert written == committed
+
+
+#: a registry's words, read when the schema is written (test_a_document_type_is_its_schema appends one)
+_WORDS = ["a"]
+
+
+class _Part(TypedDict):
+    n: int
+
+
+class _Toy(TypedDict):
+    count: int
+    share: float | None
+    name: str
+    flag: bool | None
+    kind: Literal["x", "y"]
+    version: Literal[2]
+    maybe: Literal["p", "q"] | None
+    cell: int | str | None
+    sizes: list[int] | None
+    by_name: dict[str, int]
+    raw: dict[str, Any] | None
+    part: _Part | None
+    parts: list[_Part]
+    chosen: Annotated[str, Choices(lambda: _WORDS)]
+
+
+def test_a_document_type_is_its_schema() -> None:
+    """results/schema.py writes a TypedDict as JSON Schema 2020-12 says an object of exactly these keys is
+    written (``required`` every key, ``additionalProperties`` false), each annotation as its JSON type; a
+    registry's words are read when the schema is written, not when the type is declared."""
+    _WORDS.append("b")  # registered after the type was declared
+    part = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"],
+            "additionalProperties": False}
+    assert schema_of(_Toy) == {"type": "object", "properties": {
+        "count": {"type": "integer"}, "share": {"type": ["number", "null"]}, "name": {"type": "string"},
+        "flag": {"type": ["boolean", "null"]}, "kind": {"enum": ["x", "y"]}, "version": {"const": 2},
+        "maybe": {"enum": ["p", "q", None]}, "cell": {"type": ["integer", "string", "null"]},
+        "sizes": {"anyOf": [{"type": "array", "items": {"type": "integer"}}, {"type": "null"}]},
+        "by_name": {"type": "object", "additionalProperties": {"type": "integer"}},
+        "raw": {"type": ["object", "null"]}, "part": {"anyOf": [part, {"type": "null"}]},
+        "parts": {"type": "array", "items": part}, "chosen": {"enum": ["a", "b"]}},
+        "required": ["count", "share", "name", "flag", "kind", "version", "maybe", "cell", "sizes", "by_name", "raw",
+                     "part", "parts", "chosen"],
+        "additionalProperties": False}
+    with pytest.raises(TypeError):
+        schema_of(set[int])  # no JSON shape: refused, not guessed

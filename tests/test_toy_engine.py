@@ -95,11 +95,11 @@ def test_an_engine_registered_from_outside_shows_everywhere(toy: Path, cli, tmp_
 
     # the schema script reads the registry: with the toy registered, its name is in the enum and the documents
     # the toy produced validate
-    make_schemas = generated_schemas()
-    assert "toy" in make_schemas.PLAN["properties"]["engine"]["enum"]
-    Draft202012Validator(make_schemas.PLAN).validate(doc)
+    made = generated_schemas()
+    assert "toy" in made["plan"]["properties"]["engine"]["enum"]
+    Draft202012Validator(made["plan"]).validate(doc)
     estimate_doc = cli("estimate", "llama3-8b", "--gpu", "H100", "--engine", "toy", "--json").json()
-    Draft202012Validator(make_schemas.ESTIMATE).validate(estimate_doc)
+    Draft202012Validator(made["estimate"]).validate(estimate_doc)
 
     # --help lists the engines registered when the CLI is imported (a fresh process, as a plugin would run)
     shown = help_with_strategy(toy, "toyengine", "from inspector.analysis import engines; "

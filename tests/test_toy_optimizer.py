@@ -46,7 +46,7 @@ def test_an_optimizer_registered_from_outside_shows_everywhere(toy: Path, cli, t
         assert r.code == 0, (fmt, r.err)
         assert "toy-opt" in (out.read_text() if fmt == "html" else r.out), fmt
 
-    Draft202012Validator(generated_schemas().TRAIN).validate(
+    Draft202012Validator(generated_schemas()["train"]).validate(
         cli("train", "llama3-8b", "--optimizer", "toy-opt", "--json").json())
 
     shown = help_with_strategy(toy, "toyoptimizer", "from inspector.analysis import optimizers; "

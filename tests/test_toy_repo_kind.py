@@ -133,9 +133,9 @@ def test_a_repo_kind_shows_in_every_format_the_schema_and_help(toy: Path, tmp_pa
     assert {c["name"]: c["parameters"] for c in doc["components"]} == ELEMENTS
     # the schema script reads the registry: with the toy registered, its name is in the enum and the document
     # validates
-    make_schemas = generated_schemas()
-    assert "bundle" in make_schemas.SHOW["properties"]["model"]["properties"]["kind"]["enum"]
-    Draft202012Validator(make_schemas.SHOW).validate(doc)
+    made = generated_schemas()
+    assert "bundle" in made["show"]["properties"]["model"]["properties"]["kind"]["enum"]
+    Draft202012Validator(made["show"]).validate(doc)
 
     # --help lists the repo kinds registered when the CLI is imported (a fresh process, as a plugin would run)
     shown = help_with_strategy(toy, "toyrepo", "from inspector import repos; repos.register(toyrepo.KIND)", "show",

@@ -86,10 +86,19 @@ class AuditInput:
 
 
 @dataclass(frozen=True, slots=True)
+class Checked:
+    """What the audit went through: files, headers read or refused, tensors."""
+
+    files: int = 0
+    headers: int = 0
+    tensors: int = 0
+
+
+@dataclass(frozen=True, slots=True)
 class AuditResult:
     input: AuditInput
     findings: tuple[Finding, ...]
-    checked: dict[str, int] = field(default_factory=dict)
+    checked: Checked = field(default_factory=Checked)
 
     @property
     def imports(self) -> list[tuple[str, Import]]:
@@ -164,8 +173,7 @@ def audit(inp: AuditInput) -> AuditResult:
                         f"saved buffer {_shape(t.info.shape)} {t.info.dtype}: state, not a parameter "
                         "(modeling code usually recomputes it and transformers drops it on load)",
                         t.info.file, t.info.name))
-    checked = {"files": len(inp.files), "headers": len(inp.headers) + len(inp.header_errors),
-               "tensors": len(tensors)}
+    checked = Checked(files=len(inp.files), headers=len(inp.headers) + len(inp.header_errors), tensors=len(tensors))
     return AuditResult(inp, sort_findings(findings), checked)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from inspector.analysis.config import ModelConfig
 from inspector.analysis.report import Report
@@ -13,11 +13,15 @@ if TYPE_CHECKING:
     from inspector.analysis.estimate import Estimate
 
 
+#: one model's figure in a row: None where the model has nothing to say
+Cell = int | float | str | bool | None
+
+
 @dataclass(frozen=True, slots=True)
 class Row:
-    section: str  # "totals", "config" or "roles"
+    section: Literal["totals", "config", "roles"]
     label: str
-    values: tuple[object, ...]  # one per model; None where a model has nothing to say
+    values: tuple[Cell, ...]  # one per model
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,12 +35,13 @@ def _architecture(c: ModelConfig) -> str | None:
     return ", ".join(c.architectures) or c.model_type
 
 
-_CONFIG: tuple[tuple[str, Callable[[ModelConfig], object] | str], ...] = (
-    ("architecture", _architecture), ("hidden size", "hidden_size"),
-           ("layers", "num_layers"), ("heads", "num_heads"), ("KV heads", "num_kv_heads"), ("head dim", "head_dim"),
-           ("MLP width", "intermediate_size"), ("vocabulary", "vocab_size"), ("context", "max_position"),
-           ("tied embeddings", lambda c: c.storage.tie_word_embeddings), ("dtype", lambda c: c.storage.dtype),
-           ("experts", lambda c: c.moe.num_experts), ("experts per token", lambda c: c.moe.experts_per_token))
+_CONFIG: tuple[tuple[str, Callable[[ModelConfig], Cell]], ...] = (
+    ("architecture", _architecture), ("hidden size", lambda c: c.hidden_size), ("layers", lambda c: c.num_layers),
+    ("heads", lambda c: c.num_heads), ("KV heads", lambda c: c.num_kv_heads), ("head dim", lambda c: c.head_dim),
+    ("MLP width", lambda c: c.intermediate_size), ("vocabulary", lambda c: c.vocab_size),
+    ("context", lambda c: c.max_position), ("tied embeddings", lambda c: c.storage.tie_word_embeddings),
+    ("dtype", lambda c: c.storage.dtype), ("experts", lambda c: c.moe.num_experts),
+    ("experts per token", lambda c: c.moe.experts_per_token))
 
 
 def _estimate(report: Report) -> Estimate | None:
@@ -80,7 +85,7 @@ def compare(reports: list[Report]) -> Comparison:
     for label, attr in _CONFIG:
         rows.append(Row("config", label, tuple(
             (attr(r.config) or r.checkpoint.composite_class) if attr is _architecture else  # a pipeline's class
-            attr(r.config) if callable(attr) else getattr(r.config, attr) for r in reports)))
+            attr(r.config) for r in reports)))
     order: list[str] = []
     for s in sums:
         order += [x.role for x in s.by_role if x.role not in order]

@@ -21,7 +21,7 @@ import os
 import warnings
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, fields
-from typing import Final, Protocol
+from typing import Final, Literal, Protocol
 
 from inspector.analysis.families import ENCODER_ONLY_HEADS, ENCODER_ONLY_TYPES
 from inspector.formats.dtypes import TORCH_TO_SAFETENSORS
@@ -96,13 +96,16 @@ class StorageFigures:
     quantization: Mapping[str, object] | None = None
 
 
+#: how a config was read: "table" (our own, checked against transformers), "transformers", "gguf" (the
+#: file's own metadata), "raw" (the config's keys as given) or "none" (no config)
+Source = Literal["table", "transformers", "gguf", "raw", "none"]
+
+
 @dataclass(frozen=True, slots=True)
 class ConfigReading:
     """How the config was read, and what of it was not."""
 
-    #: "table" (our own, checked against transformers), "transformers", "gguf" (the file's own
-    #: metadata), "raw" or "none"
-    source: str = "none"
+    source: Source = "none"
     #: figures the config gives that are not counts in range (name, the value as given): left unknown
     unread: tuple[tuple[str, str], ...] = ()
 
@@ -136,25 +139,6 @@ class ModelConfig:
             return True
         return bool(self.architectures) and all(a.endswith(ENCODER_ONLY_HEADS) for a in self.architectures)
 
-    def as_dict(self) -> dict[str, object]:
-        """The JSON's ``config``: every figure by its name, flat, in ``JSON_ORDER``."""
-        return {name: (list(value) if isinstance(value, tuple) else value)
-                for part, name in JSON_ORDER
-                for value in [getattr(getattr(self, part) if part else self, name)]}
-
-
-#: the JSON's ``config`` keys in their order, each with the part that holds it ("" for ModelConfig itself)
-JSON_ORDER: Final[tuple[tuple[str, str], ...]] = (
-    *(("", n) for n in ("model_type", "architectures", "hidden_size", "intermediate_size", "num_layers", "num_heads",
-                        "num_kv_heads", "head_dim", "vocab_size", "max_position")),
-    ("storage", "tie_word_embeddings"), ("storage", "dtype"),
-    *(("moe", f.name) for f in fields(MoeFigures)),
-    ("layers", "sliding_window"), ("layers", "layer_types"),
-    *(("mla", f.name) for f in fields(MlaFigures)),
-    ("layers", "mtp_layers"), ("layers", "kv_heads_per_layer"), ("storage", "quantization"),
-    ("reading", "source"),
-)
-
 
 def load_config(raw: Mapping[str, object] | None, *, cache: bool = True) -> ModelConfig:
     """Normalise a parsed config.json. Never raises on content: unknown configs fall back to raw.
@@ -176,11 +160,11 @@ def load_config(raw: Mapping[str, object] | None, *, cache: bool = True) -> Mode
     key = figure_key(raw) if cache else None
     cached = _cache_read(key) if key else None
     if cached is not None:
-        figures, source = cached["figures"], cached["source"]
-        if isinstance(figures, Mapping) and isinstance(source, str):
-            return _build(raw, figures, source)
+        figures = cached["figures"]
+        if isinstance(figures, Mapping):  # _cache_read keeps only transformers' readings
+            return _build(raw, figures, "transformers")
     figures = None if _layers_implausible(raw) else _from_transformers(raw)
-    source = "transformers"
+    source: Source = "transformers"
     if figures is None:
         text = raw.get("text_config")
         flat = {**raw, **text} if isinstance(text, Mapping) else dict(raw)
@@ -254,7 +238,7 @@ def _cache_write(key: str, value: dict[str, object]) -> None:
     _store.put(key, value)
 
 
-def _build(raw: Mapping[str, object], figures: Mapping[str, object], source: str) -> ModelConfig:
+def _build(raw: Mapping[str, object], figures: Mapping[str, object], source: Source) -> ModelConfig:
     hidden, heads = _int(figures.get("hidden_size")), _int(figures.get("num_heads"))
     head_dim = _int(figures.get("head_dim"))
     if head_dim is None and hidden and heads and figures.get("kv_lora_rank") is None:

@@ -35,7 +35,7 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass, replace
 from operator import attrgetter
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, Literal
 
 from inspector import repos
 from inspector.analysis.config import ModelConfig
@@ -50,9 +50,13 @@ from inspector.model import Checkpoint, natural_key
 if TYPE_CHECKING:
     from inspector.analysis.values import ValueDiff
 
+#: how a tensor differs between the two sides
+ChangeKind = Literal["added", "removed", "reshaped", "retyped"]
+
+
 @dataclass(frozen=True, slots=True)
 class Change:
-    kind: str  # added, removed, reshaped, retyped
+    kind: ChangeKind
     role: str
     name: str  # collapsed over layers: "model.layers.{0–31}.mlp.gate_proj.weight"
     count: int

@@ -40,6 +40,8 @@ Relation = Literal["identical", "finetune", "merge", "quantized", "adapter", "un
                    "unknown"]
 RELATIONS: Final[tuple[str, ...]] = get_args(Relation)
 #: how one tensor of the model relates to a candidate's
+#: the relations a model card may name (its ``base_model_relation``, the Hub's words)
+CardRelation = Literal["adapter", "merge", "quantized", "finetune"]
 Kind = Literal["equal", "quantized", "changed", "unrelated", "blended", "constant", "incomparable"]
 #: the relations that name a candidate as where the model came from, closest first
 DERIVED: Final[tuple[Relation, ...]] = ("identical", "quantized", "adapter", "finetune", "merge")
@@ -72,7 +74,7 @@ class Declared:
     """The bases a model declares, each with where it says so, and the relation the card names."""
 
     bases: tuple[tuple[str, str], ...]  # (repo id, where it is declared)
-    relation: str | None = None  # the card's base_model_relation
+    relation: CardRelation | None = None  # the card's base_model_relation
     unnamed: tuple[str, ...] = ()  # declared without a repo id (a GGUF's base named only by its name)
 
     @property
@@ -115,7 +117,7 @@ def declared_bases(checkpoint: Checkpoint, card: bytes | None) -> Declared:
     ``base_model_relation``), an adapter's ``base_model_name_or_path``, a GGUF's ``general.base_model.N.*``."""
     found: list[tuple[str, str]] = []
     unnamed: list[str] = []
-    relation: str | None = None
+    relation: CardRelation | None = None
     if card is not None:
         meta = front_matter(card)
         value = meta.get("base_model")
@@ -123,7 +125,7 @@ def declared_bases(checkpoint: Checkpoint, card: bytes | None) -> Declared:
         found += [(n.strip(), "README.md base_model") for n in names[:MAX_DECLARED]
                   if isinstance(n, str) and len(n) <= 200 and _REPO_ID.match(n.strip())]
         rel = meta.get("base_model_relation")
-        relation = rel if isinstance(rel, str) and rel in ("adapter", "merge", "quantized", "finetune") else None
+        relation = next((r for r in get_args(CardRelation) if r == rel), None)
     adapter = checkpoint.side_json.get(ADAPTER_CONFIG)
     base = adapter.get("base_model_name_or_path") if adapter is not None else None
     if isinstance(base, str) and len(base) <= 200 and _REPO_ID.match(base):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, Literal
 
 from inspector import repos
 from inspector.analysis.stats import LayerGroup, Summary, Tensor, layer_suffix
@@ -15,6 +15,10 @@ if TYPE_CHECKING:
     from inspector.analysis.budget import Budget
     from inspector.analysis.report import Report
 
+#: a file of several beside one model: the model, or a projector (llama.cpp's mmproj, loaded beside it)
+FileKind = Literal["model", "projector"]
+#: a repo's file as ``--files`` sorts it
+RepoFileKind = Literal["weights", "index", "config", "tokenizer", "other"]
 
 @dataclass(frozen=True, slots=True)
 class ListingRow:
@@ -98,7 +102,7 @@ class FileRow:
     bytes: int
     parameters: int
     bits_per_weight: float | None
-    kind: str = "model"  # "model", or "projector" (a clip.* mmproj file, loaded beside a model)
+    kind: FileKind = "model"  # or a projector (a clip.* mmproj file, loaded beside a model)
     fits: bool | None = None  # None: no budget given, a projector, or unknown (``note`` says why)
     max_context: int | None = None
     kv_bytes_per_token: int | None = None
@@ -108,7 +112,7 @@ class FileRow:
     note: str | None = None
 
 
-def file_row(file: str, s: Summary, kind: str = "model") -> FileRow:
+def file_row(file: str, s: Summary, kind: FileKind = "model") -> FileRow:
     by_bytes = max((d for d in s.by_dtype if d.parameters), key=lambda d: d.bytes, default=None)
     return FileRow(file, by_bytes.dtype if by_bytes else None, s.bytes, s.parameters,
                    round(s.bytes * 8 / s.parameters, 3) if s.parameters else None, kind)
@@ -182,7 +186,7 @@ CONFIG_NAMES: Final = ("config.json", "generation_config.json", "preprocessor_co
 class RepoFile:
     path: str
     size: int | None
-    kind: str  # "weights", "index", "config", "tokenizer" or "other"
+    kind: RepoFileKind
     counted: bool  # a weight file the inspector reads (False: another format or a copy, never counted)
 
 
@@ -195,11 +199,11 @@ class RepoFiles:
     weights_bytes: int  # of it, weight files of every format
     unknown_sizes: int  # files the listing gives no size for
 
-    def bytes_of(self, kind: str) -> int:
+    def bytes_of(self, kind: RepoFileKind) -> int:
         return sum(r.size or 0 for r in self.rows if r.kind == kind)
 
 
-def file_kind(path: str, weight_suffixes: tuple[str, ...]) -> str:
+def file_kind(path: str, weight_suffixes: tuple[str, ...]) -> RepoFileKind:
     name = path.rsplit("/", 1)[-1]
     if name.endswith(".index.json") and ("safetensors" in name or "pytorch_model" in name or "model" in name):
         return "index"

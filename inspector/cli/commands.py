@@ -14,7 +14,7 @@ from typing import Annotated, Any, NoReturn
 
 import typer
 
-from inspector import api, api_fit, repos
+from inspector import api, api_fit, repos, results
 from inspector.cli import serving
 from inspector.cli.app import (
     _ENGINE_NAMES,
@@ -35,7 +35,7 @@ from inspector.cli.boundary import guarded, take_global_options, version_text, w
 from inspector.cli.opening import ProgressBar, ReadAhead, open_any, open_model, open_models, say
 from inspector.errors import EXIT_USAGE, UsageError
 from inspector.model import Alternatives
-from inspector.render import results, streams, views
+from inspector.render import streams, views
 
 
 @app.command("show", epilog=EXAMPLES["show"],

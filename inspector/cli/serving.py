@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from inspector import api, api_fit, api_train
+from inspector import api, api_fit, api_train, results
 from inspector.cli.app import (
     _ENGINE_NAMES,
     _OPTIMIZER_NAMES,
@@ -21,7 +21,7 @@ from inspector.cli.app import (
 )
 from inspector.cli.opening import open_any, open_model, say
 from inspector.model import Alternatives
-from inspector.render import results, views
+from inspector.render import views
 
 
 @shared_options()

@@ -12,28 +12,9 @@ if TYPE_CHECKING:  # rich is imported where a table is drawn: `inspect --json` n
 
     from inspector.analysis.audit import AuditResult
 
-from inspector.render.output import MAX_TABLE_ROWS, SCHEMA_VERSION, capped, md_table, model_json
+from inspector.render.output import MAX_TABLE_ROWS, capped, md_table
 
 # --- audit ----------------------------------------------------------------------------------------
-
-
-def audit_json(result: AuditResult) -> dict[str, object]:
-    inp = result.input
-    return {
-        "schema_version": SCHEMA_VERSION,
-        "model": model_json(inp.checkpoint) if inp.checkpoint is not None else {
-            "label": inp.label, "repo_id": None, "revision": None, "path": None if inp.remote else inp.location,
-            "origin": "hub" if inp.remote else "folder", "format": None,
-            "kind": None},
-        "ok": result.errors == 0,
-        "counts": {"error": result.errors, "warning": result.warnings,
-                   "info": sum(f.severity == "info" for f in result.findings)},
-        "checked": dict(result.checked),
-        "findings": [{"code": f.code, "severity": f.severity, "file": f.file, "tensor": f.tensor,
-                      "message": f.message} for f in result.findings],
-        "pickle_globals": [{"file": file, "pickle": i.pickle, "module": i.module, "name": i.name,
-                            "verdict": "allowed" if i.allowed else "refused"} for file, i in result.imports],
-    }
 
 
 def audit_table(result: AuditResult) -> RenderableType:
@@ -50,8 +31,7 @@ def audit_table(result: AuditResult) -> RenderableType:
     head.append(f"  ({sanitize(location)})", style="dim")
     parts: list[RenderableType] = [head]
     checked = result.checked
-    parts.append(Text(f"checked {checked.get('files', 0)} files, {checked.get('headers', 0)} headers, "
-                      f"{checked.get('tensors', 0):,} tensors"))
+    parts.append(Text(f"checked {checked.files} files, {checked.headers} headers, {checked.tensors:,} tensors"))
     imports = result.imports
     if imports:  # the pickles' inventory: every global named, refused ones each on a line
         refused = [(file, i) for file, i in imports if not i.allowed]
@@ -83,8 +63,6 @@ def audit_table(result: AuditResult) -> RenderableType:
     verdict = "no errors" if result.errors == 0 else f"{result.errors} error(s)"
     parts.append(Text(f"{verdict}, {result.warnings} warning(s)", style="green" if result.errors == 0 else "red"))
     return Group(*parts)
-
-
 
 
 def audit_markdown(result: AuditResult) -> str:

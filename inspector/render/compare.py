@@ -14,8 +14,7 @@ if TYPE_CHECKING:  # rich is imported where a table is drawn: `inspect --json` n
 
     from inspector.analysis.compare import Comparison
 
-from inspector.render.output import SCHEMA_VERSION, model_json, n
-from inspector.render.show import totals_json
+from inspector.render.output import n
 
 # --- compare --------------------------------------------------------------------------------------
 
@@ -33,20 +32,6 @@ def _cell(value: object) -> str:
 def _column_label(report: Report) -> str:
     c = report.checkpoint
     return sanitize(c.label + (f"@{c.revision[:12]}" if c.revision and c.origin in ("hub", "hf-cache") else ""))
-
-
-def compare_json(cmp: Comparison) -> dict[str, object]:
-    return {
-        "schema_version": SCHEMA_VERSION,
-        "models": [
-            {"model": model_json(r.checkpoint), "totals": totals_json(r.summary), "config": r.config.as_dict(),
-             "kv_bytes_per_token": kv,
-             "roles": {x.role: x.parameters or x.buffer_elements or x.quant_elements for x in r.summary.by_role},
-             "parameters_by_role": {x.role: x.parameters for x in r.summary.by_role if x.parameters}}
-            for r, kv in zip(cmp.reports, cmp.kv_bytes_per_token, strict=True)
-        ],
-        "rows": [{"section": row.section, "label": row.label, "values": list(row.values)} for row in cmp.rows],
-    }
 
 
 def compare_table(cmp: Comparison) -> RenderableType:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
@@ -12,8 +14,11 @@ from inspector.analysis.peft import describe
 from inspector.analysis.report import Report
 from inspector.analysis.values import Change, ValueDiff
 from inspector.formats.dtypes import DTYPE_BITS
-from inspector.render.output import SCHEMA_VERSION, model_json, n, shape_text, short
+from inspector.render.output import n, shape_text, short
 from inspector.render.text import markdown, sanitize
+
+if TYPE_CHECKING:
+    pass
 
 
 def side_label(r: Report) -> str:
@@ -24,64 +29,6 @@ def side_label(r: Report) -> str:
 
 def signed(value: int) -> str:
     return f"+{value:,}" if value > 0 else (f"−{-value:,}" if value < 0 else "0")
-
-
-def diff_json(d: Diff, values: ValueDiff | None = None) -> dict[str, object]:
-    """The ``inspect diff --json`` document (schema_version 2; every key always present; ``values``
-    null unless ``--values`` asked for them)."""
-
-    def side(r: Report, active: int | None) -> dict[str, object]:
-        c = r.checkpoint
-        return {"model": model_json(c),
-                "parameters": r.summary.parameters, "buffer_elements": r.summary.buffer_elements,
-                "bytes": r.summary.bytes, "active_parameters": active, "model_type": r.config.model_type}
-
-    residual = next((c.delta for c in d.causes if c.key == "residual"), 0)
-    return {
-        "schema_version": SCHEMA_VERSION,
-        "a": side(d.a, d.active[0]),
-        "b": side(d.b, d.active[1]),
-        "identical": d.identical,
-        "same_layout": d.same_layout,
-        "delta": {"parameters": d.delta, "buffer_elements": d.buffers[1] - d.buffers[0],
-                  "bytes": d.bytes[1] - d.bytes[0]},
-        # named causes only; the residual once, beside them: sum(causes) + residual == delta.parameters
-        "causes": [
-            {"cause": c.key, "label": c.label, "delta": c.delta,
-             "items": [{"tensor": i.tensor, "count": i.count, "formula": i.formula, "delta": i.delta}
-                       for i in c.items]}
-            for c in d.causes if c.key != "residual"
-        ],
-        "residual": residual,
-        "residual_items": [{"tensor": i.tensor, "count": i.count, "formula": i.formula, "delta": i.delta}
-                           for c in d.causes if c.key == "residual" for i in c.items],
-        "roles": [{"role": r.role, "a": r.a, "b": r.b, "delta": r.b - r.a} for r in d.roles],
-        "dtypes": [{"dtype": dt, "a": x, "b": y} for dt, x, y in d.dtypes],
-        "bytes_by_dtype": [{"dtype": dt, "elements": de, "bytes": db} for dt, de, db in d.bytes_by_dtype()],
-        "changes": [
-            {"kind": c.kind, "role": c.role, "name": c.name, "count": c.count,
-             "shape_a": list(c.shape_a) if c.shape_a is not None else None,
-             "shape_b": list(c.shape_b) if c.shape_b is not None else None,
-             "dtype_a": c.dtype_a, "dtype_b": c.dtype_b}
-            for c in d.changes
-        ],
-        "notes": list(d.notes),
-        "values": None if values is None else values_json(values),
-    }
-
-
-def values_json(v: ValueDiff) -> dict[str, object]:
-    """Per tensor its verdict; the bytes and requests each side spent; the summary a person reads."""
-    return {
-        "sample_bytes": v.sample_bytes, "exact": v.exact, "weights_bytes": v.weights_bytes,
-        "bytes_hashed": list(v.bytes_hashed),
-        "bytes_read": list(v.bytes_read), "requests": list(v.requests), "summary": list(v.summary),
-        "counts": {verdict: v.count(verdict) for verdict in ("changed", "same-sampled", "identical", "incomparable")},
-        "tensors": [{"name": t.name, "role": t.role, "layer": t.layer, "verdict": t.verdict,
-                     "sampled_bytes": t.sampled_bytes, "bytes": t.nbytes, "why": t.why,
-                     "max_abs_delta": t.change.max_abs if t.change else None,
-                     "relative_delta": t.change.relative if t.change else None} for t in v.tensors],
-    }
 
 
 #: the changed and incomparable tensors every format names (the JSON lists every tensor)
@@ -288,36 +235,6 @@ def values_markdown(v: ValueDiff) -> str:
 
 def _share(a: AdapterDiff) -> str:
     return f"{a.share * 100:.4g}%"
-
-
-def adapter_json(a: AdapterDiff) -> dict[str, object]:
-    """``inspect diff BASE ADAPTER --json`` (schema_version 2): ``kind`` is ``adapter``."""
-
-    def side(r: Report) -> dict[str, object]:
-        c = r.checkpoint
-        return {"model": model_json(c),
-                "parameters": r.summary.parameters, "bytes": r.summary.bytes, "model_type": r.config.model_type}
-
-    return {
-        "schema_version": SCHEMA_VERSION,
-        "kind": "adapter",
-        "base": side(a.base),
-        "adapter": side(a.adapter),
-        "peft_type": a.peft_type,
-        "rank": a.rank,
-        "alpha": a.alpha,
-        "target_modules": list(a.targets),
-        "base_model_name_or_path": a.base_model,
-        "parameters": a.parameters,  # the adapter's own; merged into the base, the base's count is unchanged
-        "trainable_parameters": a.trainable,
-        "frozen_copies": [{"tensor": name, "parameters": count} for name, count in a.frozen],
-        "share_of_base": a.share,
-        "modules": [{"module": m.module, "layers": m.layers, "rank": m.rank, "lora_a": list(m.shape_a),
-                     "lora_b": list(m.shape_b), "formula": m.formula, "parameters": m.parameters,
-                     "base_shape": list(m.base_shape) if m.base_shape is not None else None} for m in a.modules],
-        "other": [{"tensor": name, "parameters": count} for name, count in a.other],
-        "problems": [p.text for p in a.problems],
-    }
 
 
 def adapter_table(a: AdapterDiff) -> RenderableType:

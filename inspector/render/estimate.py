@@ -3,8 +3,7 @@ JSON document and its markdown; ``estimate_line``, the one-line estimate ``inspe
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING
 
 from inspector.analysis.engines import ENGINES
 from inspector.analysis.report import Report
@@ -14,34 +13,14 @@ if TYPE_CHECKING:  # rich is imported where a table is drawn: `inspect --json` n
     # types of the other commands are not imported by a plain `inspect MODEL` either
     from rich.console import RenderableType
 
-    from inspector.analysis.architecture import Architecture, Stack
+    from inspector.analysis.architecture import Architecture
     from inspector.analysis.estimate import Estimate
     from inspector.analysis.fit import CommonFit, Fit
-    from inspector.analysis.knobs import Knob
 
-from inspector.render.output import SCHEMA_VERSION, md_table, model_json, n, short, size
+from inspector.render.output import md_table, n, short, size
+from inspector.results.estimate import figure_label, layer_runs
 
 # --- estimate -------------------------------------------------------------------------------------
-
-#: each estimate figure's label in tables and pages (its JSON ``name`` is the key a script reads)
-FIGURE_LABELS: Final = {
-    "weights_bytes": "weights, as stored", "kv_bytes_per_token": "KV cache per token", "kv_bytes": "KV cache",
-    "total_parameters": "parameters, total", "main_parameters": "parameters, main model",
-    "active_parameters": "parameters, active per token", "flops_per_token_weights": "FLOPs per token, weights",
-    "flops_per_token_attention": "FLOPs per token, attention", "flops_decode_step": "FLOPs, one decode step",
-    "flops_prefill": "FLOPs, prefill", "attention_to_gemm_ratio": "attention / weight FLOPs",
-    "attention_to_gemm_ratio_closed_form": "… closed form t / (2D + 1.5I)",
-    "kv_bytes_full_reservation": "KV cache, whole-context reservation",
-    "kv_bytes_per_input_token": "cross-attention K/V per input token",
-    "state_bytes_per_sequence": "recurrent state per sequence", "flops_per_input_token": "FLOPs per input token",
-}
-
-
-def figure_label(name: str) -> str:
-    """A figure's label; a component's figure (``weights_bytes.unet``) is its kind's label and the
-    component (``weights, as stored: unet``)."""
-    kind, _, part = name.partition(".")
-    return f"{FIGURE_LABELS[kind]}: {part}" if part else FIGURE_LABELS[kind]
 
 
 def _value(v: int | float | None, unit: str) -> str:
@@ -54,27 +33,6 @@ def _value(v: int | float | None, unit: str) -> str:
     if unit == "FLOP":
         return f"{v:,} ({short(v)})"
     return n(v)
-
-
-def fit_json(f: Fit) -> dict[str, object]:
-    """The ``fit`` object: bytes per device; total = weights + KV + overhead; fits ⇔ total ≤ budget."""
-    return {
-        "budget_bytes": f.budget_bytes, "devices": f.devices, "batch": f.batch, "context": f.context,
-        "weights_bytes": f.weights.per_device, "weights_bytes_all_devices": f.weights.all,
-        "replicated_bytes": f.weights.replicated_bytes, "replicated": list(f.weights.replicated),
-        "kv_bytes_per_token": f.kv.per_token, "kv_bytes": f.kv.bytes, "kv_share": f.kv.share,
-        "kv_formula": f.kv.formula, "overhead_bytes": f.runtime.overhead_bytes, "overhead_formula": f.runtime.formula,
-        "total_bytes": f.total_bytes,
-        "fits": f.fits, "max_context": f.limits.max_context, "max_context_capped": f.limits.capped,
-        "max_batch": f.limits.max_batch, "model_limit": f.limits.model_limit, "unknown": f.unknown,
-        "engine": f.engine, "gpu": f.gpu, "utilization": f.runtime.utilization, "usable_bytes": f.runtime.usable_bytes,
-        "terms": [{"name": t.name, "bytes": t.bytes, "formula": t.formula, "source": t.source}
-                  for t in f.runtime.terms],
-        "kv_pool_bytes": f.kv.pool_bytes, "kv_pool_tokens": f.kv.pool_tokens,
-        "pipeline": f.stages.count, "stages": list(f.stages.described), "stage": f.stages.tightest,
-        "weights_note": f.weights.note,
-        "curve": [{"context": x, "total_bytes": y} for x, y in f.limits.curve], "state_bytes": f.kv.state_bytes,
-    }
 
 
 def gb_gib(value: int) -> str:
@@ -150,57 +108,6 @@ def fit_table(f: Fit, *, explain: bool = False) -> RenderableType:
                           f"above are the tightest, {f.stages.tightest}: " + "; ".join(f.stages.described),
                           style="dim"))
     return Group(*parts)  # (its warnings are said once, on stderr)
-
-
-def estimate_json(report: Report, est: Estimate, fitted: Fit | None = None,
-                  suggestions: Sequence[Knob] = ()) -> dict[str, object]:
-    q = est.quant
-    c = report.checkpoint
-    return {
-        "schema_version": SCHEMA_VERSION,
-        "model": model_json(c),
-        "context": est.context, "batch": est.batch, "kv_dtype": est.kv_dtype, "no_tokens": est.no_tokens,
-        "figures": [{"name": f.name, "label": figure_label(f.name), "value": f.value, "unit": f.unit,
-                     "formula": f.formula, "source": f.source,
-                     "assumptions": list(f.assumptions)} for f in est.figures],
-        "quantization": {
-            "method": q.method, "bits": q.bits, "source": q.source, "logical_parameters": q.logical_parameters,
-            "stored_elements": q.stored_elements, "overhead_elements": q.overhead_elements, "notes": list(q.notes),
-            "by_role": [{"role": r.role, "logical": r.logical, "stored": r.stored, "weight_bytes": r.weight_bytes,
-                         "overhead_bytes": r.overhead_bytes, "bits_per_weight": r.bits_per_weight} for r in q.rows],
-        },
-        "what_if": [{"dtype": w.dtype, "bytes": w.bytes, "formula": w.formula} for w in est.what_if],
-        "architecture": architecture_json(est.architecture),
-        "fit": None if fitted is None else fit_json(fitted),
-        "fits": None if fitted is None else fitted.fits,
-        "warnings": list(est.warnings) + ([] if fitted is None else list(fitted.warnings)),
-        "suggestions": [{"change": k.change, "total": k.total, "budget_bytes": k.budget} for k in suggestions],
-    }
-
-
-def architecture_json(arch: Architecture) -> dict[str, object]:
-    """The stacks, each with when it runs and its layers in runs of one kind; the parameters outside."""
-    return {
-        "decodes": arch.decodes, "tied": arch.tied, "kv_check": arch.kv_check,
-        "embedding": arch.embedding, "lookups": arch.lookups, "head": arch.head, "other": arch.other,
-        "stacks": [{"kind": s.kind, "name": s.name, "runs": s.runs, "parameters": s.parameters,
-                    "active_parameters": s.active, "layers": len(s.layers),
-                    "layer_kinds": [{"kind": kind, "first": first, "last": last, "count": count}
-                                    for kind, first, last, count in layer_runs(s)]} for s in arch.stacks],
-    }
-
-
-def layer_runs(stack: Stack) -> list[tuple[str, int, int, int]]:
-    """A stack's layers as runs of one kind: (kind, first index, last index, count)."""
-    runs: list[tuple[str, int, int, int]] = []
-    for layer in stack.layers:
-        kind = layer.kind
-        if runs and runs[-1][0] == kind and runs[-1][2] == layer.index - 1:
-            k, first, _, count = runs[-1]
-            runs[-1] = (k, first, layer.index, count + 1)
-        else:
-            runs.append((kind, layer.index, layer.index, 1))
-    return runs
 
 
 def stacks_line(arch: Architecture) -> str:
@@ -314,8 +221,6 @@ def estimate_line(est: Estimate, common: CommonFit | None = None) -> str:
                      if common.devices is not None else
                      f"does not fit 8 × {COMMON_BUDGETS_GIB[-1]} GiB GPUs at {common.context:,} tokens of context")
     return "estimate: " + " · ".join(p for p in parts if p) + " (inspect estimate for formulas)"
-
-
 
 
 def estimate_markdown(report: Report, est: Estimate, fitted: Fit | None = None) -> str:

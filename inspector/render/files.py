@@ -14,22 +14,9 @@ if TYPE_CHECKING:  # rich is imported where a table is drawn: `inspect --json` n
     from inspector.analysis.budget import Budget
     from inspector.analysis.listing import CachedModel, FileRow, RepoFiles
 
-from inspector.render.output import MAX_TABLE_ROWS, SCHEMA_VERSION, capped, model_json, n, size
+from inspector.render.output import MAX_TABLE_ROWS, capped, n, size
 
 # --- several files of one model; a Hugging Face cache -----------------------------------------------
-
-
-def files_json(where: str, rows: list[FileRow], budget: Budget | None = None,
-               notes: list[str] | None = None) -> dict[str, object]:
-    """Several files of one model; with a budget, the fit of each model file (``fits`` null for a
-    projector, or where a figure is unknown: ``note`` says why)."""
-    return {"schema_version": SCHEMA_VERSION, "where": where,
-            "budget_bytes": budget.per_device if budget else None, "devices": budget.devices if budget else None,
-            "files": [{"file": r.file, "kind": r.kind, "type": r.type, "bytes": r.bytes, "parameters": r.parameters,
-                       "bits_per_weight": r.bits_per_weight, "fits": r.fits, "max_context": r.max_context,
-                       "kv_bytes_per_token": r.kv_bytes_per_token, "needed_bytes": r.needed_bytes,
-                       "note": r.note} for r in rows],
-            "notes": list(notes or [])}
 
 
 def files_table(where: str, name: str, rows: list[FileRow], budget: Budget | None = None,
@@ -76,18 +63,6 @@ def files_table(where: str, name: str, rows: list[FileRow], budget: Budget | Non
                  *(Text(sanitize(note), style="dim") for note in notes or []))
 
 
-def repo_files_json(checkpoint: Checkpoint, files: RepoFiles) -> dict[str, object]:
-    """Every file with its size and kind; the bytes a download of all would fetch, the weights' share."""
-    return {
-        "schema_version": SCHEMA_VERSION, "model": model_json(checkpoint),
-        "files": [{"path": r.path, "size": r.size, "kind": r.kind, "counted": r.counted} for r in files.rows],
-        "total_bytes": files.total_bytes, "weights_bytes": files.weights_bytes,
-        "weights_share": files.weights_bytes / files.total_bytes if files.total_bytes else None,
-        "bytes_by_kind": {kind: files.bytes_of(kind) for kind in ("weights", "index", "config", "tokenizer", "other")},
-        "unknown_sizes": files.unknown_sizes,
-    }
-
-
 def repo_files_table(checkpoint: Checkpoint, files: RepoFiles) -> RenderableType:
     # deferred: 38 ms at import (rich.console, rich.table, rich.text)
     from rich.console import Group
@@ -109,12 +84,6 @@ def repo_files_table(checkpoint: Checkpoint, files: RepoFiles) -> RenderableType
     if files.unknown_sizes:
         lines.append(Text(f"{files.unknown_sizes} file(s) of unknown size (not in the total)", style="yellow"))
     return Group(t, *capped(len(files.rows), "files", "--files --json"), *lines)
-
-
-def cache_json(root: str, rows: list[CachedModel]) -> dict[str, object]:
-    return {"schema_version": SCHEMA_VERSION, "cache": root,
-            "models": [{"repo_id": r.repo_id, "revision": r.revision, "parameters": r.parameters, "bytes": r.bytes,
-                        "files": r.files, "status": r.status} for r in rows]}
 
 
 def cache_table(root: str, rows: list[CachedModel]) -> RenderableType:

@@ -4,58 +4,24 @@ from outside through ``text.sanitize`` first."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
 from inspector.analysis.ancestry import Candidate, Lineage, TensorEvidence
 from inspector.model import natural_key
-from inspector.render.output import SCHEMA_VERSION, model_json
 from inspector.render.text import markdown, sanitize
+from inspector.results.lineage import lineage_json
+
+if TYPE_CHECKING:
+    pass
 
 #: tensors listed under the table (the JSON has every sampled one)
 SHOWN_TENSORS = 12
 _STYLE = {"identical": "green", "finetune": "green", "merge": "green", "quantized": "green", "adapter": "green",
           "unrelated": "red", "different-architecture": "red", "unknown": "yellow"}
-
-
-def _candidate_json(c: Candidate) -> dict[str, object]:
-    k = c.counts
-    return {
-        "model": c.label, "checkpoint": model_json(c.checkpoint) if c.checkpoint is not None else None,
-        "declared": c.declared, "relation": c.relation, "why": c.why,
-        "files_identical": c.files[0] if c.files is not None else None,
-        "files_compared": c.files[1] if c.files is not None else None,
-        "tensors_aligned": c.aligned, "tensors_compared": k.compared, "tensors_packed": k.packed,
-        "tensors_equal": k.equal,
-        "tensors_changed": k.changed + k.unrelated, "tensors_unrelated": k.unrelated, "tensors_blended": k.blended,
-        "tensors_quantized": k.quantized, "tensors_constant": k.constant, "tensors_incomparable": k.incomparable,
-        "changed_roles": list(c.changed_roles), "changed_layers": list(c.changed_layers), "weight": c.weight,
-        "fingerprint": c.fingerprint,
-        "tensors": [_tensor_json(t) for t in c.tensors],
-    }
-
-
-def _tensor_json(t: TensorEvidence) -> dict[str, object]:
-    return {"name": t.name, "role": t.role, "layer": t.layer, "relation": t.kind, "why": t.why,
-            "correlation": t.correlation, "max_abs_change": t.max_abs}
-
-
-def lineage_json(lin: Lineage) -> dict[str, object]:
-    """The ``inspect lineage --json`` document: the verdict, the base (or a merge's parents), the declared
-    base checked, the bytes and requests read, one object a candidate."""
-    parents = {c.label: c.weight for c in lin.candidates}
-    return {
-        "schema_version": SCHEMA_VERSION, "model": model_json(lin.model.checkpoint), "verdict": lin.verdict,
-        "base": lin.base, "parents": list(lin.parents), "weights": {p: parents[p] for p in lin.parents},
-        "declared_base": lin.declared.first,
-        "declared_bases": [{"model": b, "where": w} for b, w in lin.declared.bases],
-        "declared_relation": lin.declared.relation, "declared_matches": lin.declared_matches,
-        "fingerprint": lin.fingerprint, "tensors_sampled": lin.sampled,
-        "bytes_read": sum(lin.tensor_bytes_read), "model_bytes_read": lin.tensor_bytes_read[0],
-        "weights_bytes": lin.model.summary.bytes, "requests": lin.requests,
-        "evidence": list(lin.evidence), "candidates": [_candidate_json(c) for c in lin.candidates],
-    }
 
 
 def headline(lin: Lineage) -> str:

@@ -11,16 +11,13 @@ import re
 import sys
 from typing import TYPE_CHECKING, Final
 
-from inspector.model import Checkpoint
-
 if TYPE_CHECKING:  # rich is imported where a table is drawn: `inspect --json` never needs it; the result
     # types of the other commands are not imported by a plain `inspect MODEL` either
     from rich.console import Console, ConsoleOptions, RenderableType
     from rich.table import Table
 
 
-#: 2: every document names its model in one shape (``model_json``)
-SCHEMA_VERSION = 2
+
 #: the width when stdout is not a terminal (a file, a pipe) or with --wide: tables at full width
 UNLIMITED = 1_000_000
 
@@ -309,18 +306,6 @@ def shape_text(shape: tuple[int, ...]) -> str:
 
 
 # --- the model, named the same way in every document --------------------------------------------
-
-
-def model_json(c: Checkpoint) -> dict[str, object]:
-    """A checkpoint as every JSON document names it: its label, Hub repo id and revision where known,
-    its local path (None for the Hub and for a snapshot bundled with the package), where it came
-    from (``origin``: file, folder, hf-cache, snapshot, bundled, hub), the formats of its weight
-    files (``safetensors``, ``gguf``, ``torch``; joined with ``+`` when mixed, None when none) and what
-    it is (``kind``: one ``model``, or a repo kind's name from ``inspector.repos``: ``pipeline``, ``modules``)."""
-    formats = sorted({h.format for h in c.headers})
-    return {"label": c.label, "repo_id": c.repo_id, "revision": c.revision,
-            "path": None if c.origin in ("hub", "bundled") else c.location, "origin": c.origin,
-            "format": "+".join(formats) if formats else None, "kind": c.kind}
 
 
 # --- markdown for show, estimate and audit (pull-request comments) -----------------------------------

@@ -10,15 +10,12 @@ from inspector import repos
 from inspector.analysis.config import ModelConfig
 from inspector.analysis.report import Report
 from inspector.analysis.roles import MLX_BITS, quant_bits
-from inspector.analysis.stats import Summary
 from inspector.formats.dtypes import DTYPE_BITS
 from inspector.model import ORIGIN_WORDS, Checkpoint
 from inspector.render.output import (
     MAX_TABLE_ROWS,
-    SCHEMA_VERSION,
     capped,
     md_table,
-    model_json,
     n,
     shape_text,
     short,
@@ -35,59 +32,6 @@ if TYPE_CHECKING:  # rich is imported where a table is drawn: `inspect --json` n
     from inspector.analysis.listing import ListingRow
 
 # --- inspect: JSON ----------------------------------------------------------------------------
-
-
-def report_json(report: Report, *, rows: list[ListingRow] | None, formula: FormulaCheck | None = None
-                ) -> dict[str, object]:
-    """The ``inspect --json`` document (schema_version 2; every key always present)."""
-    c = report.checkpoint
-    s = report.summary
-    metadata = {h.file: h.metadata for h in c.headers}
-    return {
-        "schema_version": SCHEMA_VERSION,
-        "model": model_json(c),
-        "config": report.config.as_dict(),
-        "totals": totals_json(s),
-        "by_role": [
-            {"role": r.role, "tensors": r.tensors, "parameters": r.parameters,
-             "quant_elements": r.quant_elements, "buffer_elements": r.buffer_elements, "bytes": r.bytes}
-            for r in s.by_role
-        ],
-        "by_dtype": [
-            {"dtype": d.dtype, "tensors": d.tensors, "parameters": d.parameters, "elements": d.elements,
-             "bytes": d.bytes}
-            for d in s.by_dtype
-        ],
-        "layer_groups": [
-            {"stack": g.stack, "first": g.first, "last": g.last, "count": g.count,
-             "tensors_each": g.tensors_each, "parameters_each": g.parameters_each, "bytes_each": g.bytes_each}
-            for g in s.layer_groups
-        ],
-        "shards": [
-            {"file": h.file, "size": h.size, "tensors": h.tensors, "header_bytes": h.header_bytes,
-             "data_bytes": h.data_bytes, "metadata": dict(metadata.get(h.file, {}))}
-            for h in s.shards
-        ],
-        "other_weight_files": [{"path": f.path, "size": f.size} for f in report.other_weights],
-        "components": components_json(report),
-        "tokenizer": tokenizer_json(report),
-        "notes": list(report.notes),
-        "formula": None if formula is None else formula_json(formula),
-        "tensors": None if rows is None else [
-            {"name": r.name, "dtype": r.dtype, "shape": list(r.shape), "count": r.count, "role": r.role,
-             "kind": r.kind, "file": r.file,
-             # llama.cpp stores dimensions innermost first: the file's own order, beside the HF order
-             "shape_in_file": list(reversed(r.shape)) if (r.file or "").endswith(".gguf") else None}
-            for r in rows
-        ],
-    }
-
-
-def totals_json(s: Summary) -> dict[str, int]:
-    return {"tensors": s.tensors, "parameters": s.parameters, "stored_elements": s.stored_elements,
-            "buffer_elements": s.buffer_elements,
-            "quant_elements": s.quant_elements, "hub_total": s.hub_total, "bytes": s.bytes,
-            "shards": len(s.shards)}
 
 
 def listing(report: Report, collapse: bool) -> list[ListingRow]:
@@ -342,39 +286,12 @@ def tokenizer_lines(report: Report) -> list[str]:
     return lines + [f"note: {note}" for note in t.notes]
 
 
-def tokenizer_json(report: Report) -> dict[str, object] | None:
-    t = report.tokenizer
-    if t is None:
-        return None
-    return {"class": t.tokenizer_class, "vocab_size": t.vocab_size, "vocab_source": t.vocab_source,
-            "embedding_rows": t.embedding_rows, "special": dict(t.special), "added_tokens": t.added_tokens,
-            "added_special": t.added_special, "chat_template": t.chat_template,
-            "chat_template_source": t.chat_template_source, "chat_templates": list(t.chat_templates),
-            "model_max_length": t.model_max_length, "generation": dict(t.generation), "notes": list(t.notes)}
-
-
-def components_json(report: Report) -> list[dict[str, object]] | None:
-    return [{"name": r.name, "library": r.library, "class": r.class_name, "model_type": r.model_type,
-             "tensors": r.tensors, "parameters": r.parameters, "bytes": r.bytes, "dtypes": list(r.dtypes)}
-            for r in report.components] if report.components else None
-
-
 def tensor_lines(rows: list[ListingRow]) -> list[str]:
     """``model.layers.0.mlp.gate_proj.weight [14336, 4096] BF16`` lines (plain, for pipes)."""
     return [
         f"{sanitize(r.name)} {shape_text(r.shape)} {r.dtype}" + (f" ×{r.count}" if r.count > 1 else "")
         for r in rows
     ]
-
-
-
-def formula_json(check: FormulaCheck) -> dict[str, object]:
-    return {
-        "family": check.family, "predicted": check.predicted, "actual": check.actual,
-        "context_enters": check.context_enters, "notes": list(check.notes),
-        "rows": [{"role": r.role, "formula": r.formula, "predicted": r.predicted, "actual": r.actual,
-                  "note": r.note} for r in check.rows],
-    }
 
 
 def formula_table(check: FormulaCheck) -> RenderableType:
@@ -395,8 +312,6 @@ def formula_table(check: FormulaCheck) -> RenderableType:
         t.add_row(r.role, r.formula, n(r.predicted), n(r.actual), "; ".join(x for x in (flag, r.note) if x))
     t.add_row("total", "", n(check.predicted), n(check.actual), "", style="bold")
     return Group(t, *(Text("note: " + sanitize(note), style="dim") for note in check.notes))
-
-
 
 
 def report_markdown(report: Report) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from rich.console import Group, RenderableType
 from rich.table import Table
@@ -14,8 +15,11 @@ from inspector.analysis.report import Report
 from inspector.analysis.stages import headline as stage_headline
 from inspector.analysis.train import Train
 from inspector.render.estimate import EXPLAIN_HINT
-from inspector.render.output import SCHEMA_VERSION, model_json, n
+from inspector.render.output import n
 from inspector.render.text import markdown, sanitize
+
+if TYPE_CHECKING:
+    pass
 
 GIB = 2**30
 
@@ -28,44 +32,6 @@ def knob_lines(suggestions: Sequence[Knob]) -> list[str]:
     """Each change that makes the step fit, with what it then needs: "--checkpointing: 19.10 GiB"."""
     return [f"{k.change}: {_gib(k.total)} GiB of {_gib(k.budget)} GiB" if k.budget else
             f"{k.change}: {_gib(k.total)} GiB a GPU" for k in suggestions]
-
-
-def train_json(report: Report, t: Train, suggestions: Sequence[Knob] = ()) -> dict[str, object]:
-    """The ``inspect train --json`` document: every term in bytes per GPU under its own name, the
-    total at the peak, ``fits`` (null when unknown or no budget), the trainable count, and where it
-    does not fit the ``suggestions`` that make it fit."""
-    o = t.options
-    budget = o.budget
-    return {
-        "schema_version": SCHEMA_VERSION,
-        "model": model_json(report.checkpoint),
-        "method": o.method, "rank": o.rank if o.method != "full" else None, "alpha": o.alpha,
-        "targets": list(o.targets) if o.method != "full" else [], "optimizer": o.optimizer,
-        "precision": o.precision, "batch": o.batch, "seq": o.seq, "checkpointing": o.step.checkpointing,
-        "gpus": t.devices, "gpu": budget.gpu if budget else None, "budget_bytes": budget.per_device if budget else None,
-        "zero": o.shard.zero, "fsdp": o.shard.fsdp, "offload": o.shard.offload, "experts": o.experts,
-        "stage": o.stage.stage, "loss": o.stage.kernel,
-        "generations": o.stage.generations if o.stage.grpo else None,
-        "completion_len": o.stage.completion if o.stage.grpo else None,
-        "beta": o.stage.beta if o.stage.grpo else None,
-        "rollout_memory": o.stage.rollout_memory if o.stage.grpo else None,
-        "reference": t.memory.reference.bytes, "sp": o.shard.sp, "freeze": list(o.freeze),
-        "optimizer_in_backward": o.step.optimizer_in_backward, "offload_activations": o.step.offload_activations,
-        "compile": o.step.compile,
-        "trainable_parameters": t.trainable, "frozen_parameters": t.frozen, "adapted_modules": t.adapted,
-        "trainable_by_role": dict(t.by_role),
-        **{term.name: term.bytes for term in t.terms},
-        "total": t.total, "fits": t.fits, "cpu_bytes": t.memory.cpu_bytes,
-        "largest_batch": t.largest_batch, "largest_seq": t.largest_seq, "bits_per_weight": t.bits_per_weight,
-        "peak_rule": t.peak_rule,
-        "peak": None if t.peak is None else {"moment": t.peak.moment,
-                                             "parts": [{"name": k, "bytes": v} for k, v in t.peak.parts]},
-        "terms": [{"name": term.name, "bytes": term.bytes, "formula": term.formula, "source": term.source,
-                   "exact": term.exact} for term in t.terms],
-        "rules_of_thumb": [{"who": th.who, "bytes": th.bytes, "formula": th.formula} for th in t.thumbs],
-        "assumptions": list(t.assumptions),
-        "suggestions": [{"change": k.change, "total": k.total, "budget_bytes": k.budget} for k in suggestions],
-    }
 
 
 def _headline(report: Report, t: Train) -> str:

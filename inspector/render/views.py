@@ -15,8 +15,9 @@ from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, Protocol, TypeVar
 
+from inspector import results
 from inspector.errors import UsageError
-from inspector.render import results, streams
+from inspector.render import streams
 from inspector.render.text import markdown, sanitize
 
 if TYPE_CHECKING:
@@ -84,7 +85,7 @@ class Verbatim:
 
 
 class Result(Protocol):
-    def to_dict(self) -> dict[str, object]: ...
+    def to_dict(self) -> Mapping[str, object]: ...
 
 
 R = TypeVar("R", bound=Result)
@@ -134,14 +135,13 @@ def _show_html(r: results.Inspection, view: View) -> Verbatim:
     """The page lists the tensors collapsed (one row per repeated layer or expert tensor)."""
     # deferred: 60 ms at import (inspector.render.html, inspector.render.show)
     from inspector.render.html import MAX_ROWS, show_html
-    from inspector.render.show import listing, report_json
+    from inspector.render.show import listing
+    from inspector.results.show import report_json
 
     rows = listing(r.report, True)
     doc = report_json(r.report, rows=rows[:MAX_ROWS], formula=r.formula)
     if len(rows) > MAX_ROWS:  # names that do not collapse (no repeated layers): the page stays small
-        notes = doc["notes"]
-        assert isinstance(notes, list)
-        notes.append(f"the page lists the first {MAX_ROWS:,} of {len(rows):,} tensor rows; all of them: "
+        doc["notes"].append(f"the page lists the first {MAX_ROWS:,} of {len(rows):,} tensor rows; all of them: "
                      "inspect MODEL --json --tensors --collapse")
     return Verbatim(show_html(doc))
 

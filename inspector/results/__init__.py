@@ -1,5 +1,8 @@
-"""The typed results of the library's commands (``inspector.api`` builds them, ``render.views``
-draws them): one record a command, whose ``to_dict()`` is that command's ``--json`` document."""
+"""What each command answers, in one shape: a record a command (``inspector.api`` builds them,
+``render.views`` draws them), whose ``to_dict()`` is the command's ``--json`` document, typed: the
+document is a ``TypedDict`` (``results/<command>.py``, beside the one function that builds it), mypy
+holds every builder and every reader (the HTML) to its keys, and the JSON Schema is written from it
+(``results/schema.py``). Nothing here prints or draws."""
 
 from __future__ import annotations
 
@@ -25,6 +28,15 @@ if TYPE_CHECKING:
     from inspector.analysis.report import Report
     from inspector.analysis.train import Train
     from inspector.analysis.values import ValueDiff
+    from inspector.results.audit import AuditDoc
+    from inspector.results.compare import CompareDoc
+    from inspector.results.diff import AdapterDiffDoc, DiffDoc
+    from inspector.results.estimate import EstimateDoc
+    from inspector.results.files import FilesDoc, RepoFilesDoc
+    from inspector.results.lineage import LineageDoc
+    from inspector.results.plan import PlanDoc
+    from inspector.results.show import ShowDoc
+    from inspector.results.train import TrainDoc
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,7 +55,7 @@ class Aliases:
 
     def to_dict(self) -> dict[str, object]:
         # deferred: 1 ms at import (inspector.render.output)
-        from inspector.render.output import SCHEMA_VERSION
+        from inspector.results.common import SCHEMA_VERSION
 
         return {"schema_version": SCHEMA_VERSION,
                 "aliases": [{"alias": r.alias, "repo_id": r.repo_id, "description": r.description,
@@ -62,7 +74,7 @@ class CacheResult:
 
     def to_dict(self) -> dict[str, object]:
         # deferred: 6 ms at import (inspector.render.files)
-        from inspector.render.files import cache_json
+        from inspector.results.files import cache_json
 
         return cache_json(self.root, list(self.rows))
 
@@ -94,10 +106,10 @@ class Inspection:
         """Tensor data bytes, from the headers' offsets."""
         return self.report.summary.bytes
 
-    def to_dict(self) -> dict[str, object]:
+    def to_dict(self) -> ShowDoc:
         """The ``inspect MODEL --json`` document (schema ``inspector/schemas/show.schema.json``)."""
         # deferred: 33 ms at import (inspector.render.show)
-        from inspector.render.show import report_json
+        from inspector.results.show import report_json
 
         return report_json(self.report, rows=list(self.rows) if self.rows is not None else None,
                            formula=self.formula)
@@ -132,10 +144,10 @@ class Difference:
         assert self.adapter is not None
         return adapter_gates_hit(self.adapter, list(gates))
 
-    def to_dict(self) -> dict[str, object]:
+    def to_dict(self) -> DiffDoc | AdapterDiffDoc:
         """The ``inspect diff A B --json`` document (``diff.schema.json``, or ``adapter-diff`` for an adapter)."""
         # deferred: 135 ms at import (inspector.render.diff)
-        from inspector.render.diff import adapter_json, diff_json
+        from inspector.results.diff import adapter_json, diff_json
 
         if self.result is not None:
             return diff_json(self.result, self.values)
@@ -150,10 +162,10 @@ class ComparisonResult:
 
     comparison: Comparison
 
-    def to_dict(self) -> dict[str, object]:
+    def to_dict(self) -> CompareDoc:
         """The ``inspect compare --json`` document (``compare.schema.json``)."""
         # deferred: 34 ms at import (inspector.render.compare)
-        from inspector.render.compare import compare_json
+        from inspector.results.compare import compare_json
 
         return compare_json(self.comparison)
 
@@ -190,10 +202,10 @@ class EstimateResult:
         """The ``--fail-if`` conditions (``fit.FIT_GATES``) this answer trips."""
         return _answer_gates_hit(self.fits, gates)
 
-    def to_dict(self) -> dict[str, object]:
+    def to_dict(self) -> EstimateDoc:
         """The ``inspect estimate --json`` document (``estimate.schema.json``)."""
         # deferred: 50 ms at import (inspector.render.estimate)
-        from inspector.render.estimate import estimate_json
+        from inspector.results.estimate import estimate_json
 
         return estimate_json(self.report, self.estimate, self.fit, self.suggestions)
 
@@ -211,10 +223,10 @@ class FileListing:
     budget: Budget | None
     notes: tuple[str, ...]
 
-    def to_dict(self) -> dict[str, object]:
+    def to_dict(self) -> FilesDoc:
         """The ``inspect FOLDER|REPO --json`` document of such a folder (``files.schema.json``)."""
         # deferred: 6 ms at import (inspector.render.files)
-        from inspector.render.files import files_json
+        from inspector.results.files import files_json
 
         return files_json(self.where, list(self.rows), self.budget, list(self.notes))
 
@@ -227,10 +239,10 @@ class FilesResult:
     checkpoint: Checkpoint
     files: RepoFiles
 
-    def to_dict(self) -> dict[str, object]:
+    def to_dict(self) -> RepoFilesDoc:
         """The ``inspect MODEL --files --json`` document (``repo-files.schema.json``)."""
         # deferred: 5 ms at import (inspector.render.files)
-        from inspector.render.files import repo_files_json
+        from inspector.results.files import repo_files_json
 
         return repo_files_json(self.checkpoint, self.files)
 
@@ -250,10 +262,10 @@ class Audit:
     def ok(self) -> bool:
         return self.result.errors == 0
 
-    def to_dict(self) -> dict[str, object]:
+    def to_dict(self) -> AuditDoc:
         """The ``inspect audit --json`` document (``audit.schema.json``)."""
         # deferred: 4 ms at import (inspector.render.audit)
-        from inspector.render.audit import audit_json
+        from inspector.results.audit import audit_json
 
         return audit_json(self.result)
 
@@ -287,10 +299,10 @@ class TrainResult:
         """The ``--fail-if`` conditions (``fit.FIT_GATES``) this answer trips."""
         return _answer_gates_hit(self.fits, gates)
 
-    def to_dict(self) -> dict[str, object]:
+    def to_dict(self) -> TrainDoc:
         """The ``inspect train --json`` document (``train.schema.json``)."""
         # deferred: 205 ms at import (inspector.render.train)
-        from inspector.render.train import train_json
+        from inspector.results.train import train_json
 
         return train_json(self.report, self.train, self.suggestions)
 
@@ -315,7 +327,7 @@ class PlanResult:
     def verdict(self) -> str:
         """The answer in one line: the best layout, or why none fits."""
         # deferred: 138 ms at import (inspector.render.plan)
-        from inspector.render.plan import headline
+        from inspector.results.plan import headline
 
         return headline(self.plan)
 
@@ -323,10 +335,10 @@ class PlanResult:
         """The ``--fail-if`` conditions (``fit.FIT_GATES``) this answer trips."""
         return _answer_gates_hit(self.fits, gates)
 
-    def to_dict(self) -> dict[str, object]:
+    def to_dict(self) -> PlanDoc:
         """The ``inspect plan --json`` document (``plan.schema.json``)."""
         # deferred: 204 ms at import (inspector.render.plan)
-        from inspector.render.plan import plan_json
+        from inspector.results.plan import plan_json
 
         return plan_json(self.report, self.plan, self.suggestions)
 
@@ -363,10 +375,10 @@ class LineageResult:
 
         return gates_hit(self.lineage, gates)
 
-    def to_dict(self) -> dict[str, object]:
+    def to_dict(self) -> LineageDoc:
         """The ``inspect lineage --json`` document (``lineage.schema.json``)."""
         # deferred: 151 ms at import (inspector.render.lineage)
-        from inspector.render.lineage import lineage_json
+        from inspector.results.lineage import lineage_json
 
         return lineage_json(self.lineage)
 

@@ -39,7 +39,7 @@ def open_model(model: str | Checkpoint, *, revision: str | None = None, hub: Hub
     words, when a read waits for the server (Retry-After). The one route by which every command opens a model."""
     if isinstance(model, Checkpoint):
         return model
-    # deferred: 38 ms at import (inspector.analysis.config, inspector.sources.config_cache, …)
+    # deferred: 23 ms at import (inspector.analysis.config, inspector.sources.config_cache, …)
     from inspector.analysis.config import use_figure_store
     from inspector.sources.config_cache import DiskFigureStore
     from inspector.sources.resolve import open_checkpoint
@@ -50,7 +50,7 @@ def open_model(model: str | Checkpoint, *, revision: str | None = None, hub: Hub
     def open_repo(repo_id: str, revision: str | None, problems: ProblemSink, only: str | None) -> Checkpoint:
         # the Hub's reader (and its cache, pool and hashing) is imported when a Hub repo is opened: a
         # local folder or an alias never needs it (10 ms of a local run)
-        # deferred: 50 ms at import (inspector.sources.hub)
+        # deferred: 25 ms at import (inspector.sources.hub)
         from inspector.sources.hub import hub_opener
 
         return hub_opener(options, progress)(repo_id, revision, problems, only)
@@ -80,7 +80,7 @@ def open_any(model: str | Checkpoint, *, revision: str | None = None, hub: HubOp
 
 def repo_and_revision(spec: str) -> tuple[str, str | None]:
     """``org/name@rev`` → (``org/name``, ``rev``); without ``@``, the revision is None."""
-    # deferred: 16 ms at import (inspector.sources.resolve)
+    # deferred: 12 ms at import (inspector.sources.resolve)
     from inspector.sources.resolve import split_revision
 
     return split_revision(spec)
@@ -88,7 +88,7 @@ def repo_and_revision(spec: str) -> tuple[str, str | None]:
 
 def did_you_mean(word: str, choices: Sequence[str]) -> str | None:
     """The closest of ``choices`` when ``word`` is close enough to be a typo of it."""
-    # deferred: 14 ms at import (inspector.sources.resolve)
+    # deferred: 12 ms at import (inspector.sources.resolve)
     from inspector.sources.resolve import did_you_mean as closest
 
     return closest(word, choices)
@@ -106,7 +106,7 @@ def aliases() -> results.Aliases:
 
 
 def is_alias(name: str) -> bool:
-    # deferred: 2 ms at import (inspector.sources.bundled)
+    # deferred: 1 ms at import (inspector.sources.bundled)
     from inspector.sources.bundled import ALIASES
 
     return name.lower() in ALIASES
@@ -116,7 +116,7 @@ def is_alias(name: str) -> bool:
 
 def is_cache_root(path: str | Path) -> bool:
     """``path`` is a Hugging Face cache root (a folder of ``models--ORG--NAME`` folders)."""
-    # deferred: 20 ms at import (inspector.sources.resolve)
+    # deferred: 12 ms at import (inspector.sources.resolve)
     from inspector.sources.resolve import is_hf_cache_root
 
     return is_hf_cache_root(Path(path).expanduser())
@@ -124,7 +124,7 @@ def is_cache_root(path: str | Path) -> bool:
 
 def cache(root: str | Path) -> results.CacheResult:
     """Every model of the Hugging Face cache at ``root``, read from its snapshots' headers."""
-    # deferred: 63 ms at import (inspector.analysis.listing, inspector.analysis.report, inspector.errors, …)
+    # deferred: 37 ms at import (inspector.analysis.listing, inspector.analysis.report, inspector.errors, …)
     from inspector.analysis.listing import CachedModel
     from inspector.analysis.report import build_report
     from inspector.errors import ConfigOnly, InspectorError
@@ -150,7 +150,7 @@ def save(model: str | Checkpoint, folder: str | Path, *, force: bool = False, re
          hub: HubOptions | None = None) -> Path:
     """Write the model's header snapshot to ``folder`` (new, empty, or a snapshot of the same model;
     ``force`` replaces one of another model) and return the folder: inspect, diff or audit it offline."""
-    # deferred: 17 ms at import (inspector.sources.snapshot)
+    # deferred: 10 ms at import (inspector.sources.snapshot)
     from inspector.sources.snapshot import save_checkpoint
 
     checkpoint = open_model(model, revision=revision, hub=hub)
@@ -163,7 +163,7 @@ def save(model: str | Checkpoint, folder: str | Path, *, force: bool = False, re
 def to_text(result: results.AnyResult, format: str = "html") -> str:
     """``result`` as the CLI writes it in ``format`` (html, markdown, json; table: as piped, 100 columns):
     ``to_text(inspect("llama3-8b"), "html")`` is the page ``inspect llama3-8b --format html`` writes."""
-    # deferred: 11 ms at import (inspector.render.views)
+    # deferred: 9 ms at import (inspector.render.views)
     from inspector.render.views import to_text as render_text
 
     return render_text(result, format)
@@ -176,7 +176,7 @@ def inspect(model: str | Checkpoint, *, tensors: bool = False, collapse: bool = 
             summary: bool = False, revision: str | None = None, hub: HubOptions | None = None) -> results.Inspection:
     """What is inside ``model``: ``inspect MODEL`` (``--tensors``, ``--collapse``, ``--formula``);
     ``summary``: also the estimate and the smallest common budget it fits (the table's last line)."""
-    # deferred: 30 ms at import (inspector.analysis.report, inspector.errors, inspector.render.show)
+    # deferred: 28 ms at import (inspector.analysis.report, inspector.errors, inspector.render.show)
     from inspector.analysis.report import build_report
     from inspector.errors import InspectorError, UsageError
     from inspector.render.show import listing
@@ -187,7 +187,7 @@ def inspect(model: str | Checkpoint, *, tensors: bool = False, collapse: bool = 
     rows = tuple(listing(report, collapse)) if tensors else None
     est = common = None
     if summary:
-        # deferred: 101 ms at import (inspector.analysis.estimate, inspector.analysis.fit)
+        # deferred: 74 ms at import (inspector.analysis.estimate, inspector.analysis.fit)
         from inspector.analysis.estimate import estimate as estimate_report
         from inspector.analysis.fit import common_fit
 
@@ -198,7 +198,7 @@ def inspect(model: str | Checkpoint, *, tensors: bool = False, collapse: bool = 
             pass
     check = None
     if formula:
-        # deferred: 30 ms at import (inspector.analysis.formula)
+        # deferred: 29 ms at import (inspector.analysis.formula)
         from inspector.analysis.formula import formula_check
 
         check = formula_check(report)
@@ -234,7 +234,7 @@ def diff(a: str | Checkpoint, b: str | Checkpoint, *, values: bool = False, samp
                              hint="diff the adapter against its base without ⟨values⟩")
         base, adapter = (ra, rb) if adapter_config(rb) is not None else (rb, ra)
         return results.Difference(adapter=diff_adapter(base, adapter))
-    # deferred: 2 ms at import (inspector.api_values)
+    # deferred: 0 ms at import (inspector.api_values)
     from inspector.api_values import value_diff
 
     return results.Difference(result=diff_reports(ra, rb),
@@ -244,7 +244,7 @@ def diff(a: str | Checkpoint, b: str | Checkpoint, *, values: bool = False, samp
 def gates(fail_if: str | None, *, values: bool = False) -> list[str]:
     """``--fail-if``'s comma-separated conditions (params, dtypes, shapes, values, any), checked; ``values``
     only with ``values=True`` (the diff reads the tensors' bytes); for ``Difference.gates_hit``."""
-    # deferred: 59 ms at import (inspector.analysis.diff)
+    # deferred: 62 ms at import (inspector.analysis.diff)
     from inspector.analysis.diff import parse_gates
 
     return parse_gates(fail_if, values=values)
@@ -254,7 +254,7 @@ def answer_gates(fail_if: str | None, *, budget: bool = True) -> tuple[str, ...]
     """``--fail-if``'s conditions for ``estimate``, ``train`` and ``plan`` (``nofit``), checked before any
     model is opened; ``budget``: whether a GPU budget was given (``nofit`` needs one); for the results'
     ``gates_hit``."""
-    # deferred: 46 ms at import (inspector.analysis.fit)
+    # deferred: 35 ms at import (inspector.analysis.fit)
     from inspector.analysis.fit import parse_fit_gates
 
     return parse_fit_gates(fail_if, budget=budget)
@@ -281,7 +281,7 @@ def lineage(model: str | Checkpoint, candidates: Sequence[str | Checkpoint] = ()
     listing's file hashes, the tensors' names and shapes, and a few KB of sampled values; without candidates,
     the bases it declares (card ``base_model``, ``adapter_config.json``, a GGUF's ``general.base_model``).
     ``exact``: local weight files hashed whole (streamed) to prove a copy. At most 10 candidates."""
-    # deferred: 107 ms at import (inspector.api_lineage)
+    # deferred: 67 ms at import (inspector.api_lineage)
     from inspector.api_lineage import find
 
     return results.LineageResult(find(model, candidates, exact=exact, hub=hub,
@@ -294,7 +294,7 @@ _lineage = lineage  # for ``audit``, whose ``lineage`` parameter is a switch
 def lineage_gates(fail_if: str | None) -> tuple[str, ...]:
     """``--fail-if``'s conditions for ``lineage`` (unrelated, changed, declared), checked before any model is
     opened; for ``LineageResult.gates_hit``."""
-    # deferred: 52 ms at import (inspector.analysis.ancestry, inspector.errors)
+    # deferred: 57 ms at import (inspector.analysis.ancestry, inspector.errors)
     from inspector.analysis.ancestry import GATES
     from inspector.errors import UsageError
 
@@ -313,7 +313,7 @@ def lineage_gates(fail_if: str | None) -> tuple[str, ...]:
 @paused()
 def compare(*models: str | Checkpoint, hub: HubOptions | None = None) -> results.ComparisonResult:
     """2 to 10 models side by side (``inspect compare``)."""
-    # deferred: 31 ms at import (inspector.analysis.compare, inspector.analysis.report, inspector.errors)
+    # deferred: 28 ms at import (inspector.analysis.compare, inspector.analysis.report, inspector.errors)
     from inspector.analysis.compare import compare as compare_reports
     from inspector.analysis.report import build_report
     from inspector.errors import UsageError
@@ -336,7 +336,7 @@ def open_several(model: str, several: Alternatives, *, revision: str | None = No
     """Each file of a folder or repo that holds one model in several files (``Alternatives``), opened
     on its own: with what the source already read where it can (a Hub repo's listing at its commit:
     one header read a file), else by name (``MODEL/FILE``); ``FILE_WORKERS`` at a time, in order."""
-    # deferred: 9 ms at import (concurrent.futures)
+    # deferred: 6 ms at import (concurrent.futures)
     from concurrent.futures import ThreadPoolExecutor
 
     name, rev = repo_and_revision(model)
@@ -362,7 +362,7 @@ def files_of_several(model: str, several: Alternatives, *, revision: str | None 
                      hub: HubOptions | None = None) -> results.FilesResult:
     """``inspect MODEL --files`` of a folder or repo of several GGUF files: every file as the source
     listed it, each model file counted on its own (one file's header is read, for the origin)."""
-    # deferred: 21 ms at import (dataclasses, inspector.analysis.listing, inspector.model)
+    # deferred: 20 ms at import (dataclasses, inspector.analysis.listing, inspector.model)
     from dataclasses import replace
 
     from inspector.analysis.listing import repo_files
@@ -379,7 +379,7 @@ def files_of_several(model: str, several: Alternatives, *, revision: str | None 
 def files(model: str | Checkpoint, *, revision: str | None = None,
           hub: HubOptions | None = None) -> results.FilesResult:
     """``inspect MODEL --files``."""
-    # deferred: 27 ms at import (inspector.analysis.listing)
+    # deferred: 18 ms at import (inspector.analysis.listing)
     from inspector.analysis.listing import repo_files
 
     checkpoint = open_model(model, revision=revision, hub=hub)
@@ -397,7 +397,7 @@ def audit(model: str | Checkpoint, *, modeling: bool = False, deep: bool = False
     for NaN, Inf and all-zero tensors: local files only (it reads the weights; never a Hub repo's),
     ``progress`` told (``Phase.DATA``, bytes done, bytes in all). ``lineage``: the base the model declares
     checked against it as ``inspect lineage`` checks it (a few KB of each read)."""
-    # deferred: 29 ms at import (inspector.analysis.audit)
+    # deferred: 21 ms at import (inspector.analysis.audit)
     from inspector.analysis import audit as audit_mod
 
     checkpoint = open_model(model, revision=revision, hub=hub, lenient=True)
@@ -414,7 +414,7 @@ def audit(model: str | Checkpoint, *, modeling: bool = False, deep: bool = False
 
         extra += modeling_check(inp)
     if lineage:
-        # deferred: 113 ms at import (inspector.analysis.ancestry, inspector.analysis.lineage, inspector.api_lineage)
+        # deferred: 63 ms at import (inspector.analysis.ancestry, inspector.analysis.lineage, inspector.api_lineage)
         from inspector.analysis.ancestry import declared_findings
         from inspector.analysis.lineage import declared_bases
         from inspector.api_lineage import card

@@ -88,7 +88,7 @@ def estimate_options(*, context: int | str | None = None, batch: int | str = 1, 
 
 def _utilization(value: float | str | None) -> float | None:
     """vLLM's gpu_memory_utilization: a fraction in (0, 1]; None when not given."""
-    # deferred: 9 ms at import (inspector.analysis.budget, inspector.errors)
+    # deferred: 10 ms at import (inspector.analysis.budget, inspector.errors)
     from inspector.analysis.budget import parse_fraction
     from inspector.errors import UsageError
 
@@ -115,7 +115,7 @@ def estimate(model: str | Checkpoint, *, context: int | str | None = None, batch
 def estimate_with(checkpoint: Checkpoint, options: EstimateOptions, *, hub: HubOptions | None = None) -> EstimateResult:
     """The estimate of an open checkpoint with checked options (``hub``: how its repo is reached again, for
     the other files a suggestion may name)."""
-    # deferred: 115 ms at import (inspector.analysis.engines, inspector.analysis.estimate, inspector.analysis.fit, …)
+    # deferred: 78 ms at import (inspector.analysis.engines, inspector.analysis.estimate, inspector.analysis.fit, …)
     from inspector.analysis.engines import ENGINES
     from inspector.analysis.estimate import estimate as estimate_report
     from inspector.analysis.fit import Settings, fit
@@ -137,7 +137,7 @@ def _estimate_knobs(report: Report, est: Estimate, options: EstimateOptions, eng
                     fitted: Fit, hub: HubOptions | None = None) -> tuple[Knob, ...]:
     """What makes a model that does not fit fit (``analysis.knobs.estimate_knobs``): the same fit at a
     shorter context or an 8-bit KV cache, and ``plan``'s first layout of more of the same GPU."""
-    # deferred: 106 ms at import (dataclasses, inspector.analysis.engines, inspector.analysis.estimate, …)
+    # deferred: 99 ms at import (dataclasses, inspector.analysis.engines, inspector.analysis.estimate, …)
     from dataclasses import replace
 
     from inspector.analysis.engines import ENGINES
@@ -207,7 +207,7 @@ def list_files(where: str, files: Sequence[tuple[str, Checkpoint]], *, name: str
     """The rows of ``files`` (each file opened on its own, by name); with ``gpu`` (``24GiB``) the fit
     of each model file at ``context``, projectors (``mmproj``) counted beside every model. ``name``: how
     one file is named (``NAME/FILE``; default ``where``)."""
-    # deferred: 68 ms at import (inspector.analysis.listing, inspector.analysis.report)
+    # deferred: 33 ms at import (inspector.analysis.listing, inspector.analysis.report)
     from inspector.analysis.listing import file_rows
     from inspector.analysis.report import build_report
 
@@ -251,7 +251,7 @@ def plan_options(*, gpus: str | Sequence[str] | None = None, max_gpus: int | str
                  engine: str | None = None, context: int | str | None = None, objective: str = "gpus",
                  utilization: float | str | None = None, kv_dtype: str | None = None) -> PlanOptions:
     """``plan``'s options, checked before any model is opened."""
-    # deferred: 136 ms at import (inspector.analysis.budget, inspector.analysis.engines, inspector.analysis.fit, …)
+    # deferred: 85 ms at import (inspector.analysis.budget, inspector.analysis.engines, inspector.analysis.fit, …)
     from inspector.analysis.budget import parse_count, parse_whole
     from inspector.analysis.engines import ENGINES
     from inspector.analysis.fit import SUMMARY_CONTEXT
@@ -274,7 +274,7 @@ def plan_options(*, gpus: str | Sequence[str] | None = None, max_gpus: int | str
 
 @paused()
 def plan_with(checkpoint: Checkpoint, options: PlanOptions) -> PlanResult:
-    # deferred: 149 ms at import (inspector.analysis.engines, inspector.analysis.estimate, inspector.analysis.knobs, …)
+    # deferred: 102 ms at import (inspector.analysis.engines, inspector.analysis.estimate, inspector.analysis.knobs, …)
     from inspector.analysis.engines import ENGINES
     from inspector.analysis.estimate import estimate as estimate_report
     from inspector.analysis.knobs import plan_knobs

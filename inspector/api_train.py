@@ -38,7 +38,7 @@ def train_options(*, method: str = "lora", rank: int | str | None = None, alpha:
     kept from training (vision, audio, projector, or module paths); ``optimizer_in_backward`` each gradient applied
     and freed as it is accumulated (torchtune's optimizer_in_bwd); ``offload_activations`` the activations held in
     CPU memory (torchtune's OffloadActivations); ``compile`` each decoder layer compiled (torch.compile)."""
-    # deferred: 88 ms at import (math, inspector.analysis.budget, inspector.analysis.options, …)
+    # deferred: 79 ms at import (math, inspector.analysis.budget, inspector.analysis.options, …)
     import math
 
     from inspector.analysis.budget import parse_budget, parse_count, parse_fraction, parse_whole
@@ -73,7 +73,7 @@ def train_options(*, method: str = "lora", rank: int | str | None = None, alpha:
 
 def _stage_options(stage: str, loss: str | None, generations: int | str | None, completion_len: int | str | None,
                    beta: float | str | None, rollout_memory: float | str | None) -> StageOptions:
-    # deferred: 16 ms at import (math, inspector.analysis.budget, inspector.analysis.stages, inspector.errors)
+    # deferred: 10 ms at import (math, inspector.analysis.budget, inspector.analysis.stages, inspector.errors)
     import math
 
     from inspector.analysis.budget import parse_count, parse_fraction, parse_whole
@@ -119,7 +119,7 @@ def train(model: str | Checkpoint, *, method: str = "lora", rank: int | str | No
 @paused()
 def train_with(checkpoint: Checkpoint, options: TrainOptions) -> TrainResult:
     """The training memory of an open checkpoint with checked options."""
-    # deferred: 159 ms at import (inspector.analysis.knobs, inspector.analysis.report, inspector.analysis.train)
+    # deferred: 100 ms at import (inspector.analysis.knobs, inspector.analysis.report, inspector.analysis.train)
     from inspector.analysis.knobs import train_knobs
     from inspector.analysis.report import build_report
     from inspector.analysis.train import train as train_report

@@ -8,7 +8,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
-from typing import Annotated, Any, Literal, TypedDict
+from typing import Annotated, Literal, TypedDict
 
 import pytest
 from helpers import FIXTURES
@@ -121,7 +121,7 @@ class _Toy(TypedDict):
     cell: int | str | None
     sizes: list[int] | None
     by_name: dict[str, int]
-    raw: dict[str, Any] | None
+    raw: dict[str, object] | None
     part: _Part | None
     parts: list[_Part]
     chosen: Annotated[str, Choices(lambda: _WORDS)]

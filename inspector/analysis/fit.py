@@ -173,7 +173,7 @@ def fit(report: Report, est: Estimate, budget: Budget, engine: Engine | None = N
     llama.cpp for GGUF, vLLM otherwise) when None; ``pipeline``: stages the layers are split between
     (the budget's devices are tensor-parallel ways × stages); llama.cpp on several devices splits by
     layers (its default ``--split-mode layer``)."""
-    # deferred: 63 ms at import (inspector.analysis.estimate)
+    # deferred: 49 ms at import (inspector.analysis.estimate)
     from inspector.analysis.estimate import default_engine
 
     eng = engine or default_engine(report)
@@ -233,7 +233,7 @@ class _Weights:
 
 def _weights(report: Report, est: Estimate, budget: Budget, eng: Engine, settings: Settings, stage: _Stage | None,
              shared: _Shared) -> _Weights:
-    # deferred: 44 ms at import (inspector.analysis.quant)
+    # deferred: 20 ms at import (inspector.analysis.quant)
     from inspector.analysis.quant import weights_at
 
     kv = est.kv
@@ -284,7 +284,7 @@ def _kv_split(n: int, mla: bool, kv_heads: int | None) -> tuple[str, int]:
 def _group(report: Report, est: Estimate, budget: Budget, eng: Engine, settings: Settings,
            stage: _Stage | None, shared: _Shared) -> Fit:
     """One device group's fit: the whole model, or a pipeline stage's layers."""
-    # deferred: 49 ms at import (inspector.analysis.estimate)
+    # deferred: 42 ms at import (inspector.analysis.estimate)
     from inspector.analysis.estimate import model_limit
 
     kv = est.kv
@@ -393,7 +393,7 @@ def _weights_only(report: Report, est: Estimate, budget: Budget, settings: Setti
     """A diffusion pipeline: every component with weights on the GPU together (diffusers'
     ``pipe.to("cuda")``); the weights are answered, the activations are not (they depend on the image
     size, the frame count and the batch), and the fit says so."""
-    # deferred: 33 ms at import (inspector.analysis.quant)
+    # deferred: 20 ms at import (inspector.analysis.quant)
     from inspector.analysis.quant import weights_at
 
     s = report.summary
@@ -493,7 +493,7 @@ class CommonFit:
 def common_fit(report: Report, est: Estimate) -> CommonFit | None:
     """The smallest of ``COMMON_BUDGETS_GIB`` on 1, 2, 4 or 8 devices the model fits at 8k context
     (its own limit when shorter); None when there is no answer (an encoder, an unknown KV cache)."""
-    # deferred: 65 ms at import (inspector.analysis.estimate)
+    # deferred: 41 ms at import (inspector.analysis.estimate)
     from inspector.analysis.estimate import estimate, model_limit
 
     if est.kv is None or est.kv.none is not None or not est.kv.known:

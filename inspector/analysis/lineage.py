@@ -96,7 +96,7 @@ MAX_DECLARED: Final = 16
 def front_matter(card: bytes) -> Mapping[str, object]:
     """A model card's YAML front matter (``---`` … ``---`` at its start), parsed safely (``yaml.safe_load``:
     no object is built from a tag); {} where it has none or it is not a mapping."""
-    # deferred: 20 ms at import (yaml)
+    # deferred: 13 ms at import (yaml)
     import yaml
 
     text = card[:CARD_BYTES].decode("utf-8", "replace").lstrip("\ufeff")
@@ -226,7 +226,7 @@ def quantisation_bound(dtype: str, source: Values) -> Values | None:
     (gguf-py's block size and bytes), 2 / (2^⌊b⌋ − 1) of the block's largest |value|, twice the half step of a
     uniform quantiser of that many bits (Q8_0: 0.0078, Q4_K: 0.13, Q2_K: 0.67) with the block scale's own
     F16 rounding inside it. None where the dtype is not one we bound."""
-    # deferred: 77 ms at import (numpy)
+    # deferred: 50 ms at import (numpy)
     import numpy as np
 
     if dtype in HALF_ULP:
@@ -250,7 +250,7 @@ def _bits(dtype: str) -> float:
 def relate(m_dtype: str, m: Values, c_dtype: str, c: Values, bound: Values | None = None) -> Related:
     """One tensor: the model's sampled values ``m`` against the candidate's ``c`` (the same elements); ``bound``:
     each value's own quantisation bound where its source gave one (bitsandbytes' 4-bit weight)."""
-    # deferred: 80 ms at import (numpy)
+    # deferred: 50 ms at import (numpy)
     import numpy as np
 
     n = len(m)
@@ -279,7 +279,7 @@ def relate(m_dtype: str, m: Values, c_dtype: str, c: Values, bound: Values | Non
 
 
 def _correlation(m: Values, c: Values) -> float | None:
-    # deferred: 62 ms at import (numpy)
+    # deferred: 50 ms at import (numpy)
     import numpy as np
 
     sm, sc = float(m.std()), float(c.std())
@@ -292,7 +292,7 @@ def blend(m_dtype: str, m: Values, a: Values, b: Values) -> tuple[float, float] 
     """The weights (w1, w2) with m = w1·a + w2·b in every sampled element, within ``BLEND_ULPS`` units of
     the model dtype's last place; None where no such pair exists, or a and b do not tell the two apart
     (equal, or one a multiple of the other)."""
-    # deferred: 62 ms at import (numpy)
+    # deferred: 50 ms at import (numpy)
     import numpy as np
 
     if len(a) != len(m) or len(b) != len(m) or len(m) < 2:

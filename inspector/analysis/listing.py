@@ -129,7 +129,7 @@ def file_rows(files: list[tuple[str, Report]], *, budget: Budget | None = None, 
     """One row a file; with ``budget``, whether each model file fits at ``context`` (its own limit by
     default) and its largest context, the projectors' bytes added to each model's weights. Returns
     the rows and the assumptions said under them."""
-    # deferred: 73 ms at import (inspector.analysis.estimate, inspector.analysis.fit)
+    # deferred: 62 ms at import (inspector.analysis.estimate, inspector.analysis.fit)
     from inspector.analysis.estimate import estimate
     from inspector.analysis.fit import Settings, fit
 
@@ -219,7 +219,7 @@ def file_kind(path: str, weight_suffixes: tuple[str, ...]) -> RepoFileKind:
 def repo_files(checkpoint: Checkpoint, counted: frozenset[str] | None = None) -> RepoFiles:
     """The checkpoint's folder or repo, file by file, with each file's kind; ``counted``: the weight
     files read (default: those whose headers it holds; a GGUF set: each file, read on its own)."""
-    # deferred: 7 ms at import (inspector.formats.registry)
+    # deferred: 1 ms at import (inspector.formats.registry)
     from inspector.formats.registry import weight_suffixes
 
     suffixes = weight_suffixes()

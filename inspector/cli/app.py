@@ -46,7 +46,7 @@ def _choices(kind: str) -> Callable[[str], list[str]]:
     imported only when the shell asks): methods, optimizers, precisions, offloads, engines, objectives,
     formats, KV dtypes, GPU names and the bundled aliases."""
     def complete(incomplete: str) -> list[str]:
-        # deferred: 102 ms at import (inspector.analysis.engines, inspector.analysis.experts, …)
+        # deferred: 97 ms at import (inspector.analysis.engines, inspector.analysis.experts, …)
         from inspector.analysis.engines import ENGINES, GPUS
         from inspector.analysis.experts import LAYOUTS
         from inspector.analysis.optimizers import OPTIMIZERS
@@ -157,7 +157,7 @@ class Shared:
     @property
     def hub(self) -> Any:
         """The run's one ``HubOptions``."""
-        # deferred: 6 ms at import (inspector.cli.opening)
+        # deferred: 1 ms at import (inspector.cli.opening)
         from inspector.cli.opening import hub_options
 
         return hub_options(self.endpoint, self.token, self.offline)

@@ -25,7 +25,7 @@ def say(message: str) -> None:
 def hub_options(endpoint: str | None, token: str | None, offline: bool) -> Any:
     """The one ``HubOptions`` of a run, from ``--endpoint``, ``--token`` and ``--offline``: told in words
     on stderr when a read waits for the server."""
-    # deferred: 23 ms at import (inspector.sources.transport)
+    # deferred: 16 ms at import (inspector.sources.transport)
     from inspector.sources.transport import HubOptions
 
     return HubOptions(endpoint=endpoint, token=token, offline=True if offline else None, on_wait=say)
@@ -51,7 +51,7 @@ def open_any(model: str, revision: str | None, hub: Any) -> Any:
 
 def load_any(model: str, revision: str | None, hub: Any, *, relay: Any = None) -> Any:
     """``api.open_any`` with the run's ``HubOptions``; ``relay`` takes the progress instead of a bar of its own."""
-    # deferred: 33 ms at import (inspector.api)
+    # deferred: 31 ms at import (inspector.api)
     from inspector import api
 
     if relay is not None:
@@ -63,7 +63,7 @@ def load_any(model: str, revision: str | None, hub: Any, *, relay: Any = None) -
 def load(model: str, revision: str | None, hub: Any, *, lenient: bool = False, relay: Any = None) -> Any:
     """``api.open_model`` with the run's ``HubOptions``; ``relay`` takes the progress (phase, done, total)
     instead of a bar of its own."""
-    # deferred: 49 ms at import (inspector.api)
+    # deferred: 31 ms at import (inspector.api)
     from inspector import api
 
     if relay is not None:
@@ -76,7 +76,7 @@ def open_models(models: list[str], hub: Any) -> list[Any]:
     """Several models read at once (two Hub repos cost the round trips of one): both sides of a
     diff, the columns of a compare. No progress bar, as several cannot share the terminal; the
     first model's error is the one reported when several fail."""
-    # deferred: 10 ms at import (concurrent.futures)
+    # deferred: 7 ms at import (concurrent.futures)
     from concurrent.futures import ThreadPoolExecutor
 
     def quiet(phase: str, done: int, total: int) -> None:
@@ -99,7 +99,7 @@ class ReadAhead:
     _current: tuple[list[str], ReadAhead] | None = None
 
     def __init__(self, spec: str) -> None:
-        # deferred: 9 ms at import (concurrent.futures)
+        # deferred: 6 ms at import (concurrent.futures)
         from concurrent.futures import Future  # (with logging: 6 ms a local run does not spend)
 
         self.spec = spec
@@ -146,7 +146,7 @@ class ReadAhead:
 
 
 def _progress_bars_disabled() -> bool:
-    # deferred: 8 ms at import (huggingface_hub, inspector.render.streams)
+    # deferred: 4 ms at import (huggingface_hub, inspector.render.streams)
     from huggingface_hub import constants
 
     from inspector.render.streams import is_quiet
@@ -165,7 +165,7 @@ class ProgressBar:
         self.task: Any = None
 
     def __enter__(self) -> Any:
-        # deferred: 6 ms at import (inspector.render.streams)
+        # deferred: 3 ms at import (inspector.render.streams)
         from inspector.render.streams import stderr_is_terminal
 
         if not stderr_is_terminal() or _progress_bars_disabled():
@@ -177,7 +177,7 @@ class ProgressBar:
         if self.bar is None:
             if not listing and total < 8:
                 return
-            # deferred: 75 ms at import (rich.progress, inspector.render.output)
+            # deferred: 38 ms at import (rich.progress, inspector.render.output)
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn
 
             from inspector.render.output import console

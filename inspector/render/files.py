@@ -21,7 +21,7 @@ from inspector.render.output import MAX_TABLE_ROWS, capped, n, size
 
 def files_table(where: str, name: str, rows: list[FileRow], budget: Budget | None = None,
                 notes: list[str] | None = None) -> RenderableType:
-    # deferred: 40 ms at import (rich.console, rich.table, rich.text)
+    # deferred: 26 ms at import (rich.console, rich.table, rich.text)
     from rich.console import Group
     from rich.table import Table
     from rich.text import Text
@@ -64,7 +64,7 @@ def files_table(where: str, name: str, rows: list[FileRow], budget: Budget | Non
 
 
 def repo_files_table(checkpoint: Checkpoint, files: RepoFiles) -> RenderableType:
-    # deferred: 38 ms at import (rich.console, rich.table, rich.text)
+    # deferred: 27 ms at import (rich.console, rich.table, rich.text)
     from rich.console import Group
     from rich.table import Table
     from rich.text import Text
@@ -87,7 +87,7 @@ def repo_files_table(checkpoint: Checkpoint, files: RepoFiles) -> RenderableType
 
 
 def cache_table(root: str, rows: list[CachedModel]) -> RenderableType:
-    # deferred: 40 ms at import (rich.console, rich.table)
+    # deferred: 34 ms at import (rich.console, rich.table)
     from rich.console import Group
     from rich.table import Table
 

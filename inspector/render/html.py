@@ -1,7 +1,8 @@
 """Self-contained HTML reports (``--format html``) for show, diff, compare and estimate.
 
-Each page is drawn from the command's JSON document (the same dict ``--json`` prints, embedded in
-the page as ``<script type="application/json" id="inspector-data">``), by hand-written SVG (``render.svg``):
+Each page is drawn from the command's JSON document (the same typed document ``--json`` prints,
+``inspector/results/``, read by its keys as mypy checks them, and embedded in the page as
+``<script type="application/json" id="inspector-data">``), by hand-written SVG (``render.svg``):
 no charting library, no script from elsewhere, no font, no request. Why not a charting
 library: the ones that draw a treemap or a waterfall (plotly, vega) run in the browser from a
 bundle of 1-4 MB that would have to be inlined in every page, and would draw from data at view time,
@@ -19,27 +20,16 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-from collections.abc import Iterable, Sequence
-from typing import Final
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Final
 
-from inspector.render.svg import (
-    Doc,
-    as_int,
-    as_list,
-    as_obj,
-    as_objs,
-    as_str,
-    as_strs,
-    compare_bars,
-    esc,
-    gib,
-    label_of,
-    legend,
-    opt_int,
-    opt_str,
-    treemap,
-    waterfall,
-)
+from inspector.render.svg import compare_bars, esc, gib, label_of, legend, treemap, waterfall
+
+if TYPE_CHECKING:
+    from inspector.results.common import ModelDoc
+    from inspector.results.compare import CompareDoc
+    from inspector.results.diff import AdapterDiffDoc, CauseItem, DiffDoc, ValueRow, ValuesDoc
+    from inspector.results.show import ShowDoc, TensorRow
 
 GENERATOR: Final = "inspector html report"
 #: at most this many rows in a tensor list or a list of changed tensors
@@ -99,7 +89,7 @@ SCRIPT: Final = """
 # --- the page ----------------------------------------------------------------------------------
 
 
-def page(title: str, subtitle: str, body: Iterable[str], doc: Doc) -> str:
+def page(title: str, subtitle: str, body: Iterable[str], doc: Mapping[str, object]) -> str:
     """A whole report: head with its policy, the body's sections, the JSON it was drawn from."""
     script_hash = _hash(SCRIPT)
     style_hash = _hash(STYLE)
@@ -117,7 +107,7 @@ def page(title: str, subtitle: str, body: Iterable[str], doc: Doc) -> str:
         f"<h1>{esc(title)}</h1>\n<p class=\"sub\">{subtitle}</p>\n",
         *body,
         "<footer>Drawn by inspector from the JSON document below (schema_version ",
-        esc(str(as_int(doc["schema_version"]))),
+        esc(str(doc["schema_version"])),
         "); every figure is counted from the files' headers and config.</footer>\n",
         f"<script type=\"application/json\" id=\"inspector-data\">{data}</script>\n",
         f"<script>{SCRIPT}</script>\n</body></html>\n",
@@ -177,81 +167,81 @@ def note_lines(notes: Iterable[object], css: str = "note") -> str:
     return "".join(f"<p class=\"{css}\">{esc(n)}</p>\n" for n in notes)
 
 
-def origin(model: Doc) -> str:
-    rev = opt_str(model["revision"])
-    where = opt_str(model["path"]) or opt_str(model["repo_id"])
-    return " · ".join(x for x in (as_str(model["origin"]), opt_str(model["format"]), where,
+def origin(model: ModelDoc) -> str:
+    rev = model["revision"]
+    where = model["path"] or model["repo_id"]
+    return " · ".join(x for x in (model["origin"], model["format"], where,
                                   f"revision {rev[:12]}" if rev else "") if x)
 
 
 # --- show ---------------------------------------------------------------------------------------
 
 
-def show_html(doc: Doc) -> str:
+def show_html(doc: ShowDoc) -> str:
     """``inspect MODEL --format html``: headline figures, the treemap, the tables, the tensor list."""
-    model = as_obj(doc["model"])
-    totals = as_obj(doc["totals"])
-    config = as_obj(doc["config"])
+    model = doc["model"]
+    totals = doc["totals"]
+    config = doc["config"]
     body = ["<div class=\"figures\">",
-            figure("Parameters", as_int(totals["parameters"]), "logical count: weights of the model",
+            figure("Parameters", totals["parameters"], "logical count: weights of the model",
                     "headline-parameters"),
-            figure("Bytes", as_int(totals["bytes"]), f"{gib(as_int(totals['bytes']))} of tensor data",
+            figure("Bytes", totals["bytes"], f"{gib(totals['bytes'])} of tensor data",
                     "headline-bytes"),
-            figure("Tensors", as_int(totals["tensors"]), f"in {as_int(totals['shards']):,} file(s)",
+            figure("Tensors", totals["tensors"], f"in {totals['shards']:,} file(s)",
                     "headline-tensors"),
-            figure("Hub total", as_int(totals["hub_total"]), "every element, as the Hub's page counts"),
+            figure("Hub total", totals["hub_total"], "every element, as the Hub's page counts"),
             "</div>\n"]
-    arch = ", ".join(as_strs(config["architectures"]))
+    arch = ", ".join(config["architectures"])
     facts = [(k, config[k]) for k in ("model_type", "hidden_size", "num_layers", "num_heads", "num_kv_heads",
                                           "intermediate_size", "vocab_size", "max_position", "dtype")
              if config[k] is not None]
     if arch or facts:
         body.append("<p class=\"note\">" + esc(arch) + (" · " if arch and facts else "") +
                     " · ".join(f"{esc(k)} {_n(v)}" for k, v in facts) + "</p>\n")
-    components = as_objs(doc["components"]) if doc["components"] is not None else []
+    components = doc["components"] if doc["components"] is not None else []
     if components:
         body.append("<h2>Components</h2>\n")
         body.append(table(("component", "class", "tensors", "parameters", "bytes", "dtype"),
-                           ((as_str(c["name"]), opt_str(c["class"]) or "",
-                             opt_int(c["tensors"]) or "—",
-                             opt_int(c["parameters"]) if c["tensors"] else "no weights",
-                             opt_int(c["bytes"]) if c["tensors"] else "",
-                             ", ".join(as_strs(c["dtypes"])))
+                           ((c["name"], c["class"] or "",
+                             c["tensors"] or "—",
+                             c["parameters"] if c["tensors"] else "no weights",
+                             c["bytes"] if c["tensors"] else "",
+                             ", ".join(c["dtypes"]))
                             for c in components), numeric=(2, 3, 4), ident="components"))
-    by_role = as_objs(doc["by_role"])
-    tensors = as_objs(doc["tensors"]) if doc["tensors"] is not None else []
+    by_role = doc["by_role"]
+    tensors = doc["tensors"] if doc["tensors"] is not None else []
     svg, palette = treemap(by_role, tensors)
     body += ["<h2>Where the parameters are</h2>\n",
              "<p class=\"note\">Area: parameters (each role's rectangle is its share of the total). Inside a "
              "role: its layer blocks, then its tensors; colour: role. Hover for names and counts.</p>\n",
              svg, legend(palette)]
-    empty = [r for r in by_role if as_int(r["parameters"]) == 0]
+    empty = [r for r in by_role if r["parameters"] == 0]
     if empty:
-        body.append(note_lines([f"not drawn (no parameters): {as_str(r['role'])} {as_int(r['tensors']):,} "
-                            f"tensor(s), {as_int(r['bytes']):,} B" for r in empty]))
-    total = max(1, as_int(totals["parameters"]))
+        body.append(note_lines([f"not drawn (no parameters): {r['role']} {r['tensors']:,} "
+                            f"tensor(s), {r['bytes']:,} B" for r in empty]))
+    total = max(1, totals["parameters"])
     body += ["<h2>By role</h2>\n", table(
         ("role", "tensors", "parameters", "share", "bytes"),
-        ((as_str(r["role"]), as_int(r["tensors"]), as_int(r["parameters"]),
-          f"{as_int(r['parameters']) / total:.2%}", as_int(r["bytes"])) for r in by_role),
+        ((r["role"], r["tensors"], r["parameters"],
+          f"{r['parameters'] / total:.2%}", r["bytes"]) for r in by_role),
         numeric=(1, 2, 4), ident="by-role")]
     body += ["<h2>By dtype</h2>\n", table(
         ("dtype", "tensors", "elements", "of which parameters", "bytes"),
-        ((as_str(d["dtype"]), as_int(d["tensors"]), as_int(d["elements"]), as_int(d["parameters"]),
-          as_int(d["bytes"])) for d in as_objs(doc["by_dtype"])), numeric=(1, 2, 3, 4), ident="by-dtype")]
-    groups = as_objs(doc["layer_groups"])
+        ((d["dtype"], d["tensors"], d["elements"], d["parameters"],
+          d["bytes"]) for d in doc["by_dtype"]), numeric=(1, 2, 3, 4), ident="by-dtype")]
+    groups = doc["layer_groups"]
     if groups:
         body += ["<h2>Layer blocks</h2>\n", table(
             ("stack", "layers", "tensors each", "parameters each", "bytes each"),
-            ((as_str(g["stack"]), f"{as_int(g['first'])}–{as_int(g['last'])} ×{as_int(g['count'])}",
-              as_int(g["tensors_each"]), as_int(g["parameters_each"]), as_int(g["bytes_each"]))
+            ((g["stack"], f"{g['first']}–{g['last']} ×{g['count']}",
+              g["tensors_each"], g["parameters_each"], g["bytes_each"])
              for g in groups), numeric=(2, 3, 4))]
-    tok = as_obj(doc["tokenizer"]) if doc["tokenizer"] is not None else {}
-    if tok:
+    tok = doc["tokenizer"]
+    if tok is not None:
         body += ["<h2>Tokenizer</h2>\n", table(("figure", "value"), (
             (k, json.dumps(v) if isinstance(v, list | dict) else v) for k, v in tok.items()
             if (v is not None and not isinstance(v, list | dict)) or (isinstance(v, list) and v)))]
-    body.append(_tensor_list(tensors, as_int(totals["tensors"])))
+    body.append(_tensor_list(tensors, totals["tensors"]))
     notes = doc["notes"]
     if isinstance(notes, list) and notes:
         body += ["<h2>Notes</h2>\n", note_lines(notes)]
@@ -262,7 +252,7 @@ def show_html(doc: Doc) -> str:
 OPEN_ROWS: Final = 300
 
 
-def _tensor_list(tensors: list[Doc], count: int) -> str:
+def _tensor_list(tensors: list[TensorRow], count: int) -> str:
     if not tensors:
         return ""
     rows = tensors[:MAX_ROWS]
@@ -275,11 +265,11 @@ def _tensor_list(tensors: list[Doc], count: int) -> str:
            "<table id=\"tensor-list\"><thead><tr><th>name</th><th>shape</th><th>dtype</th><th class=\"n\">count</th>"
            "<th>role</th><th>file</th></tr></thead><tbody>"]
     for t in rows:
-        name = as_str(t["name"])
+        name = t["name"]
         out.append(f"<tr data-name=\"{esc(name.lower())}\"><td class=\"name\">{esc(name)}</td>"
-                   f"<td>{esc(json.dumps(t['shape']))}</td><td>{esc(as_str(t['dtype']))}</td>"
-                   f"<td class=\"n\">{_n(as_int(t['count']) or 1)}</td><td>{esc(as_str(t['role']))}</td>"
-                   f"<td>{esc(opt_str(t['file']) or '')}</td></tr>")
+                   f"<td>{esc(json.dumps(t['shape']))}</td><td>{esc(t['dtype'])}</td>"
+                   f"<td class=\"n\">{_n(t['count'] or 1)}</td><td>{esc(t['role'])}</td>"
+                   f"<td>{esc(t['file'] or '')}</td></tr>")
     out.append("</tbody></table></details>\n")
     return "".join(out)
 
@@ -287,25 +277,23 @@ def _tensor_list(tensors: list[Doc], count: int) -> str:
 # --- diff ---------------------------------------------------------------------------------------
 
 
-def diff_html(doc: Doc) -> str:
+def diff_html(doc: DiffDoc) -> str:
     """``inspect diff A B --format html``: the waterfall of causes, each cause's arithmetic, the
-    role and dtype tables and the changed tensors. A PEFT adapter's check gets its tables."""
-    if "kind" in doc and doc["kind"] == "adapter":  # only the adapter document has a kind
-        return adapter_html(doc)
-    a, b = as_obj(doc["a"]), as_obj(doc["b"])
+    role and dtype tables and the changed tensors (a PEFT adapter's check is ``adapter_html``)."""
+    a, b = doc["a"], doc["b"]
     la, lb = label_of(a), label_of(b)
-    pa, pb = as_int(a["parameters"]), as_int(b["parameters"])
-    causes = as_objs(doc["causes"])
-    steps = [(as_str(c["label"]) or as_str(c["cause"]), as_int(c["delta"])) for c in causes]
-    residual = as_int(doc["residual"])
+    pa, pb = a["parameters"], b["parameters"]
+    causes = doc["causes"]
+    steps = [(c["label"] or c["cause"], c["delta"]) for c in causes]
+    residual = doc["residual"]
     if residual:
         steps.append(("other changes", residual))
     gap = pb - pa
     body = ["<div class=\"figures\">", figure("A: parameters", pa, esc(la)), figure("B: parameters", pb, esc(lb)),
             figure("Gap", gap, "B − A, explained below", "headline-gap"),
-            figure("Bytes gap", as_int(as_obj(doc["delta"])["bytes"]), "B − A, tensor data"), "</div>\n"]
+            figure("Bytes gap", doc["delta"]["bytes"], "B − A, tensor data"), "</div>\n"]
     values = doc["values"] if "values" in doc and isinstance(doc["values"], dict) else None
-    changed = as_int(as_obj(values["counts"])["changed"]) if values is not None else 0
+    changed = values["counts"]["changed"] if values is not None else 0
     if doc["identical"] is True:
         body.append("<p>The two models hold the same tensors.</p>\n" if not changed else
                     f"<p class=\"verdict\">The two models hold the same tensors (names, shapes, dtypes); the values "
@@ -317,32 +305,32 @@ def diff_html(doc: Doc) -> str:
     rows: list[str] = ["<table id=\"causes\"><thead><tr><th>cause</th><th class=\"n\">parameters</th>"
                        "<th>arithmetic</th></tr></thead><tbody>"]
     for c in causes:
-        items = as_objs(c["items"])
+        items = c["items"]
         arithmetic = "<br>".join(_arithmetic(i) for i in items)
-        rows.append(f"<tr class=\"cause\" data-delta=\"{as_int(c['delta'])}\">"
-                    f"<td>{esc(as_str(c['label']))}</td>"
-                    f"<td class=\"n\">{as_int(c['delta']):+,}</td><td class=\"name\">{arithmetic}</td></tr>")
+        rows.append(f"<tr class=\"cause\" data-delta=\"{c['delta']}\">"
+                    f"<td>{esc(c['label'])}</td>"
+                    f"<td class=\"n\">{c['delta']:+,}</td><td class=\"name\">{arithmetic}</td></tr>")
     if residual:
-        items = as_objs(doc["residual_items"])
+        items = doc["residual_items"]
         rows.append(f"<tr class=\"cause\" data-delta=\"{residual}\"><td>other changes</td><td class=\"n\">"
                     f"{residual:+,}</td><td class=\"name\">" + "<br>".join(_arithmetic(i) for i in items) +
                     "</td></tr>")
     rows.append(f"<tr><th>gap</th><th class=\"n\">{gap:+,}</th><th></th></tr></tbody></table>\n")
     body += rows
     body += ["<h2>Parameters by role</h2>\n", table(
-        ("role", "A", "B", "delta"), ((as_str(r["role"]), as_int(r["a"]), as_int(r["b"]),
-                                     f"{as_int(r['delta']):+,}") for r in as_objs(doc["roles"])),
+        ("role", "A", "B", "delta"), ((r["role"], r["a"], r["b"],
+                                     f"{r['delta']:+,}") for r in doc["roles"]),
         numeric=(1, 2, 3))]
     body += ["<h2>Elements by dtype</h2>\n", table(
-        ("dtype", "A", "B"), ((as_str(r["dtype"]), as_int(r["a"]), as_int(r["b"]))
-                              for r in as_objs(doc["dtypes"])), numeric=(1, 2))]
-    changes = as_objs(doc["changes"])
+        ("dtype", "A", "B"), ((r["dtype"], r["a"], r["b"])
+                              for r in doc["dtypes"]), numeric=(1, 2))]
+    changes = doc["changes"]
     if changes:
         body += ["<h2>Changed tensors</h2>\n", table(
             ("change", "tensor", "count", "A", "B"),
-            ((as_str(c["kind"]), as_str(c["name"]), as_int(c["count"]),
-              f"{json.dumps(c['shape_a'])} {as_str(c['dtype_a'])}" if c["shape_a"] is not None else "—",
-              f"{json.dumps(c['shape_b'])} {as_str(c['dtype_b'])}" if c["shape_b"] is not None else "—")
+            ((c["kind"], c["name"], c["count"],
+              f"{json.dumps(c['shape_a'])} {c['dtype_a']}" if c["shape_a"] is not None else "—",
+              f"{json.dumps(c['shape_b'])} {c['dtype_b']}" if c["shape_b"] is not None else "—")
              for c in changes[:MAX_ROWS]), numeric=(2,), ident="changes")]
     if values is not None:
         body += _values_section(values)
@@ -350,7 +338,7 @@ def diff_html(doc: Doc) -> str:
     if isinstance(notes, list) and notes:
         body += ["<h2>Notes</h2>\n", note_lines(notes)]
     return page(f"{la} → {lb}",
-                f"A: {esc(origin(as_obj(a['model'])))}<br>B: {esc(origin(as_obj(b['model'])))}",
+                f"A: {esc(origin(a['model']))}<br>B: {esc(origin(b['model']))}",
                 body, doc)
 
 
@@ -358,21 +346,21 @@ def diff_html(doc: Doc) -> str:
 _VALUES_LISTED: Final = 40
 
 
-def _values_section(values: Doc) -> list[str]:
+def _values_section(values: ValuesDoc) -> list[str]:
     """``diff --values``: its summary and counts, a heat map of the changed tensors by role and layer,
     and the changed and incomparable tensors by name (as many as the table names)."""
-    tensors = as_objs(values["tensors"])
-    counts = as_obj(values["counts"])
+    tensors = values["tensors"]
+    counts = values["counts"]
     out = ["<h2 id=\"values\">Values</h2>\n",
-           "<ul>" + "".join(f"<li>{esc(line)}</li>" for line in as_strs(values["summary"])) + "</ul>\n",
-           "<p class=\"note\">" + esc(", ".join(f"{as_int(counts[k]):,} {k}" for k in counts if as_int(counts[k])))
-           + f"; sampled {as_int(values['sample_bytes']):,} B a tensor</p>\n"]
+           "<ul>" + "".join(f"<li>{esc(line)}</li>" for line in values["summary"]) + "</ul>\n",
+           "<p class=\"note\">" + esc(", ".join(f"{count:,} {verdict}" for verdict, count in counts.items() if count))
+           + f"; sampled {values['sample_bytes']:,} B a tensor</p>\n"]
     out.append(_value_heat_map(tensors))
-    named = [t for t in tensors if as_str(t["verdict"]) in ("changed", "incomparable")][:_VALUES_LISTED]
+    named = [t for t in tensors if t["verdict"] in ("changed", "incomparable")][:_VALUES_LISTED]
     if named:
         out.append(table(("tensor", "verdict", "max |Δ|", "of max |A|", "why"),
-                          ((as_str(t["name"]), as_str(t["verdict"]), _sig(t["max_abs_delta"]),
-                            _percent(t["relative_delta"]), as_str(t["why"])) for t in named),
+                          ((t["name"], t["verdict"], _sig(t["max_abs_delta"]),
+                            _percent(t["relative_delta"]), t["why"]) for t in named),
                           numeric=(2, 3), ident="value-changes"))
     return out
 
@@ -385,17 +373,17 @@ def _percent(value: object) -> str:
     return f"{value * 100:.3g} %" if isinstance(value, float) else "—"
 
 
-def _value_heat_map(tensors: list[Doc]) -> str:
+def _value_heat_map(tensors: list[ValueRow]) -> str:
     """One row a role, one cell a layer: changed (any tensor of the role in that layer), the same, or none."""
-    layers = sorted({as_int(t["layer"]) for t in tensors if t["layer"] is not None})
+    layers = sorted({t["layer"] for t in tensors if t["layer"] is not None})
     if not layers or len(layers) > 512:
         return ""
     cells: dict[tuple[str, int], bool] = {}
     for t in tensors:
         if t["layer"] is None:
             continue
-        key = (as_str(t["role"]), as_int(t["layer"]))
-        cells[key] = cells.get(key, False) or as_str(t["verdict"]) == "changed"
+        key = (t["role"], t["layer"])
+        cells[key] = cells.get(key, False) or t["verdict"] == "changed"
     roles = sorted({role for role, _ in cells})
     rows = []
     for role in roles:
@@ -409,56 +397,56 @@ def _value_heat_map(tensors: list[Doc]) -> str:
             + "</tbody></table>\n")
 
 
-def _arithmetic(item: Doc) -> str:
+def _arithmetic(item: CauseItem) -> str:
     """One tensor's part of a cause: its formula (per tensor), times the tensors it holds for."""
-    count = as_int(item["count"])
+    count = item["count"]
     times = f"{count} × " if count > 1 else ""
-    return (f"{esc(as_str(item['tensor']))}{' ×' + str(count) if count > 1 else ''}: {times}"
-            f"{esc(as_str(item['formula']))} = {as_int(item['delta']):+,}")
+    return (f"{esc(item['tensor'])}{' ×' + str(count) if count > 1 else ''}: {times}"
+            f"{esc(item['formula'])} = {item['delta']:+,}")
 
 
-def adapter_html(doc: Doc) -> str:
+def adapter_html(doc: AdapterDiffDoc) -> str:
     """A PEFT adapter checked against its base: its parameters and share of the base, each adapted
     module with its LoRA arithmetic, and every problem found."""
-    base, adapter = as_obj(doc["base"]), as_obj(doc["adapter"])
-    problems = as_strs(doc["problems"])
+    base, adapter = doc["base"], doc["adapter"]
+    problems = doc["problems"]
     share = doc["share_of_base"]
     body = ["<div class=\"figures\">",
-            figure("Adapter parameters", as_int(doc["parameters"]),
+            figure("Adapter parameters", doc["parameters"],
                     f"{share:.4%} of the base" if isinstance(share, float) else "", "headline-parameters"),
-            figure("Base parameters", as_int(base["parameters"]), esc(label_of(base))),
-            figure("Rank", doc["rank"], f"alpha {_n(doc['alpha'])} · {esc(as_str(doc['peft_type']))}"),
+            figure("Base parameters", base["parameters"], esc(label_of(base))),
+            figure("Rank", doc["rank"], f"alpha {_n(doc['alpha'])} · {esc(doc['peft_type'])}"),
             figure("Problems", len(problems), "none: it matches its base" if not problems else "listed below",
                     "headline-problems"), "</div>\n",
-            note_lines([f"target modules: {', '.join(as_strs(doc['target_modules']))}",
-                    f"base_model_name_or_path: {as_str(doc['base_model_name_or_path']) or 'not given'}"])]
+            note_lines([f"target modules: {', '.join(doc['target_modules'])}",
+                    f"base_model_name_or_path: {doc['base_model_name_or_path'] or 'not given'}"])]
     if problems:
         body += ["<h2>Problems</h2>\n", note_lines(problems, "note warn")]
     body += ["<h2>Adapted modules</h2>\n", table(
         ("module", "layers", "rank", "lora_A", "lora_B", "base weight", "parameters", "arithmetic"),
-        ((as_str(m["module"]), as_int(m["layers"]), as_int(m["rank"]), json.dumps(m["lora_a"]),
-          json.dumps(m["lora_b"]), json.dumps(m["base_shape"]), as_int(m["parameters"]),
-          as_str(m["formula"])) for m in as_objs(doc["modules"])), numeric=(1, 2, 6), ident="modules")]
-    other = as_objs(doc["other"])
+        ((m["module"], m["layers"], m["rank"], json.dumps(m["lora_a"]),
+          json.dumps(m["lora_b"]), json.dumps(m["base_shape"]), m["parameters"],
+          m["formula"]) for m in doc["modules"]), numeric=(1, 2, 6), ident="modules")]
+    other = doc["other"]
     if other:
         body += ["<h2>Other tensors</h2>\n", table(("tensor", "parameters"), (
-            (as_str(o["tensor"]), as_int(o["parameters"])) for o in other), numeric=(1,))]
+            (o["tensor"], o["parameters"]) for o in other), numeric=(1,))]
     return page(f"{label_of(adapter)} on {label_of(base)}",
-                f"adapter: {esc(origin(as_obj(adapter['model'])))}<br>"
-                f"base: {esc(origin(as_obj(base['model'])))}",
+                f"adapter: {esc(origin(adapter['model']))}<br>"
+                f"base: {esc(origin(base['model']))}",
                 body, doc)
 
 
 # --- compare ------------------------------------------------------------------------------------
 
 
-def compare_html(doc: Doc) -> str:
+def compare_html(doc: CompareDoc) -> str:
     """``inspect compare --format html``: one bar per model on one scale, split by role, and the table."""
-    models = as_objs(doc["models"])
+    models = doc["models"]
     bars, palette = compare_bars(models)
     heads = ["", *(label_of(m) for m in models)]
-    rows = [[as_str(r["label"]), *(v if v is not None else "—" for v in as_list(r["values"]))]
-            for r in as_objs(doc["rows"])]
+    rows = [[r["label"], *(v if v is not None else "—" for v in r["values"])]
+            for r in doc["rows"]]
     body = ["<h2>Parameters by role, one scale</h2>\n", bars, legend(palette),
             "<h2>Side by side</h2>\n",
             table(heads, rows, numeric=range(1, len(heads)), ident="compare-table")]

@@ -123,7 +123,7 @@ def lineage_markdown(lin: Lineage) -> str:
 
 def lineage_html(lin: Lineage) -> str:
     """A self-contained page (``html.page``): the verdict, the candidates, the tensors not equal."""
-    # deferred: 11 ms at import (inspector.render.html)
+    # deferred: 13 ms at import (inspector.render.html)
     from inspector.render.html import figure, page, table
 
     doc = lineage_json(lin)

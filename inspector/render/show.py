@@ -35,7 +35,7 @@ if TYPE_CHECKING:  # rich is imported where a table is drawn: `inspect --json` n
 
 
 def listing(report: Report, collapse: bool) -> list[ListingRow]:
-    # deferred: 9 ms at import (inspector.analysis.listing)
+    # deferred: 6 ms at import (inspector.analysis.listing)
     from inspector.analysis.listing import collapsed_rows, tensor_rows  # only where tensors are listed
 
     if collapse:
@@ -112,7 +112,7 @@ def origin_text(c: Checkpoint) -> str:
 def _totals_grid(report: Report, logical: tuple[str, int] | None) -> RenderableType:
     """The headline counts: parameters (logical and stored for packed words), buffers, quant data, the Hub's total,
     bytes and tensors."""
-    # deferred: 26 ms at import (rich.table)
+    # deferred: 17 ms at import (rich.table)
     from rich.table import Table
 
     s = report.summary
@@ -158,7 +158,7 @@ def _layers_table(report: Report) -> RenderableType:
 def report_table(report: Report, *, all_shards: bool = False, logical: tuple[str, int] | None = None) -> RenderableType:
     """``logical``: (method, logical parameters) of a packed quantised checkpoint: the method is named
     beside the parameters (which are logical whatever is passed)."""
-    # deferred: 28 ms at import (rich.console, rich.text)
+    # deferred: 20 ms at import (rich.console, rich.text)
     from rich.console import Group
     from rich.text import Text
 
@@ -210,7 +210,7 @@ def report_table(report: Report, *, all_shards: bool = False, logical: tuple[str
 
 def _report_tail(report: Report, all_shards: bool) -> list[RenderableType]:
     """The files, the tokenizer and the notes of ``report_table``."""
-    # deferred: 19 ms at import (rich.text)
+    # deferred: 13 ms at import (rich.text)
     from rich.text import Text
 
     s = report.summary
@@ -238,7 +238,7 @@ def _report_tail(report: Report, all_shards: bool) -> list[RenderableType]:
 
 def components_table(report: Report) -> RenderableType:
     """A multi-component repo's components: class, parameters, bytes, dtypes; their sum is the total."""
-    # deferred: 25 ms at import (rich.table)
+    # deferred: 17 ms at import (rich.table)
     from rich.table import Table
 
     c = report.checkpoint
@@ -295,7 +295,7 @@ def tensor_lines(rows: list[ListingRow]) -> list[str]:
 
 
 def formula_table(check: FormulaCheck) -> RenderableType:
-    # deferred: 37 ms at import (rich.console, rich.table, rich.text)
+    # deferred: 24 ms at import (rich.console, rich.table, rich.text)
     from rich.console import Group
     from rich.table import Table
     from rich.text import Text

@@ -1,7 +1,8 @@
 """The drawings of the HTML reports (``render.html``), as SVG text computed here: a squarified
 treemap, a waterfall, bars on one scale, a budget bar and a memory-against-context curve; and the
-two things every part of a report shares: the escaping of untrusted text (``esc``, the one
-sanitiser then HTML escaping) and typed views of the JSON documents the reports are drawn from.
+things every part of a report shares: the escaping of untrusted text (``esc``, the one sanitiser then
+HTML escaping) and a page's name for its model. The drawings read the typed documents of
+``inspector/results/``: mypy holds every key read here to the document's type.
 
 Every figure is drawn to scale from the document's own numbers, and each drawn part carries its
 figure in a ``data-`` attribute, so a browser test can check the picture against the numbers.
@@ -15,12 +16,16 @@ import json
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from inspector.analysis.roles import ROLE_ORDER
 from inspector.render.text import natural_key, sanitize
 
-Doc = Mapping[str, object]
+if TYPE_CHECKING:
+    from inspector.results.common import Named
+    from inspector.results.compare import CompareModel
+    from inspector.results.estimate import FitDoc
+    from inspector.results.show import RoleRow, TensorRow
 
 #: the drawings' size (SVG user units)
 TREEMAP_W: Final = 1000.0
@@ -55,58 +60,13 @@ def gib(value: int) -> str:
     return f"{value / 2**30:,.2f} GiB"
 
 
-# --- reading the documents (typed views of the JSON) --------------------------------------------
+# --- the documents ---------------------------------------------------------------------------
 
 
-class DocumentError(TypeError):
-    """A document the page is drawn from lacks a field or has one of another type: a bug (the documents
-    are validated against inspector/schemas), never drawn as a zero or an empty string."""
-
-
-def as_obj(value: object) -> Doc:
-    if not isinstance(value, Mapping):
-        raise DocumentError(f"expected an object, got {type(value).__name__}")
-    return value
-
-
-def as_objs(value: object) -> list[Doc]:
-    return [as_obj(v) for v in as_list(value)]
-
-
-def as_list(value: object) -> list[object]:
-    if not isinstance(value, list):
-        raise DocumentError(f"expected a list, got {type(value).__name__}")
-    return list(value)
-
-
-def as_strs(value: object) -> list[str]:
-    return [as_str(v) for v in as_list(value)]
-
-
-def as_int(value: object) -> int:
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise DocumentError(f"expected an integer, got {value!r:.40}")
-    return value
-
-
-def as_str(value: object) -> str:
-    if not isinstance(value, str):
-        raise DocumentError(f"expected a string, got {value!r:.40}")
-    return value
-
-
-def opt_int(value: object) -> int | None:
-    """A figure the schema allows to be unknown (null)."""
-    return None if value is None else as_int(value)
-
-
-def opt_str(value: object) -> str | None:
-    return None if value is None else as_str(value)
-
-
-def label_of(doc: Doc) -> str:
-    model = as_obj(doc["model"])
-    return as_str(model["label"]) or opt_str(model["repo_id"]) or "model"
+def label_of(doc: Named) -> str:
+    """What a page calls a model: its label, else its repo id."""
+    model = doc["model"]
+    return model["label"] or model["repo_id"] or "model"
 
 
 # --- treemap ------------------------------------------------------------------------------------
@@ -218,36 +178,36 @@ def _block_of(name: str) -> str:
     return name[: m.end()] if m else "outside layer blocks"
 
 
-def _elements(t: Doc) -> int:
+def _elements(t: TensorRow) -> int:
     shape = t["shape"]
-    dims = [as_int(d) for d in as_list(shape)]
-    return math.prod(dims) * max(1, as_int(t["count"]))
+    dims = [d for d in shape]
+    return math.prod(dims) * max(1, t["count"])
 
 
-def treemap(by_role: list[Doc], tensors: list[Doc]) -> tuple[str, dict[str, str]]:
+def treemap(by_role: list[RoleRow], tensors: list[TensorRow]) -> tuple[str, dict[str, str]]:
     """The parameters as nested rectangles: role (area = the role's parameters) → layer block →
     tensor (each as a share of its role by its elements; colour = role, dtype on hover). Roles with no parameters
     (buffers, quantisation scales alone) have no area and are listed under the map instead."""
-    roles = [(r, as_int(r["parameters"])) for r in by_role if as_int(r["parameters"]) > 0]
+    roles = [(r, r["parameters"]) for r in by_role if r["parameters"] > 0]
     total = sum(p for _, p in roles)
-    palette = role_palette(as_str(r["role"]) for r, _ in roles)
+    palette = role_palette(r["role"] for r, _ in roles)
     if total == 0:
         return "<p class=\"note\">No parameters to draw.</p>\n", palette
     rects = squarify([p for _, p in roles], 0, 0, TREEMAP_W, TREEMAP_H)
-    by_role_tensors: dict[str, list[Doc]] = {}
+    by_role_tensors: dict[str, list[TensorRow]] = {}
     for t in tensors:
-        by_role_tensors.setdefault(as_str(t["role"]), []).append(t)
+        by_role_tensors.setdefault(t["role"], []).append(t)
     budget = max(1, MAX_LEAVES // max(1, len(roles)))
     out = [f"<svg id=\"treemap\" viewBox=\"0 0 {TREEMAP_W:g} {TREEMAP_H:g}\" width=\"{TREEMAP_W:g}\" "
            f"height=\"{TREEMAP_H:g}\" role=\"img\" aria-label=\"parameters by role, layer block and tensor\">"]
     for (role, params), (x, y, w, h) in zip(roles, rects, strict=True):
-        name = as_str(role["role"])
+        name = role["role"]
         out.append(f"<g class=\"role-group\" data-role=\"{esc(name)}\">")
-        members = [t for t in by_role_tensors.get(name, []) if as_str(t["kind"]) == "parameter"] or \
+        members = [t for t in by_role_tensors.get(name, []) if t["kind"] == "parameter"] or \
             by_role_tensors.get(name, [])
-        blocks: dict[str, list[Doc]] = {}
+        blocks: dict[str, list[TensorRow]] = {}
         for t in members:
-            blocks.setdefault(_block_of(as_str(t["name"])), []).append(t)
+            blocks.setdefault(_block_of(t["name"]), []).append(t)
         names = sorted(blocks, key=natural_key)
         sizes = [float(sum(_elements(t) for t in blocks[b])) for b in names]
         for (bx, by, bw, bh), block in zip(squarify(sizes, x, y, w, h), names, strict=True):
@@ -258,9 +218,9 @@ def treemap(by_role: list[Doc], tensors: list[Doc]) -> tuple[str, dict[str, str]
             for i, (lx, ly, lw, lh) in enumerate(squarify(leaf_sizes, bx, by, bw, bh)):
                 if i < len(kept):
                     t = kept[i]
-                    dtype = as_str(t["dtype"])
-                    tip = (f"{as_str(t['name'])} {as_str(json.dumps(t['shape']))} {dtype}"
-                           f"{' ×' + str(as_int(t['count'])) if as_int(t['count']) > 1 else ''}: "
+                    dtype = t["dtype"]
+                    tip = (f"{t['name']} {json.dumps(t['shape'])} {dtype}"
+                           f"{' ×' + str(t['count']) if t['count'] > 1 else ''}: "
                            f"{_elements(t):,} elements")
                 else:
                     tip = f"{len(rest):,} more tensors of {block}"
@@ -358,16 +318,16 @@ def waterfall(start: int, end: int, steps: Sequence[tuple[str, int]], start_labe
 # --- compare ------------------------------------------------------------------------------------
 
 
-def compare_bars(models: list[Doc]) -> tuple[str, dict[str, str]]:
+def compare_bars(models: list[CompareModel]) -> tuple[str, dict[str, str]]:
     """One bar per model on one scale (the largest model's parameters fill the width), split by
     role; the colour key of the roles."""
     roles: list[str] = []
     for m in models:
-        for r in as_obj(m["parameters_by_role"]):
+        for r in m["parameters_by_role"]:
             if r not in roles:
                 roles.append(r)
     palette = role_palette(roles)
-    biggest = max((as_int(as_obj(m["totals"])["parameters"]) for m in models), default=1) or 1
+    biggest = max((m["totals"]["parameters"] for m in models), default=1) or 1
     row_h, left, width = 34.0, 230.0, TREEMAP_W - 300
     height = row_h * len(models) + 30
     out = [f"<svg id=\"compare-bars\" viewBox=\"0 0 {TREEMAP_W:g} {height:g}\" width=\"{TREEMAP_W:g}\" "
@@ -375,11 +335,11 @@ def compare_bars(models: list[Doc]) -> tuple[str, dict[str, str]]:
     for i, m in enumerate(models):
         y = 10 + i * row_h
         label = label_of(m)
-        total = as_int(as_obj(m["totals"])["parameters"])
+        total = m["totals"]["parameters"]
         out.append(f"<text x=\"0\" y=\"{y + 17:.1f}\">{esc(label if len(label) <= 34 else label[:33] + '…')}</text>")
         x = left
         for role in roles:
-            value = opt_int(as_obj(m["parameters_by_role"]).get(role))  # absent: the model has no such role
+            value = m["parameters_by_role"].get(role)  # absent: the model has no such role
             if value is None or value <= 0:
                 continue
             w = width * value / biggest
@@ -397,16 +357,16 @@ def compare_bars(models: list[Doc]) -> tuple[str, dict[str, str]]:
 # --- estimate -----------------------------------------------------------------------------------
 
 
-def budget_bar(fit: Doc) -> str:
+def budget_bar(fit: FitDoc) -> str:
     """The device's memory as one bar: weights, KV cache, each engine term, what is left, and what
     the engine holds back (vLLM's 1 − utilization). The parts sum to the budget; when they do not
     fit, the bar is as long as the need and the budget is marked on it."""
-    budget = as_int(fit["budget_bytes"])
-    usable = opt_int(fit["usable_bytes"]) or budget
-    parts = [("weights", as_int(fit["weights_bytes"]), "#4e79a7"),
-             ("KV cache", as_int(fit["kv_bytes"]), "#f28e2b")]
-    parts += [(as_str(t["name"]), as_int(t["bytes"]), CYCLE[i % len(CYCLE)])
-              for i, t in enumerate(as_objs(fit["terms"])) if opt_int(t["bytes"])]
+    budget = fit["budget_bytes"]
+    usable = fit["usable_bytes"] or budget
+    parts = [("weights", fit["weights_bytes"], "#4e79a7"),
+             ("KV cache", fit["kv_bytes"], "#f28e2b")]
+    parts += [(t["name"], t["bytes"], CYCLE[i % len(CYCLE)])
+              for i, t in enumerate(fit["terms"]) if t["bytes"]]
     return memory_bar(parts, budget, usable, "budget-bar", "the device's memory",
                       held_back="held back (1 − utilization)")
 
@@ -480,13 +440,13 @@ def layout_bars(rows: list[tuple[str, int, int | None]], width: float = TREEMAP_
     return "".join(out)
 
 
-def context_curve(fit: Doc) -> str:
+def context_curve(fit: FitDoc) -> str:
     """Memory per device against context (from the fit's own points), the usable line, and the
     largest context that fits."""
-    points = [(as_int(p["context"]), as_int(p["total_bytes"])) for p in as_objs(fit["curve"])]
+    points = [(p["context"], p["total_bytes"]) for p in fit["curve"]]
     if len(points) < 2:
         return ""
-    usable = opt_int(fit["usable_bytes"]) or as_int(fit["budget_bytes"])
+    usable = fit["usable_bytes"] or fit["budget_bytes"]
     xmax = max(x for x, _ in points) or 1
     ymax = max(max(y for _, y in points), usable) * 1.05
     w, h, left, bottom = TREEMAP_W, 320.0, 80.0, 40.0

@@ -54,7 +54,7 @@ class Aliases:
     rows: tuple[AliasRow, ...]
 
     def to_dict(self) -> dict[str, object]:
-        # deferred: 1 ms at import (inspector.render.output)
+        # deferred: 8 ms at import (inspector.results.common)
         from inspector.results.common import SCHEMA_VERSION
 
         return {"schema_version": SCHEMA_VERSION,
@@ -73,7 +73,7 @@ class CacheResult:
     rows: tuple[CachedModel, ...]
 
     def to_dict(self) -> dict[str, object]:
-        # deferred: 6 ms at import (inspector.render.files)
+        # deferred: 16 ms at import (inspector.results.files)
         from inspector.results.files import cache_json
 
         return cache_json(self.root, list(self.rows))
@@ -108,7 +108,7 @@ class Inspection:
 
     def to_dict(self) -> ShowDoc:
         """The ``inspect MODEL --json`` document (schema ``inspector/schemas/show.schema.json``)."""
-        # deferred: 33 ms at import (inspector.render.show)
+        # deferred: 13 ms at import (inspector.results.show)
         from inspector.results.show import report_json
 
         return report_json(self.report, rows=list(self.rows) if self.rows is not None else None,
@@ -135,7 +135,7 @@ class Difference:
 
     def gates_hit(self, gates: Sequence[str]) -> list[str]:
         """The ``--fail-if`` conditions (params, dtypes, shapes, any) this difference trips."""
-        # deferred: 68 ms at import (inspector.analysis.adapter, inspector.analysis.diff)
+        # deferred: 43 ms at import (inspector.analysis.adapter, inspector.analysis.diff)
         from inspector.analysis.adapter import adapter_gates_hit
         from inspector.analysis.diff import gates_hit
 
@@ -146,7 +146,7 @@ class Difference:
 
     def to_dict(self) -> DiffDoc | AdapterDiffDoc:
         """The ``inspect diff A B --json`` document (``diff.schema.json``, or ``adapter-diff`` for an adapter)."""
-        # deferred: 135 ms at import (inspector.render.diff)
+        # deferred: 51 ms at import (inspector.results.diff)
         from inspector.results.diff import adapter_json, diff_json
 
         if self.result is not None:
@@ -164,7 +164,7 @@ class ComparisonResult:
 
     def to_dict(self) -> CompareDoc:
         """The ``inspect compare --json`` document (``compare.schema.json``)."""
-        # deferred: 34 ms at import (inspector.render.compare)
+        # deferred: 9 ms at import (inspector.results.compare)
         from inspector.results.compare import compare_json
 
         return compare_json(self.comparison)
@@ -204,7 +204,7 @@ class EstimateResult:
 
     def to_dict(self) -> EstimateDoc:
         """The ``inspect estimate --json`` document (``estimate.schema.json``)."""
-        # deferred: 50 ms at import (inspector.render.estimate)
+        # deferred: 45 ms at import (inspector.results.estimate)
         from inspector.results.estimate import estimate_json
 
         return estimate_json(self.report, self.estimate, self.fit, self.suggestions)
@@ -225,7 +225,7 @@ class FileListing:
 
     def to_dict(self) -> FilesDoc:
         """The ``inspect FOLDER|REPO --json`` document of such a folder (``files.schema.json``)."""
-        # deferred: 6 ms at import (inspector.render.files)
+        # deferred: 10 ms at import (inspector.results.files)
         from inspector.results.files import files_json
 
         return files_json(self.where, list(self.rows), self.budget, list(self.notes))
@@ -241,7 +241,7 @@ class FilesResult:
 
     def to_dict(self) -> RepoFilesDoc:
         """The ``inspect MODEL --files --json`` document (``repo-files.schema.json``)."""
-        # deferred: 5 ms at import (inspector.render.files)
+        # deferred: 9 ms at import (inspector.results.files)
         from inspector.results.files import repo_files_json
 
         return repo_files_json(self.checkpoint, self.files)
@@ -264,7 +264,7 @@ class Audit:
 
     def to_dict(self) -> AuditDoc:
         """The ``inspect audit --json`` document (``audit.schema.json``)."""
-        # deferred: 4 ms at import (inspector.render.audit)
+        # deferred: 10 ms at import (inspector.results.audit)
         from inspector.results.audit import audit_json
 
         return audit_json(self.result)
@@ -301,7 +301,7 @@ class TrainResult:
 
     def to_dict(self) -> TrainDoc:
         """The ``inspect train --json`` document (``train.schema.json``)."""
-        # deferred: 205 ms at import (inspector.render.train)
+        # deferred: 82 ms at import (inspector.results.train)
         from inspector.results.train import train_json
 
         return train_json(self.report, self.train, self.suggestions)
@@ -326,7 +326,7 @@ class PlanResult:
     @property
     def verdict(self) -> str:
         """The answer in one line: the best layout, or why none fits."""
-        # deferred: 138 ms at import (inspector.render.plan)
+        # deferred: 108 ms at import (inspector.results.plan)
         from inspector.results.plan import headline
 
         return headline(self.plan)
@@ -337,7 +337,7 @@ class PlanResult:
 
     def to_dict(self) -> PlanDoc:
         """The ``inspect plan --json`` document (``plan.schema.json``)."""
-        # deferred: 204 ms at import (inspector.render.plan)
+        # deferred: 112 ms at import (inspector.results.plan)
         from inspector.results.plan import plan_json
 
         return plan_json(self.report, self.plan, self.suggestions)
@@ -370,14 +370,14 @@ class LineageResult:
 
     def gates_hit(self, gates: Sequence[str]) -> list[str]:
         """The ``--fail-if`` conditions (unrelated, changed, declared) this answer trips."""
-        # deferred: 70 ms at import (inspector.analysis.ancestry)
+        # deferred: 50 ms at import (inspector.analysis.ancestry)
         from inspector.analysis.ancestry import gates_hit
 
         return gates_hit(self.lineage, gates)
 
     def to_dict(self) -> LineageDoc:
         """The ``inspect lineage --json`` document (``lineage.schema.json``)."""
-        # deferred: 151 ms at import (inspector.render.lineage)
+        # deferred: 39 ms at import (inspector.results.lineage)
         from inspector.results.lineage import lineage_json
 
         return lineage_json(self.lineage)

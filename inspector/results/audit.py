@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Literal, TypedDict
 
 from inspector.model import Severity
-from inspector.results.common import SCHEMA_VERSION, ModelDoc, SchemaVersion, model_json
+from inspector.results import common
+from inspector.results.common import ModelDoc, SchemaVersion
 
 if TYPE_CHECKING:
     from inspector.analysis.audit import AuditResult
@@ -52,8 +53,8 @@ class AuditDoc(TypedDict):
 def audit_json(result: AuditResult) -> AuditDoc:
     inp = result.input
     return {
-        "schema_version": SCHEMA_VERSION,
-        "model": model_json(inp.checkpoint) if inp.checkpoint is not None else {
+        "schema_version": common.SCHEMA_VERSION,
+        "model": common.model_json(inp.checkpoint) if inp.checkpoint is not None else {
             "label": inp.label, "repo_id": None, "revision": None, "path": None if inp.remote else inp.location,
             "origin": "hub" if inp.remote else "folder", "format": None,
             "kind": None},

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Annotated, Any, Final, Literal, TypedDict
+from typing import TYPE_CHECKING, Annotated, Final, Literal, TypedDict
 
 from inspector import repos
 from inspector.model import Origin
@@ -29,6 +29,12 @@ class ModelDoc(TypedDict):
     origin: Origin
     format: str | None
     kind: Annotated[str | None, Choices(lambda: [*repos.names(), None])]
+
+
+class Named(TypedDict):
+    """Any document, or part of one, that names its model (a page's title reads it)."""
+
+    model: ModelDoc
 
 
 class ConfigDoc(TypedDict):
@@ -60,7 +66,7 @@ class ConfigDoc(TypedDict):
     v_head_dim: int | None
     mtp_layers: int | None
     kv_heads_per_layer: list[int]
-    quantization: dict[str, Any] | None
+    quantization: dict[str, object] | None
     source: Literal["table", "transformers", "gguf", "raw", "none"]
 
 

@@ -4,16 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Literal, TypedDict
 
-from inspector.results.common import (
-    SCHEMA_VERSION,
-    ConfigDoc,
-    ModelDoc,
-    SchemaVersion,
-    TotalsDoc,
-    config_json,
-    model_json,
-    totals_json,
-)
+from inspector.results import common
+from inspector.results.common import ConfigDoc, ModelDoc, SchemaVersion, TotalsDoc
 
 if TYPE_CHECKING:
     from inspector.analysis.compare import Comparison
@@ -42,9 +34,10 @@ class CompareDoc(TypedDict):
 
 def compare_json(cmp: Comparison) -> CompareDoc:
     return {
-        "schema_version": SCHEMA_VERSION,
+        "schema_version": common.SCHEMA_VERSION,
         "models": [
-            {"model": model_json(r.checkpoint), "totals": totals_json(r.summary), "config": config_json(r.config),
+            {"model": common.model_json(r.checkpoint), "totals": common.totals_json(r.summary),
+             "config": common.config_json(r.config),
              "kv_bytes_per_token": kv,
              "roles": {x.role: x.parameters or x.buffer_elements or x.quant_elements for x in r.summary.by_role},
              "parameters_by_role": {x.role: x.parameters for x in r.summary.by_role if x.parameters}}

@@ -6,7 +6,8 @@ from typing import TYPE_CHECKING, Literal, TypedDict
 
 from inspector.analysis.diff import ChangeKind
 from inspector.analysis.values import Verdict
-from inspector.results.common import SCHEMA_VERSION, ModelDoc, SchemaVersion, model_json
+from inspector.results import common
+from inspector.results.common import ModelDoc, SchemaVersion
 
 if TYPE_CHECKING:
     from inspector.analysis.adapter import AdapterDiff
@@ -170,13 +171,13 @@ def diff_json(d: Diff, values: ValueDiff | None = None) -> DiffDoc:
 
     def side(r: Report, active: int | None) -> SideDoc:
         c = r.checkpoint
-        return {"model": model_json(c),
+        return {"model": common.model_json(c),
                 "parameters": r.summary.parameters, "buffer_elements": r.summary.buffer_elements,
                 "bytes": r.summary.bytes, "active_parameters": active, "model_type": r.config.model_type}
 
     residual = next((c.delta for c in d.causes if c.key == "residual"), 0)
     return {
-        "schema_version": SCHEMA_VERSION,
+        "schema_version": common.SCHEMA_VERSION,
         "a": side(d.a, d.active[0]),
         "b": side(d.b, d.active[1]),
         "identical": d.identical,
@@ -228,11 +229,11 @@ def adapter_json(a: AdapterDiff) -> AdapterDiffDoc:
 
     def side(r: Report) -> AdapterSide:
         c = r.checkpoint
-        return {"model": model_json(c),
+        return {"model": common.model_json(c),
                 "parameters": r.summary.parameters, "bytes": r.summary.bytes, "model_type": r.config.model_type}
 
     return {
-        "schema_version": SCHEMA_VERSION,
+        "schema_version": common.SCHEMA_VERSION,
         "kind": "adapter",
         "base": side(a.base),
         "adapter": side(a.adapter),

@@ -3,8 +3,6 @@ written from them (scripts/make_schemas.py writes them to inspector/schemas/).""
 
 from __future__ import annotations
 
-from typing import Any
-
 from inspector.results import audit, compare, diff, estimate, files, lineage, plan, show, train
 from inspector.results.schema import document_schema
 
@@ -26,6 +24,6 @@ def documents() -> dict[str, tuple[str, object]]:
             "lineage": ("inspect lineage MODEL [CANDIDATE ...] --json", lineage.LineageDoc)}
 
 
-def schemas() -> dict[str, dict[str, Any]]:
+def schemas() -> dict[str, dict[str, object]]:
     """Every document's JSON Schema, from its type and the registries as they are now."""
     return {name: document_schema(name, title, tp) for name, (title, tp) in documents().items()}

@@ -7,14 +7,8 @@ from typing import TYPE_CHECKING, Annotated, Final, TypedDict
 
 from inspector.analysis import engines
 from inspector.analysis.architecture import Runs, StackKind
-from inspector.results.common import (
-    SCHEMA_VERSION,
-    ModelDoc,
-    SchemaVersion,
-    SuggestionDoc,
-    model_json,
-    suggestions_json,
-)
+from inspector.results import common
+from inspector.results.common import ModelDoc, SchemaVersion, SuggestionDoc
 from inspector.results.schema import Choices
 
 if TYPE_CHECKING:
@@ -206,8 +200,8 @@ def estimate_json(report: Report, est: Estimate, fitted: Fit | None = None,
     q = est.quant
     c = report.checkpoint
     return {
-        "schema_version": SCHEMA_VERSION,
-        "model": model_json(c),
+        "schema_version": common.SCHEMA_VERSION,
+        "model": common.model_json(c),
         "context": est.context, "batch": est.batch, "kv_dtype": est.kv_dtype, "no_tokens": est.no_tokens,
         "figures": [{"name": f.name, "label": figure_label(f.name), "value": f.value, "unit": f.unit,
                      "formula": f.formula, "source": f.source,
@@ -223,7 +217,7 @@ def estimate_json(report: Report, est: Estimate, fitted: Fit | None = None,
         "fit": None if fitted is None else fit_json(fitted),
         "fits": None if fitted is None else fitted.fits,
         "warnings": list(est.warnings) + ([] if fitted is None else list(fitted.warnings)),
-        "suggestions": suggestions_json(suggestions),
+        "suggestions": common.suggestions_json(suggestions),
     }
 
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Literal, TypedDict
 
-from inspector.results.common import SCHEMA_VERSION, ModelDoc, SchemaVersion, model_json
+from inspector.results import common
+from inspector.results.common import ModelDoc, SchemaVersion
 
 if TYPE_CHECKING:
     from inspector.analysis.budget import Budget
@@ -65,7 +66,7 @@ def files_json(where: str, rows: list[FileRow], budget: Budget | None = None,
                notes: list[str] | None = None) -> FilesDoc:
     """Several files of one model; with a budget, the fit of each model file (``fits`` null for a
     projector, or where a figure is unknown: ``note`` says why)."""
-    return {"schema_version": SCHEMA_VERSION, "where": where,
+    return {"schema_version": common.SCHEMA_VERSION, "where": where,
             "budget_bytes": budget.per_device if budget else None, "devices": budget.devices if budget else None,
             "files": [{"file": r.file, "kind": r.kind, "type": r.type, "bytes": r.bytes, "parameters": r.parameters,
                        "bits_per_weight": r.bits_per_weight, "fits": r.fits, "max_context": r.max_context,
@@ -77,7 +78,7 @@ def files_json(where: str, rows: list[FileRow], budget: Budget | None = None,
 def repo_files_json(checkpoint: Checkpoint, files: RepoFiles) -> RepoFilesDoc:
     """Every file with its size and kind; the bytes a download of all would fetch, the weights' share."""
     return {
-        "schema_version": SCHEMA_VERSION, "model": model_json(checkpoint),
+        "schema_version": common.SCHEMA_VERSION, "model": common.model_json(checkpoint),
         "files": [{"path": r.path, "size": r.size, "kind": r.kind, "counted": r.counted} for r in files.rows],
         "total_bytes": files.total_bytes, "weights_bytes": files.weights_bytes,
         "weights_share": files.weights_bytes / files.total_bytes if files.total_bytes else None,
@@ -89,6 +90,6 @@ def repo_files_json(checkpoint: Checkpoint, files: RepoFiles) -> RepoFilesDoc:
 
 
 def cache_json(root: str, rows: list[CachedModel]) -> dict[str, object]:
-    return {"schema_version": SCHEMA_VERSION, "cache": root,
+    return {"schema_version": common.SCHEMA_VERSION, "cache": root,
             "models": [{"repo_id": r.repo_id, "revision": r.revision, "parameters": r.parameters, "bytes": r.bytes,
                         "files": r.files, "status": r.status} for r in rows]}

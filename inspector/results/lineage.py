@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, TypedDict
 
 from inspector.analysis.lineage import CardRelation, Kind, Relation
-from inspector.results.common import SCHEMA_VERSION, ModelDoc, SchemaVersion, model_json
+from inspector.results import common
+from inspector.results.common import ModelDoc, SchemaVersion
 
 if TYPE_CHECKING:
     from inspector.analysis.ancestry import Candidate, Lineage, TensorEvidence
@@ -80,7 +81,7 @@ def _tensor_json(t: TensorEvidence) -> LineageTensor:
 def _candidate_json(c: Candidate) -> CandidateDoc:
     k = c.counts
     return {
-        "model": c.label, "checkpoint": model_json(c.checkpoint) if c.checkpoint is not None else None,
+        "model": c.label, "checkpoint": common.model_json(c.checkpoint) if c.checkpoint is not None else None,
         "declared": c.declared, "relation": c.relation, "why": c.why,
         "files_identical": c.files[0] if c.files is not None else None,
         "files_compared": c.files[1] if c.files is not None else None,
@@ -99,7 +100,8 @@ def lineage_json(lin: Lineage) -> LineageDoc:
     base checked, the bytes and requests read, one object a candidate."""
     parents = {c.label: c.weight for c in lin.candidates}
     return {
-        "schema_version": SCHEMA_VERSION, "model": model_json(lin.model.checkpoint), "verdict": lin.verdict,
+        "schema_version": common.SCHEMA_VERSION, "model": common.model_json(lin.model.checkpoint),
+        "verdict": lin.verdict,
         "base": lin.base, "parents": list(lin.parents), "weights": {p: parents[p] for p in lin.parents},
         "declared_base": lin.declared.first,
         "declared_bases": [{"model": b, "where": w} for b, w in lin.declared.bases],

@@ -9,14 +9,8 @@ from inspector.analysis import engines
 from inspector.analysis.knobs import Knob
 from inspector.analysis.plan import OBJECTIVES, Plan, Row
 from inspector.analysis.report import Report
-from inspector.results.common import (
-    SCHEMA_VERSION,
-    ModelDoc,
-    SchemaVersion,
-    SuggestionDoc,
-    model_json,
-    suggestions_json,
-)
+from inspector.results import common
+from inspector.results.common import ModelDoc, SchemaVersion, SuggestionDoc
 from inspector.results.schema import Choices
 
 
@@ -116,11 +110,11 @@ def plan_json(report: Report, p: Plan, suggestions: Sequence[Knob] = ()) -> Plan
             "terms": [{"name": t.name, "bytes": t.bytes} for t in f.runtime.terms] if f else [],
         })
     return {
-        "schema_version": SCHEMA_VERSION, "model": model_json(report.checkpoint), "engine": p.engine,
+        "schema_version": common.SCHEMA_VERSION, "model": common.model_json(report.checkpoint), "engine": p.engine,
         "context": p.context, "objective": p.objective, "utilization": p.utilization, "answer": headline(p),
         "fits": p.fits,
         "rules": [{"key": rule.key, "demands": rule.demands, "source": rule.source}
                   for rule in {rule.key: rule for r in p.rows for rule, _ in r.broken}.values()],
         "layouts": rows,
-        "suggestions": suggestions_json(suggestions),
+        "suggestions": common.suggestions_json(suggestions),
     }

@@ -12,7 +12,7 @@ from __future__ import annotations
 import types
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal, Union, get_args, get_origin, get_type_hints, is_typeddict
+from typing import Annotated, Literal, Union, get_args, get_origin, get_type_hints, is_typeddict
 
 #: every schema's ``$id`` starts here
 BASE = "https://github.com/hf-inspector/inspector/schemas/"
@@ -28,7 +28,7 @@ class Choices:
     names: Callable[[], Sequence[str | None]]
 
 
-def schema_of(tp: object) -> dict[str, Any]:
+def schema_of(tp: object) -> dict[str, object]:
     """The JSON Schema of one annotation."""
     origin = get_origin(tp)
     if origin is Annotated:
@@ -47,13 +47,14 @@ def schema_of(tp: object) -> dict[str, Any]:
         return {"type": "array", "items": schema_of(get_args(tp)[0])}
     if origin is dict:
         value = get_args(tp)[1]
-        return {"type": "object"} if value is Any else {"type": "object", "additionalProperties": schema_of(value)}
+        # a value of any JSON type (a quantization block, a generation config, as the model gives them)
+        return {"type": "object"} if value is object else {"type": "object", "additionalProperties": schema_of(value)}
     if tp in _SCALARS:
         return {"type": _SCALARS[tp]}
     raise TypeError(f"{tp!r}: no JSON Schema for this annotation")
 
 
-def _union(members: tuple[object, ...]) -> dict[str, Any]:
+def _union(members: tuple[object, ...]) -> dict[str, object]:
     rest = [m for m in members if m is not type(None)]
     null = len(rest) < len(members)
     if all(m in _SCALARS for m in rest):  # int | str | None: one list of types
@@ -64,14 +65,15 @@ def _union(members: tuple[object, ...]) -> dict[str, Any]:
     inner = schema_of(rest[0])
     if not null:
         return inner
-    if set(inner) == {"type"} and isinstance(inner["type"], str):  # dict[str, Any] | None
+    if set(inner) == {"type"} and isinstance(inner["type"], str):  # dict[str, object] | None
         return {"type": [inner["type"], "null"]}
-    if set(inner) == {"enum"}:  # Literal["a", "b"] | None: null is one more word
-        return {"enum": [*inner["enum"], None]}
+    words = inner.get("enum")
+    if set(inner) == {"enum"} and isinstance(words, list):  # Literal["a", "b"] | None: null is one more word
+        return {"enum": [*words, None]}
     return {"anyOf": [inner, {"type": "null"}]}
 
 
-def document_schema(name: str, title: str, tp: object) -> dict[str, Any]:
+def document_schema(name: str, title: str, tp: object) -> dict[str, object]:
     """A whole ``--json`` document's schema: its ``$id`` and title, then the type's object."""
     return {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": BASE + f"{name}.schema.json",
             "title": title, **schema_of(tp)}

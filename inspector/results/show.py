@@ -2,19 +2,11 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, TypedDict
 
 from inspector.model import Kind
-from inspector.results.common import (
-    SCHEMA_VERSION,
-    ConfigDoc,
-    ModelDoc,
-    SchemaVersion,
-    TotalsDoc,
-    config_json,
-    model_json,
-    totals_json,
-)
+from inspector.results import common
+from inspector.results.common import ConfigDoc, ModelDoc, SchemaVersion, TotalsDoc
 
 if TYPE_CHECKING:
     from inspector.analysis.formula import FormulaCheck
@@ -71,7 +63,7 @@ TokenizerDoc = TypedDict("TokenizerDoc", {
     "class": str | None, "vocab_size": int | None, "vocab_source": str, "embedding_rows": int | None,
     "special": dict[str, str], "added_tokens": int | None, "added_special": int | None, "chat_template": bool,
     "chat_template_source": str | None, "chat_templates": list[str], "model_max_length": int | None,
-    "generation": dict[str, Any], "notes": list[str]})
+    "generation": dict[str, object], "notes": list[str]})
 
 
 class FormulaRow(TypedDict):
@@ -130,10 +122,10 @@ def report_json(report: Report, *, rows: list[ListingRow] | None, formula: Formu
     s = report.summary
     metadata = {h.file: h.metadata for h in c.headers}
     return {
-        "schema_version": SCHEMA_VERSION,
-        "model": model_json(c),
-        "config": config_json(report.config),
-        "totals": totals_json(s),
+        "schema_version": common.SCHEMA_VERSION,
+        "model": common.model_json(c),
+        "config": common.config_json(report.config),
+        "totals": common.totals_json(s),
         "by_role": [
             {"role": r.role, "tensors": r.tensors, "parameters": r.parameters,
              "quant_elements": r.quant_elements, "buffer_elements": r.buffer_elements, "bytes": r.bytes}

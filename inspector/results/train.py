@@ -8,14 +8,8 @@ from typing import TYPE_CHECKING, Annotated, TypedDict
 from inspector.analysis import optimizers, train
 from inspector.analysis.experts import Layout
 from inspector.analysis.stages import Loss, Stage
-from inspector.results.common import (
-    SCHEMA_VERSION,
-    ModelDoc,
-    SchemaVersion,
-    SuggestionDoc,
-    model_json,
-    suggestions_json,
-)
+from inspector.results import common
+from inspector.results.common import ModelDoc, SchemaVersion, SuggestionDoc
 from inspector.results.schema import Choices
 
 if TYPE_CHECKING:
@@ -119,8 +113,8 @@ def train_json(report: Report, t: Train, suggestions: Sequence[Knob] = ()) -> Tr
     o, m = t.options, t.memory
     budget = o.budget
     return {
-        "schema_version": SCHEMA_VERSION,
-        "model": model_json(report.checkpoint),
+        "schema_version": common.SCHEMA_VERSION,
+        "model": common.model_json(report.checkpoint),
         "method": o.method, "rank": o.rank if o.method != "full" else None, "alpha": o.alpha,
         "targets": list(o.targets) if o.method != "full" else [], "optimizer": o.optimizer,
         "precision": o.precision, "batch": o.batch, "seq": o.seq, "checkpointing": o.step.checkpointing,
@@ -148,5 +142,5 @@ def train_json(report: Report, t: Train, suggestions: Sequence[Knob] = ()) -> Tr
                    "exact": term.exact} for term in t.terms],
         "rules_of_thumb": [{"who": th.who, "bytes": th.bytes, "formula": th.formula} for th in t.thumbs],
         "assumptions": list(t.assumptions),
-        "suggestions": suggestions_json(suggestions),
+        "suggestions": common.suggestions_json(suggestions),
     }

@@ -204,7 +204,7 @@ def pick_component(checkpoint: Checkpoint, name: str) -> Checkpoint:
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str | None:
     """The closest choice, when one is close enough to be a typo."""
-    # deferred: 2 ms at import (difflib)
+    # deferred: 1 ms at import (difflib)
     import difflib
 
     found = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.75)

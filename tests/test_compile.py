@@ -131,7 +131,7 @@ def test_the_chunked_loss_keeps_what_torch_saves(tmp_path: Path, compiled: bool)
     from torch._dynamo.backends.common import aot_autograd
     from torch._inductor.decomposition import select_decomp_table
 
-    from inspector.analysis.stages import CHUNKS
+    from inspector.analysis.losses import CHUNKS
 
     folder = _folder(tmp_path, "small", torch.bfloat16)
     vocab = 512

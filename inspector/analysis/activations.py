@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Final
 from inspector.analysis.architecture import Architecture
 from inspector.analysis.experts import Wrapped
 from inspector.analysis.lora import Adapted
+from inspector.analysis.losses import Head
 from inspector.analysis.mixers import MIXERS
 from inspector.analysis.report import Report
 from inspector.analysis.stages import head_bytes as stage_head_bytes
@@ -261,8 +262,8 @@ def _vocabulary(report: Report) -> int:
 def head_bytes(report: Report, o: TrainOptions, n: int, length: int, half: int) -> int:
     """The output layer's loss at its peak for ``n`` sequences of ``length`` tokens, by the loss kernel."""
     vocab = _vocabulary(report)
-    return stage_head_bytes(o.stage, n * length, vocab, report.config.hidden_size or 0, half,
-                            o.step.compile) if vocab else 0
+    return stage_head_bytes(o.stage, Head(n * length, vocab, report.config.hidden_size or 0, half,
+                                          o.step.compile)) if vocab else 0
 
 
 def logits_term(report: Report, o: TrainOptions) -> tuple[int, str]:
@@ -273,5 +274,5 @@ def logits_term(report: Report, o: TrainOptions) -> tuple[int, str]:
     n, length = rows(o.stage, o.batch, o.seq)
     length = sp_tokens(length, o.shard.sp)
     words = rows_words(o.stage, o.batch, o.seq) + (f" ÷ SP {o.shard.sp}" if o.shard.sp > 1 else "")
-    return head_bytes(report, o, n, length, half), head_formula(o.stage, words, n * length, vocab,
-                                                                report.config.hidden_size or 0, half, o.step.compile)
+    head = Head(n * length, vocab, report.config.hidden_size or 0, half, o.step.compile, words)
+    return stage_head_bytes(o.stage, head), head_formula(o.stage, head)

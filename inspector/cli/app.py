@@ -36,6 +36,7 @@ _ENGINE_NAMES = "{engines}"
 _OPTIMIZER_NAMES = "{optimizers}"
 _REPO_KINDS = "{repo_kinds}"
 _FORMATS = "{formats}"
+_LOSS_KERNELS = "{loss_kernels}"
 
 
 _plain_required_metavar()
@@ -49,9 +50,10 @@ def _choices(kind: str) -> Callable[[str], list[str]]:
         # deferred: 97 ms at import (inspector.analysis.engines, inspector.analysis.experts, …)
         from inspector.analysis.engines import ENGINES, GPUS
         from inspector.analysis.experts import LAYOUTS
+        from inspector.analysis.losses import KERNELS
         from inspector.analysis.optimizers import OPTIMIZERS
         from inspector.analysis.plan import OBJECTIVES
-        from inspector.analysis.stages import LOSSES, STAGES
+        from inspector.analysis.stages import STAGES
         from inspector.analysis.train import METHODS, OFFLOADS, PRECISIONS
         from inspector.formats.dtypes import USER_DTYPE_BYTES
         from inspector.sources.bundled import ALIASES
@@ -60,7 +62,7 @@ def _choices(kind: str) -> Callable[[str], list[str]]:
             "method": METHODS, "optimizer": OPTIMIZERS, "precision": PRECISIONS, "offload": OFFLOADS,
             "engine": ENGINES, "objective": OBJECTIVES, "format": views.format_names(),
             "kv_dtype": USER_DTYPE_BYTES, "gpu": GPUS, "model": ALIASES, "experts": LAYOUTS,
-            "stage": STAGES, "loss": LOSSES}
+            "stage": STAGES, "loss": KERNELS}
         return [value for value in tables[kind] if value.startswith(incomplete)]
     return complete
 

@@ -19,6 +19,7 @@ from inspector.cli import serving
 from inspector.cli.app import (
     _ENGINE_NAMES,
     _FORMATS,
+    _LOSS_KERNELS,
     _OPTIMIZER_NAMES,
     _REPO_KINDS,
     EXAMPLES,
@@ -328,16 +329,23 @@ def run(argv: list[str] | None) -> int:
     return guarded(args, lambda: _typer_run(args))
 
 
+def _or(words: list[str]) -> str:
+    """``a, b or c``."""
+    return ", ".join(words[:-1]) + " or " + words[-1] if len(words) > 1 else "".join(words)
+
+
 def _registry_help(command: Any) -> None:
     """Fill the registries' names into the options' and commands' help (engines, optimizers, repo kinds), as
     registered now."""
     # deferred: 7 ms at import (inspector.analysis.engines, inspector.analysis.optimizers)
     from inspector.analysis.engines import ENGINES
+    from inspector.analysis.losses import KERNELS
     from inspector.analysis.optimizers import OPTIMIZERS
 
     names = {_ENGINE_NAMES: ", ".join(ENGINES), _OPTIMIZER_NAMES: ", ".join(OPTIMIZERS),
              _REPO_KINDS: "; ".join(f"a {k.described}, {k.index_file}" for k in repos.kinds()),
-             _FORMATS: "".join(f", {name}" for name in views.format_names()[len(views.Format):])}
+             _FORMATS: "".join(f", {name}" for name in views.format_names()[len(views.Format):]),
+             _LOSS_KERNELS: _or([f"{k.name} ({k.described})" for k in KERNELS.values()])}
     for sub in getattr(command, "commands", {}).values():
         for placeholder, text in names.items():
             if isinstance(getattr(sub, "help", None), str) and placeholder in sub.help:

@@ -11,6 +11,7 @@ import typer
 from inspector import api, api_fit, api_train, results
 from inspector.cli.app import (
     _ENGINE_NAMES,
+    _LOSS_KERNELS,
     _OPTIMIZER_NAMES,
     Explain,
     FailIfFit,
@@ -114,8 +115,7 @@ def train_cmd(
              "1.16 runs them")] = "sft",
     loss: Annotated[str | None, typer.Option(
         "--loss", autocompletion=_choices("loss"),
-        help="standard (transformers' loss: the logits whole), chunked (torchtune's chunked cross-entropy) or "
-             "fused (TRL's fused LM head; dpo and grpo use it)")] = None,
+        help=_LOSS_KERNELS)] = None,
     generations: Annotated[str | None, typer.Option(
         "--generations", help="grpo: completions a prompt (default 8)")] = None,
     completion_len: Annotated[str | None, typer.Option(

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Annotated, TypedDict
 
-from inspector.analysis import optimizers, train
+from inspector.analysis import losses, optimizers, train
 from inspector.analysis.experts import Layout
-from inspector.analysis.stages import Loss, Stage
+from inspector.analysis.stages import Stage
 from inspector.results import common
 from inspector.results.common import ModelDoc, SchemaVersion, SuggestionDoc
 from inspector.results.schema import Choices
@@ -62,7 +62,7 @@ class TrainDoc(TypedDict):
     offload: Annotated[str, Choices(lambda: train.OFFLOADS)]
     experts: Layout
     stage: Stage
-    loss: Loss
+    loss: Annotated[str, Choices(losses.names)]
     generations: int | None
     completion_len: int | None
     beta: float | None

@@ -403,29 +403,39 @@ def _kind_like(node: ast.AST) -> bool:
                                                                           and node.id == "kind")
 
 
+def _kernel_like(node: ast.AST) -> bool:
+    return (isinstance(node, ast.Attribute) and node.attr in ("kernel", "loss")) or (
+        isinstance(node, ast.Name) and node.id in ("kernel", "loss"))
+
+
 def kind_comparisons(root: Path) -> list[str]:
     """Comparisons of a mixer's or a repo's kind with a mixer kind's or a repo kind's name (``m.kind == "mla"``,
-    ``checkpoint.kind == "pipeline"``), and of anything with an engine's or an optimizer's name (``engine ==
-    "vllm"``), outside the modules that define them."""
+    ``checkpoint.kind == "pipeline"``), of a loss kernel with a kernel's name (``s.kernel == "fused"``), and of
+    anything with an engine's, an optimizer's or a precision's name (``engine == "vllm"``, ``precision ==
+    "fp32"``), outside the modules that define them."""
     from inspector import repos
     from inspector.analysis.engines import ENGINES
+    from inspector.analysis.losses import KERNELS
     from inspector.analysis.mixers import MIXERS
     from inspector.analysis.optimizers import OPTIMIZERS
+    from inspector.analysis.precisions import PRECISIONS
 
-    names = set(ENGINES) | set(OPTIMIZERS)
+    names = set(ENGINES) | set(OPTIMIZERS) | set(PRECISIONS)
     kinds = set(MIXERS) | set(repos.KINDS)
     out = []
     for path in sorted(root.rglob("*.py")):
         rel = path.relative_to(root.parent).as_posix()
         if rel.startswith(("inspector/analysis/engines/", "inspector/snapshots/", "inspector/repos/")) or rel in (
-                "inspector/analysis/mixers.py", "inspector/analysis/optimizers.py"):
+                "inspector/analysis/mixers.py", "inspector/analysis/optimizers.py", "inspector/analysis/losses.py",
+                "inspector/analysis/precisions.py"):
             continue
         for node in ast.walk(ast.parse(path.read_text())):
             if not isinstance(node, ast.Compare):
                 continue
             parts = [node.left, *node.comparators]
             found = set().union(*map(_literals, parts))
-            if found & names or (found & kinds and any(map(_kind_like, parts))):
+            if found & names or (found & kinds and any(map(_kind_like, parts))) or (
+                    found & set(KERNELS) and any(map(_kernel_like, parts))):
                 out.append(f"{rel}:{node.lineno}: {ast.unparse(node)}")
     return out
 
@@ -438,10 +448,14 @@ def test_the_kind_check_sees_a_comparison(tmp_path: Path) -> None:
     fake = tmp_path / "inspector"
     (fake / "analysis").mkdir(parents=True)
     (fake / "analysis" / "x.py").write_text('a = m.kind == "mla"\nb = engine in ("vllm", "x")\n'
-                                           'c = o.method == "full"\nd = checkpoint.kind == "pipeline"\n')
+                                           'c = o.method == "full"\nd = checkpoint.kind == "pipeline"\n'
+                                           'e = o.precision == "fp32"\nf = s.kernel == "fused"\n'
+                                           'g = layout == "fused"\n')
     assert kind_comparisons(fake) == ["inspector/analysis/x.py:1: m.kind == 'mla'",
                                       "inspector/analysis/x.py:2: engine in ('vllm', 'x')",
-                                      "inspector/analysis/x.py:4: checkpoint.kind == 'pipeline'"]
+                                      "inspector/analysis/x.py:4: checkpoint.kind == 'pipeline'",
+                                      "inspector/analysis/x.py:5: o.precision == 'fp32'",
+                                      "inspector/analysis/x.py:6: s.kernel == 'fused'"]
 
 
 # --- sizes: no module over 600 lines, no function over 80 (issue 49) --------------------------------------------

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from inspector.analysis.budget import Budget
 from inspector.analysis.experts import Layout
+from inspector.analysis.precisions import PRECISIONS
 from inspector.analysis.stages import StageOptions
 
 
@@ -38,7 +39,7 @@ class StepOptions:
 @dataclass(frozen=True, slots=True)
 class TrainOptions:
     """What ``inspect train`` is asked (``check_options`` holds each in its range: ``METHODS``,
-    ``PRECISIONS``, ``OPTIMIZERS``, ``OFFLOADS``)."""
+    ``precisions.PRECISIONS``, ``OPTIMIZERS``, ``OFFLOADS``)."""
 
     method: str = "lora"
     rank: int = 16
@@ -64,4 +65,4 @@ class TrainOptions:
     @property
     def autocast(self) -> bool:
         """torch autocast over float32 weights (``--precision amp-bf16|amp-fp16``)."""
-        return self.precision.startswith("amp-")
+        return self.precision in PRECISIONS and PRECISIONS[self.precision].autocast

@@ -63,6 +63,7 @@ from inspector.analysis.fit import largest
 from inspector.analysis.lora import NF4_SOURCE, Adapted, adapted_modules, frozen, in_memory_linears, nf4_bytes
 from inspector.analysis.optimizers import OPTIMIZERS
 from inspector.analysis.options import TrainOptions
+from inspector.analysis.precisions import PRECISIONS
 from inspector.analysis.report import Report
 from inspector.analysis.stages import assumptions as stage_assumptions
 from inspector.analysis.stages import (
@@ -87,7 +88,6 @@ Trained = tuple[tuple[int, ...], int, str]
 METHODS: Final = ("full", "lora", "qlora")
 #: the methods that train an adapter, the only ones its rank, alpha and target modules shape
 ADAPTER_METHODS: Final = ("lora", "qlora")
-PRECISIONS: Final = ("bf16-mixed", "fp16-mixed", "bf16", "fp32", "amp-bf16", "amp-fp16")
 OFFLOADS: Final = ("none", "optimizer", "all")
 GIB: Final = 1024**3
 
@@ -237,7 +237,7 @@ def check_options(options: TrainOptions) -> None:
         raise UsageError("⟨compile⟩ is modelled for full fine-tuning without autocast (what inductor's partitioner "
                          "keeps was measured there)",
                          hint="drop ⟨compile⟩ to see the eager figures")
-    if o.method == "qlora" and (o.precision == "fp32" or o.autocast):
+    if o.method == "qlora" and PRECISIONS[o.precision].weight_bytes == 4:
         raise UsageError("⟨method=qlora⟩ computes in 16-bit: ⟨precision=fp32⟩ does not apply",
                          hint="⟨precision=bf16-mixed⟩")
 
@@ -250,10 +250,11 @@ def train(report: Report, options: TrainOptions, arch: Architecture | None = Non
     params = [t for t in report.tensors if t.place.kind == "parameter"]
     total_params = sum(t.info.numel for t in params)
     devices = o.budget.devices if o.budget else 1
-    mixed = o.precision in ("bf16-mixed", "fp16-mixed")
-    amp = o.autocast  # torch autocast over float32 weights
-    half = 4 if o.precision == "fp32" else 2  # bytes of an activation element (16-bit, or fp32)
-    wbytes = 4 if o.precision == "fp32" or amp else 2  # bytes of a weight as held
+    precision = PRECISIONS[o.precision]
+    mixed = precision.master
+    amp = precision.autocast  # torch autocast over float32 weights
+    half = precision.activation_bytes  # bytes of an activation element (16-bit, or fp32)
+    wbytes = precision.weight_bytes  # bytes of a weight as held
     held = _held(report, o, params, wbytes, mixed)
     widths, _ = widths_of(arch, report)
     adapters = (adapter_activation_bytes(held.adapted, o.rank, len(widths), 2 if amp else 4)
@@ -537,14 +538,15 @@ def _assumptions(o: TrainOptions, arch: Architecture) -> list[str]:
 def _thumbs(parameters: int, o: TrainOptions) -> tuple[Thumb, ...]:
     """The rules of thumb users quote, as their authors state them (GB = 10⁹ B)."""
     x = parameters / 1e9
-    factory = {"full": (18 if o.precision in ("bf16-mixed", "fp16-mixed", "fp32") else 8),
+    precision = PRECISIONS[o.precision]
+    factory = {"full": (18 if precision.master or precision.pure_fp32 else 8),
                "lora": 2, "qlora": 0.5}[o.method]
     label = {"full": "Full (bf16 or fp16): 18x GB" if factory == 18 else "Full (pure_bf16): 8x GB",
              "lora": "Freeze/LoRA: 2x GB", "qlora": "QLoRA 4-bit: x/2 GB"}[o.method]
     fp32 = parameters * 4
-    accelerate = 4 * fp32 if o.precision == "fp32" else 2 * fp32
+    accelerate = 4 * fp32 if precision.pure_fp32 else 2 * fp32
     return (Thumb("LLaMA-Factory README, Hardware Requirement (estimated)", int(factory * x * 1e9),
                   f"{label}, x = {x:.2f} billion parameters"),
             Thumb("accelerate estimate-memory, 'Training using Adam' (commands/estimate.py)", accelerate,
                   "the largest of its terms for full training at batch 1, no activations: " +
-                  ("4 × the fp32 size" if o.precision == "fp32" else "2 × the fp32 size (Adam's two states)")))
+                  ("4 × the fp32 size" if precision.pure_fp32 else "2 × the fp32 size (Adam's two states)")))

@@ -37,6 +37,7 @@ _OPTIMIZER_NAMES = "{optimizers}"
 _REPO_KINDS = "{repo_kinds}"
 _FORMATS = "{formats}"
 _LOSS_KERNELS = "{loss_kernels}"
+_PRECISION_NAMES = "{precisions}"
 
 
 _plain_required_metavar()
@@ -53,8 +54,9 @@ def _choices(kind: str) -> Callable[[str], list[str]]:
         from inspector.analysis.losses import KERNELS
         from inspector.analysis.optimizers import OPTIMIZERS
         from inspector.analysis.plan import OBJECTIVES
+        from inspector.analysis.precisions import PRECISIONS
         from inspector.analysis.stages import STAGES
-        from inspector.analysis.train import METHODS, OFFLOADS, PRECISIONS
+        from inspector.analysis.train import METHODS, OFFLOADS
         from inspector.formats.dtypes import USER_DTYPE_BYTES
         from inspector.sources.bundled import ALIASES
 

@@ -21,6 +21,7 @@ from inspector.cli.app import (
     _FORMATS,
     _LOSS_KERNELS,
     _OPTIMIZER_NAMES,
+    _PRECISION_NAMES,
     _REPO_KINDS,
     EXAMPLES,
     AsJson,
@@ -341,11 +342,14 @@ def _registry_help(command: Any) -> None:
     from inspector.analysis.engines import ENGINES
     from inspector.analysis.losses import KERNELS
     from inspector.analysis.optimizers import OPTIMIZERS
+    from inspector.analysis.precisions import PRECISIONS
 
     names = {_ENGINE_NAMES: ", ".join(ENGINES), _OPTIMIZER_NAMES: ", ".join(OPTIMIZERS),
              _REPO_KINDS: "; ".join(f"a {k.described}, {k.index_file}" for k in repos.kinds()),
              _FORMATS: "".join(f", {name}" for name in views.format_names()[len(views.Format):]),
-             _LOSS_KERNELS: _or([f"{k.name} ({k.described})" for k in KERNELS.values()])}
+             _LOSS_KERNELS: _or([f"{k.name} ({k.described})" for k in KERNELS.values()]),
+             _PRECISION_NAMES: _or([f"{p.name} ({p.described})" if p.described else p.name
+                                    for p in PRECISIONS.values()])}
     for sub in getattr(command, "commands", {}).values():
         for placeholder, text in names.items():
             if isinstance(getattr(sub, "help", None), str) and placeholder in sub.help:

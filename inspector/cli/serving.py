@@ -13,6 +13,7 @@ from inspector.cli.app import (
     _ENGINE_NAMES,
     _LOSS_KERNELS,
     _OPTIMIZER_NAMES,
+    _PRECISION_NAMES,
     Explain,
     FailIfFit,
     ModelArg,
@@ -91,8 +92,7 @@ def train_cmd(
                          ] = "adamw",
     precision: Annotated[str, typer.Option(
         "--precision", autocompletion=_choices("precision"),
-                help="bf16-mixed (16-bit weights and an fp32 master copy), fp16-mixed, bf16 (pure), fp32, "
-                     "amp-bf16 or amp-fp16 (torch autocast over fp32 weights)")] = "bf16-mixed",
+                help=_PRECISION_NAMES)] = "bf16-mixed",
     batch: Annotated[str, typer.Option("--batch", help="sequences per GPU per step")] = "1",
     seq: Annotated[str, typer.Option("--seq", help="tokens per sequence: 2048, 4k, 32k")] = "2048",
     checkpointing: Annotated[bool, typer.Option(

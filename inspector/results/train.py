@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Annotated, TypedDict
 
-from inspector.analysis import losses, optimizers, train
+from inspector.analysis import losses, optimizers, precisions, train
 from inspector.analysis.experts import Layout
 from inspector.analysis.stages import Stage
 from inspector.results import common
@@ -50,7 +50,7 @@ class TrainDoc(TypedDict):
     alpha: float | None
     targets: list[str]
     optimizer: Annotated[str, Choices(lambda: [*optimizers.OPTIMIZERS])]
-    precision: Annotated[str, Choices(lambda: train.PRECISIONS)]
+    precision: Annotated[str, Choices(precisions.names)]
     batch: int
     seq: int
     checkpointing: bool

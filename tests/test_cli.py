@@ -301,8 +301,8 @@ def test_shell_completion_offers_the_codes_own_values(words: str, table: str) ->
     import subprocess
 
     from inspector.analysis.engines import ENGINES, GPUS
+    from inspector.analysis.methods import METHODS
     from inspector.analysis.optimizers import OPTIMIZERS
-    from inspector.analysis.train import METHODS
     from inspector.sources.bundled import ALIASES
 
     typed = words.split(" ")

@@ -403,19 +403,21 @@ def _kind_like(node: ast.AST) -> bool:
                                                                           and node.id == "kind")
 
 
-def _kernel_like(node: ast.AST) -> bool:
-    return (isinstance(node, ast.Attribute) and node.attr in ("kernel", "loss")) or (
-        isinstance(node, ast.Name) and node.id in ("kernel", "loss"))
+def _named(node: ast.AST, *words: str) -> bool:
+    """``x.kernel`` or ``kernel`` (for ``words`` ("kernel", ...)): what a name is compared against."""
+    return (isinstance(node, ast.Attribute) and node.attr in words) or (isinstance(node, ast.Name) and node.id in words)
 
 
 def kind_comparisons(root: Path) -> list[str]:
     """Comparisons of a mixer's or a repo's kind with a mixer kind's or a repo kind's name (``m.kind == "mla"``,
-    ``checkpoint.kind == "pipeline"``), of a loss kernel with a kernel's name (``s.kernel == "fused"``), and of
+    ``checkpoint.kind == "pipeline"``), of a loss kernel or a method with its name (``s.kernel == "fused"``,
+    ``o.method == "full"``), and of
     anything with an engine's, an optimizer's or a precision's name (``engine == "vllm"``, ``precision ==
     "fp32"``), outside the modules that define them."""
     from inspector import repos
     from inspector.analysis.engines import ENGINES
     from inspector.analysis.losses import KERNELS
+    from inspector.analysis.methods import METHODS
     from inspector.analysis.mixers import MIXERS
     from inspector.analysis.optimizers import OPTIMIZERS
     from inspector.analysis.precisions import PRECISIONS
@@ -427,7 +429,7 @@ def kind_comparisons(root: Path) -> list[str]:
         rel = path.relative_to(root.parent).as_posix()
         if rel.startswith(("inspector/analysis/engines/", "inspector/snapshots/", "inspector/repos/")) or rel in (
                 "inspector/analysis/mixers.py", "inspector/analysis/optimizers.py", "inspector/analysis/losses.py",
-                "inspector/analysis/precisions.py"):
+                "inspector/analysis/precisions.py", "inspector/analysis/methods.py"):
             continue
         for node in ast.walk(ast.parse(path.read_text())):
             if not isinstance(node, ast.Compare):
@@ -435,7 +437,8 @@ def kind_comparisons(root: Path) -> list[str]:
             parts = [node.left, *node.comparators]
             found = set().union(*map(_literals, parts))
             if found & names or (found & kinds and any(map(_kind_like, parts))) or (
-                    found & set(KERNELS) and any(map(_kernel_like, parts))):
+                    found & set(KERNELS) and any(_named(p, "kernel", "loss") for p in parts)) or (
+                    found & set(METHODS) and any(_named(p, "method") for p in parts)):
                 out.append(f"{rel}:{node.lineno}: {ast.unparse(node)}")
     return out
 
@@ -453,6 +456,7 @@ def test_the_kind_check_sees_a_comparison(tmp_path: Path) -> None:
                                            'g = layout == "fused"\n')
     assert kind_comparisons(fake) == ["inspector/analysis/x.py:1: m.kind == 'mla'",
                                       "inspector/analysis/x.py:2: engine in ('vllm', 'x')",
+                                      "inspector/analysis/x.py:3: o.method == 'full'",
                                       "inspector/analysis/x.py:4: checkpoint.kind == 'pipeline'",
                                       "inspector/analysis/x.py:5: o.precision == 'fp32'",
                                       "inspector/analysis/x.py:6: s.kernel == 'fused'"]

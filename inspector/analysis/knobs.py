@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from inspector.analysis.fit import Fit
+from inspector.analysis.methods import METHODS
 from inspector.analysis.options import TrainOptions
 from inspector.analysis.plan import Plan
 from inspector.analysis.train import Train
@@ -50,13 +51,12 @@ def train_knobs(t: Train, again: Callable[[TrainOptions], Train]) -> tuple[Knob,
         tried.append((f"--batch {t.largest_batch}", replace(o, batch=t.largest_batch)))
     if t.largest_seq and t.largest_seq < o.seq:
         tried.append((f"--seq {t.largest_seq}", replace(o, seq=t.largest_seq)))
-    if o.method == "full":
-        tried.append(("--method lora", replace(o, method="lora")))
-    if o.method != "qlora":
-        tried.append(("--method qlora", replace(o, method="qlora")))
-        if not o.step.checkpointing:
-            tried.append(("--method qlora --checkpointing",
-                          replace(o, method="qlora", step=replace(o.step, checkpointing=True))))
+    lighter = METHODS[o.method].lighter
+    for name in lighter:  # the lighter methods, in order; the lightest with checkpointing too
+        tried.append((f"--method {name}", replace(o, method=name)))
+    if lighter and not o.step.checkpointing:
+        tried.append((f"--method {lighter[-1]} --checkpointing",
+                      replace(o, method=lighter[-1], step=replace(o.step, checkpointing=True))))
     found: list[Knob] = []
     for change, options in tried:
         try:

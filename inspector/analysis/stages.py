@@ -80,12 +80,12 @@ def headline(s: StageOptions) -> tuple[str, str]:
     return stage, s.loss_kernel.headline
 
 
-def reference_words(s: StageOptions, method: str, bytes_: int) -> tuple[str, str]:
+def reference_words(s: StageOptions, adapter: bool, bytes_: int) -> tuple[str, str]:
     """(why there is no reference model, or where the one there is comes from) and its source."""
     if bytes_:
         return "", f"{TRL} {s.stage.upper()}Trainer: a second copy of the model as loaded"
     why = ("SFT has no reference model" if s.stage == "sft" else
-           "peft's base with the adapter disabled is the reference" if method != "full" else
+           "peft's base with the adapter disabled is the reference" if adapter else
            "beta 0: GRPO keeps no reference model")
     return f"none: {why}", TRL
 
@@ -156,10 +156,10 @@ def rows_words(s: StageOptions, batch: int, seq: int) -> str:
     return f"{n} × {length:,} tokens"
 
 
-def has_reference(s: StageOptions, method: str) -> bool:
+def has_reference(s: StageOptions, adapter: bool) -> bool:
     """A frozen reference model beside the policy: DPO, and GRPO with beta above 0, on a full fine-tune (with LoRA the
     base with its adapter disabled is the reference)."""
-    return method == "full" and (s.stage == "dpo" or (s.stage == "grpo" and s.beta > 0))
+    return not adapter and (s.stage == "dpo" or (s.stage == "grpo" and s.beta > 0))
 
 
 # --- sequence parallelism ----------------------------------------------------------------------------

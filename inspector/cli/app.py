@@ -38,6 +38,7 @@ _REPO_KINDS = "{repo_kinds}"
 _FORMATS = "{formats}"
 _LOSS_KERNELS = "{loss_kernels}"
 _PRECISION_NAMES = "{precisions}"
+_METHOD_NAMES = "{methods}"
 
 
 _plain_required_metavar()
@@ -52,11 +53,12 @@ def _choices(kind: str) -> Callable[[str], list[str]]:
         from inspector.analysis.engines import ENGINES, GPUS
         from inspector.analysis.experts import LAYOUTS
         from inspector.analysis.losses import KERNELS
+        from inspector.analysis.methods import METHODS
         from inspector.analysis.optimizers import OPTIMIZERS
         from inspector.analysis.plan import OBJECTIVES
         from inspector.analysis.precisions import PRECISIONS
         from inspector.analysis.stages import STAGES
-        from inspector.analysis.train import METHODS, OFFLOADS
+        from inspector.analysis.train import OFFLOADS
         from inspector.formats.dtypes import USER_DTYPE_BYTES
         from inspector.sources.bundled import ALIASES
 

@@ -20,6 +20,7 @@ from inspector.cli.app import (
     _ENGINE_NAMES,
     _FORMATS,
     _LOSS_KERNELS,
+    _METHOD_NAMES,
     _OPTIMIZER_NAMES,
     _PRECISION_NAMES,
     _REPO_KINDS,
@@ -341,6 +342,7 @@ def _registry_help(command: Any) -> None:
     # deferred: 7 ms at import (inspector.analysis.engines, inspector.analysis.optimizers)
     from inspector.analysis.engines import ENGINES
     from inspector.analysis.losses import KERNELS
+    from inspector.analysis.methods import METHODS
     from inspector.analysis.optimizers import OPTIMIZERS
     from inspector.analysis.precisions import PRECISIONS
 
@@ -348,6 +350,7 @@ def _registry_help(command: Any) -> None:
              _REPO_KINDS: "; ".join(f"a {k.described}, {k.index_file}" for k in repos.kinds()),
              _FORMATS: "".join(f", {name}" for name in views.format_names()[len(views.Format):]),
              _LOSS_KERNELS: _or([f"{k.name} ({k.described})" for k in KERNELS.values()]),
+             _METHOD_NAMES: _or(list(METHODS)),
              _PRECISION_NAMES: _or([f"{p.name} ({p.described})" if p.described else p.name
                                     for p in PRECISIONS.values()])}
     for sub in getattr(command, "commands", {}).values():

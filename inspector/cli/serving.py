@@ -12,6 +12,7 @@ from inspector import api, api_fit, api_train, results
 from inspector.cli.app import (
     _ENGINE_NAMES,
     _LOSS_KERNELS,
+    _METHOD_NAMES,
     _OPTIMIZER_NAMES,
     _PRECISION_NAMES,
     Explain,
@@ -81,7 +82,7 @@ def estimate_cmd(
 def train_cmd(
     model: ModelArg,
     method: Annotated[str, typer.Option("--method", autocompletion=_choices("method"),
-            help="full, lora or qlora")] = "lora",
+            help=_METHOD_NAMES)] = "lora",
     rank: Annotated[str | None, typer.Option("--rank", help="LoRA rank r (default 16)")] = None,
     alpha: Annotated[str | None, typer.Option("--alpha", help="LoRA alpha (reported only: it scales, costs nothing)")
                      ] = None,

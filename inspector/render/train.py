@@ -10,6 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from inspector.analysis.knobs import Knob
+from inspector.analysis.methods import METHODS
 from inspector.analysis.optimizers import OPTIMIZERS
 from inspector.analysis.report import Report
 from inspector.analysis.stages import headline as stage_headline
@@ -36,8 +37,9 @@ def knob_lines(suggestions: Sequence[Knob]) -> list[str]:
 
 def _headline(report: Report, t: Train) -> str:
     o = t.options
-    what = {"full": "full fine-tuning", "lora": f"LoRA rank {o.rank}", "qlora": f"QLoRA rank {o.rank}"}[o.method]
-    if o.method != "full":
+    method = METHODS[o.method]
+    what = method.title.format(rank=o.rank)
+    if method.adapter:
         what += " on " + ", ".join(o.targets)
     gpus = "" if o.budget is None else f"; {t.devices} × {o.budget.gpu or _gib(o.budget.per_device) + ' GiB'}"
     shard = f", ZeRO {o.shard.zero}" if o.shard.zero else (", FSDP" if o.shard.fsdp else "")
@@ -55,7 +57,7 @@ def _headline(report: Report, t: Train) -> str:
 def train_table(report: Report, t: Train, *, explain: bool = False) -> RenderableType:
     o = t.options
     parts: list[RenderableType] = [Text(_headline(report, t), style="bold")]
-    kind = "every parameter" if o.method == "full" else f"{t.adapted:,} adapted modules"
+    kind = f"{t.adapted:,} adapted modules" if METHODS[o.method].adapter else "every parameter"
     parts.append(Text(f"trainable {n(t.trainable)} parameters ({kind}); frozen {n(t.frozen)}"
                       + (f"; frozen linear weights in NF4 at {t.bits_per_weight:.3f} bits a weight"
                          if t.bits_per_weight else "")))

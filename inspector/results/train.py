@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Annotated, TypedDict
 
-from inspector.analysis import losses, optimizers, precisions, train
+from inspector.analysis import losses, methods, optimizers, precisions, train
 from inspector.analysis.experts import Layout
 from inspector.analysis.stages import Stage
 from inspector.results import common
@@ -45,7 +45,7 @@ class RuleOfThumb(TypedDict):
 class TrainDoc(TypedDict):
     schema_version: SchemaVersion
     model: ModelDoc
-    method: Annotated[str, Choices(lambda: train.METHODS)]
+    method: Annotated[str, Choices(methods.names)]
     rank: int | None
     alpha: float | None
     targets: list[str]
@@ -111,12 +111,13 @@ def train_json(report: Report, t: Train, suggestions: Sequence[Knob] = ()) -> Tr
     total at the peak, ``fits`` (null when unknown or no budget), the trainable count, and where it
     does not fit the ``suggestions`` that make it fit."""
     o, m = t.options, t.memory
+    adapter = methods.METHODS[o.method].adapter
     budget = o.budget
     return {
         "schema_version": common.SCHEMA_VERSION,
         "model": common.model_json(report.checkpoint),
-        "method": o.method, "rank": o.rank if o.method != "full" else None, "alpha": o.alpha,
-        "targets": list(o.targets) if o.method != "full" else [], "optimizer": o.optimizer,
+        "method": o.method, "rank": o.rank if adapter else None, "alpha": o.alpha,
+        "targets": list(o.targets) if adapter else [], "optimizer": o.optimizer,
         "precision": o.precision, "batch": o.batch, "seq": o.seq, "checkpointing": o.step.checkpointing,
         "gpus": t.devices, "gpu": budget.gpu if budget else None, "budget_bytes": budget.per_device if budget else None,
         "zero": o.shard.zero, "fsdp": o.shard.fsdp, "offload": o.shard.offload, "experts": o.experts,

@@ -16,7 +16,7 @@ PACKAGE = ROOT / "inspector"
 
 #: the layers, and the layers each may import (ARCHITECTURE.md: cli → render → analysis → sources |
 #: formats → model/errors/safeio); the package's __init__ is the public API, above all but the CLI
-BASE = ("inspector.model", "inspector.errors", "inspector.safeio", "inspector.pause")
+BASE = ("inspector.model", "inspector.errors", "inspector.safeio", "inspector.pause", "inspector.strategies")
 ALLOWED: dict[str, set[str]] = {
     "base": {"base"},
     "formats": {"base", "formats"},

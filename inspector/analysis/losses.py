@@ -16,9 +16,11 @@ then take it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
+
+from inspector.strategies import Registry
 
 TRL: Final = "TRL 1.16"
 #: torchtune's CEWithChunkedOutputLoss default (modules/loss/ce_chunked_output_loss.py, torchtune 0.6.1)
@@ -124,24 +126,12 @@ _BUILT_IN: Final = (
     LossKernel("fused", "TRL's fused LM head; dpo and grpo use it", _fused_bytes, _fused_formula, ", fused LM head",
                f"the loss through {TRL}'s fused LM head (no batch × sequence × vocabulary logits)"),
 )
-_REGISTERED: dict[str, LossKernel] = {k.name: k for k in _BUILT_IN}
 #: THE loss-kernel table, by the name ``--loss`` takes
-KERNELS: Final[Mapping[str, LossKernel]] = _REGISTERED
+KERNELS: Final[Registry[LossKernel]] = Registry(_BUILT_IN)
+register = KERNELS.register
+unregister = KERNELS.unregister
+names = KERNELS.names
 #: the kernel a stage runs when ``--loss`` is not given: transformers' own for SFT, TRL's fused head for DPO and GRPO
 SFT_DEFAULT: Final = "standard"
 TRL_DEFAULT: Final = "fused"
 
-
-def register(kernel: LossKernel) -> None:
-    """Add a loss kernel; registering a name twice replaces it."""
-    _REGISTERED[kernel.name] = kernel
-
-
-def unregister(name: str) -> None:
-    """Remove a kernel registered with ``register``; the built-in ones stay."""
-    if name not in {k.name for k in _BUILT_IN}:
-        _REGISTERED.pop(name, None)
-
-
-def names() -> tuple[str, ...]:
-    return tuple(_REGISTERED)

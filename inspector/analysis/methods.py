@@ -8,9 +8,10 @@ the name.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
+
+from inspector.strategies import Registry
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,21 +36,9 @@ _BUILT_IN: Final = (
            lighter=("qlora",)),
     Method("qlora", adapter=True, nf4=True, title="QLoRA rank {rank}", thumb=(0.5, "QLoRA 4-bit: x/2 GB")),
 )
-_REGISTERED: dict[str, Method] = {m.name: m for m in _BUILT_IN}
 #: THE method table, by the name ``--method`` takes
-METHODS: Final[Mapping[str, Method]] = _REGISTERED
+METHODS: Final[Registry[Method]] = Registry(_BUILT_IN)
+register = METHODS.register
+unregister = METHODS.unregister
+names = METHODS.names
 
-
-def register(method: Method) -> None:
-    """Add a method; registering a name twice replaces it."""
-    _REGISTERED[method.name] = method
-
-
-def unregister(name: str) -> None:
-    """Remove a method registered with ``register``; the built-in ones stay."""
-    if name not in {m.name for m in _BUILT_IN}:
-        _REGISTERED.pop(name, None)
-
-
-def names() -> tuple[str, ...]:
-    return tuple(_REGISTERED)

@@ -5,9 +5,11 @@ the JSON Schema read; ``register`` adds one from outside (a module of its own)."
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
+
+from inspector.strategies import Registry
 
 #: bytes one optimizer keeps for one trainable tensor: (its shape, its elements, the bytes of an element of the
 #: tensor it updates: 4 for an fp32 master copy, 2 for a pure bf16 parameter)
@@ -66,18 +68,7 @@ _BUILT_IN: Final = (
     Optimizer("sgd", "nothing", "torch.optim.SGD without momentum (no momentum_buffer)", _nothing),
     Optimizer("sgd-momentum", "momentum_buffer, like the parameter", "torch.optim.SGD (momentum > 0)", _momentum),
 )
-_REGISTERED: dict[str, Optimizer] = {o.name: o for o in _BUILT_IN}
 #: THE optimizer table, by the name ``--optimizer`` takes
-OPTIMIZERS: Final[Mapping[str, Optimizer]] = _REGISTERED
-
-
-def register(optimizer: Optimizer) -> None:
-    """Add an optimizer; registering a name twice replaces it. The CLI's help lists those registered when it is
-    imported."""
-    _REGISTERED[optimizer.name] = optimizer
-
-
-def unregister(name: str) -> None:
-    """Remove an optimizer registered with ``register``; the built-in ones stay."""
-    if name not in {o.name for o in _BUILT_IN}:
-        _REGISTERED.pop(name, None)
+OPTIMIZERS: Final[Registry[Optimizer]] = Registry(_BUILT_IN)
+register = OPTIMIZERS.register
+unregister = OPTIMIZERS.unregister

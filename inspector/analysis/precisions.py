@@ -13,9 +13,10 @@ own, and ``--precision``, its help, its shell completion and the train JSON Sche
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
+
+from inspector.strategies import Registry
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,21 +46,9 @@ _BUILT_IN: Final = (
     Precision("amp-bf16", "", 4, 2, autocast=True),
     Precision("amp-fp16", "torch autocast over fp32 weights", 4, 2, autocast=True),
 )
-_REGISTERED: dict[str, Precision] = {p.name: p for p in _BUILT_IN}
 #: THE precision table, by the name ``--precision`` takes
-PRECISIONS: Final[Mapping[str, Precision]] = _REGISTERED
+PRECISIONS: Final[Registry[Precision]] = Registry(_BUILT_IN)
+register = PRECISIONS.register
+unregister = PRECISIONS.unregister
+names = PRECISIONS.names
 
-
-def register(precision: Precision) -> None:
-    """Add a precision; registering a name twice replaces it."""
-    _REGISTERED[precision.name] = precision
-
-
-def unregister(name: str) -> None:
-    """Remove a precision registered with ``register``; the built-in ones stay."""
-    if name not in {p.name for p in _BUILT_IN}:
-        _REGISTERED.pop(name, None)
-
-
-def names() -> tuple[str, ...]:
-    return tuple(_REGISTERED)

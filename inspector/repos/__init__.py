@@ -8,36 +8,27 @@ estimate, the JSON Schema and ``inspect show --help`` ask the registry, never th
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Final
 
 from inspector.repos.base import FOLDER, MODEL, Listed, RepoKind
 from inspector.repos.pipeline import PIPELINE
 from inspector.repos.sentence import SENTENCE
+from inspector.strategies import Registry
 
 if TYPE_CHECKING:
     from inspector.model import Checkpoint
 
 _BUILT_IN: Final = (PIPELINE, SENTENCE)
-_REGISTERED: dict[str, RepoKind] = {k.name: k for k in _BUILT_IN}
 #: the kinds by their name (``Checkpoint.kind``)
-KINDS: Final[Mapping[str, RepoKind]] = _REGISTERED
-
-
-def register(kind: RepoKind) -> None:
-    """Add a repo kind (a module of its own outside the package, say); registering a name twice replaces it."""
-    _REGISTERED[kind.name] = kind
-
-
-def unregister(name: str) -> None:
-    """Remove a kind registered with ``register``; the built-in ones stay."""
-    if name not in {k.name for k in _BUILT_IN}:
-        _REGISTERED.pop(name, None)
+KINDS: Final[Registry[RepoKind]] = Registry(_BUILT_IN)
+register = KINDS.register
+unregister = KINDS.unregister
 
 
 def kinds() -> Iterator[RepoKind]:
     """Every kind, built-in first: the order an assembly tries their index files in."""
-    return iter(tuple(_REGISTERED.values()))
+    return iter(tuple(KINDS.values()))
 
 
 def kind_of(checkpoint: Checkpoint) -> RepoKind | None:

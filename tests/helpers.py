@@ -254,3 +254,20 @@ def help_with_strategy(folder: Path, module: str, registration: str, command: st
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
                           env={"COLUMNS": "200", "PATH": "", "HOME": str(home)})
     return done.stdout + done.stderr
+
+
+def mypy_on_planted(relative: str, text: str, cache: Path) -> str:
+    """mypy's report on a module planted in the package (``relative`` to its root, with the project's mypy
+    settings for that place), removed after: what the type checker says of code no one should write."""
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parent.parent
+    planted = root / relative
+    planted.write_text(text)
+    try:
+        done = subprocess.run([sys.executable, "-m", "mypy", "--no-incremental", "--cache-dir", str(cache),
+                               str(planted)], capture_output=True, text=True, cwd=root)
+    finally:
+        planted.unlink()
+    return done.stdout

@@ -445,8 +445,8 @@ def test_a_missing_or_renamed_field_fails_instead_of_drawing_a_zero(tmp_path: Pa
     the HTML modules read no field with a default."""
     import copy
     import re
-    import subprocess
-    import sys
+
+    from helpers import mypy_on_planted
 
     import inspector
     from inspector.render import html as html_mod
@@ -461,17 +461,12 @@ def test_a_missing_or_renamed_field_fails_instead_of_drawing_a_zero(tmp_path: Pa
     for module in (html_mod, svg):
         source = Path(module.__file__).read_text()
         assert not re.search(r"\.get\(\s*[\"']", source), module.__name__  # no field read by .get("key")
-    planted = ROOT / "inspector" / "render" / "_planted_page.py"
-    planted.write_text("from inspector.results.show import ShowDoc\n\n\n"
-                       "def page(doc: ShowDoc) -> str:\n"
-                       "    return f\"{doc['totals']['params']:,}\" + doc['totals']['bytes']\n")
-    try:
-        done = subprocess.run([sys.executable, "-m", "mypy", "--no-incremental", "--cache-dir", str(tmp_path),
-                               str(planted)], capture_output=True, text=True, cwd=ROOT)
-    finally:
-        planted.unlink()
-    assert 'TypedDict "TotalsDoc" has no key "params"' in done.stdout, done.stdout
-    assert 'Unsupported operand types for + ("str" and "int")' in done.stdout, done.stdout
+    said = mypy_on_planted("inspector/render/_planted_page.py",
+                           "from inspector.results.show import ShowDoc\n\n\n"
+                           "def page(doc: ShowDoc) -> str:\n"
+                           "    return f\"{doc['totals']['params']:,}\" + doc['totals']['bytes']\n", tmp_path)
+    assert 'TypedDict "TotalsDoc" has no key "params"' in said, said
+    assert 'Unsupported operand types for + ("str" and "int")' in said, said
 
 
 def test_estimate_figures_are_labelled_in_words_not_json_keys(cli) -> None:

@@ -205,14 +205,11 @@ def test_the_render_layer_may_write_to_the_terminal() -> None:
 
 
 def test_mypy_refuses_an_explicit_any_in_analysis(tmp_path: Path) -> None:
-    planted = PACKAGE / "analysis" / "_planted_any.py"
-    planted.write_text("from typing import Any\n\n\ndef f(x: Any) -> int:\n    return 1\n")
-    try:
-        done = subprocess.run([sys.executable, "-m", "mypy", "--no-incremental", "--cache-dir", str(tmp_path),
-                               str(planted)], capture_output=True, text=True, cwd=ROOT)
-    finally:
-        planted.unlink()
-    assert 'Explicit "Any" is not allowed' in done.stdout, done.stdout
+    from helpers import mypy_on_planted
+
+    said = mypy_on_planted("inspector/analysis/_planted_any.py",
+                           "from typing import Any\n\n\ndef f(x: Any) -> int:\n    return 1\n", tmp_path)
+    assert 'Explicit "Any" is not allowed' in said, said
 
 
 # --- the estimate's figures are read from its typed parts, never by name ------------------------------

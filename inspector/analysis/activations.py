@@ -14,7 +14,6 @@ from inspector.analysis.experts import Wrapped
 from inspector.analysis.lora import Adapted
 from inspector.analysis.losses import Head
 from inspector.analysis.mixers import MIXERS
-from inspector.analysis.precisions import PRECISIONS
 from inspector.analysis.report import Report
 from inspector.analysis.stages import head_bytes as stage_head_bytes
 from inspector.analysis.stages import head_formula, rows, rows_words, sp_tokens
@@ -271,7 +270,7 @@ def logits_term(report: Report, o: TrainOptions) -> tuple[int, str]:
     vocab = _vocabulary(report)
     if not vocab:
         return 0, "none: no output layer over a vocabulary"
-    half = PRECISIONS[o.precision].activation_bytes
+    half = o.precision_kind.activation_bytes
     n, length = rows(o.stage, o.batch, o.seq)
     length = sp_tokens(length, o.shard.sp)
     words = rows_words(o.stage, o.batch, o.seq) + (f" ÷ SP {o.shard.sp}" if o.shard.sp > 1 else "")

@@ -14,7 +14,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from inspector.analysis.fit import Fit
-from inspector.analysis.methods import METHODS
 from inspector.analysis.options import TrainOptions
 from inspector.analysis.plan import Plan
 from inspector.analysis.train import Train
@@ -51,7 +50,7 @@ def train_knobs(t: Train, again: Callable[[TrainOptions], Train]) -> tuple[Knob,
         tried.append((f"--batch {t.largest_batch}", replace(o, batch=t.largest_batch)))
     if t.largest_seq and t.largest_seq < o.seq:
         tried.append((f"--seq {t.largest_seq}", replace(o, seq=t.largest_seq)))
-    lighter = METHODS[o.method].lighter
+    lighter = o.method_kind.lighter
     for name in lighter:  # the lighter methods, in order; the lightest with checkpointing too
         tried.append((f"--method {name}", replace(o, method=name)))
     if lighter and not o.step.checkpointing:

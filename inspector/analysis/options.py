@@ -6,7 +6,8 @@ from dataclasses import dataclass, field
 
 from inspector.analysis.budget import Budget
 from inspector.analysis.experts import Layout
-from inspector.analysis.precisions import PRECISIONS
+from inspector.analysis.methods import METHODS, Method
+from inspector.analysis.precisions import PRECISIONS, Precision
 from inspector.analysis.stages import StageOptions
 
 
@@ -38,7 +39,7 @@ class StepOptions:
 
 @dataclass(frozen=True, slots=True)
 class TrainOptions:
-    """What ``inspect train`` is asked (``check_options`` holds each in its range: ``METHODS``,
+    """What ``inspect train`` is asked (``check_options`` holds each in its range: ``methods.METHODS``,
     ``precisions.PRECISIONS``, ``OPTIMIZERS``, ``OFFLOADS``)."""
 
     method: str = "lora"
@@ -63,6 +64,16 @@ class TrainOptions:
     freeze: tuple[str, ...] = ()
 
     @property
+    def method_kind(self) -> Method:
+        """The method's record (``methods.METHODS``; the name is checked first, by ``check_options``)."""
+        return METHODS[self.method]
+
+    @property
+    def precision_kind(self) -> Precision:
+        """The precision's record (``precisions.PRECISIONS``; the name is checked first, by ``check_options``)."""
+        return PRECISIONS[self.precision]
+
+    @property
     def autocast(self) -> bool:
         """torch autocast over float32 weights (``--precision amp-bf16|amp-fp16``)."""
-        return self.precision in PRECISIONS and PRECISIONS[self.precision].autocast
+        return self.precision in PRECISIONS and self.precision_kind.autocast

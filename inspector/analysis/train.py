@@ -231,11 +231,11 @@ def check_options(options: TrainOptions) -> None:
     check_batch(o.stage, o.batch, devices)
     if not 1 <= o.shard.sp <= 1024:
         raise UsageError(f"⟨sp⟩ {o.shard.sp} is not 1 to 1,024")
-    if o.step.compile and (METHODS[o.method].adapter or o.autocast):
+    if o.step.compile and (o.method_kind.adapter or o.autocast):
         raise UsageError("⟨compile⟩ is modelled for full fine-tuning without autocast (what inductor's partitioner "
                          "keeps was measured there)",
                          hint="drop ⟨compile⟩ to see the eager figures")
-    if METHODS[o.method].nf4 and PRECISIONS[o.precision].weight_bytes == 4:
+    if o.method_kind.nf4 and o.precision_kind.weight_bytes == 4:
         raise UsageError("⟨method=qlora⟩ computes in 16-bit: ⟨precision=fp32⟩ does not apply",
                          hint="⟨precision=bf16-mixed⟩")
 
@@ -248,7 +248,7 @@ def train(report: Report, options: TrainOptions, arch: Architecture | None = Non
     params = [t for t in report.tensors if t.place.kind == "parameter"]
     total_params = sum(t.info.numel for t in params)
     devices = o.budget.devices if o.budget else 1
-    precision = PRECISIONS[o.precision]
+    precision = o.precision_kind
     mixed = precision.master
     amp = precision.autocast  # torch autocast over float32 weights
     half = precision.activation_bytes  # bytes of an activation element (16-bit, or fp32)
@@ -256,7 +256,7 @@ def train(report: Report, options: TrainOptions, arch: Architecture | None = Non
     held = _held(report, o, params, wbytes, mixed)
     widths, _ = widths_of(arch, report)
     adapters = (adapter_activation_bytes(held.adapted, o.rank, len(widths), 2 if amp else 4)
-                if METHODS[o.method].adapter and half == 2 and widths else -1)  # peft's adapters on a frozen base
+                if o.method_kind.adapter and half == 2 and widths else -1)  # peft's adapters on a frozen base
     st = _states(o, held, params, devices, wbytes, mixed)
     cpu = st.cpu
     act, act_formula, act_unknown = activations_term(arch, report, o, half, adapters)
@@ -294,7 +294,7 @@ def train(report: Report, options: TrainOptions, arch: Architecture | None = Non
     n_trainable = held.trainable_count
     return Train(
         options=o, devices=devices, trainable=n_trainable,
-        frozen=total_params - (0 if METHODS[o.method].adapter else n_trainable),
+        frozen=total_params - (0 if o.method_kind.adapter else n_trainable),
         by_role=tuple(sorted(_by_role(held.trainable).items())), adapted=len(held.adapted),
         memory=TrainMemory(
             weights=st.weights, gradients=st.gradients, optimizer_states=st.optimizer_states,
@@ -331,7 +331,7 @@ def _states(o: TrainOptions, held: _Held, params: list[Tensor], devices: int, wb
     opt = OPTIMIZERS[o.optimizer]
     states = sum(state_bytes(o.optimizer, shape, n, held.param_bytes)
                  for shape, n, _ in trainable)  # the parameters (full), or each adapter's two factors
-    master = n_trainable * 4 if (mixed and not METHODS[o.method].adapter) else 0
+    master = n_trainable * 4 if (mixed and not o.method_kind.adapter) else 0
     gradients = n_trainable * grad_bytes
     largest_grad = max((n for _, n, _ in trainable), default=0) * grad_bytes
     if o.step.optimizer_in_backward:  # each gradient applied and freed as it is accumulated: the largest alive at once
@@ -358,15 +358,15 @@ def _states(o: TrainOptions, held: _Held, params: list[Tensor], devices: int, wb
                 f"; ZeRO stage {stage} over {devices} GPUs" if not o.shard.fsdp else
                 f"; FSDP full shard over {devices} GPUs")
     total_params = sum(t.info.numel for t in params)
-    reference = total_params * wbytes if has_reference(o.stage, METHODS[o.method].adapter) else 0
-    none_why, reference_source = reference_words(o.stage, METHODS[o.method].adapter, reference)
+    reference = total_params * wbytes if has_reference(o.stage, o.method_kind.adapter) else 0
+    none_why, reference_source = reference_words(o.stage, o.method_kind.adapter, reference)
     g_reference = shard(reference, 3)
     out_grad = shard(sum(n for _, n, role in trainable if role in ("lm_head", "embedding")) * grad_bytes, 2)
     if o.step.optimizer_in_backward:
         out_grad = g_grads  # the one gradient alive, whichever it is
     return _States(
         weights=Term("weights", g_weights, held.formula + (" ÷ GPUs" if g_weights != weights else ""),
-                     "the headers' shapes" + (f"; {NF4_SOURCE}" if METHODS[o.method].nf4 else ""), True),
+                     "the headers' shapes" + (f"; {NF4_SOURCE}" if o.method_kind.nf4 else ""), True),
         reference=Term("reference", g_reference,
                        (f"{total_params:,} parameters × {wbytes} B, frozen" + (" ÷ GPUs" if g_reference != reference
                                                                              else "")) if reference else none_why,
@@ -384,7 +384,7 @@ def _states(o: TrainOptions, held: _Held, params: list[Tensor], devices: int, wb
                               (" (on the CPU)" if o.shard.offload != "none" else ""), opt.source, True),
         master_weights=Term("master_weights", g_master,
                             (f"{n_trainable:,} × 4 B (fp32 copy the optimizer updates)" if master else
-                             "none: " + ("the adapters are float32 already" if METHODS[o.method].adapter else
+                             "none: " + ("the adapters are float32 already" if o.method_kind.adapter else
                                          f"{o.precision} keeps no separate copy")),
                             "mixed-precision training (Micikevicius et al. 2018; ZeRO §3's 2Ψ + 2Ψ + KΨ)", True),
         output_gradient=out_grad, cpu=cpu, sharding=sharding, assumptions=tuple(assumptions))
@@ -412,7 +412,7 @@ def _held(report: Report, o: TrainOptions, params: list[Tensor], wbytes: int, mi
     assumptions: list[str] = []
 
     frozen_names = frozen(report.tensors, o.freeze)
-    if not METHODS[o.method].adapter:
+    if not o.method_kind.adapter:
         adapted: list[Adapted | Wrapped] = []
         trainable: list[Trained] = [(t.info.shape, t.info.numel, str(t.place.role)) for t in params
                                     if t.info.name not in frozen_names]
@@ -429,7 +429,7 @@ def _held(report: Report, o: TrainOptions, params: list[Tensor], wbytes: int, mi
         n_trainable = sum(a.parameters(o.rank) for a in adapted)
         trainable = [(f, math.prod(f), a.role) for a in adapted for f in a.factors(o.rank)]
         adapter = n_trainable * 4  # peft's autocast_adapter_dtype: adapters in float32 on a 16-bit base
-        if METHODS[o.method].nf4:
+        if o.method_kind.nf4:
             quantised = [t for _, t in in_memory_linears(report.tensors, model_type, o.experts)
                          if t.place.role != "lm_head"]
             nf4 = sum(nf4_bytes(t.info.numel) for t in quantised)
@@ -451,13 +451,13 @@ def _held(report: Report, o: TrainOptions, params: list[Tensor], wbytes: int, mi
                      "peft adapts neither")
             assumptions.append(f"experts as {VERSIONS} hold them: fused gate_up_proj and down_proj, the router a "
                                f"module of its own, none an nn.Linear: {reach}"
-                               + ("; bitsandbytes keeps them in 16-bit" if METHODS[o.method].nf4 else "")
+                               + ("; bitsandbytes keeps them in 16-bit" if o.method_kind.nf4 else "")
                                + " (--experts separate: transformers 4.x, one nn.Linear an expert)")
         param_bytes = 4
         grad_bytes = 4
     if o.autocast:  # autocast's cache: one 16-bit copy of each linear weight per forward, saved for the backward
         linears = sum(t.info.numel for _, t in in_memory_linears(report.tensors, report.config.model_type, o.experts))
-        weights += (linears + (n_trainable if METHODS[o.method].adapter else 0)) * 2
+        weights += (linears + (n_trainable if o.method_kind.adapter else 0)) * 2
         weights_formula += f" + autocast's 16-bit copies of the linear weights ({linears:,} × 2 B)"
     return _Held(adapted, trainable, n_trainable, weights, weights_formula, bits, param_bytes, grad_bytes,
                  tuple(assumptions))
@@ -491,7 +491,7 @@ def _assumptions(o: TrainOptions, arch: Architecture) -> list[str]:
     ]
     if o.step.checkpointing:
         out.append("activation checkpointing per decoder layer (transformers' gradient_checkpointing_enable)")
-    if separate(o.experts) and METHODS[o.method].adapter and any(
+    if separate(o.experts) and o.method_kind.adapter and any(
             layer.mlp.kind == "moe" for s in arch.stacks for layer in s.layers):
         out.append("experts as transformers 4.x held them: one nn.Linear an expert, each adapted (and quantised) "
                    "on its own")
@@ -527,7 +527,7 @@ def _assumptions(o: TrainOptions, arch: Architecture) -> list[str]:
     if rest := [k for k in towers if k not in o.freeze]:
         out.append(f"text-only batches: the {', '.join(rest)} tower does not run (its activations depend on the "
                    "inputs' sizes)")
-    if METHODS[o.method].nf4:
+    if o.method_kind.nf4:
         out.append("peft's prepare_model_for_kbit_training upcasts the unquantised weights (embeddings, norms, "
                    "head) to float32: twice their bytes here when called")
     return out
@@ -536,9 +536,9 @@ def _assumptions(o: TrainOptions, arch: Architecture) -> list[str]:
 def _thumbs(parameters: int, o: TrainOptions) -> tuple[Thumb, ...]:
     """The rules of thumb users quote, as their authors state them (GB = 10⁹ B)."""
     x = parameters / 1e9
-    precision = PRECISIONS[o.precision]
+    precision = o.precision_kind
     full = 18 if precision.master or precision.pure_fp32 else 8
-    factory, label = METHODS[o.method].thumb or (
+    factory, label = o.method_kind.thumb or (
         full, "Full (bf16 or fp16): 18x GB" if full == 18 else "Full (pure_bf16): 8x GB")
     fp32 = parameters * 4
     accelerate = 4 * fp32 if precision.pure_fp32 else 2 * fp32

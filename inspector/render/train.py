@@ -10,7 +10,6 @@ from rich.table import Table
 from rich.text import Text
 
 from inspector.analysis.knobs import Knob
-from inspector.analysis.methods import METHODS
 from inspector.analysis.optimizers import OPTIMIZERS
 from inspector.analysis.report import Report
 from inspector.analysis.stages import headline as stage_headline
@@ -37,7 +36,7 @@ def knob_lines(suggestions: Sequence[Knob]) -> list[str]:
 
 def _headline(report: Report, t: Train) -> str:
     o = t.options
-    method = METHODS[o.method]
+    method = o.method_kind
     what = method.title.format(rank=o.rank)
     if method.adapter:
         what += " on " + ", ".join(o.targets)
@@ -57,7 +56,7 @@ def _headline(report: Report, t: Train) -> str:
 def train_table(report: Report, t: Train, *, explain: bool = False) -> RenderableType:
     o = t.options
     parts: list[RenderableType] = [Text(_headline(report, t), style="bold")]
-    kind = f"{t.adapted:,} adapted modules" if METHODS[o.method].adapter else "every parameter"
+    kind = f"{t.adapted:,} adapted modules" if o.method_kind.adapter else "every parameter"
     parts.append(Text(f"trainable {n(t.trainable)} parameters ({kind}); frozen {n(t.frozen)}"
                       + (f"; frozen linear weights in NF4 at {t.bits_per_weight:.3f} bits a weight"
                          if t.bits_per_weight else "")))

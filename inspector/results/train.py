@@ -111,7 +111,7 @@ def train_json(report: Report, t: Train, suggestions: Sequence[Knob] = ()) -> Tr
     total at the peak, ``fits`` (null when unknown or no budget), the trainable count, and where it
     does not fit the ``suggestions`` that make it fit."""
     o, m = t.options, t.memory
-    adapter = methods.METHODS[o.method].adapter
+    adapter = o.method_kind.adapter
     budget = o.budget
     return {
         "schema_version": common.SCHEMA_VERSION,

@@ -370,7 +370,8 @@ def files_of_several(model: str, several: Alternatives, *, revision: str | None 
 
     first = open_several(model, several, revision=revision, hub=hub, only_first=True)[0][1]
     entries = tuple(FileEntry(p, s) for p, s in sorted(several.listing.items(), key=lambda kv: natural_key(kv[0])))
-    whole = replace(first, label=several.where if first.origin != "hub" else first.repo_id or several.where,
+    where = first.provenance
+    whole = replace(first, label=several.where if where.origin != "hub" else where.repo_id or several.where,
                     headers=(), files=entries, components=())
     return results.FilesResult(whole, repo_files(whole, counted=frozenset(several.files)))
 

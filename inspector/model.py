@@ -257,52 +257,6 @@ class Checkpoint:
     composition: Composition | None = None
     problems: Problems = field(default_factory=Problems)
 
-    # -- the parts' fields, read by name ----------------------------------------------------------
-
-    @property
-    def origin(self) -> Origin:
-        return self.provenance.origin
-
-    @property
-    def location(self) -> str:
-        return self.provenance.location
-
-    @property
-    def repo_id(self) -> str | None:
-        return self.provenance.repo_id
-
-    @property
-    def revision(self) -> str | None:
-        return self.provenance.revision
-
-    @property
-    def root(self) -> str | None:
-        return self.provenance.root
-
-    @property
-    def notes(self) -> tuple[str, ...]:
-        return self.provenance.notes
-
-    @property
-    def header_errors(self) -> tuple[HeaderError, ...]:
-        return self.problems.header_errors
-
-    @property
-    def index_error(self) -> str | None:
-        return self.problems.index_error
-
-    @property
-    def index_name(self) -> str | None:
-        return self.side.index_name
-
-    @property
-    def side_json(self) -> Mapping[str, Mapping[str, Any]]:
-        return self.side.json
-
-    @property
-    def small_files(self) -> Mapping[str, bytes]:
-        return self.side.raw
-
     @property
     def composite_class(self) -> str | None:
         return self.composition.class_name if self.composition is not None else None
@@ -317,7 +271,7 @@ class Checkpoint:
     def with_notes(self, *notes: str, keep: bool = True) -> Checkpoint:
         """The same checkpoint with ``notes`` after its own (``keep=False``: instead of them)."""
         return replace(self, provenance=replace(self.provenance,
-                                                notes=(*(self.notes if keep else ()), *notes)))
+                                                notes=(*(self.provenance.notes if keep else ()), *notes)))
 
     def component(self, name: str) -> Checkpoint | None:
         """The checkpoint of one component with weights, by its folder name."""

@@ -88,7 +88,7 @@ def test_a_hub_repo_through_the_test_server(online: None, tmp_path: Path, monkey
         server.add_snapshot(a.repo_id, bundled_path(a))
         r = inspector.inspect(a.repo_id, hub=inspector.HubOptions(endpoint=server.url))
         assert r.parameters == ref("llama3-8b.parameters")
-        assert r.checkpoint.origin == "hub" and r.to_dict()["model"]["origin"] == "hub"
+        assert r.checkpoint.provenance.origin == "hub" and r.to_dict()["model"]["origin"] == "hub"
         assert any(req.path.endswith(".safetensors") and req.range for req in server.requests("GET"))
 
 

@@ -169,7 +169,7 @@ def test_the_cache_is_keyed_by_endpoint_and_never_stores_credentials(online: Non
             if p.is_file():
                 assert b"s3cret" not in p.read_bytes(), p
             assert "s3cret" not in str(p)
-        assert all("s3cret" not in n for n in a.notes) and "s3cret" not in a.location
+        assert all("s3cret" not in n for n in a.provenance.notes) and "s3cret" not in a.provenance.location
 
 
 def test_killed_runs_leave_no_temporary_folder_after_the_next_write(tmp_path: Path) -> None:
@@ -311,7 +311,7 @@ def test_an_unresponsive_hub_falls_back_to_the_cache_within_seconds(hub: HubServ
     start = time.monotonic()
     c = open_hub("t/c", options=options(hub, timeout=10))
     assert time.monotonic() - start < 6
-    assert any("unreachable" in n and "cached snapshot" in n for n in c.notes)
+    assert any("unreachable" in n and "cached snapshot" in n for n in c.provenance.notes)
 
 
 # --- exit codes -------------------------------------------------------------------------------------

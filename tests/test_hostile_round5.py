@@ -454,7 +454,7 @@ def test_an_answer_that_lies_is_never_shown_or_cached(llama3_hub, tmp_path: Path
 
     assert records(c) == records(truth)
     assert sum("/safetensors-metadata/" in r.path for r in server.requests("GET")) == 1
-    assert not any("one request" in n for n in c.notes), c.notes
+    assert not any("one request" in n for n in c.provenance.notes), c.provenance.notes
     offline = open_hub(repo, options=HubOptions(endpoint=server.url, offline=True))  # the cached snapshot
     assert records(offline) == records(truth)
     assert HeaderCache(endpoint=server.url).newest(repo) is not None

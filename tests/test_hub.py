@@ -39,7 +39,7 @@ def test_cold_fetch_reads_headers_only(hub: HubServer) -> None:
     c = open_hub(LLAMA3, options=options(hub))
     s = summarize(c)
     assert s.parameters == ref("llama3-8b.parameters") and s.bytes == ref("llama3-8b.bytes")
-    assert c.revision == "8cde5ca8380496c9a6cc7ef3a8b46a0372a1d920"
+    assert c.provenance.revision == "8cde5ca8380496c9a6cc7ef3a8b46a0372a1d920"
     gets = hub.requests("GET")
     # info, config, index, one per shard, and a guess at a lone model.safetensors (a 404 here: sent
     # beside the listing, it costs no round trip and saves one on a one-file repo); no model_index.json;
@@ -55,7 +55,7 @@ def test_cold_fetch_reads_headers_only(hub: HubServer) -> None:
 def test_warm_pinned_run_makes_no_request_and_branch_one(hub: HubServer) -> None:
     first = open_hub(LLAMA3, options=options(hub))
     hub.clear_log()
-    again = open_hub(LLAMA3, first.revision, options=options(hub))
+    again = open_hub(LLAMA3, first.provenance.revision, options=options(hub))
     assert hub.log == []
     assert summarize(again).parameters == summarize(first).parameters
     open_hub(LLAMA3, "main", options=options(hub))
@@ -152,7 +152,7 @@ def test_server_ignoring_range_is_cut_off(hub: HubServer) -> None:
     hub.state.faults.append(Fault("ignore_range", path=r"\.safetensors$", times=-1))
     c = open_hub(LLAMA3, options=options(hub, use_cache=False))
     assert summarize(c).parameters == ref("llama3-8b.parameters")
-    assert any("ignored Range" in n for n in c.notes)
+    assert any("ignored Range" in n for n in c.provenance.notes)
     # the shards are ~5 GB each: only about the header was read (the socket buffers hold a little more)
     assert hub.bytes_sent() < 50_000_000
 
@@ -175,7 +175,7 @@ def test_a_stall_times_out(hub: HubServer) -> None:
         open_hub("acme/slow", options=options(hub, timeout=0.5, max_retries=0))
     # a model with a bundled snapshot is served from it, with a notice
     c = open_hub("openai-community/gpt2", options=options(hub, timeout=0.5, max_retries=0))
-    assert c.origin == "bundled" and any("unreachable" in n and "timed out" in n for n in c.notes)
+    assert c.provenance.origin == "bundled" and any("unreachable" in n and "timed out" in n for n in c.provenance.notes)
     hub.state.faults[:] = [Fault("stall", r"resolve", times=-1, value=2)]
     with pytest.raises(errors.NetworkError):
         open_hub("acme/slow", options=options(hub, timeout=0.5, max_retries=1, use_cache=False))
@@ -235,14 +235,14 @@ def test_the_cache_keeps_every_header_of_a_repo_in_one_pack(hub: HubServer) -> N
 
     repo = "deepseek-ai/DeepSeek-V3"
     first = open_hub(repo, options=options(hub))
-    folder = HeaderCache(endpoint=hub.url).get(repo, first.revision)
+    folder = HeaderCache(endpoint=hub.url).get(repo, first.provenance.revision)
     assert folder is not None
     kept = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
     assert "headers.pack.gz" in kept and not any(k.startswith("headers/") for k in kept)
     assert len(kept) <= 5, kept  # the manifest, the pack, and the stored config and index (and generation file)
     assert read_manifest(folder)["version"] == 3
     hub.clear_log()
-    again = open_hub(repo, first.revision, options=options(hub))
+    again = open_hub(repo, first.provenance.revision, options=options(hub))
     assert hub.log == []
     served = bundled_path(ALIASES["deepseek-v3"])
     listed = snapshot_files(read_manifest(served), served)
@@ -257,11 +257,11 @@ def test_offline_serves_the_cache_then_the_bundle(hub: HubServer, monkeypatch) -
     first = open_hub(LLAMA3, options=options(hub))
     hub.clear_log()
     c = open_hub(LLAMA3, options=options(hub, offline=True))
-    assert hub.log == [] and c.revision == first.revision
-    assert any("offline" in n and first.revision in n for n in c.notes)
+    assert hub.log == [] and c.provenance.revision == first.provenance.revision
+    assert any("offline" in n and first.provenance.revision in n for n in c.provenance.notes)
     # never fetched: the bundled snapshot, said so
     c = open_hub("mistralai/Mixtral-8x7B-v0.1", options=options(hub, offline=True))
-    assert c.origin == "bundled" and any("bundled snapshot" in n for n in c.notes)
+    assert c.provenance.origin == "bundled" and any("bundled snapshot" in n for n in c.provenance.notes)
     # an offline miss is "not found" (exit 3), not a network fault
     with pytest.raises(errors.NotFoundError, match="no cached or bundled snapshot"):
         open_hub("acme/never-seen", options=options(hub, offline=True))
@@ -271,7 +271,7 @@ def test_unreachable_hub_falls_back_to_the_cache(hub: HubServer) -> None:
     open_hub(LLAMA3, options=options(hub))
     dead = HubOptions(endpoint="http://127.0.0.1:9", timeout=2)
     c = open_hub(LLAMA3, options=dead)
-    assert any("unreachable" in n for n in c.notes)
+    assert any("unreachable" in n for n in c.provenance.notes)
     with pytest.raises(errors.NetworkError, match="unreachable"):
         open_hub("acme/unknown", options=dead)
 
@@ -410,7 +410,7 @@ def test_a_branch_that_moves_during_the_read_is_read_at_the_listed_commit(hub: H
     hub.state.repos["acme/moving"].revisions[new].files["config.json"] = moved
     hub.state.listing_patch["acme/moving"] = {"sha": old}  # the listing was answered before the push
     c = open_hub("acme/moving", options=options(hub))
-    assert c.revision == old and c.config is not None and c.config["num_hidden_layers"] == 28
+    assert c.provenance.revision == old and c.config is not None and c.config["num_hidden_layers"] == 28
     at_old = {r.path.rsplit("/", 1)[-1] for r in hub.requests("GET") if f"/resolve/{old}/" in r.path}
     assert at_old == {"config.json", "model.safetensors"}
 

@@ -153,6 +153,6 @@ def test_open_hub_lenient_collects_header_errors(online: None) -> None:
                                                                             "data_offsets": [0, 4]}}),
                                          "b.safetensors": raw_header({})})
         c = open_hub("acme/broken", options=HubOptions(endpoint=server.url, timeout=5), problems=errors.COLLECT)
-        assert [e.rule for e in c.header_errors] == ["unknown-dtype"] and len(c.headers) == 1
+        assert [e.rule for e in c.problems.header_errors] == ["unknown-dtype"] and len(c.headers) == 1
         with pytest.raises(errors.UnknownDtype):
             open_hub("acme/broken", options=HubOptions(endpoint=server.url, timeout=5, use_cache=False))

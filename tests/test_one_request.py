@@ -51,9 +51,9 @@ def test_a_cold_sharded_read_is_the_listing_and_one_answer(hub: HubServer) -> No
     assert len(ranged) == 1 and ranged[0].range.startswith("bytes=0-"), [r.path for r in ranged]
     assert sum("/safetensors-metadata/" in r.path for r in gets) == 1
     assert len(gets) <= 4 + 3 and len(gets) == 5, [r.path for r in gets]
-    assert any("one request" in n for n in c.notes), c.notes
+    assert any("one request" in n for n in c.provenance.notes), c.provenance.notes
     hub.clear_log()
-    ranged = open_hub(LLAMA3, c.revision, options=options(hub, use_cache=False))
+    ranged = open_hub(LLAMA3, c.provenance.revision, options=options(hub, use_cache=False))
     # a pinned commit: the answer is for the default branch only
     assert any(r.range and r.status == 206 for r in hub.requests("GET"))
     assert tensors(ranged) == tensors(c)
@@ -71,7 +71,7 @@ def test_deepseek_v3_in_one_answer_and_then_from_the_cache_offline(hub: HubServe
     assert summarize(c).tensors == 91_991
     assert len(hub.requests("GET")) == 5
     hub.clear_log()
-    pinned = open_hub(DEEPSEEK, c.revision, options=options(hub))
+    pinned = open_hub(DEEPSEEK, c.provenance.revision, options=options(hub))
     offline = open_hub(DEEPSEEK, options=options(hub, offline=True))
     assert hub.log == []
     assert tensors(pinned) == tensors(offline) == tensors(c)
@@ -85,7 +85,7 @@ def test_without_the_endpoint_the_range_reads_give_the_same(hub: HubServer) -> N
     gets = hub.requests("GET")
     assert sum(1 for r in gets if r.range and r.status == 206) == 4
     assert summarize(c).parameters == ref("llama3-8b.parameters")
-    assert not any("one request" in n for n in c.notes)
+    assert not any("one request" in n for n in c.provenance.notes)
 
 
 def test_an_answer_at_another_commit_or_that_does_not_fit_the_listing_is_not_used(hub: HubServer) -> None:
@@ -134,7 +134,7 @@ def test_a_header_another_writer_spaced_out_sets_the_answer_aside(hub: HubServer
     assert summarize(c).parameters == 32
     ranged = sorted(r.path.rsplit("/", 1)[1] for r in hub.requests("GET") if r.range and r.status == 206)
     assert ranged == ["model-1.safetensors", "model-2.safetensors"]
-    assert not any("one request" in n for n in c.notes)
+    assert not any("one request" in n for n in c.provenance.notes)
     assert {h.file: h.data_start for h in c.headers}["model-2.safetensors"] == files["model-2.safetensors"].size - 64
 
 
@@ -207,7 +207,8 @@ def test_every_bundled_repo_is_read_in_at_most_its_shards_plus_3_requests(online
         c = open_hub(a.repo_id, options=HubOptions(endpoint=server.url, timeout=5, use_cache=False))
         requests = len(server.requests())
         server.clear_log()
-        ranged = open_hub(a.repo_id, c.revision, options=HubOptions(endpoint=server.url, timeout=5, use_cache=False))
+        ranged = open_hub(a.repo_id, c.provenance.revision,
+                          options=HubOptions(endpoint=server.url, timeout=5, use_cache=False))
     assert requests <= len(c.headers) + 3, (requests, len(c.headers))
     assert tensors(c) == tensors(ranged)
 

@@ -64,7 +64,7 @@ def test_hub_published_counts(alias: str, realdir: str) -> None:
     s = summarize(c)
     assert s.hub_total == api["safetensors"]["total"]
     assert {d.dtype: d.elements for d in s.by_dtype} == api["safetensors"]["parameters"]
-    assert c.revision == api["sha"]
+    assert c.provenance.revision == api["sha"]
     listed = {sib["rfilename"] for sib in api["siblings"] if sib["rfilename"].endswith(".safetensors")}
     assert {h.file for h in c.headers} == listed
 

@@ -37,7 +37,7 @@ def tiny_folder(root: Path, shards: int = 1, index: bool = True, tied: bool = Fa
 def test_single_file(tmp_path: Path) -> None:
     folder, params = tiny_folder(tmp_path / "m")
     c = open_checkpoint(str(folder / "model.safetensors"))
-    assert c.origin == "file"
+    assert c.provenance.origin == "file"
     assert summarize(c).parameters == params
     assert c.config is not None and c.config["hidden_size"] == 8  # the sibling config.json
 
@@ -45,7 +45,7 @@ def test_single_file(tmp_path: Path) -> None:
 def test_folder_with_one_file(tmp_path: Path) -> None:
     folder, params = tiny_folder(tmp_path / "m")
     c = open_checkpoint(str(folder))
-    assert (c.origin, len(c.headers), summarize(c).parameters) == ("folder", 1, params)
+    assert (c.provenance.origin, len(c.headers), summarize(c).parameters) == ("folder", 1, params)
 
 
 def test_sharded_folder_with_index(tmp_path: Path) -> None:
@@ -92,7 +92,7 @@ def test_hf_cache_layout(tmp_path: Path) -> None:
         os.symlink(os.path.relpath(blob, snap), snap / f.name)
     for target in (snap, repo):
         c = open_local(target)
-        assert (c.origin, c.repo_id, c.revision) == ("hf-cache", "acme/tiny", sha)
+        assert (c.provenance.origin, c.provenance.repo_id, c.provenance.revision) == ("hf-cache", "acme/tiny", sha)
         assert summarize(c).parameters == params
 
 

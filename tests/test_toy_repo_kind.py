@@ -1,4 +1,4 @@
-"""Adding a repo kind is one module: a class implementing ``repos.base.RepoKind``, registered with
+"""Adding a repo kind is one module: a subclass of ``repos.base.RepoKind`` made once with its facts, registered with
 ``repos.register`` (a built-in one adds its line to ``repos._BUILT_IN`` instead), nothing else (issue 49).
 
 The toy kind below lives in a temporary module the test writes (never in the package): a ``bundle.json`` at the
@@ -23,20 +23,12 @@ from safetensors.numpy import save_file
 from inspector import repos
 
 TOY_MODULE = '''
-from dataclasses import dataclass
-
 from inspector.errors import InvalidCheckpointError
-from inspector.repos.base import FOLDER, Listed
+from inspector.repos.base import FOLDER, Listed, RepoKind
 
 
-@dataclass(frozen=True, slots=True)
-class Bundle:
-    name: str = "bundle"
-    index_file: str = "bundle.json"
-    described: str = "toy bundle"
-    whole: bool = True
-    separate: bool = False
-    top: tuple[str, str] | None = None
+class Bundle(RepoKind):
+    __slots__ = ()
 
     def components(self, index, where):
         parts = index.get("parts") if isinstance(index, dict) else None
@@ -59,11 +51,9 @@ class Bundle:
     def note(self, class_name):
         return f"a toy bundle ({class_name}): its parts' tensors, named part.tensor"
 
-    def no_tokens(self):
-        return None
 
 
-KIND = Bundle()
+KIND = Bundle(name="bundle", index_file="bundle.json", described="toy bundle", whole=True, separate=False)
 '''
 
 #: what the test writes: each part's tensors (name → shape), float32

@@ -94,7 +94,7 @@ class AdapterDiff:
 
 def adapter_config(report: Report) -> Mapping[str, object] | None:
     """The PEFT adapter config of a checkpoint, if it is an adapter."""
-    doc = report.checkpoint.side_json.get(ADAPTER_CONFIG)
+    doc = report.checkpoint.side.json.get(ADAPTER_CONFIG)
     return doc if isinstance(doc, Mapping) else None
 
 

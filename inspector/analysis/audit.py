@@ -124,16 +124,16 @@ class AuditResult:
 def audit_input(checkpoint: Checkpoint) -> AuditInput:
     """What the checks read, from a checkpoint opened with the audit's sink (``resolve.open_checkpoint(...,
     lenient=True)``, ``errors.COLLECT``): header errors, a broken index and missing shards arrive as data."""
-    bin_index = checkpoint.side_json.get(BIN_INDEX)
+    bin_index = checkpoint.side.json.get(BIN_INDEX)
     return AuditInput(
-        label=checkpoint.label, location=checkpoint.location, remote=checkpoint.origin == "hub",
+        label=checkpoint.label, location=checkpoint.provenance.location, remote=checkpoint.provenance.origin == "hub",
         files=checkpoint.files or tuple(FileEntry(h.file, h.file_size) for h in checkpoint.headers),
         headers={h.file: h for h in checkpoint.headers},
-        header_errors={e.file or "": e for e in checkpoint.header_errors},
-        config=checkpoint.config, index=checkpoint.index, index_name=checkpoint.index_name,
-        index_error=checkpoint.index_error,
+        header_errors={e.file or "": e for e in checkpoint.problems.header_errors},
+        config=checkpoint.config, index=checkpoint.index, index_name=checkpoint.side.index_name,
+        index_error=checkpoint.problems.index_error,
         bin_index=bin_index if bin_index and isinstance(bin_index.get("weight_map"), dict) else None,
-        root=Path(checkpoint.root) if checkpoint.root else None, checkpoint=checkpoint,
+        root=Path(checkpoint.provenance.root) if checkpoint.provenance.root else None, checkpoint=checkpoint,
     )
 
 

@@ -323,7 +323,7 @@ def _one_pipeline_note(a: Report, b: Report) -> str:
     classes = set(model.config.architectures)
     match = next((c.name for c in pipe.checkpoint.components if c.class_name in classes and c.checkpoint), None)
     def spec(c: Checkpoint) -> str:  # what to type for it: a folder's path, else its label (repo id)
-        return c.location if c.root else c.label
+        return c.provenance.location if c.provenance.root else c.label
 
     hint = (f"; `inspect diff {spec(pipe.checkpoint)}/{match} {spec(model.checkpoint)}` compares its {match} "
             "with the model" if match else "; `inspect diff PIPELINE/COMPONENT MODEL` compares one component")

@@ -126,7 +126,7 @@ def declared_bases(checkpoint: Checkpoint, card: bytes | None) -> Declared:
                   if isinstance(n, str) and len(n) <= 200 and _REPO_ID.match(n.strip())]
         rel = meta.get("base_model_relation")
         relation = next((r for r in get_args(CardRelation) if r == rel), None)
-    adapter = checkpoint.side_json.get(ADAPTER_CONFIG)
+    adapter = checkpoint.side.json.get(ADAPTER_CONFIG)
     base = adapter.get("base_model_name_or_path") if adapter is not None else None
     if isinstance(base, str) and len(base) <= 200 and _REPO_ID.match(base):
         found.append((base, f"{ADAPTER_CONFIG} base_model_name_or_path"))

@@ -113,7 +113,7 @@ def component_rows(checkpoint: Checkpoint, tensors: list[Tensor]) -> tuple[Compo
 
 def _notes(checkpoint: Checkpoint, config: ModelConfig, summary: Summary, tensors: list[Tensor],
            other: tuple[FileEntry, ...]) -> tuple[str, ...]:
-    notes = list(checkpoint.notes)
+    notes = list(checkpoint.provenance.notes)
     roles = {r.role for r in summary.by_role}
     repo = repos.kind_of(checkpoint)
     if "embedding" in roles and "lm_head" not in roles and not config.encoder_only and repo is None:
@@ -154,7 +154,7 @@ def _notes(checkpoint: Checkpoint, config: ModelConfig, summary: Summary, tensor
     if other:
         shown = ", ".join(f.path for f in other[:4]) + (" …" if len(other) > 4 else "")
         notes.append(f"also present, not counted: {shown}")
-    adapter = checkpoint.side_json.get(ADAPTER_CONFIG)
+    adapter = checkpoint.side.json.get(ADAPTER_CONFIG)
     if isinstance(adapter, dict):
         base = adapter.get("base_model_name_or_path")
         notes.append(f"a PEFT adapter ({describe(adapter)})" + (f" for {base}" if isinstance(base, str) else "")

@@ -62,10 +62,14 @@ class LayerGroup:
     stack: str
     first: int
     last: int
-    count: int
     tensors_each: int
     parameters_each: int
     bytes_each: int
+
+    @property
+    def count(self) -> int:
+        """The layers in the group (they are consecutive)."""
+        return self.last - self.first + 1
 
     @property
     def label(self) -> str:
@@ -269,7 +273,6 @@ def _group(stack: str, run: list[int], members: list[Tensor]) -> LayerGroup:
         stack=stack,
         first=run[0],
         last=run[-1],
-        count=len(run),
         tensors_each=len(members),
         parameters_each=sum(t.info.numel for t in members if t.place.kind == "parameter"),
         bytes_each=sum(t.info.nbytes for t in members),

@@ -60,8 +60,8 @@ def _token_text(value: object) -> str | None:
 
 def tokenizer_summary(checkpoint: Checkpoint, config: ModelConfig) -> TokenizerSummary | None:
     """What the checkpoint says about its tokenizer; None when it carries nothing about one."""
-    if checkpoint.small_files:
-        return _from_files(checkpoint.small_files, config)
+    if checkpoint.side.raw:
+        return _from_files(checkpoint.side.raw, config)
     gguf = next((h for h in checkpoint.headers if h.format == "gguf"), None)
     if gguf is not None and any(k.startswith("tokenizer.") for k in gguf.metadata):
         return _from_gguf(gguf.metadata, config)

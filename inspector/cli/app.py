@@ -7,11 +7,14 @@ import functools
 import inspect
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Annotated, Any, Final
+from typing import TYPE_CHECKING, Annotated, Any, Final
 
 import typer
 
 from inspector.render import views
+
+if TYPE_CHECKING:
+    from inspector.sources.transport import HubOptions
 
 EXIT_CODES_HELP = (
     "Exit codes: 0 ok · 1 a result to gate on (differences, audit errors) · 2 usage · "
@@ -161,7 +164,7 @@ class Shared:
     offline: bool = False
 
     @property
-    def hub(self) -> Any:
+    def hub(self) -> HubOptions:
         """The run's one ``HubOptions``."""
         # deferred: 1 ms at import (inspector.cli.opening)
         from inspector.cli.opening import hub_options

@@ -199,7 +199,7 @@ def audit_cmd(
     form = views.output_format(shared.fmt, shared.as_json)
     views.check_format(results.Audit, form, hint=f"inspect audit {target} --format markdown")
     checkpoint = open_model(target, shared.revision, shared.hub, lenient=True)
-    if deep and checkpoint.root is None:
+    if deep and checkpoint.provenance.root is None:
         raise UsageError("--deep needs a local checkpoint folder or file")
     with ProgressBar() as progress:
         audited = api.audit(checkpoint, modeling=modeling, deep=deep, progress=progress, lineage=lineage,

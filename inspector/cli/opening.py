@@ -13,6 +13,9 @@ from inspector.safeio import is_repo_id
 if TYPE_CHECKING:
     from concurrent.futures import Future
 
+    from inspector.model import Alternatives, Checkpoint, Phase, Progress
+    from inspector.sources.transport import HubOptions
+
 
 def say(message: str) -> None:
     """One line of diagnostics on stderr, sanitised, never interpreted as markup."""
@@ -22,7 +25,7 @@ def say(message: str) -> None:
     say_line(message)
 
 
-def hub_options(endpoint: str | None, token: str | None, offline: bool) -> Any:
+def hub_options(endpoint: str | None, token: str | None, offline: bool) -> HubOptions:
     """The one ``HubOptions`` of a run, from ``--endpoint``, ``--token`` and ``--offline``: told in words
     on stderr when a read waits for the server."""
     # deferred: 16 ms at import (inspector.sources.transport)
@@ -31,14 +34,14 @@ def hub_options(endpoint: str | None, token: str | None, offline: bool) -> Any:
     return HubOptions(endpoint=endpoint, token=token, offline=True if offline else None, on_wait=say)
 
 
-def open_model(model: str, revision: str | None, hub: Any, *, lenient: bool = False) -> Any:
+def open_model(model: str, revision: str | None, hub: HubOptions, *, lenient: bool = False) -> Checkpoint:
     """Open MODEL from wherever it is (the one resolver), with a progress bar on a terminal for
     many-shard Hub repos. ``lenient``: for the audit, problems are collected, not raised. One model in several
     files (GGUF quantisations) is a usage error naming them; ``open_any`` answers it instead."""
     return load(model, revision, hub, lenient=lenient)
 
 
-def open_any(model: str, revision: str | None, hub: Any) -> Any:
+def open_any(model: str, revision: str | None, hub: HubOptions) -> Checkpoint | Alternatives:
     """``api.open_any`` with the run's ``HubOptions`` and a progress bar: a ``Checkpoint``, or a folder's or repo's
     several model files as ``Alternatives``. A read begun before the command line was parsed (``ReadAhead``) is
     taken over when it is this one."""
@@ -49,7 +52,8 @@ def open_any(model: str, revision: str | None, hub: Any) -> Any:
     return load_any(model, revision, hub)
 
 
-def load_any(model: str, revision: str | None, hub: Any, *, relay: Any = None) -> Any:
+def load_any(model: str, revision: str | None, hub: HubOptions, *,
+             relay: Progress | None = None) -> Checkpoint | Alternatives:
     """``api.open_any`` with the run's ``HubOptions``; ``relay`` takes the progress instead of a bar of its own."""
     # deferred: 31 ms at import (inspector.api)
     from inspector import api
@@ -60,7 +64,8 @@ def load_any(model: str, revision: str | None, hub: Any, *, relay: Any = None) -
         return api.open_any(model, revision=revision, hub=hub, progress=bar)
 
 
-def load(model: str, revision: str | None, hub: Any, *, lenient: bool = False, relay: Any = None) -> Any:
+def load(model: str, revision: str | None, hub: HubOptions, *, lenient: bool = False,
+         relay: Progress | None = None) -> Checkpoint:
     """``api.open_model`` with the run's ``HubOptions``; ``relay`` takes the progress (phase, done, total)
     instead of a bar of its own."""
     # deferred: 31 ms at import (inspector.api)
@@ -72,7 +77,7 @@ def load(model: str, revision: str | None, hub: Any, *, lenient: bool = False, r
         return api.open_model(model, revision=revision, hub=hub, lenient=lenient, progress=bar)
 
 
-def open_models(models: list[str], hub: Any) -> list[Any]:
+def open_models(models: list[str], hub: HubOptions) -> list[Checkpoint]:
     """Several models read at once (two Hub repos cost the round trips of one): both sides of a
     diff, the columns of a compare. No progress bar, as several cannot share the terminal; the
     first model's error is the one reported when several fail."""
@@ -103,8 +108,8 @@ class ReadAhead:
         from concurrent.futures import Future  # (with logging: 6 ms a local run does not spend)
 
         self.spec = spec
-        self.target: Any = None
-        self.future: Future[Any] = Future()
+        self.target: Progress | None = None
+        self.future: Future[Checkpoint | Alternatives] = Future()
         threading.Thread(target=self._read, name="inspector-early-read", daemon=True).start()
 
     @classmethod
@@ -130,7 +135,7 @@ class ReadAhead:
         current, cls._current = cls._current, None
         return current[1] if current is not None and current[1].spec == spec else None
 
-    def _progress(self, phase: str, done: int, total: int) -> None:
+    def _progress(self, phase: Phase, done: int, total: int) -> None:
         if self.target is not None:
             self.target(phase, done, total)
 
@@ -140,7 +145,7 @@ class ReadAhead:
         except BaseException as exc:  # handed to the main thread, raised there
             self.future.set_exception(exc)
 
-    def result(self, bar: Any) -> Any:
+    def result(self, bar: Progress) -> Checkpoint | Alternatives:
         self.target = bar
         return self.future.result()
 

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -25,6 +25,9 @@ from inspector.cli.app import (
 from inspector.cli.opening import open_any, open_model, say
 from inspector.model import Alternatives
 from inspector.render import views
+
+if TYPE_CHECKING:
+    from inspector.sources.transport import HubOptions
 
 
 @shared_options()
@@ -210,9 +213,8 @@ def _emit_gated(done: results.EstimateResult | results.TrainResult | results.Pla
         raise typer.Exit(1)
 
 
-def file_listing(model: str, several: Alternatives, revision: str | None, hub: Any, form: str, wide: bool,
-                  gpu: str | None,
-                  context: str | None) -> None:
+def file_listing(model: str, several: Alternatives, revision: str | None, hub: HubOptions, form: str, wide: bool,
+                 gpu: str | None, context: str | None) -> None:
     """A folder or repo holding one model in several GGUF files: one row a file (its header only)."""
     views.check_format(results.FileListing, form, hint=f"{several.hint} --format {form}" if several.hint else None)
     opened = api.open_several(model, several, revision=revision, hub=hub)

@@ -26,7 +26,7 @@ def audit_table(result: AuditResult) -> RenderableType:
     inp = result.input
     head = Text()
     head.append(f"audit {sanitize(inp.label)}", style="bold")
-    bundled = inp.checkpoint is not None and inp.checkpoint.origin == "bundled"
+    bundled = inp.checkpoint is not None and inp.checkpoint.provenance.origin == "bundled"
     location = "bundled header snapshot" if bundled else inp.location
     head.append(f"  ({sanitize(location)})", style="dim")
     parts: list[RenderableType] = [head]

@@ -30,8 +30,8 @@ def _cell(value: object) -> str:
 
 
 def _column_label(report: Report) -> str:
-    c = report.checkpoint
-    return sanitize(c.label + (f"@{c.revision[:12]}" if c.revision and c.origin in ("hub", "hf-cache") else ""))
+    c, p = report.checkpoint, report.checkpoint.provenance
+    return sanitize(c.label + (f"@{p.revision[:12]}" if p.revision and p.origin in ("hub", "hf-cache") else ""))
 
 
 def compare_table(cmp: Comparison) -> RenderableType:
@@ -63,8 +63,8 @@ def _short_labels(reports: Sequence[Report]) -> list[str]:
     labels = [_column_label(r) for r in reports]
     short = [sanitize(r.checkpoint.label.rstrip("/").rsplit("/", 1)[-1]) for r in reports]
     for i, r in enumerate(reports):
-        if short.count(short[i]) > 1 and r.checkpoint.revision:
-            short[i] = f"{short[i]}@{r.checkpoint.revision[:7]}"
+        if short.count(short[i]) > 1 and r.checkpoint.provenance.revision:
+            short[i] = f"{short[i]}@{r.checkpoint.provenance.revision[:7]}"
     return [s if short.count(s) == 1 else labels[i] for i, s in enumerate(short)]
 
 

@@ -23,8 +23,8 @@ if TYPE_CHECKING:
 
 def side_label(r: Report) -> str:
     """``org/name@rev`` when the revision is known (two revisions of one repo differ only there)."""
-    c = r.checkpoint
-    return f"{c.label}@{c.revision[:12]}" if c.revision and c.origin in ("hub", "hf-cache") else c.label
+    c, p = r.checkpoint, r.checkpoint.provenance
+    return f"{c.label}@{p.revision[:12]}" if p.revision and p.origin in ("hub", "hf-cache") else c.label
 
 
 def signed(value: int) -> str:

@@ -102,11 +102,11 @@ def config_line(cfg: ModelConfig) -> str:
 
 def origin_text(c: Checkpoint) -> str:
     """Where the figures come from, said in the title line: a bundled snapshot says it was rebuilt."""
-    at = f" at revision {c.revision[:12]}" if c.revision else ""
-    if c.origin == "bundled":
+    at = f" at revision {c.provenance.revision[:12]}" if c.provenance.revision else ""
+    if c.provenance.origin == "bundled":
         return f"bundled header snapshot, rebuilt from config.json{at} by shape rules"
-    origin = "Hub, headers only" if c.origin == "hub" else ORIGIN_WORDS[c.origin]
-    return origin + (f", revision {c.revision[:12]}" if c.revision else "")
+    origin = "Hub, headers only" if c.provenance.origin == "hub" else ORIGIN_WORDS[c.provenance.origin]
+    return origin + (f", revision {c.provenance.revision[:12]}" if c.provenance.revision else "")
 
 
 def _totals_grid(report: Report, logical: tuple[str, int] | None) -> RenderableType:

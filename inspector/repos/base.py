@@ -1,11 +1,11 @@
-"""What every repo kind is: the ``RepoKind`` protocol and the record of one listed component."""
+"""What every repo kind is: the ``RepoKind`` base its kinds subclass, and the record of one listed component."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Final, Protocol
+from typing import Final
 
 #: the kind of a repo read as one model (no index of components)
 MODEL: Final = "model"
@@ -23,58 +23,46 @@ class Listed:
     class_name: str | None
 
 
-class RepoKind(Protocol):
-    """What a multi-component repo is: the index it is read from and what follows from it."""
+@dataclass(frozen=True, slots=True)
+class RepoKind:
+    """What a multi-component repo is: the index it is read from and what follows from it. A kind is a subclass
+    that reads its index (``components``, ``index_of``; ``class_name``, ``note``, ``no_tokens`` where it has
+    them), made once with its facts:
 
-    @property
-    def name(self) -> str:
-        """``Checkpoint.kind`` and the JSON's ``model.kind`` (``pipeline``)."""
-        ...
+    - ``name``: ``Checkpoint.kind`` and the JSON's ``model.kind`` (``pipeline``);
+    - ``index_file``: the top-level file that makes a repo this kind (``model_index.json``);
+    - ``described``: the kind in words, a noun that takes an ``s`` for more than one (``diffusers pipeline``);
+    - ``whole``: the components are the repo, and weight files at its top level are alternatives, not read (a
+      diffusers pipeline's single-file checkpoints); False: the components join a model at the top level, if any;
+    - ``separate``: each component is a model of its own, diffed and estimated one by one, never as one stack;
+    - ``top``: the components table's name and library for tensors at the repo's top level (None: not shown).
+    """
 
-    @property
-    def index_file(self) -> str:
-        """The top-level file that makes a repo this kind (``model_index.json``)."""
-        ...
-
-    @property
-    def described(self) -> str:
-        """The kind in words, a noun that takes an ``s`` for more than one (``diffusers pipeline``)."""
-        ...
-
-    @property
-    def whole(self) -> bool:
-        """The components are the repo: weight files at its top level are alternatives, not read (a diffusers
-        pipeline's single-file checkpoints). False: the components join a model at the top level, if any."""
-        ...
-
-    @property
-    def separate(self) -> bool:
-        """Each component is a model of its own: diffed and estimated one by one, never as one stack."""
-        ...
-
-    @property
-    def top(self) -> tuple[str, str] | None:
-        """The components table's name and library for tensors at the repo's top level (None: not shown)."""
-        ...
+    name: str
+    index_file: str
+    described: str
+    whole: bool
+    separate: bool
+    top: tuple[str, str] | None = None
 
     def components(self, index: object, where: str) -> list[Listed]:
         """The components the parsed index lists, in its order, each folder once; an ``InvalidCheckpointError``
         naming ``where`` for an index that is not one, or lists more than the kind's bound."""
-        ...
-
-    def class_name(self, index: object) -> str | None:
-        """The class the index names for the whole repo (``StableDiffusionPipeline``)."""
-        ...
+        raise NotImplementedError
 
     def index_of(self, class_name: str | None, components: Sequence[Listed]) -> object:
         """The index written back from what was read of it (a header snapshot stores it), which ``components``
         reads as ``components``."""
-        ...
+        raise NotImplementedError
+
+    def class_name(self, index: object) -> str | None:
+        """The class the index names for the whole repo (``StableDiffusionPipeline``), or None."""
+        return None
 
     def note(self, class_name: str | None) -> str | None:
         """What ``inspect`` says of a repo of this kind, or None."""
-        ...
+        return None
 
     def no_tokens(self) -> str | None:
         """Why the repo as a whole has no per-token figures (KV cache, FLOPs per token), or None."""
-        ...
+        return None

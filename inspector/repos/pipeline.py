@@ -4,11 +4,10 @@ component is a model of its own (a UNet, a VAE, a text encoder), read as diffuse
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Final
 
 from inspector.errors import InvalidCheckpointError
-from inspector.repos.base import FOLDER, Listed
+from inspector.repos.base import FOLDER, Listed, RepoKind
 
 #: the most components a pipeline's ``model_index.json`` may list (diffusers pipelines have 3 to 8; the
 #: largest known, 12); past it, a named refusal
@@ -16,14 +15,8 @@ MAX_COMPONENTS: Final = 4096
 INDEX: Final = "model_index.json"
 
 
-@dataclass(frozen=True, slots=True)
-class Pipeline:
-    name: str = "pipeline"
-    index_file: str = INDEX
-    described: str = "diffusers pipeline"
-    whole: bool = True  # SD-1.5's v1-5-pruned*.safetensors beside it are from_single_file's, not the pipeline's
-    separate: bool = True
-    top: tuple[str, str] | None = None
+class Pipeline(RepoKind):
+    __slots__ = ()
 
     def components(self, index: object, where: str) -> list[Listed]:
         """Keys starting with ``_`` are the pipeline's own; ``[null, null]`` an absent optional component."""
@@ -60,4 +53,6 @@ class Pipeline:
         return "a diffusion pipeline decodes no tokens"
 
 
-PIPELINE: Final = Pipeline()
+#: whole: SD-1.5's v1-5-pruned*.safetensors beside the index are from_single_file's, not the pipeline's
+PIPELINE: Final = Pipeline(name="pipeline", index_file=INDEX, described="diffusers pipeline", whole=True,
+                           separate=True)

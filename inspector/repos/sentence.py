@@ -5,11 +5,10 @@ head, normalisation) in folders whose weights join the transformer's."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Final
 
 from inspector.errors import InvalidCheckpointError
-from inspector.repos.base import FOLDER, Listed
+from inspector.repos.base import FOLDER, Listed, RepoKind
 from inspector.safeio import relative_name
 
 #: the most modules a ``modules.json`` may list (sentence-transformers models have 2 to 5); past it, a
@@ -18,14 +17,8 @@ MAX_MODULES: Final = 1024
 INDEX: Final = "modules.json"
 
 
-@dataclass(frozen=True, slots=True)
-class SentenceTransformer:
-    name: str = "modules"
-    index_file: str = INDEX
-    described: str = "sentence-transformers model"
-    whole: bool = False
-    separate: bool = False
-    top: tuple[str, str] | None = ("transformer", "transformers")
+class SentenceTransformer(RepoKind):
+    __slots__ = ()
 
     def components(self, index: object, where: str) -> list[Listed]:
         """The modules in folders of their own, each folder once however often it is listed (a hostile index
@@ -63,11 +56,6 @@ class SentenceTransformer:
                    "type": f"{c.library or 'sentence_transformers'}.{c.class_name or 'Module'}"}
                   for i, c in enumerate(components, start=1))]
 
-    def note(self, class_name: str | None) -> str | None:
-        return None
 
-    def no_tokens(self) -> str | None:
-        return None
-
-
-SENTENCE: Final = SentenceTransformer()
+SENTENCE: Final = SentenceTransformer(name="modules", index_file=INDEX, described="sentence-transformers model",
+                                      whole=False, separate=False, top=("transformer", "transformers"))

@@ -115,7 +115,6 @@ class Inspection:
                            formula=self.formula)
 
 
-
 @dataclass(frozen=True, slots=True)
 class Difference:
     """``inspect diff A B``: the gap explained cause by cause, or an adapter set against its base."""
@@ -155,7 +154,6 @@ class Difference:
         return adapter_json(self.adapter)
 
 
-
 @dataclass(frozen=True, slots=True)
 class ComparisonResult:
     """``inspect compare M1 … Mn``: totals, config and parameters by role, one column a model."""
@@ -170,9 +168,23 @@ class ComparisonResult:
         return compare_json(self.comparison)
 
 
+class _FitAnswer:
+    """A result that answers "does it fit?": its ``--fail-if nofit`` gate, failing closed where a figure is
+    unknown."""
+
+    __slots__ = ()
+
+    @property
+    def fits(self) -> bool | None:
+        raise NotImplementedError
+
+    def gates_hit(self, gates: Sequence[str]) -> list[str]:
+        """The ``--fail-if`` conditions (``fit.FIT_GATES``) this answer trips."""
+        return ["nofit"] if "nofit" in gates and self.fits is not True else []
+
 
 @dataclass(frozen=True, slots=True)
-class EstimateResult:
+class EstimateResult(_FitAnswer):
     """``inspect estimate MODEL``: memory, KV cache, FLOPs, MoE active parameters, quantisation-aware
     counts, each with its formula; with a GPU budget, the fit."""
 
@@ -198,17 +210,12 @@ class EstimateResult:
         per = " per device" if f.devices > 1 else ""
         return f"{_fits_word(f.fits)}: {f.total_bytes / 2**30:.2f} GiB of {f.runtime.usable_bytes / 2**30:.2f} GiB{per}"
 
-    def gates_hit(self, gates: Sequence[str]) -> list[str]:
-        """The ``--fail-if`` conditions (``fit.FIT_GATES``) this answer trips."""
-        return _answer_gates_hit(self.fits, gates)
-
     def to_dict(self) -> EstimateDoc:
         """The ``inspect estimate --json`` document (``estimate.schema.json``)."""
         # deferred: 45 ms at import (inspector.results.estimate)
         from inspector.results.estimate import estimate_json
 
         return estimate_json(self.report, self.estimate, self.fit, self.suggestions)
-
 
 
 @dataclass(frozen=True, slots=True)
@@ -271,7 +278,7 @@ class Audit:
 
 
 @dataclass(frozen=True, slots=True)
-class TrainResult:
+class TrainResult(_FitAnswer):
     """``inspect train MODEL``: the memory to fine-tune the model per GPU, term by term, and whether
     it fits the budget."""
 
@@ -295,10 +302,6 @@ class TrainResult:
             return f"fit unknown: {t.memory.activations.formula}"
         return f"{_fits_word(t.fits)}: {t.total / 2**30:.2f} GiB of {budget.per_device / 2**30:.2f} GiB per GPU"
 
-    def gates_hit(self, gates: Sequence[str]) -> list[str]:
-        """The ``--fail-if`` conditions (``fit.FIT_GATES``) this answer trips."""
-        return _answer_gates_hit(self.fits, gates)
-
     def to_dict(self) -> TrainDoc:
         """The ``inspect train --json`` document (``train.schema.json``)."""
         # deferred: 82 ms at import (inspector.results.train)
@@ -307,9 +310,8 @@ class TrainResult:
         return train_json(self.report, self.train, self.suggestions)
 
 
-
 @dataclass(frozen=True, slots=True)
-class PlanResult:
+class PlanResult(_FitAnswer):
     """``inspect plan MODEL``: every GPU × count × parallel layout, valid or not by the engine's own
     rules, each valid one fitted, cheapest first."""
 
@@ -330,10 +332,6 @@ class PlanResult:
         from inspector.results.plan import headline
 
         return headline(self.plan)
-
-    def gates_hit(self, gates: Sequence[str]) -> list[str]:
-        """The ``--fail-if`` conditions (``fit.FIT_GATES``) this answer trips."""
-        return _answer_gates_hit(self.fits, gates)
 
     def to_dict(self) -> PlanDoc:
         """The ``inspect plan --json`` document (``plan.schema.json``)."""
@@ -390,8 +388,3 @@ AnyResult = (Inspection | Difference | ComparisonResult | EstimateResult | Train
 
 def _fits_word(fits: bool) -> str:
     return "fits" if fits else "does not fit"
-
-
-def _answer_gates_hit(fits: bool | None, gates: Sequence[str]) -> list[str]:
-    """``nofit`` trips on anything but a known fit: a gate fails closed where a figure is unknown."""
-    return ["nofit"] if "nofit" in gates and fits is not True else []

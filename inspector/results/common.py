@@ -100,8 +100,9 @@ def model_json(c: Checkpoint) -> ModelDoc:
     files (``safetensors``, ``gguf``, ``torch``; joined with ``+`` when mixed, None when none) and what
     it is (``kind``: one ``model``, or a repo kind's name from ``inspector.repos``: ``pipeline``, ``modules``)."""
     formats = sorted({h.format for h in c.headers})
-    return {"label": c.label, "repo_id": c.repo_id, "revision": c.revision,
-            "path": None if c.origin in ("hub", "bundled") else c.location, "origin": c.origin,
+    p = c.provenance
+    return {"label": c.label, "repo_id": p.repo_id, "revision": p.revision,
+            "path": None if p.origin in ("hub", "bundled") else p.location, "origin": p.origin,
             "format": "+".join(formats) if formats else None, "kind": c.kind}
 
 

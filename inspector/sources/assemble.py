@@ -219,7 +219,7 @@ def stored_files(parts: Parts) -> dict[str, bytes]:
 
 
 def small_files(parts: Parts) -> dict[str, bytes]:
-    """The tokenizer, chat-template and generation files the assembly read (``Checkpoint.small_files``)."""
+    """The tokenizer, chat-template and generation files the assembly read (``Checkpoint.side.raw``)."""
     return {n: raw for n, raw in parts.stored.items() if n in TOKENIZER_FILES or n == TOKENIZER_JSON}
 
 
@@ -247,7 +247,7 @@ def with_components(base: Checkpoint, parts: Parts) -> Checkpoint:
         name, sub = listed.folder, None
         if part is not None:
             sub = replace(base, label=f"{base.label}/{name}",
-                          provenance=replace(base.provenance, location=f"{base.location}/{name}", notes=()),
+                          provenance=replace(base.provenance, location=f"{base.provenance.location}/{name}", notes=()),
                           headers=part.headers, config=part.config, index=part.index,
                           side=SideFiles(part.index_name, part.side, small_files(part)),
                           problems=Problems(part.errors, part.index_error),

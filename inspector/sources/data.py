@@ -147,16 +147,17 @@ def data_reader(checkpoint: Checkpoint, options: HubOptions | None = None) -> Da
     """The reader of a checkpoint's tensor data: its folder's files, or its Hub repo at the commit read.
     A header snapshot, a bundled one or a config-only cache keeps no tensor data: an invalid-checkpoint
     error naming it."""
-    if checkpoint.origin in ("folder", "file", "hf-cache") and checkpoint.root:
-        root = Path(checkpoint.root)
+    if checkpoint.provenance.origin in ("folder", "file", "hf-cache") and checkpoint.provenance.root:
+        root = Path(checkpoint.provenance.root)
         if root.parent.name == "snapshots" and (root.parent.parent / "blobs").is_dir():  # an HF cache snapshot
             return LocalData(root.parent.parent, f"snapshots/{root.name}/")
         return LocalData(root)
-    if checkpoint.origin == "hub" and checkpoint.repo_id and checkpoint.revision:
+    if checkpoint.provenance.origin == "hub" and checkpoint.provenance.repo_id and checkpoint.provenance.revision:
         hub = Hub(options or HubOptions())
         if hub.offline:
             raise NetworkError(f"{checkpoint.label}: ⟨values⟩ reads tensor data from the Hub; offline mode is on",
                                hint="run online, or on local copies of both")
-        return HubData(hub, checkpoint.repo_id, checkpoint.revision)
-    raise InvalidCheckpointError(f"{checkpoint.label}: a {ORIGIN_WORDS[checkpoint.origin]} holds headers only, no "
+        return HubData(hub, checkpoint.provenance.repo_id, checkpoint.provenance.revision)
+    origin = ORIGIN_WORDS[checkpoint.provenance.origin]
+    raise InvalidCheckpointError(f"{checkpoint.label}: a {origin} holds headers only, no "
                                  "tensor data to compare", hint="give ⟨values⟩ a local folder or a Hub repo")

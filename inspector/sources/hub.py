@@ -112,7 +112,7 @@ def open_hub(repo_id: str, revision: str | None = None, *, options: HubOptions |
             early.close()
     # records a prefix cannot rebuild (a pickle's) are not kept in a snapshot: such repos are read again
     keepable = all(getattr(reader_named(h.format), "keeps_head", False) for h in checkpoint.headers)
-    if use_cache and keepable and not checkpoint.header_errors and checkpoint.index_error is None:
+    if use_cache and keepable and not checkpoint.problems.header_errors and checkpoint.problems.index_error is None:
         cache.put(snapshot)
         cache.set_ref(repo_id, rev, sha)
     return checkpoint
@@ -136,7 +136,7 @@ class _SetReader:
                                                 only=name)
         keepable = all(getattr(reader_named(h.format), "keeps_head", False) for h in checkpoint.headers)
         with self.lock:
-            if keepable and not checkpoint.header_errors:
+            if keepable and not checkpoint.problems.header_errors:
                 self.snapshots[name] = snapshot
             whole = self.use_cache and set(self.snapshots) == self.files
         if whole:
@@ -228,7 +228,8 @@ def _offline(repo_id: str, revision: str | None, cache: HeaderCache, hub: Hub, w
     alias = BY_REPO.get(repo_id.lower())
     if alias is not None and revision in (None, DEFAULT_BRANCH):  # the bundled snapshot is its default branch's
         c = load_snapshot(bundled_path(alias), origin="bundled", label=alias.repo_id, problems=problems)
-        return c.with_notes(f"{why}: serving the bundled snapshot at commit {c.revision or 'unknown'} (offline)")
+        commit = c.provenance.revision or "unknown"
+        return c.with_notes(f"{why}: serving the bundled snapshot at commit {commit} (offline)")
     where = f"{repo_id}@{revision}" if revision else repo_id
     message = f"{where}: {why}, and no cached or bundled snapshot of {'that revision' if revision else 'it'} exists"
     hint = "run once online, or `inspect save REPO -o DIR` on a machine that is"

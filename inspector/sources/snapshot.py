@@ -449,7 +449,7 @@ def save_checkpoint(checkpoint: Checkpoint, folder: Path, *, force: bool = False
             old = read_manifest(folder)
         except InvalidCheckpointError:
             old = {}
-        if (old.get("repo_id"), old.get("revision")) != (checkpoint.repo_id, checkpoint.revision):
+        if (old.get("repo_id"), old.get("revision")) != (checkpoint.provenance.repo_id, checkpoint.provenance.revision):
             what = f"{old.get('repo_id') or 'an unnamed model'}@{(old.get('revision') or 'unknown')[:12]}"
             raise UsageError(f"{folder} holds a snapshot of {what}; refusing to replace it",
                              hint="choose another folder, or pass ⟨force⟩")
@@ -467,13 +467,13 @@ def save_checkpoint(checkpoint: Checkpoint, folder: Path, *, force: bool = False
     if checkpoint.config is not None and checkpoint.config.get(GGUF_CONFIG) is not True:
         # (a config made from a GGUF's metadata is made again from its header: no config.json the repo lacks)
         stored["config.json"] = (json.dumps(checkpoint.config, indent=2) + "\n").encode()
-    index_name = checkpoint.index_name or pick_index(f.path for f in checkpoint.files) \
+    index_name = checkpoint.side.index_name or pick_index(f.path for f in checkpoint.files) \
         or "model.safetensors.index.json"
-    for path, doc in checkpoint.side_json.items():
+    for path, doc in checkpoint.side.json.items():
         stored[path] = (json.dumps(dict(doc), indent=2) + "\n").encode()
     if checkpoint.index is not None:
         stored[index_name] = (json.dumps(dict(checkpoint.index), indent=2) + "\n").encode()
-    stored.update(checkpoint.small_files)  # tokenizer, chat template and generation files, as read
+    stored.update(checkpoint.side.raw)  # tokenizer, chat template and generation files, as read
     stored.update(_component_files(checkpoint))
     sizes = {f.path: f.size for f in checkpoint.files}
     for h in checkpoint.headers:
@@ -481,10 +481,10 @@ def save_checkpoint(checkpoint: Checkpoint, folder: Path, *, force: bool = False
     for name, data in stored.items():
         sizes.setdefault(name, len(data))
     # where it came from, without the saver's machine: a Hub repo by its id, a local folder by its name alone
-    source = checkpoint.repo_id if checkpoint.origin in ("hub", "hf-cache") and checkpoint.repo_id else \
-        Path(checkpoint.location).name
-    provenance = f"saved by inspector from {checkpoint.origin} {source}"
-    write_snapshot(folder, repo_id=checkpoint.repo_id, revision=checkpoint.revision,
+    p = checkpoint.provenance
+    source = p.repo_id if p.origin in ("hub", "hf-cache") and p.repo_id else Path(p.location).name
+    provenance = f"saved by inspector from {checkpoint.provenance.origin} {source}"
+    write_snapshot(folder, repo_id=checkpoint.provenance.repo_id, revision=checkpoint.provenance.revision,
                    files=sorted(sizes.items()), headers=headers, stored=stored, provenance=provenance,
                    formats=formats, rebuilt=checkpoint.side.rebuilt)
     return folder.resolve()
@@ -508,9 +508,9 @@ def _component_files(checkpoint: Checkpoint) -> dict[str, bytes]:
             continue
         if sub.config is not None:
             out[f"{c.name}/config.json"] = (json.dumps(sub.config, indent=2) + "\n").encode()
-        if sub.index is not None and sub.index_name:
-            out[f"{c.name}/{sub.index_name}"] = (json.dumps(dict(sub.index), indent=2) + "\n").encode()
-        for name, doc in sub.side_json.items():
+        if sub.index is not None and sub.side.index_name:
+            out[f"{c.name}/{sub.side.index_name}"] = (json.dumps(dict(sub.index), indent=2) + "\n").encode()
+        for name, doc in sub.side.json.items():
             out[f"{c.name}/{name}"] = (json.dumps(dict(doc), indent=2) + "\n").encode()
-        out.update({f"{c.name}/{name}": raw for name, raw in sub.small_files.items()})
+        out.update({f"{c.name}/{name}": raw for name, raw in sub.side.raw.items()})
     return out

@@ -106,11 +106,29 @@ def rotary_term(max_position: int | None, rotary_dim: int | None, dtype_bytes: f
                  f"max_position {max_position:,} × rotary dim {rotary_dim} × {dtype_bytes:g} B (cos and sin)", source)]
 
 
+@dataclass(frozen=True, slots=True)
 class PagedByWindow:
-    """For an engine whose pool pages sliding layers apart: a sliding layer keeps its window, the rest the
-    context, and the layers split between stages evenly (vLLM's and SGLang's ``get_pp_indices``)."""
+    """For an engine that keeps the KV cache in a pool on the device, paging sliding layers apart: a sliding layer
+    keeps its window, the rest the context; the inputs stay on the device and the layers split between pipeline
+    stages evenly (vLLM's and SGLang's ``get_pp_indices``), never between devices by layer. Made once with its
+    name, the flag its memory fraction is set by, its page in tokens and its start-up rules."""
 
-    __slots__ = ()
+    name: str
+    fraction: str | None
+    page: int
+    rules: Mapping[str, tuple[str, str]]
+
+    @property
+    def pool(self) -> bool:
+        return True
+
+    @property
+    def host_input(self) -> bool:
+        return False
+
+    @property
+    def layer_split(self) -> bool:
+        return False
 
     def cells(self, context: int, window: int | None) -> int:
         return min(context, window) if window else context

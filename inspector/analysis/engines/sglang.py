@@ -23,7 +23,6 @@ and fraction reproduce its ``#tokens``, and from the config and the GPU alone wi
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Final
 
 from inspector.analysis.engines.base import GIB, MIB, ModelShape, PagedByWindow, Term, rotary_term
@@ -82,18 +81,8 @@ SGLANG_RULES: Final[Mapping[str, tuple[str, str]]] = {
 }
 
 
-@dataclass(frozen=True, slots=True)
 class Sglang(PagedByWindow):
-    name: str = "sglang"
-    pool: bool = True
-    host_input: bool = False
-    layer_split: bool = False
-    fraction: str | None = "mem_fraction_static"
-    page: int = PAGE
-
-    @property
-    def rules(self) -> Mapping[str, tuple[str, str]]:
-        return SGLANG_RULES
+    __slots__ = ()
 
     def usable(self, budget: int, utilization: float | None, *, devices: int = 1,
                pipeline: int = 1) -> tuple[int, float | None]:
@@ -125,4 +114,4 @@ class Sglang(PagedByWindow):
         return tuple(terms)
 
 
-SGLANG: Final = Sglang()
+SGLANG: Final = Sglang(name="sglang", fraction="mem_fraction_static", page=PAGE, rules=SGLANG_RULES)

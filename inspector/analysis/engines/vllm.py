@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Final
 
 from inspector.analysis.engines.base import GIB, ModelShape, PagedByWindow, Term, rotary_term
@@ -118,18 +117,8 @@ VLLM_RULES: Final[Mapping[str, tuple[str, str]]] = {
 }
 
 
-@dataclass(frozen=True, slots=True)
 class Vllm(PagedByWindow):
-    name: str = "vllm"
-    pool: bool = True
-    host_input: bool = False
-    layer_split: bool = False
-    fraction: str | None = "gpu_memory_utilization"
-    page: int = VLLM_BLOCK
-
-    @property
-    def rules(self) -> Mapping[str, tuple[str, str]]:
-        return VLLM_RULES
+    __slots__ = ()
 
     def fraction_words(self, fraction: float) -> tuple[str, str]:
         return f"utilization {fraction:g}", f"budget × gpu_memory_utilization {fraction:g}"
@@ -151,4 +140,4 @@ class Vllm(PagedByWindow):
                           pipeline=pipeline, experts_per_token=shape.experts_per_token)
 
 
-VLLM: Final = Vllm()
+VLLM: Final = Vllm(name="vllm", fraction="gpu_memory_utilization", page=VLLM_BLOCK, rules=VLLM_RULES)

@@ -64,8 +64,8 @@ def main() -> None:
     args = parser.parse_args()
     from importlib.metadata import version
 
-    from inspector.analysis.estimate import estimate
-    from inspector.analysis.report import build_report
+    from inspector.analysis.facts.report import build_report
+    from inspector.analysis.serving.estimate import estimate
     from inspector.sources.resolve import open_checkpoint
 
     print(f"hf-mem {version('hf-mem')}; context {args.context:,}, batch {args.batch}; bytes")

@@ -24,7 +24,7 @@ from inspector.model import Alternatives, Checkpoint, Progress
 from inspector.pause import paused
 
 if TYPE_CHECKING:
-    from inspector.analysis.listing import CachedModel
+    from inspector.analysis.serving.listing import CachedModel
     from inspector.errors import ProblemSink
     from inspector.sources.transport import HubOptions
 
@@ -39,8 +39,8 @@ def open_model(model: str | Checkpoint, *, revision: str | None = None, hub: Hub
     words, when a read waits for the server (Retry-After). The one route by which every command opens a model."""
     if isinstance(model, Checkpoint):
         return model
-    # deferred: 23 ms at import (inspector.analysis.config, inspector.sources.config_cache, …)
-    from inspector.analysis.config import use_figure_store
+    # deferred: 55 ms at import (inspector.analysis.facts.config, inspector.sources.config_cache, …)
+    from inspector.analysis.facts.config import use_figure_store
     from inspector.sources.config_cache import DiskFigureStore
     from inspector.sources.resolve import open_checkpoint
     from inspector.sources.transport import HubOptions
@@ -50,7 +50,7 @@ def open_model(model: str | Checkpoint, *, revision: str | None = None, hub: Hub
     def open_repo(repo_id: str, revision: str | None, problems: ProblemSink, only: str | None) -> Checkpoint:
         # the Hub's reader (and its cache, pool and hashing) is imported when a Hub repo is opened: a
         # local folder or an alias never needs it (10 ms of a local run)
-        # deferred: 25 ms at import (inspector.sources.hub)
+        # deferred: 48 ms at import (inspector.sources.hub)
         from inspector.sources.hub import hub_opener
 
         return hub_opener(options, progress)(repo_id, revision, problems, only)
@@ -80,7 +80,7 @@ def open_any(model: str | Checkpoint, *, revision: str | None = None, hub: HubOp
 
 def repo_and_revision(spec: str) -> tuple[str, str | None]:
     """``org/name@rev`` → (``org/name``, ``rev``); without ``@``, the revision is None."""
-    # deferred: 12 ms at import (inspector.sources.resolve)
+    # deferred: 27 ms at import (inspector.sources.resolve)
     from inspector.sources.resolve import split_revision
 
     return split_revision(spec)
@@ -88,7 +88,7 @@ def repo_and_revision(spec: str) -> tuple[str, str | None]:
 
 def did_you_mean(word: str, choices: Sequence[str]) -> str | None:
     """The closest of ``choices`` when ``word`` is close enough to be a typo of it."""
-    # deferred: 12 ms at import (inspector.sources.resolve)
+    # deferred: 26 ms at import (inspector.sources.resolve)
     from inspector.sources.resolve import did_you_mean as closest
 
     return closest(word, choices)
@@ -98,7 +98,7 @@ def did_you_mean(word: str, choices: Sequence[str]) -> str | None:
 
 def aliases() -> results.Aliases:
     """Every alias, with the repo it stands for and whether its snapshot is bundled."""
-    # deferred: 2 ms at import (inspector.sources.bundled)
+    # deferred: 1 ms at import (inspector.sources.bundled)
     from inspector.sources.bundled import all_aliases, bundled_path
 
     return results.Aliases(tuple(results.AliasRow(a.name, a.repo_id, a.description, bundled_path(a).is_dir())
@@ -106,7 +106,7 @@ def aliases() -> results.Aliases:
 
 
 def is_alias(name: str) -> bool:
-    # deferred: 1 ms at import (inspector.sources.bundled)
+    # deferred: 2 ms at import (inspector.sources.bundled)
     from inspector.sources.bundled import ALIASES
 
     return name.lower() in ALIASES
@@ -116,7 +116,7 @@ def is_alias(name: str) -> bool:
 
 def is_cache_root(path: str | Path) -> bool:
     """``path`` is a Hugging Face cache root (a folder of ``models--ORG--NAME`` folders)."""
-    # deferred: 12 ms at import (inspector.sources.resolve)
+    # deferred: 18 ms at import (inspector.sources.resolve)
     from inspector.sources.resolve import is_hf_cache_root
 
     return is_hf_cache_root(Path(path).expanduser())
@@ -124,9 +124,9 @@ def is_cache_root(path: str | Path) -> bool:
 
 def cache(root: str | Path) -> results.CacheResult:
     """Every model of the Hugging Face cache at ``root``, read from its snapshots' headers."""
-    # deferred: 37 ms at import (inspector.analysis.listing, inspector.analysis.report, inspector.errors, …)
-    from inspector.analysis.listing import CachedModel
-    from inspector.analysis.report import build_report
+    # deferred: 91 ms at import (inspector.analysis.facts.report, inspector.analysis.serving.listing, …)
+    from inspector.analysis.facts.report import build_report
+    from inspector.analysis.serving.listing import CachedModel
     from inspector.errors import ConfigOnly, InspectorError
     from inspector.sources.resolve import cached_models, open_folder
 
@@ -150,7 +150,7 @@ def save(model: str | Checkpoint, folder: str | Path, *, force: bool = False, re
          hub: HubOptions | None = None) -> Path:
     """Write the model's header snapshot to ``folder`` (new, empty, or a snapshot of the same model;
     ``force`` replaces one of another model) and return the folder: inspect, diff or audit it offline."""
-    # deferred: 10 ms at import (inspector.sources.snapshot)
+    # deferred: 23 ms at import (inspector.sources.snapshot)
     from inspector.sources.snapshot import save_checkpoint
 
     checkpoint = open_model(model, revision=revision, hub=hub)
@@ -163,7 +163,7 @@ def save(model: str | Checkpoint, folder: str | Path, *, force: bool = False, re
 def to_text(result: results.AnyResult, format: str = "html") -> str:
     """``result`` as the CLI writes it in ``format`` (html, markdown, json; table: as piped, 100 columns):
     ``to_text(inspect("llama3-8b"), "html")`` is the page ``inspect llama3-8b --format html`` writes."""
-    # deferred: 9 ms at import (inspector.render.views)
+    # deferred: 7 ms at import (inspector.render.views)
     from inspector.render.views import to_text as render_text
 
     return render_text(result, format)
@@ -176,8 +176,8 @@ def inspect(model: str | Checkpoint, *, tensors: bool = False, collapse: bool = 
             summary: bool = False, revision: str | None = None, hub: HubOptions | None = None) -> results.Inspection:
     """What is inside ``model``: ``inspect MODEL`` (``--tensors``, ``--collapse``, ``--formula``);
     ``summary``: also the estimate and the smallest common budget it fits (the table's last line)."""
-    # deferred: 28 ms at import (inspector.analysis.report, inspector.errors, inspector.render.show)
-    from inspector.analysis.report import build_report
+    # deferred: 46 ms at import (inspector.analysis.facts.report, inspector.errors, inspector.render.show)
+    from inspector.analysis.facts.report import build_report
     from inspector.errors import InspectorError, UsageError
     from inspector.render.show import listing
 
@@ -187,9 +187,9 @@ def inspect(model: str | Checkpoint, *, tensors: bool = False, collapse: bool = 
     rows = tuple(listing(report, collapse)) if tensors else None
     est = common = None
     if summary:
-        # deferred: 74 ms at import (inspector.analysis.estimate, inspector.analysis.fit)
-        from inspector.analysis.estimate import estimate as estimate_report
-        from inspector.analysis.fit import common_fit
+        # deferred: 149 ms at import (inspector.analysis.serving.estimate, inspector.analysis.serving.fit)
+        from inspector.analysis.serving.estimate import estimate as estimate_report
+        from inspector.analysis.serving.fit import common_fit
 
         try:  # the summary is a courtesy: a model the estimate cannot read still inspects
             est = estimate_report(report, what_if=())
@@ -198,8 +198,8 @@ def inspect(model: str | Checkpoint, *, tensors: bool = False, collapse: bool = 
             pass
     check = None
     if formula:
-        # deferred: 29 ms at import (inspector.analysis.formula)
-        from inspector.analysis.formula import formula_check
+        # deferred: 71 ms at import (inspector.analysis.facts.formula)
+        from inspector.analysis.facts.formula import formula_check
 
         check = formula_check(report)
     return results.Inspection(report, rows, check, est, common)
@@ -213,11 +213,11 @@ def diff(a: str | Checkpoint, b: str | Checkpoint, *, values: bool = False, samp
     """Why B differs from A (``inspect diff A B``). A PEFT adapter and its base (in either order) give
     the adapter's check against the base instead. ``values``: also which tensors' values differ, from
     ``sample_bytes`` of each (``--values``); ``exact``: local tensors hashed whole (``--exact``)."""
-    # deferred: 44 ms at import (inspector.analysis.adapter, inspector.analysis.align, inspector.analysis.diff, …)
-    from inspector.analysis.adapter import adapter_config, diff_adapter
-    from inspector.analysis.align import align_formats
-    from inspector.analysis.diff import diff_reports
-    from inspector.analysis.report import build_report
+    # deferred: 98 ms at import (inspector.analysis.comparison.adapter, inspector.analysis.comparison.align, …)
+    from inspector.analysis.comparison.adapter import adapter_config, diff_adapter
+    from inspector.analysis.comparison.align import align_formats
+    from inspector.analysis.comparison.diff import diff_reports
+    from inspector.analysis.facts.report import build_report
     from inspector.errors import UsageError
 
     sample = _sample_bytes(sample_bytes)
@@ -234,7 +234,7 @@ def diff(a: str | Checkpoint, b: str | Checkpoint, *, values: bool = False, samp
                              hint="diff the adapter against its base without ⟨values⟩")
         base, adapter = (ra, rb) if adapter_config(rb) is not None else (rb, ra)
         return results.Difference(adapter=diff_adapter(base, adapter))
-    # deferred: 0 ms at import (inspector.api_values)
+    # deferred: 2 ms at import (inspector.api_values)
     from inspector.api_values import value_diff
 
     return results.Difference(result=diff_reports(ra, rb),
@@ -244,8 +244,8 @@ def diff(a: str | Checkpoint, b: str | Checkpoint, *, values: bool = False, samp
 def gates(fail_if: str | None, *, values: bool = False) -> list[str]:
     """``--fail-if``'s comma-separated conditions (params, dtypes, shapes, values, any), checked; ``values``
     only with ``values=True`` (the diff reads the tensors' bytes); for ``Difference.gates_hit``."""
-    # deferred: 62 ms at import (inspector.analysis.diff)
-    from inspector.analysis.diff import parse_gates
+    # deferred: 86 ms at import (inspector.analysis.comparison.diff)
+    from inspector.analysis.comparison.diff import parse_gates
 
     return parse_gates(fail_if, values=values)
 
@@ -254,15 +254,15 @@ def answer_gates(fail_if: str | None, *, budget: bool = True) -> tuple[str, ...]
     """``--fail-if``'s conditions for ``estimate``, ``train`` and ``plan`` (``nofit``), checked before any
     model is opened; ``budget``: whether a GPU budget was given (``nofit`` needs one); for the results'
     ``gates_hit``."""
-    # deferred: 35 ms at import (inspector.analysis.fit)
-    from inspector.analysis.fit import parse_fit_gates
+    # deferred: 67 ms at import (inspector.analysis.serving.fit)
+    from inspector.analysis.serving.fit import parse_fit_gates
 
     return parse_fit_gates(fail_if, budget=budget)
 
 
 def _sample_bytes(value: int | str) -> int:
-    # deferred: 14 ms at import (inspector.analysis.budget, inspector.errors)
-    from inspector.analysis.budget import parse_count
+    # deferred: 21 ms at import (inspector.analysis.serving.budget, inspector.errors)
+    from inspector.analysis.serving.budget import parse_count
     from inspector.errors import UsageError
 
     n = parse_count(str(value), "⟨sample_bytes⟩")
@@ -281,7 +281,7 @@ def lineage(model: str | Checkpoint, candidates: Sequence[str | Checkpoint] = ()
     listing's file hashes, the tensors' names and shapes, and a few KB of sampled values; without candidates,
     the bases it declares (card ``base_model``, ``adapter_config.json``, a GGUF's ``general.base_model``).
     ``exact``: local weight files hashed whole (streamed) to prove a copy. At most 10 candidates."""
-    # deferred: 67 ms at import (inspector.api_lineage)
+    # deferred: 143 ms at import (inspector.api_lineage)
     from inspector.api_lineage import find
 
     return results.LineageResult(find(model, candidates, exact=exact, hub=hub,
@@ -294,8 +294,8 @@ _lineage = lineage  # for ``audit``, whose ``lineage`` parameter is a switch
 def lineage_gates(fail_if: str | None) -> tuple[str, ...]:
     """``--fail-if``'s conditions for ``lineage`` (unrelated, changed, declared), checked before any model is
     opened; for ``LineageResult.gates_hit``."""
-    # deferred: 57 ms at import (inspector.analysis.ancestry, inspector.errors)
-    from inspector.analysis.ancestry import GATES
+    # deferred: 112 ms at import (inspector.analysis.comparison.ancestry, inspector.errors)
+    from inspector.analysis.comparison.ancestry import GATES
     from inspector.errors import UsageError
 
     if not fail_if:
@@ -313,9 +313,9 @@ def lineage_gates(fail_if: str | None) -> tuple[str, ...]:
 @paused()
 def compare(*models: str | Checkpoint, hub: HubOptions | None = None) -> results.ComparisonResult:
     """2 to 10 models side by side (``inspect compare``)."""
-    # deferred: 28 ms at import (inspector.analysis.compare, inspector.analysis.report, inspector.errors)
-    from inspector.analysis.compare import compare as compare_reports
-    from inspector.analysis.report import build_report
+    # deferred: 43 ms at import (inspector.analysis.comparison.compare, inspector.analysis.facts.report, …)
+    from inspector.analysis.comparison.compare import compare as compare_reports
+    from inspector.analysis.facts.report import build_report
     from inspector.errors import UsageError
 
     if not 2 <= len(models) <= 10:
@@ -336,7 +336,7 @@ def open_several(model: str, several: Alternatives, *, revision: str | None = No
     """Each file of a folder or repo that holds one model in several files (``Alternatives``), opened
     on its own: with what the source already read where it can (a Hub repo's listing at its commit:
     one header read a file), else by name (``MODEL/FILE``); ``FILE_WORKERS`` at a time, in order."""
-    # deferred: 6 ms at import (concurrent.futures)
+    # deferred: 9 ms at import (concurrent.futures)
     from concurrent.futures import ThreadPoolExecutor
 
     name, rev = repo_and_revision(model)
@@ -362,10 +362,10 @@ def files_of_several(model: str, several: Alternatives, *, revision: str | None 
                      hub: HubOptions | None = None) -> results.FilesResult:
     """``inspect MODEL --files`` of a folder or repo of several GGUF files: every file as the source
     listed it, each model file counted on its own (one file's header is read, for the origin)."""
-    # deferred: 20 ms at import (dataclasses, inspector.analysis.listing, inspector.model)
+    # deferred: 25 ms at import (dataclasses, inspector.analysis.serving.listing, inspector.model)
     from dataclasses import replace
 
-    from inspector.analysis.listing import repo_files
+    from inspector.analysis.serving.listing import repo_files
     from inspector.model import FileEntry, natural_key
 
     first = open_several(model, several, revision=revision, hub=hub, only_first=True)[0][1]
@@ -380,8 +380,8 @@ def files_of_several(model: str, several: Alternatives, *, revision: str | None 
 def files(model: str | Checkpoint, *, revision: str | None = None,
           hub: HubOptions | None = None) -> results.FilesResult:
     """``inspect MODEL --files``."""
-    # deferred: 18 ms at import (inspector.analysis.listing)
-    from inspector.analysis.listing import repo_files
+    # deferred: 36 ms at import (inspector.analysis.serving.listing)
+    from inspector.analysis.serving.listing import repo_files
 
     checkpoint = open_model(model, revision=revision, hub=hub)
     return results.FilesResult(checkpoint, repo_files(checkpoint))
@@ -398,8 +398,8 @@ def audit(model: str | Checkpoint, *, modeling: bool = False, deep: bool = False
     for NaN, Inf and all-zero tensors: local files only (it reads the weights; never a Hub repo's),
     ``progress`` told (``Phase.DATA``, bytes done, bytes in all). ``lineage``: the base the model declares
     checked against it as ``inspect lineage`` checks it (a few KB of each read)."""
-    # deferred: 21 ms at import (inspector.analysis.audit)
-    from inspector.analysis import audit as audit_mod
+    # deferred: 39 ms at import (inspector.analysis.checks.audit)
+    from inspector.analysis.checks import audit as audit_mod
 
     checkpoint = open_model(model, revision=revision, hub=hub, lenient=True)
     inp = audit_mod.audit_input(checkpoint)
@@ -410,14 +410,14 @@ def audit(model: str | Checkpoint, *, modeling: bool = False, deep: bool = False
             raise UsageError("the deep scan needs a local checkpoint folder or file")
         extra += audit_mod.deep_scan(inp, progress)
     if modeling:
-        # deferred: 22 ms at import (inspector.analysis.modeling)
-        from inspector.analysis.modeling import modeling_check
+        # deferred: 59 ms at import (inspector.analysis.checks.modeling)
+        from inspector.analysis.checks.modeling import modeling_check
 
         extra += modeling_check(inp)
     if lineage:
-        # deferred: 63 ms at import (inspector.analysis.ancestry, inspector.analysis.lineage, inspector.api_lineage)
-        from inspector.analysis.ancestry import declared_findings
-        from inspector.analysis.lineage import declared_bases
+        # deferred: 100 ms at import (inspector.analysis.comparison.ancestry, inspector.analysis.comparison.lineage, …)
+        from inspector.analysis.comparison.ancestry import declared_findings
+        from inspector.analysis.comparison.lineage import declared_bases
         from inspector.api_lineage import card
 
         if declared_bases(checkpoint, card(checkpoint, hub)).bases:

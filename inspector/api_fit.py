@@ -16,13 +16,13 @@ from inspector.pause import paused
 from inspector.results import EstimateResult, FileListing, PlanResult
 
 if TYPE_CHECKING:
-    from inspector.analysis.budget import Budget
-    from inspector.analysis.engines import Engine
-    from inspector.analysis.estimate import Estimate
-    from inspector.analysis.fit import Fit
+    from inspector.analysis.facts.report import Report
     from inspector.analysis.knobs import Knob
-    from inspector.analysis.plan import Plan
-    from inspector.analysis.report import Report
+    from inspector.analysis.serving.budget import Budget
+    from inspector.analysis.serving.engines import Engine
+    from inspector.analysis.serving.estimate import Estimate
+    from inspector.analysis.serving.fit import Fit
+    from inspector.analysis.serving.plan import Plan
     from inspector.sources.transport import HubOptions
 
 
@@ -54,9 +54,9 @@ def estimate_options(*, context: int | str | None = None, batch: int | str = 1, 
     ``gpu_memory_utilization`` (0 < u <= 1, default 0.9) or SGLang's ``mem_fraction_static`` (by the GPU);
     ``pipeline``: pipeline-parallel stages, which
     divide the budget's devices (``H100x4`` with 2 stages: tensor parallel 2 in each)."""
-    # deferred: 10 ms at import (inspector.analysis.budget, inspector.analysis.engines, inspector.errors)
-    from inspector.analysis.budget import parse_budget, parse_count
-    from inspector.analysis.engines import ENGINES
+    # deferred: 13 ms at import (inspector.analysis.serving.budget, inspector.analysis.serving.engines, …)
+    from inspector.analysis.serving.budget import parse_budget, parse_count
+    from inspector.analysis.serving.engines import ENGINES
     from inspector.errors import UsageError
 
     budget = parse_budget(gpu) if gpu else None
@@ -88,8 +88,8 @@ def estimate_options(*, context: int | str | None = None, batch: int | str = 1, 
 
 def _utilization(value: float | str | None) -> float | None:
     """vLLM's gpu_memory_utilization: a fraction in (0, 1]; None when not given."""
-    # deferred: 10 ms at import (inspector.analysis.budget, inspector.errors)
-    from inspector.analysis.budget import parse_fraction
+    # deferred: 20 ms at import (inspector.analysis.serving.budget, inspector.errors)
+    from inspector.analysis.serving.budget import parse_fraction
     from inspector.errors import UsageError
 
     if value is None:
@@ -115,11 +115,11 @@ def estimate(model: str | Checkpoint, *, context: int | str | None = None, batch
 def estimate_with(checkpoint: Checkpoint, options: EstimateOptions, *, hub: HubOptions | None = None) -> EstimateResult:
     """The estimate of an open checkpoint with checked options (``hub``: how its repo is reached again, for
     the other files a suggestion may name)."""
-    # deferred: 78 ms at import (inspector.analysis.engines, inspector.analysis.estimate, inspector.analysis.fit, …)
-    from inspector.analysis.engines import ENGINES
-    from inspector.analysis.estimate import estimate as estimate_report
-    from inspector.analysis.fit import Settings, fit
-    from inspector.analysis.report import build_report
+    # deferred: 92 ms at import (inspector.analysis.facts.report, inspector.analysis.serving.engines, …)
+    from inspector.analysis.facts.report import build_report
+    from inspector.analysis.serving.engines import ENGINES
+    from inspector.analysis.serving.estimate import estimate as estimate_report
+    from inspector.analysis.serving.fit import Settings, fit
 
     report = build_report(checkpoint)
     est = estimate_report(report, context=options.context, batch=options.batch, kv_dtype=options.kv_dtype,
@@ -137,16 +137,16 @@ def _estimate_knobs(report: Report, est: Estimate, options: EstimateOptions, eng
                     fitted: Fit, hub: HubOptions | None = None) -> tuple[Knob, ...]:
     """What makes a model that does not fit fit (``analysis.knobs.estimate_knobs``): the same fit at a
     shorter context or an 8-bit KV cache, and ``plan``'s first layout of more of the same GPU."""
-    # deferred: 99 ms at import (dataclasses, inspector.analysis.engines, inspector.analysis.estimate, …)
+    # deferred: 198 ms at import (dataclasses, inspector.analysis.facts.report, inspector.analysis.knobs, …)
     from dataclasses import replace
 
-    from inspector.analysis.engines import ENGINES
-    from inspector.analysis.estimate import default_engine
-    from inspector.analysis.estimate import estimate as estimate_report
-    from inspector.analysis.fit import Settings, fit
+    from inspector.analysis.facts.report import build_report
     from inspector.analysis.knobs import estimate_knobs
-    from inspector.analysis.plan import plan as plan_report
-    from inspector.analysis.report import build_report
+    from inspector.analysis.serving.engines import ENGINES
+    from inspector.analysis.serving.estimate import default_engine
+    from inspector.analysis.serving.estimate import estimate as estimate_report
+    from inspector.analysis.serving.fit import Settings, fit
+    from inspector.analysis.serving.plan import plan as plan_report
 
     budget = options.budget
     assert budget is not None
@@ -207,9 +207,9 @@ def list_files(where: str, files: Sequence[tuple[str, Checkpoint]], *, name: str
     """The rows of ``files`` (each file opened on its own, by name); with ``gpu`` (``24GiB``) the fit
     of each model file at ``context``, projectors (``mmproj``) counted beside every model. ``name``: how
     one file is named (``NAME/FILE``; default ``where``)."""
-    # deferred: 33 ms at import (inspector.analysis.listing, inspector.analysis.report)
-    from inspector.analysis.listing import file_rows
-    from inspector.analysis.report import build_report
+    # deferred: 48 ms at import (inspector.analysis.facts.report, inspector.analysis.serving.listing)
+    from inspector.analysis.facts.report import build_report
+    from inspector.analysis.serving.listing import file_rows
 
     options = estimate_options(context=context, gpu=gpu, kv_dtype=kv_dtype)
     rows, notes = file_rows([(file, build_report(c)) for file, c in files], budget=options.budget,
@@ -251,11 +251,11 @@ def plan_options(*, gpus: str | Sequence[str] | None = None, max_gpus: int | str
                  engine: str | None = None, context: int | str | None = None, objective: str = "gpus",
                  utilization: float | str | None = None, kv_dtype: str | None = None) -> PlanOptions:
     """``plan``'s options, checked before any model is opened."""
-    # deferred: 85 ms at import (inspector.analysis.budget, inspector.analysis.engines, inspector.analysis.fit, …)
-    from inspector.analysis.budget import parse_count, parse_whole
-    from inspector.analysis.engines import ENGINES
-    from inspector.analysis.fit import SUMMARY_CONTEXT
-    from inspector.analysis.plan import MAX_GPUS, OBJECTIVES, gpu_list
+    # deferred: 152 ms at import (inspector.analysis.serving.budget, inspector.analysis.serving.engines, …)
+    from inspector.analysis.serving.budget import parse_count, parse_whole
+    from inspector.analysis.serving.engines import ENGINES
+    from inspector.analysis.serving.fit import SUMMARY_CONTEXT
+    from inspector.analysis.serving.plan import MAX_GPUS, OBJECTIVES, gpu_list
     from inspector.errors import UsageError
 
     names = gpu_list(gpus if isinstance(gpus, str) or gpus is None else ",".join(gpus))
@@ -274,12 +274,12 @@ def plan_options(*, gpus: str | Sequence[str] | None = None, max_gpus: int | str
 
 @paused()
 def plan_with(checkpoint: Checkpoint, options: PlanOptions) -> PlanResult:
-    # deferred: 102 ms at import (inspector.analysis.engines, inspector.analysis.estimate, inspector.analysis.knobs, …)
-    from inspector.analysis.engines import ENGINES
-    from inspector.analysis.estimate import estimate as estimate_report
+    # deferred: 135 ms at import (inspector.analysis.facts.report, inspector.analysis.knobs, …)
+    from inspector.analysis.facts.report import build_report
     from inspector.analysis.knobs import plan_knobs
-    from inspector.analysis.plan import plan as plan_report
-    from inspector.analysis.report import build_report
+    from inspector.analysis.serving.engines import ENGINES
+    from inspector.analysis.serving.estimate import estimate as estimate_report
+    from inspector.analysis.serving.plan import plan as plan_report
 
     report = build_report(checkpoint)
     est = estimate_report(report, context=options.context, kv_dtype=options.kv_dtype, what_if=())

@@ -1,7 +1,7 @@
 """``inspector.lineage``'s reading: the card, each candidate opened and aligned, the file hashes, and the sampled
 bytes of every side, read at once (each side its own bounded pool of range requests). The library layer, as
 ``api`` is (``api.lineage`` calls ``find``, passing its one way of opening a model); what the bytes mean is
-``analysis.samples``, ``analysis.lineage`` and ``analysis.ancestry``'s."""
+``analysis.comparison.samples``, ``analysis.comparison.lineage`` and ``analysis.comparison.ancestry``'s."""
 
 from __future__ import annotations
 
@@ -11,19 +11,19 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import TYPE_CHECKING, Final
 
-from inspector.analysis.align import align_formats
-from inspector.analysis.ancestry import Lineage, Seen, assess, needs_values
-from inspector.analysis.lineage import CARD_BYTES, aligned, declared_bases
-from inspector.analysis.report import Report, build_report
-from inspector.analysis.samples import Pick, Source, permuted_rows, plan, source, source_ranges, values_of
-from inspector.analysis.values import spans
+from inspector.analysis.comparison.align import align_formats
+from inspector.analysis.comparison.ancestry import Lineage, Seen, assess, needs_values
+from inspector.analysis.comparison.lineage import CARD_BYTES, aligned, declared_bases
+from inspector.analysis.comparison.samples import Pick, Source, permuted_rows, plan, source, source_ranges, values_of
+from inspector.analysis.comparison.values import spans
+from inspector.analysis.facts.report import Report, build_report
 from inspector.errors import InspectorError, UsageError
 from inspector.model import Checkpoint, TensorInfo
 from inspector.sources.data import DataReader, data_reader
 from inspector.sources.transport import HubOptions
 
 if TYPE_CHECKING:
-    from inspector.analysis.samples import Values
+    from inspector.analysis.comparison.samples import Values
 
 #: the most candidates one lineage compares (each is opened, and sampled where values decide)
 MAX_CANDIDATES: Final = 10
@@ -166,7 +166,7 @@ def _values(report: Report, seen: list[tuple[Seen, Checkpoint | None]], hub: Hub
         sides.append((checkpoint, _candidate_jobs(report, picks, _report(s), checkpoint), picks))
     readers = [data_reader(checkpoint, hub) for checkpoint, _, _ in sides]
     # the decoders' modules imported here, on the calling thread, never first on a worker's
-    # deferred: 111 ms at import (gguf.quants, numpy)
+    # deferred: 137 ms at import (gguf.quants, numpy)
     import gguf.quants  # noqa: F401
     import numpy  # noqa: F401
 

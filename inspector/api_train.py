@@ -12,8 +12,8 @@ from inspector.pause import paused
 from inspector.results import TrainResult
 
 if TYPE_CHECKING:
-    from inspector.analysis.options import TrainOptions
-    from inspector.analysis.stages import StageOptions
+    from inspector.analysis.training.options import TrainOptions
+    from inspector.analysis.training.stages import StageOptions
     from inspector.sources.transport import HubOptions
 
 
@@ -38,12 +38,12 @@ def train_options(*, method: str = "lora", rank: int | str | None = None, alpha:
     kept from training (vision, audio, projector, or module paths); ``optimizer_in_backward`` each gradient applied
     and freed as it is accumulated (torchtune's optimizer_in_bwd); ``offload_activations`` the activations held in
     CPU memory (torchtune's OffloadActivations); ``compile`` each decoder layer compiled (torch.compile)."""
-    # deferred: 79 ms at import (math, inspector.analysis.budget, inspector.analysis.options, …)
+    # deferred: 111 ms at import (math, inspector.analysis.serving.budget, inspector.analysis.training.options, …)
     import math
 
-    from inspector.analysis.budget import parse_budget, parse_count, parse_fraction, parse_whole
-    from inspector.analysis.options import Sharding, StepOptions, TrainOptions
-    from inspector.analysis.train import check_adapter_options, check_options
+    from inspector.analysis.serving.budget import parse_budget, parse_count, parse_fraction, parse_whole
+    from inspector.analysis.training.options import Sharding, StepOptions, TrainOptions, offload_of
+    from inspector.analysis.training.train import check_adapter_options, check_options
     from inspector.errors import UsageError
 
     check_adapter_options(method.lower(), [name for name, value in (("⟨rank⟩", rank), ("⟨alpha⟩", alpha),
@@ -61,7 +61,7 @@ def train_options(*, method: str = "lora", rank: int | str | None = None, alpha:
         method=method.lower(), rank=rank_value, alpha=alpha_value, targets=names, optimizer=optimizer.lower(),
         precision=precision.lower(), batch=parse_count(str(batch), "⟨batch⟩"), seq=parse_count(str(seq), "⟨seq⟩"),
         budget=parse_budget(gpu) if gpu else None, experts=experts.lower(),  # type: ignore[arg-type]
-        shard=Sharding(zero=zero_value, fsdp=fsdp, offload=offload.lower(), sp=parse_whole(sp, "⟨sp⟩")),
+        shard=Sharding(zero=zero_value, fsdp=fsdp, offload=offload_of(offload), sp=parse_whole(sp, "⟨sp⟩")),
         step=StepOptions(checkpointing=checkpointing, optimizer_in_backward=optimizer_in_backward,
                          offload_activations=offload_activations, compile=compile),
         stage=_stage_options(stage, loss, generations, completion_len, beta, rollout_memory),
@@ -73,11 +73,11 @@ def train_options(*, method: str = "lora", rank: int | str | None = None, alpha:
 
 def _stage_options(stage: str, loss: str | None, generations: int | str | None, completion_len: int | str | None,
                    beta: float | str | None, rollout_memory: float | str | None) -> StageOptions:
-    # deferred: 10 ms at import (math, inspector.analysis.budget, inspector.analysis.stages, inspector.errors)
+    # deferred: 25 ms at import (math, inspector.analysis.serving.budget, inspector.analysis.training.stages, …)
     import math
 
-    from inspector.analysis.budget import parse_count, parse_fraction, parse_whole
-    from inspector.analysis.stages import COMPLETION, GENERATIONS, StageOptions, check_stage
+    from inspector.analysis.serving.budget import parse_count, parse_fraction, parse_whole
+    from inspector.analysis.training.stages import COMPLETION, GENERATIONS, StageOptions, check_stage
     from inspector.errors import UsageError
 
     given = [name for name, value in (("⟨generations⟩", generations), ("⟨completion_len⟩", completion_len),
@@ -119,10 +119,10 @@ def train(model: str | Checkpoint, *, method: str = "lora", rank: int | str | No
 @paused()
 def train_with(checkpoint: Checkpoint, options: TrainOptions) -> TrainResult:
     """The training memory of an open checkpoint with checked options."""
-    # deferred: 100 ms at import (inspector.analysis.knobs, inspector.analysis.report, inspector.analysis.train)
+    # deferred: 163 ms at import (inspector.analysis.facts.report, inspector.analysis.knobs, …)
+    from inspector.analysis.facts.report import build_report
     from inspector.analysis.knobs import train_knobs
-    from inspector.analysis.report import build_report
-    from inspector.analysis.train import train as train_report
+    from inspector.analysis.training.train import train as train_report
 
     report = build_report(checkpoint)
     done = train_report(report, options)

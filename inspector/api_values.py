@@ -1,14 +1,14 @@
 """``inspect diff --values``' reading: the sampled ranges of both sides, a window of bounded spans at a time through
 the sources layer, their digests compared, and the changed float tensors' size of change read once more. The library
-layer, as ``api`` is (``api.diff`` calls ``value_diff``); what the digests mean is ``analysis.values``'."""
+layer, as ``api`` is (``api.diff`` calls ``value_diff``); what the digests mean is ``analysis.comparison.values``'."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from inspector.analysis.report import Report
-    from inspector.analysis.values import Change, Sampled, TensorValues, ValueDiff
+    from inspector.analysis.comparison.values import Change, Sampled, TensorValues, ValueDiff
+    from inspector.analysis.facts.report import Report
     from inspector.sources.data import DataReader
     from inspector.sources.transport import HubOptions
 
@@ -16,13 +16,13 @@ if TYPE_CHECKING:
 def value_diff(a: Report, b: Report, sample_bytes: int, exact: bool, options: HubOptions | None) -> ValueDiff:
     """Read the sampled ranges of both sides (joined into bounded spans per file, through the sources
     layer, a window of spans at a time) and compare their digests."""
-    # deferred: 57 ms at import (threading, collections, collections.abc, concurrent.futures, …)
+    # deferred: 111 ms at import (threading, collections, collections.abc, concurrent.futures, …)
     import threading
     from collections import deque
     from collections.abc import Iterator
     from concurrent.futures import ThreadPoolExecutor
 
-    from inspector.analysis.values import (
+    from inspector.analysis.comparison.values import (
         Span,
         ValueDiff,
         differing,
@@ -88,11 +88,11 @@ def _with_changes(tensors: list[TensorValues], targets: list[tuple[Sampled, tupl
                   readers: tuple[DataReader, DataReader]) -> list[TensorValues]:
     """The changed float tensors' size of change (``values.measure``): their differing sampled ranges read
     once more on each side (the same reader, its counts included), in order."""
-    # deferred: 48 ms at import (collections, dataclasses, inspector.analysis.values)
+    # deferred: 66 ms at import (collections, dataclasses, inspector.analysis.comparison.values)
     from collections import defaultdict
     from dataclasses import replace
 
-    from inspector.analysis.values import measure, spans
+    from inspector.analysis.comparison.values import measure, spans
 
     if not targets:
         return tensors

@@ -216,7 +216,7 @@ class Problems:
 class SideFiles:
     """The small files read beside the weights: the index's name, side JSON documents
     (``pytorch_model.bin.index.json``, ``adapter_config.json``) parsed, and tokenizer, chat-template
-    and generation files as read (``analysis.tokenizer`` reads them), by path."""
+    and generation files as read (``analysis.facts.tokenizer`` reads them), by path."""
 
     index_name: str | None = None
     json: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)

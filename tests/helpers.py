@@ -244,7 +244,7 @@ def generated_schemas() -> dict[str, Any]:
 
 def help_with_strategy(folder: Path, module: str, registration: str, command: str, home: Path) -> str:
     """``inspect COMMAND --help`` in a fresh process that imports ``module`` from ``folder`` and runs
-    ``registration`` (say ``from inspector.analysis import engines; engines.register(toyengine.ENGINE)``)
+    ``registration`` (say ``from inspector.analysis.serving import engines; engines.register(toyengine.ENGINE)``)
     before the CLI is imported, as a plugin would."""
     import subprocess
     import sys

@@ -101,9 +101,9 @@ def test_a_json_show_imports_only_what_it_draws() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     loaded = set(json.loads(done.stderr.strip().splitlines()[-1].replace("'", '"')))
     assert "inspector.render.output" in loaded  # the JSON document's builder: it is drawn
-    assert not loaded & {"inspector.render.html", "inspector.render.svg", "inspector.analysis.formula",
-                         "inspector.analysis.train", "inspector.analysis.plan", "inspector.analysis.fit",
-                         "inspector.analysis.engines", "rich"}, loaded
+    assert not loaded & {"inspector.render.html", "inspector.render.svg", "inspector.analysis.facts.formula",
+                         "inspector.analysis.training.train", "inspector.analysis.serving.plan",
+                         "inspector.analysis.serving.fit", "inspector.analysis.serving.engines", "rich"}, loaded
 
 
 def test_every_library_function_reaches_the_hub_through_one_options_record() -> None:

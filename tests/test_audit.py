@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from helpers import save_real, tiny_llama
 
-from inspector.analysis import audit as audit_mod
+from inspector.analysis.checks import audit as audit_mod
 from inspector.errors import COLLECT
 from inspector.sources.resolve import open_local
 

@@ -34,8 +34,8 @@ def test_collapsed_listing(cli) -> None:
 
 
 def test_a_name_that_reads_like_a_collapsed_row_keeps_its_own_row() -> None:
-    from inspector.analysis.listing import collapsed_rows
-    from inspector.analysis.stats import layer_groups, placed
+    from inspector.analysis.facts.stats import layer_groups, placed
+    from inspector.analysis.serving.listing import collapsed_rows
     from inspector.model import TensorInfo
 
     names = [f"model.layers.{i}.mlp.experts.{j}.w1.weight" for i in range(2) for j in range(2)]
@@ -300,9 +300,9 @@ def test_shell_completion_offers_the_codes_own_values(words: str, table: str) ->
     import shutil
     import subprocess
 
-    from inspector.analysis.engines import ENGINES, GPUS
-    from inspector.analysis.methods import METHODS
-    from inspector.analysis.optimizers import OPTIMIZERS
+    from inspector.analysis.serving.engines import ENGINES, GPUS
+    from inspector.analysis.training.methods import METHODS
+    from inspector.analysis.training.optimizers import OPTIMIZERS
     from inspector.sources.bundled import ALIASES
 
     typed = words.split(" ")

@@ -86,7 +86,7 @@ def test_one_compiled_layer_keeps_exactly_the_formulas_bytes(tmp_path: Path, sha
     from functorch.compile import min_cut_rematerialization_partition
     from torch._dynamo.backends.common import aot_autograd
 
-    from inspector.analysis.activations import Widths, compiled_layer_bytes
+    from inspector.analysis.training.activations import Widths, compiled_layer_bytes
 
     dtype = getattr(torch, dtype_name)
     folder = _folder(tmp_path, shape, dtype)
@@ -131,7 +131,7 @@ def test_the_chunked_loss_keeps_what_torch_saves(tmp_path: Path, compiled: bool)
     from torch._dynamo.backends.common import aot_autograd
     from torch._inductor.decomposition import select_decomp_table
 
-    from inspector.analysis.losses import CHUNKS
+    from inspector.analysis.training.losses import CHUNKS
 
     folder = _folder(tmp_path, "small", torch.bfloat16)
     vocab = 512

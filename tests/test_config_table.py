@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from helpers import FIXTURES
 
-from inspector.analysis import config as cfg
+from inspector.analysis.facts import config as cfg
 from inspector.sources.bundled import all_aliases, bundled_path
 
 
@@ -69,7 +69,7 @@ def test_the_common_types_never_import_transformers(tmp_path: Path) -> None:
     import sys
 
     code = ("import sys; from inspector.sources.resolve import open_checkpoint; "
-            "from inspector.analysis.report import build_report; "
+            "from inspector.analysis.facts.report import build_report; "
             "[build_report(open_checkpoint(a)) for a in ('llama3-8b', 'deepseek-v3', 'gpt2', 'mixtral-8x7b')]; "
             "print('transformers' in sys.modules)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
@@ -163,5 +163,5 @@ def test_a_qwen3_next_folder_reads_without_transformers(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr[-2000:]
     assert json.loads(done.stdout)["config"]["source"] == "table"
     imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
-    assert "inspector.analysis.config" in imported  # the log is the child's own
+    assert "inspector.analysis.facts.config" in imported  # the log is the child's own
     assert not {m for m in imported if m.split(".")[0] == "transformers"}

@@ -8,8 +8,8 @@ from pathlib import Path
 
 from helpers import FIXTURES, ref, save_real, tiny_llama
 
-from inspector.analysis.diff import diff_reports
-from inspector.analysis.report import build_report
+from inspector.analysis.comparison.diff import diff_reports
+from inspector.analysis.facts.report import build_report
 from inspector.errors import EXIT_NOT_FOUND, EXIT_USAGE
 from inspector.sources.resolve import open_checkpoint
 

@@ -147,8 +147,8 @@ def test_the_budget_table_names_constants_that_exist_with_the_figures_it_states(
                "torch_unpickle": "inspector.formats.torch_unpickle",
                "assemble": "inspector.sources.assemble", "output": "inspector.render.output",
                "formats.registry": "inspector.formats.registry", "gguf": "inspector.formats.gguf",
-               "data": "inspector.sources.data", "values": "inspector.analysis.values",
-               "budget": "inspector.analysis.budget", "repos.pipeline": "inspector.repos.pipeline",
+               "data": "inspector.sources.data", "values": "inspector.analysis.comparison.values",
+               "budget": "inspector.analysis.serving.budget", "repos.pipeline": "inspector.repos.pipeline",
                "repos.sentence": "inspector.repos.sentence"}
     text = (ROOT / "docs" / "security.md").read_text()
     table = text[text.index("  | what | budget | where |"):]

@@ -15,9 +15,9 @@ import pytest
 from helpers import FIXTURES
 
 from inspector import errors
-from inspector.analysis.budget import parse_budget
-from inspector.analysis.engines import GPUS
-from inspector.analysis.fit import GIB
+from inspector.analysis.serving.budget import parse_budget
+from inspector.analysis.serving.engines import GPUS
+from inspector.analysis.serving.fit import GIB
 
 SNAPSHOTS = Path(__file__).resolve().parent.parent / "inspector" / "snapshots"
 RECEIPTS = json.loads((FIXTURES / "vllm" / "receipts.json").read_text())

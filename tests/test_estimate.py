@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from helpers import realdata, ref, save_real, tiny_llama, write_layout
 
-from inspector.analysis.estimate import estimate
-from inspector.analysis.report import build_report
+from inspector.analysis.facts.report import build_report
+from inspector.analysis.serving.estimate import estimate
 from inspector.sources.resolve import open_checkpoint
 
 

@@ -8,10 +8,10 @@ import pytest
 from helpers import ref
 
 from inspector import errors
-from inspector.analysis.budget import Budget, parse_budget, parse_count
-from inspector.analysis.estimate import estimate
-from inspector.analysis.fit import GIB, fit
-from inspector.analysis.report import build_report
+from inspector.analysis.facts.report import build_report
+from inspector.analysis.serving.budget import Budget, parse_budget, parse_count
+from inspector.analysis.serving.estimate import estimate
+from inspector.analysis.serving.fit import GIB, fit
 from inspector.sources.resolve import open_checkpoint
 
 
@@ -121,7 +121,7 @@ def test_largest_from_a_guess_is_the_bisection_s_answer() -> None:
     from hypothesis import given, settings
     from hypothesis import strategies as st
 
-    from inspector.analysis.fit import largest
+    from inspector.analysis.serving.fit import largest
 
     @settings(max_examples=500, deadline=None)
     @given(st.integers(1, 1 << 24), st.integers(0, 1 << 24), st.integers(-5, 1 << 25))

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from helpers import ref
 
-from inspector.analysis.formula import formula_check
-from inspector.analysis.report import build_report
+from inspector.analysis.facts.formula import formula_check
+from inspector.analysis.facts.report import build_report
 from inspector.sources.resolve import open_checkpoint
 
 

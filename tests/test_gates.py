@@ -107,8 +107,8 @@ def test_the_library_spells_the_gpu_one_way_and_every_result_has_fits() -> None:
 ])
 def test_gpu_spellings_name_the_catalogues_gpu(text: str, name: str, devices: int) -> None:
     """Each spelling reads as the catalogue's own name does (the same capacity, devices and name)."""
-    from inspector.analysis.budget import parse_budget
-    from inspector.analysis.engines import GPUS
+    from inspector.analysis.serving.budget import parse_budget
+    from inspector.analysis.serving.engines import GPUS
 
     budget = parse_budget(text)
     canonical = next(g for g in GPUS.values() if g.name == name)
@@ -117,7 +117,7 @@ def test_gpu_spellings_name_the_catalogues_gpu(text: str, name: str, devices: in
 
 @pytest.mark.parametrize("text", ["24", "x8", "8x", "RTX 5090", "A100x0", "0xA100", "8xA100x2", "a" * 200])
 def test_what_names_no_gpu_is_refused(text: str) -> None:
-    from inspector.analysis.budget import parse_budget
+    from inspector.analysis.serving.budget import parse_budget
 
     with pytest.raises(UsageError):
         parse_budget(text)

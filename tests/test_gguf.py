@@ -55,7 +55,7 @@ def write_tiny(path: Path, *, types: dict[str, str] | None = None, layers: int =
 
 
 def test_elements_and_bytes_equal_the_gguf_reader(tmp_path: Path) -> None:
-    from inspector.analysis.stats import summarize
+    from inspector.analysis.facts.stats import summarize
     from inspector.sources.resolve import open_checkpoint
 
     types = {"attn_q": "Q8_0", "attn_k": "Q4_K", "attn_v": "Q6_K", "ffn_down": "Q6_K", "ffn_gate": "Q4_K",
@@ -155,7 +155,7 @@ def test_a_4_9_gb_gguf_through_the_hub_reads_only_its_header(tmp_path: Path, onl
     from helpers import ref
     from hubserver import HubServer, VFile
 
-    from inspector.analysis.stats import summarize
+    from inspector.analysis.facts.stats import summarize
     from inspector.formats.gguf import parse_gguf
     from inspector.sources.hub import HubOptions, open_hub
 

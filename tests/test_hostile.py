@@ -463,7 +463,7 @@ def test_real_names_with_odd_shapes_never_crash_a_command(alias: str, shape: tup
 ])
 def test_a_config_figure_out_of_range_is_unknown_not_a_crash(changes: dict, layers: int | None, unread: list[str],
                                                              tmp_path: Path, cli) -> None:
-    from inspector.analysis.config import load_config
+    from inspector.analysis.facts.config import load_config
 
     config, entries = tiny_llama()
     config = {**config, **changes}

@@ -62,7 +62,7 @@ def test_number_options_are_ascii_digits(cli, args: list[str], option: str) -> N
 def test_decimal_options_are_read_exactly() -> None:
     """``1.5k`` is 1,536 and ``0.1GiB`` is 107,374,182 bytes (2^30 / 10, rounded down): exact decimals,
     no float rounding."""
-    from inspector.analysis.budget import parse_budget, parse_count
+    from inspector.analysis.serving.budget import parse_budget, parse_count
 
     assert parse_count("1.5k", "x") == 1536
     assert parse_count("999999999999999999", "x") == 999_999_999_999_999_999  # 18 digits: read, exactly
@@ -184,7 +184,7 @@ def test_spans_are_capped_and_walked_once() -> None:
     """100,000 contiguous 256-byte ranges (a file of small tensors side by side) are joined into spans of
     at most MAX_SPAN bytes, each range in exactly one span, taken from a generator in one pass (it was one
     span as long as the file, matched to the ranges in O(spans × ranges))."""
-    from inspector.analysis.values import MAX_SPAN, spans
+    from inspector.analysis.comparison.values import MAX_SPAN, spans
 
     taken = 0
 
@@ -242,7 +242,7 @@ def test_values_over_the_hub_read_a_window_of_spans(tmp_path: Path, online: None
     from helpers import measured
     from hubserver import HubServer, VFile
 
-    from inspector.analysis.values import MAX_SPAN
+    from inspector.analysis.comparison.values import MAX_SPAN
     from inspector.formats.safetensors import encode_header
 
     blob, data = encode_header([(f"t.{i}", "F32", (16,)) for i in range(100_000)])
@@ -365,7 +365,7 @@ def _served_headers(server, repo: str) -> dict[str, dict]:
 def _published(c) -> None:
     from helpers import ref
 
-    from inspector.analysis.stats import summarize
+    from inspector.analysis.facts.stats import summarize
 
     s = summarize(c)
     assert s.parameters == ref("llama3-8b.parameters") and s.bytes == ref("llama3-8b.bytes")

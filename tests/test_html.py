@@ -475,7 +475,7 @@ def test_estimate_figures_are_labelled_in_words_not_json_keys(cli) -> None:
     from inspector.results.estimate import FIGURE_LABELS
 
     names = set()
-    for path in (ROOT / "inspector" / "analysis").glob("*.py"):
+    for path in (ROOT / "inspector" / "analysis").rglob("*.py"):
         names |= set(re.findall(r'Figure\(\s*"([a-z_]+)"', path.read_text()))
     assert names and names <= set(FIGURE_LABELS), names - set(FIGURE_LABELS)
     page = cli("estimate", "llama3-8b", "--gpu", "24GiB", "--format", "html").out
@@ -550,7 +550,7 @@ LEAST_APART = 12.0
 
 @pytest.mark.parametrize("alias", [a.name for a in all_aliases()])
 def test_roles_drawn_together_are_told_apart(alias: str) -> None:
-    from inspector.analysis.report import build_report
+    from inspector.analysis.facts.report import build_report
     from inspector.render.svg import role_palette
     from inspector.sources.resolve import open_checkpoint
 
@@ -562,7 +562,7 @@ def test_roles_drawn_together_are_told_apart(alias: str) -> None:
 
 
 def test_every_role_has_its_own_colour() -> None:
-    from inspector.analysis.roles import ROLE_ORDER
+    from inspector.analysis.facts.roles import ROLE_ORDER
     from inspector.render.svg import ROLE_COLOURS
 
     assert set(ROLE_COLOURS) == set(ROLE_ORDER)

@@ -12,7 +12,7 @@ from helpers import raw_header, ref
 from hubserver import Fault, HubServer, VFile
 
 from inspector import errors
-from inspector.analysis.stats import summarize
+from inspector.analysis.facts.stats import summarize
 from inspector.sources.bundled import ALIASES, bundled_path
 from inspector.sources.hub import HeaderCache, Hub, HubOptions, open_hub
 

@@ -134,6 +134,60 @@ def test_the_layer_check_catches_a_planted_violation(tmp_path: Path) -> None:
     assert cycles(fake) == [["inspector.sources.y", "inspector.sources.z", "inspector.sources.y"]]
 
 
+# --- analysis/: a package per domain, each importing only the domains below it --------------------------
+
+#: the domains of analysis/ and the domains each may import (docs/architecture.md): what is stored under the
+#: architecture under serving under training; the audit's checks over the stored facts; comparison over the
+#: facts, the architecture, serving and the checks; ``analysis.knobs`` (what to change for an answer to fit)
+#: above serving and training
+DOMAINS: dict[str, set[str]] = {
+    "facts": {"facts"},
+    "structure": {"facts", "structure"},
+    "serving": {"facts", "structure", "serving"},
+    "training": {"facts", "structure", "serving", "training"},
+    "checks": {"facts", "checks"},
+    "comparison": {"facts", "structure", "serving", "checks", "comparison"},
+    "knobs": {"facts", "structure", "serving", "training", "knobs"},
+}
+
+
+def domain_of(module: str) -> str:
+    part = module.split(".")[2]
+    if part in DOMAINS:
+        return part
+    raise AssertionError(f"{module}: in no domain of analysis/; put it in one of {sorted(DOMAINS)}")
+
+
+def domain_violations(root: Path) -> list[str]:
+    out = []
+    for path in sorted((root / "analysis").rglob("*.py")):
+        this = module_name(path, root)
+        if this == "inspector.analysis":
+            continue
+        for imported in sorted(m for m in imports_of(path, root) if m.startswith("inspector.analysis.")):
+            if domain_of(imported) not in DOMAINS[domain_of(this)]:
+                out.append(f"{this} ({domain_of(this)}) imports {imported} ({domain_of(imported)})")
+    return out
+
+
+def test_each_domain_of_analysis_imports_only_the_domains_below_it() -> None:
+    assert domain_violations(PACKAGE) == []
+    assert sorted(p.name for p in (PACKAGE / "analysis").iterdir() if p.suffix == ".py") == ["__init__.py", "knobs.py"]
+
+
+def test_the_domain_check_catches_a_planted_violation(tmp_path: Path) -> None:
+    fake = tmp_path / "inspector"
+    for pkg in ("facts", "training"):
+        (fake / "analysis" / pkg).mkdir(parents=True)
+        (fake / "analysis" / pkg / "__init__.py").write_text("")
+    (fake / "analysis" / "__init__.py").write_text("")
+    (fake / "analysis" / "facts" / "report.py").write_text(
+        "def f():\n    from inspector.analysis.training import train\n")
+    (fake / "analysis" / "training" / "train.py").write_text("from inspector.analysis.facts import report\n")
+    assert domain_violations(fake) == [
+        "inspector.analysis.facts.report (facts) imports inspector.analysis.training.train (training)"]
+
+
 # --- writes: ruff's banned-api rule (pyproject.toml) and what ruff cannot see ------------------------
 
 #: Path methods that change the file system: only the path guard (safeio) calls them
@@ -214,12 +268,14 @@ def test_mypy_refuses_an_explicit_any_in_analysis(tmp_path: Path) -> None:
 
 # --- the estimate's figures are read from its typed parts, never by name ------------------------------
 
+ESTIMATE = Path("analysis", "serving", "estimate.py")
+
 
 def figure_names(root: Path) -> set[str]:
     """The names the estimate gives its figures: the first argument of each ``Figure(...)`` call in
-    analysis/estimate.py."""
+    analysis/serving/estimate.py."""
     names = set()
-    for node in ast.walk(ast.parse((root / "analysis" / "estimate.py").read_text())):
+    for node in ast.walk(ast.parse((root / ESTIMATE).read_text())):
         if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "Figure" and node.args \
                 and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
             names.add(node.args[0].value)
@@ -234,7 +290,7 @@ def figure_lookups(root: Path) -> list[str]:
     names = figure_names(root)
     out = []
     for path in sorted(root.rglob("*.py")):
-        if path == root / "analysis" / "estimate.py" or "snapshots" in path.parts:
+        if path == root / ESTIMATE or "snapshots" in path.parts:
             continue
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
             args: list[ast.expr] = []
@@ -257,16 +313,16 @@ def test_no_figure_is_looked_up_by_name_outside_the_estimate() -> None:
 
 def test_the_figure_check_catches_a_planted_look_up(tmp_path: Path) -> None:
     fake = tmp_path / "inspector"
-    (fake / "analysis").mkdir(parents=True)
+    (fake / ESTIMATE).parent.mkdir(parents=True)
     (fake / "render").mkdir()
-    (fake / "analysis" / "estimate.py").write_text('Figure("kv_bytes", 1)\n')
+    (fake / ESTIMATE).write_text('Figure("kv_bytes", 1)\n')
     (fake / "render" / "x.py").write_text('a = est.get("kv_bytes")\nb = [f for f in fs if f.name == "kv_bytes"]\n')
     assert figure_lookups(fake) == ["inspector/render/x.py:1: 'kv_bytes'", "inspector/render/x.py:2: 'kv_bytes'"]
 
 
 def test_the_fit_is_one_module() -> None:
-    """Every function that fits a model to a budget lives in analysis/fit.py (engines as strategies in the
-    analysis/engines/ package); no other module defines one."""
+    """Every function that fits a model to a budget lives in analysis/serving/fit.py (engines as strategies in the
+    analysis/serving/engines/ package); no other module defines one."""
     elsewhere = [f"{path.relative_to(ROOT)}: {node.name}" for path in sorted(PACKAGE.rglob("*.py"))
                  if path.name != "fit.py" and "engines" not in path.parts and "snapshots" not in path.parts
                  for node in ast.walk(ast.parse(path.read_text()))
@@ -374,7 +430,7 @@ def test_a_library_call_runs_paused_and_gives_the_collector_back(monkeypatch) ->
     import gc
 
     import inspector
-    from inspector.analysis import report
+    from inspector.analysis.facts import report
 
     seen: list[bool] = []
     real = report.build_report
@@ -412,21 +468,22 @@ def kind_comparisons(root: Path) -> list[str]:
     anything with an engine's, an optimizer's or a precision's name (``engine == "vllm"``, ``precision ==
     "fp32"``), outside the modules that define them."""
     from inspector import repos
-    from inspector.analysis.engines import ENGINES
-    from inspector.analysis.losses import KERNELS
-    from inspector.analysis.methods import METHODS
-    from inspector.analysis.mixers import MIXERS
-    from inspector.analysis.optimizers import OPTIMIZERS
-    from inspector.analysis.precisions import PRECISIONS
+    from inspector.analysis.serving.engines import ENGINES
+    from inspector.analysis.structure.mixers import MIXERS
+    from inspector.analysis.training.losses import KERNELS
+    from inspector.analysis.training.methods import METHODS
+    from inspector.analysis.training.optimizers import OPTIMIZERS
+    from inspector.analysis.training.precisions import PRECISIONS
 
     names = set(ENGINES) | set(OPTIMIZERS) | set(PRECISIONS)
     kinds = set(MIXERS) | set(repos.KINDS)
     out = []
     for path in sorted(root.rglob("*.py")):
         rel = path.relative_to(root.parent).as_posix()
-        if rel.startswith(("inspector/analysis/engines/", "inspector/snapshots/", "inspector/repos/")) or rel in (
-                "inspector/analysis/mixers.py", "inspector/analysis/optimizers.py", "inspector/analysis/losses.py",
-                "inspector/analysis/precisions.py", "inspector/analysis/methods.py"):
+        if rel.startswith(("inspector/analysis/serving/engines/", "inspector/snapshots/", "inspector/repos/")) \
+                or rel in ("inspector/analysis/structure/mixers.py", "inspector/analysis/training/optimizers.py",
+                           "inspector/analysis/training/losses.py", "inspector/analysis/training/precisions.py",
+                           "inspector/analysis/training/methods.py"):
             continue
         for node in ast.walk(ast.parse(path.read_text())):
             if not isinstance(node, ast.Compare):

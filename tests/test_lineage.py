@@ -376,7 +376,7 @@ def test_a_reupload_is_proven_by_the_listing_hashes_with_no_tensor_byte_read(hub
 def test_a_finetune_over_the_hub_reads_under_two_percent_a_side(hub: Any, family: dict[str, Path]) -> None:
     """The fine-tune decided with the bytes read ≤ 2 % of the weights on each side; the requests as documented: at
     most one a sampled range a side (``RANGES`` a tensor), the count the server saw."""
-    from inspector.analysis.samples import RANGES
+    from inspector.analysis.comparison.samples import RANGES
     from inspector.sources.transport import HubOptions
 
     hub.clear_log()

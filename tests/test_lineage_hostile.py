@@ -14,7 +14,7 @@ import pytest
 from safetensors.numpy import save_file
 
 import inspector
-from inspector.analysis.lineage import CARD_BYTES, MAX_DECLARED, declared_bases, front_matter
+from inspector.analysis.comparison.lineage import CARD_BYTES, MAX_DECLARED, declared_bases, front_matter
 
 
 def _model(folder: Path, seed: int = 0, card: bytes | None = None) -> Path:

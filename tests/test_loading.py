@@ -12,7 +12,7 @@ from helpers import tiny_llama
 from hubserver import HubServer, VFile
 
 from inspector import errors
-from inspector.analysis.stats import summarize
+from inspector.analysis.facts.stats import summarize
 from inspector.formats.safetensors import encode_header
 from inspector.sources.bundled import ALIASES, bundled_path
 from inspector.sources.hub import HubOptions, open_hub
@@ -140,7 +140,7 @@ def test_version_1_snapshots_still_read(tmp_path: Path) -> None:
 
 
 def test_audit_has_no_loader_of_its_own() -> None:
-    text = (ROOT / "inspector" / "analysis" / "audit.py").read_text()
+    text = (ROOT / "inspector" / "analysis" / "checks" / "audit.py").read_text()
     for needle in ("from .source", "from .hub", "from .snapshot", "open(", "read_bytes", "_list_files"):
         assert needle not in text.replace("mmap", "").replace("path.open(\"rb\")", ""), needle
 

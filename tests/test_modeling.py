@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from helpers import save_real, tiny_llama
 
-from inspector.analysis import audit as audit_mod
+from inspector.analysis.checks import audit as audit_mod
 from inspector.errors import COLLECT
 from inspector.sources.resolve import open_local
 
@@ -18,7 +18,7 @@ if os.environ.get("CI"):
     import torch
 torch = pytest.importorskip("torch", reason="the torch extra is not installed (CI installs it)")
 
-from inspector.analysis.modeling import modeling_check  # noqa: E402
+from inspector.analysis.checks.modeling import modeling_check  # noqa: E402
 
 
 def findings(inp: audit_mod.AuditInput) -> list[tuple[str, str | None]]:

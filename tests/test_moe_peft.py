@@ -150,7 +150,7 @@ def test_the_fused_families_are_transformers_own_table() -> None:
     patterns); PEFT_CONVERTS is peft's copy of it, mixtral added."""
     from transformers.conversion_mapping import _MODEL_TO_CONVERSION_PATTERN as table
 
-    from inspector.analysis.experts import PATTERN, PEFT_CONVERTS
+    from inspector.analysis.training.experts import PATTERN, PEFT_CONVERTS
 
     theirs = {k: v for k, v in table.items() if v in ("mixtral", "qwen2_moe")}
     assert {k: v for k, v in PATTERN.items() if k not in ("mixtral", "qwen2_moe")} == theirs

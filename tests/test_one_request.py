@@ -11,7 +11,7 @@ import pytest
 from helpers import raw_header, ref
 from hubserver import Fault, HubServer, VFile
 
-from inspector.analysis.stats import summarize
+from inspector.analysis.facts.stats import summarize
 from inspector.sources.bundled import ALIASES, bundled_path
 from inspector.sources.early import rebuilt_from_metadata
 from inspector.sources.hub import HubOptions, open_hub

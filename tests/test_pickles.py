@@ -17,7 +17,7 @@ import pytest
 from helpers import FIXTURES, ref
 
 from inspector import errors
-from inspector.analysis.stats import summarize
+from inspector.analysis.facts.stats import summarize
 from inspector.sources.resolve import open_checkpoint
 
 LPIPS = FIXTURES / "checkpoints" / "lpips-0.1.4"

@@ -177,7 +177,7 @@ def test_the_console_script_imports_no_typer_for_it(hub: HubServer, tmp_path: Pa
              "real_exit = os._exit\n"
              "def done(code):\n"
              "    print(sorted(m for m in sys.modules if m.split('.')[0] in ('typer', 'click', 'rich')"
-             " or m == 'inspector.analysis.listing'),"
+             " or m == 'inspector.analysis.serving.listing'),"
              " file=sys.stderr); sys.stderr.flush(); real_exit(code)\n"
              "os._exit = done\n"
              "launch.entry()\n")

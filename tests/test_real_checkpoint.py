@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from helpers import ref
 
-from inspector.analysis.stats import summarize
+from inspector.analysis.facts.stats import summarize
 from inspector.sources.resolve import open_checkpoint
 
 
@@ -55,7 +55,7 @@ def test_layer_blocks_collapse_whatever_the_tensor_order(minilm: Path) -> None:
     block, and a layer missing one tensor splits the run around it."""
     import random
 
-    from inspector.analysis.stats import layer_groups, placed
+    from inspector.analysis.facts.stats import layer_groups, placed
 
     tensors = placed(open_checkpoint(str(minilm)).tensors())
     random.Random(0).shuffle(tensors)

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from inspector.analysis import roles
-from inspector.analysis.roles import KIND_TABLE, ROLE_ORDER, ROLE_TABLE, classify
+from inspector.analysis.facts import roles
+from inspector.analysis.facts.roles import KIND_TABLE, ROLE_ORDER, ROLE_TABLE, classify
 
 CASES = [
     # Llama 1/2/3, Mistral, Qwen2/2.5 (names shared)
@@ -251,7 +251,7 @@ def test_the_summary_s_layer_blocks_are_the_plain_grouping_s(alias: str) -> None
     million tensors cost 0.14 s); the plain twin groups them with ``by_layer``. Both collapse alike, on
     the bundled checkpoints in their order and with their tensors reversed (layers then arrive out of
     order and each layer's tensors in another order)."""
-    from inspector.analysis.stats import _collapse, by_layer, layer_groups, placed, summarize_tensors
+    from inspector.analysis.facts.stats import _collapse, by_layer, layer_groups, placed, summarize_tensors
     from inspector.sources.bundled import ALIASES, bundled_path
     from inspector.sources.resolve import open_checkpoint
 
@@ -358,7 +358,7 @@ def test_a_run_compiles_only_the_rows_its_names_can_match() -> None:
     import subprocess
     import sys
 
-    code = ("from inspector.analysis import roles\n"
+    code = ("from inspector.analysis.facts import roles\n"
             "from inspector.sources.bundled import ALIASES, bundled_path\n"
             "from inspector.sources.resolve import open_checkpoint\n"
             "names = [t.name for t in open_checkpoint(str(bundled_path(ALIASES['qwen3-0.6b']))).tensors()]\n"

@@ -12,9 +12,9 @@ import pytest
 from helpers import FIXTURES
 from test_engines import SNAPSHOTS, llama31
 
-from inspector.analysis.engines import GPUS
-from inspector.analysis.engines.sglang import defaults
-from inspector.analysis.fit import GIB
+from inspector.analysis.serving.engines import GPUS
+from inspector.analysis.serving.engines.sglang import defaults
+from inspector.analysis.serving.fit import GIB
 
 RUNS = {r["id"]: r for r in json.loads((FIXTURES / "sglang" / "receipts.json").read_text())["runs"]}
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from helpers import realdata, ref
 
-from inspector.analysis.stats import summarize
+from inspector.analysis.facts.stats import summarize
 from inspector.sources.bundled import all_aliases, bundled_path
 from inspector.sources.resolve import open_checkpoint
 

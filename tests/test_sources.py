@@ -10,8 +10,8 @@ import pytest
 from helpers import save_real, tiny_llama, write_layout
 
 from inspector import errors
-from inspector.analysis.report import other_weight_files
-from inspector.analysis.stats import summarize
+from inspector.analysis.facts.report import other_weight_files
+from inspector.analysis.facts.stats import summarize
 from inspector.sources.resolve import open_checkpoint, open_local
 
 

@@ -89,7 +89,7 @@ def test_the_fused_head_is_trls_tile_and_not_the_logits() -> None:
     from trl.kernels.chunked_logprob import TOKEN_CHUNK_SIZE
     from trl.trainer.utils import _CHUNKED_LOGPROB_CHUNK_SIZE
 
-    from inspector.analysis.losses import TILE_TOKENS, TILE_VOCAB
+    from inspector.analysis.training.losses import TILE_TOKENS, TILE_VOCAB
 
     assert (TILE_TOKENS, TILE_VOCAB) == (TOKEN_CHUNK_SIZE, _CHUNKED_LOGPROB_CHUNK_SIZE)
     tokens = 2048
@@ -168,7 +168,7 @@ def test_chunked_cross_entropy_keeps_every_chunks_log_softmax() -> None:
         loss = sum(torch.nn.functional.cross_entropy(c.float(), y, reduction="sum")
                    for c, y in zip(logits.chunk(8), labels.chunk(8), strict=True))
     loss.backward()
-    from inspector.analysis.losses import chunked_head_bytes
+    from inspector.analysis.training.losses import chunked_head_bytes
 
     kept = sum(v for v in seen.values() if v >= tokens // 8 * vocab * 4)
     assert kept == tokens * vocab * 4

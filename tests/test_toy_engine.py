@@ -14,14 +14,14 @@ import pytest
 from helpers import generated_schemas, help_with_strategy, toy_strategy
 from jsonschema import Draft202012Validator
 
-from inspector.analysis import engines
+from inspector.analysis.serving import engines
 
 ROOT = Path(__file__).resolve().parent.parent
 
 TOY_MODULE = '''
 from dataclasses import dataclass
 
-from inspector.analysis.engines.base import GIB, Term, even_stages
+from inspector.analysis.serving.engines.base import GIB, Term, even_stages
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,7 +102,7 @@ def test_an_engine_registered_from_outside_shows_everywhere(toy: Path, cli, tmp_
     Draft202012Validator(made["estimate"]).validate(estimate_doc)
 
     # --help lists the engines registered when the CLI is imported (a fresh process, as a plugin would run)
-    shown = help_with_strategy(toy, "toyengine", "from inspector.analysis import engines; "
+    shown = help_with_strategy(toy, "toyengine", "from inspector.analysis.serving import engines; "
                                "engines.register(toyengine.ENGINE)", "estimate", tmp_path)
     assert "vllm, llama.cpp, sglang, toy" in " ".join(shown.split()), shown
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from hubserver import HubServer, VFile
 
-from inspector.analysis.stats import summarize
+from inspector.analysis.facts.stats import summarize
 from inspector.formats import registry
 from inspector.sources.hub import HubOptions, open_hub
 from inspector.sources.resolve import open_checkpoint

@@ -11,10 +11,10 @@ import pytest
 from helpers import generated_schemas, help_with_strategy, toy_strategy
 from jsonschema import Draft202012Validator
 
-from inspector.analysis import losses
+from inspector.analysis.training import losses
 
 TOY_MODULE = '''
-from inspector.analysis.losses import LossKernel
+from inspector.analysis.training.losses import LossKernel
 
 
 def _one_byte_a_logit(head):
@@ -63,7 +63,7 @@ def test_a_loss_kernel_registered_from_outside_shows_everywhere(toy: Path, cli, 
     refused = cli("train", "llama3-8b", "--stage", "dpo", "--loss", "toy-loss")  # with_trl=False, as standard
     assert refused.code == 2 and "fused LM head" in refused.err, refused.err
 
-    shown = help_with_strategy(toy, "toyloss", "from inspector.analysis import losses; "
+    shown = help_with_strategy(toy, "toyloss", "from inspector.analysis.training import losses; "
                                "losses.register(toyloss.KERNEL)", "train", tmp_path)
     assert "toy-loss (one byte a logit)" in " ".join(shown.split()), shown  # the help wraps its lines
 

@@ -11,10 +11,10 @@ import pytest
 from helpers import generated_schemas, help_with_strategy, toy_strategy
 from jsonschema import Draft202012Validator
 
-from inspector.analysis import methods
+from inspector.analysis.training import methods
 
 TOY_MODULE = '''
-from inspector.analysis.methods import Method
+from inspector.analysis.training.methods import Method
 
 METHOD = Method("toy-lora", adapter=True, nf4=False, title="toy adapter rank {rank}", thumb=(1.0, "toy: 1x GB"))
 '''
@@ -53,7 +53,7 @@ def test_a_method_registered_from_outside_shows_everywhere(toy: Path, cli, tmp_p
     assert "toy-lora" in schema["properties"]["method"]["enum"]
     Draft202012Validator(schema).validate(doc)
 
-    shown = help_with_strategy(toy, "toymethod", "from inspector.analysis import methods; "
+    shown = help_with_strategy(toy, "toymethod", "from inspector.analysis.training import methods; "
                                "methods.register(toymethod.METHOD)", "train", tmp_path)
     assert "full, lora, qlora or toy-lora" in " ".join(shown.split()), shown
 

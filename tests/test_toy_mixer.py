@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from helpers import tiny_llama, toy_strategy, write_layout
 
-from inspector.analysis import mixers
+from inspector.analysis.structure import mixers
 
 TOY_MODULE = '''
-from inspector.analysis.mixers import Mixing
+from inspector.analysis.structure.mixers import Mixing
 
 
 def _attended(window, t):

@@ -10,12 +10,12 @@ import pytest
 from helpers import generated_schemas, help_with_strategy, toy_strategy
 from jsonschema import Draft202012Validator
 
-from inspector.analysis import optimizers
+from inspector.analysis.training import optimizers
 
 ROOT = Path(__file__).resolve().parent.parent
 
 TOY_MODULE = '''
-from inspector.analysis.optimizers import Optimizer
+from inspector.analysis.training.optimizers import Optimizer
 
 
 def _one_fp32_buffer(shape, numel, param_bytes):
@@ -49,6 +49,6 @@ def test_an_optimizer_registered_from_outside_shows_everywhere(toy: Path, cli, t
     Draft202012Validator(generated_schemas()["train"]).validate(
         cli("train", "llama3-8b", "--optimizer", "toy-opt", "--json").json())
 
-    shown = help_with_strategy(toy, "toyoptimizer", "from inspector.analysis import optimizers; "
+    shown = help_with_strategy(toy, "toyoptimizer", "from inspector.analysis.training import optimizers; "
                                "optimizers.register(toyoptimizer.OPTIMIZER)", "train", tmp_path)
     assert "toy-opt" in shown, shown

@@ -11,10 +11,10 @@ import pytest
 from helpers import generated_schemas, help_with_strategy, toy_strategy
 from jsonschema import Draft202012Validator
 
-from inspector.analysis import precisions
+from inspector.analysis.training import precisions
 
 TOY_MODULE = '''
-from inspector.analysis.precisions import Precision
+from inspector.analysis.training.precisions import Precision
 
 PRECISION = Precision("toy-fp8", "one byte a weight, an fp32 master copy", weight_bytes=1, activation_bytes=2,
                       master=True)
@@ -51,7 +51,7 @@ def test_a_precision_registered_from_outside_shows_everywhere(toy: Path, cli, tm
     assert "toy-fp8" in schema["properties"]["precision"]["enum"]
     Draft202012Validator(schema).validate(doc)
 
-    shown = help_with_strategy(toy, "toyprecision", "from inspector.analysis import precisions; "
+    shown = help_with_strategy(toy, "toyprecision", "from inspector.analysis.training import precisions; "
                                "precisions.register(toyprecision.PRECISION)", "train", tmp_path)
     assert "toy-fp8 (one byte a weight, an fp32 master copy)" in " ".join(shown.split()), shown
 

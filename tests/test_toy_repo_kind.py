@@ -84,7 +84,7 @@ def _bundle(root: Path) -> Path:
 def test_a_repo_kind_registered_from_outside_reads_through_every_source(toy: Path, tmp_path: Path, online,
                                                                           cli) -> None:
     import inspector
-    from inspector.analysis.stats import summarize
+    from inspector.analysis.facts.stats import summarize
 
     folder = _bundle(tmp_path / "bundle")
     seen = {"folder": inspector.open_model(str(folder))}

@@ -171,7 +171,7 @@ def test_sampled_ranges_stay_inside_the_tensor() -> None:
     from hypothesis import given, settings
     from hypothesis import strategies as st
 
-    from inspector.analysis.values import _offsets
+    from inspector.analysis.comparison.values import _offsets
 
     @settings(max_examples=300, deadline=None)
     @given(st.integers(1, 10**9), st.integers(64, 1 << 20), st.sampled_from([1, 2, 4, 8]), st.text(max_size=20))

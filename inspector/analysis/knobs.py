@@ -13,10 +13,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from inspector.analysis.fit import Fit
-from inspector.analysis.options import TrainOptions
-from inspector.analysis.plan import Plan
-from inspector.analysis.train import Train
+from inspector.analysis.serving.fit import Fit
+from inspector.analysis.serving.plan import Plan
+from inspector.analysis.training.options import TrainOptions
+from inspector.analysis.training.train import Train
 from inspector.errors import UsageError
 from inspector.formats.dtypes import USER_DTYPE_BYTES
 
@@ -42,7 +42,7 @@ def train_knobs(t: Train, again: Callable[[TrainOptions], Train]) -> tuple[Knob,
     tried: list[tuple[str, TrainOptions]] = []
     if not o.step.checkpointing:
         tried.append(("--checkpointing", replace(o, step=replace(o.step, checkpointing=True))))
-    if o.shard.offload == "none":
+    if not o.shard.offloaded:
         tried.append(("--offload optimizer", replace(o, shard=replace(o.shard, offload="optimizer"))))
     if t.devices > 1 and o.shard.zero < 3 and not o.shard.fsdp:
         tried.append(("--zero 3", replace(o, shard=replace(o.shard, zero=3))))

@@ -52,16 +52,16 @@ def _choices(kind: str) -> Callable[[str], list[str]]:
     imported only when the shell asks): methods, optimizers, precisions, offloads, engines, objectives,
     formats, KV dtypes, GPU names and the bundled aliases."""
     def complete(incomplete: str) -> list[str]:
-        # deferred: 97 ms at import (inspector.analysis.engines, inspector.analysis.experts, …)
-        from inspector.analysis.engines import ENGINES, GPUS
-        from inspector.analysis.experts import LAYOUTS
-        from inspector.analysis.losses import KERNELS
-        from inspector.analysis.methods import METHODS
-        from inspector.analysis.optimizers import OPTIMIZERS
-        from inspector.analysis.plan import OBJECTIVES
-        from inspector.analysis.precisions import PRECISIONS
-        from inspector.analysis.stages import STAGES
-        from inspector.analysis.train import OFFLOADS
+        # deferred: 130 ms at import (inspector.analysis.serving.engines, inspector.analysis.serving.plan, …)
+        from inspector.analysis.serving.engines import ENGINES, GPUS
+        from inspector.analysis.serving.plan import OBJECTIVES
+        from inspector.analysis.training.experts import LAYOUTS
+        from inspector.analysis.training.losses import KERNELS
+        from inspector.analysis.training.methods import METHODS
+        from inspector.analysis.training.optimizers import OPTIMIZERS
+        from inspector.analysis.training.options import OFFLOADS
+        from inspector.analysis.training.precisions import PRECISIONS
+        from inspector.analysis.training.stages import STAGES
         from inspector.formats.dtypes import USER_DTYPE_BYTES
         from inspector.sources.bundled import ALIASES
 

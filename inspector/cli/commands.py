@@ -339,12 +339,12 @@ def _or(words: list[str]) -> str:
 def _registry_help(command: Any) -> None:
     """Fill the registries' names into the options' and commands' help (engines, optimizers, repo kinds), as
     registered now."""
-    # deferred: 7 ms at import (inspector.analysis.engines, inspector.analysis.optimizers)
-    from inspector.analysis.engines import ENGINES
-    from inspector.analysis.losses import KERNELS
-    from inspector.analysis.methods import METHODS
-    from inspector.analysis.optimizers import OPTIMIZERS
-    from inspector.analysis.precisions import PRECISIONS
+    # deferred: 14 ms at import (inspector.analysis.serving.engines, inspector.analysis.training.losses, …)
+    from inspector.analysis.serving.engines import ENGINES
+    from inspector.analysis.training.losses import KERNELS
+    from inspector.analysis.training.methods import METHODS
+    from inspector.analysis.training.optimizers import OPTIMIZERS
+    from inspector.analysis.training.precisions import PRECISIONS
 
     names = {_ENGINE_NAMES: ", ".join(ENGINES), _OPTIMIZER_NAMES: ", ".join(OPTIMIZERS),
              _REPO_KINDS: "; ".join(f"a {k.described}, {k.index_file}" for k in repos.kinds()),

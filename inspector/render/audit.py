@@ -10,7 +10,7 @@ if TYPE_CHECKING:  # rich is imported where a table is drawn: `inspect --json` n
     # types of the other commands are not imported by a plain `inspect MODEL` either
     from rich.console import RenderableType
 
-    from inspector.analysis.audit import AuditResult
+    from inspector.analysis.checks.audit import AuditResult
 
 from inspector.render.output import MAX_TABLE_ROWS, capped, md_table
 
@@ -18,7 +18,7 @@ from inspector.render.output import MAX_TABLE_ROWS, capped, md_table
 
 
 def audit_table(result: AuditResult) -> RenderableType:
-    # deferred: 33 ms at import (rich.console, rich.table, rich.text)
+    # deferred: 39 ms at import (rich.console, rich.table, rich.text)
     from rich.console import Group
     from rich.table import Table
     from rich.text import Text
@@ -42,8 +42,8 @@ def audit_table(result: AuditResult) -> RenderableType:
     if not result.findings:
         parts.append(Text("clean: no findings", style="green"))
         return Group(*parts)
-    # deferred: 36 ms at import (inspector.analysis.audit)
-    from inspector.analysis.audit import repeats
+    # deferred: 53 ms at import (inspector.analysis.checks.audit)
+    from inspector.analysis.checks.audit import repeats
 
     t = Table(show_edge=False, pad_edge=False)
     for col in ("severity", "code", "where", "finding"):

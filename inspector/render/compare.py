@@ -5,14 +5,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from inspector.analysis.report import Report
+from inspector.analysis.facts.report import Report
 from inspector.render.text import markdown, sanitize
 
 if TYPE_CHECKING:  # rich is imported where a table is drawn: `inspect --json` never needs it; the result
     # types of the other commands are not imported by a plain `inspect MODEL` either
     from rich.console import RenderableType
 
-    from inspector.analysis.compare import Comparison
+    from inspector.analysis.comparison.compare import Comparison
 
 from inspector.render.output import n
 
@@ -35,7 +35,7 @@ def _column_label(report: Report) -> str:
 
 
 def compare_table(cmp: Comparison) -> RenderableType:
-    # deferred: 25 ms at import (rich.console, rich.table, rich.text)
+    # deferred: 26 ms at import (rich.console, rich.table, rich.text)
     from rich.console import Group
     from rich.table import Table
     from rich.text import Text

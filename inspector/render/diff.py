@@ -8,11 +8,11 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from inspector.analysis.adapter import AdapterDiff, adapter_config
-from inspector.analysis.diff import Diff
-from inspector.analysis.peft import describe
-from inspector.analysis.report import Report
-from inspector.analysis.values import Change, ValueDiff
+from inspector.analysis.comparison.adapter import AdapterDiff, adapter_config
+from inspector.analysis.comparison.diff import Diff
+from inspector.analysis.comparison.values import Change, ValueDiff
+from inspector.analysis.facts.peft import describe
+from inspector.analysis.facts.report import Report
 from inspector.formats.dtypes import DTYPE_BITS
 from inspector.render.output import n, shape_text, short
 from inspector.render.text import markdown, sanitize

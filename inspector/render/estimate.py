@@ -5,17 +5,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from inspector.analysis.engines import ENGINES
-from inspector.analysis.report import Report
+from inspector.analysis.facts.report import Report
+from inspector.analysis.serving.engines import ENGINES
 from inspector.render.text import markdown, sanitize
 
 if TYPE_CHECKING:  # rich is imported where a table is drawn: `inspect --json` never needs it; the result
     # types of the other commands are not imported by a plain `inspect MODEL` either
     from rich.console import RenderableType
 
-    from inspector.analysis.architecture import Architecture
-    from inspector.analysis.estimate import Estimate
-    from inspector.analysis.fit import CommonFit, Fit
+    from inspector.analysis.serving.estimate import Estimate
+    from inspector.analysis.serving.fit import CommonFit, Fit
+    from inspector.analysis.structure.architecture import Architecture
 
 from inspector.render.output import md_table, n, short, size
 from inspector.results.estimate import figure_label, layer_runs
@@ -44,7 +44,7 @@ EXPLAIN_HINT = "--explain: each figure's formula, source and assumptions (--json
 
 
 def fit_table(f: Fit, *, explain: bool = False) -> RenderableType:
-    # deferred: 24 ms at import (rich.console, rich.table, rich.text)
+    # deferred: 38 ms at import (rich.console, rich.table, rich.text)
     from rich.console import Group
     from rich.table import Table
     from rich.text import Text
@@ -132,7 +132,7 @@ def estimate_scope(est: Estimate) -> str:
 
 def estimate_table(report: Report, est: Estimate, fitted: Fit | None = None, *,
                    explain: bool = False) -> RenderableType:
-    # deferred: 25 ms at import (rich.console, rich.table, rich.text)
+    # deferred: 30 ms at import (rich.console, rich.table, rich.text)
     from rich.console import Group
     from rich.table import Table
     from rich.text import Text
@@ -213,8 +213,8 @@ def estimate_line(est: Estimate, common: CommonFit | None = None) -> str:
     if est.quant.method:
         parts.append(f"{sanitize(est.quant.method)}: {n(est.quant.logical_parameters)} logical parameters")
     if common is not None:
-        # deferred: 15 ms at import (inspector.analysis.fit)
-        from inspector.analysis.fit import COMMON_BUDGETS_GIB
+        # deferred: 17 ms at import (inspector.analysis.serving.fit)
+        from inspector.analysis.serving.fit import COMMON_BUDGETS_GIB
 
         parts.append(f"fits {'one' if common.devices == 1 else f'{common.devices} ×'} {common.gib} GiB GPU"
                      f"{'' if common.devices == 1 else 's'} at {common.context:,} tokens of context"

@@ -11,8 +11,8 @@ if TYPE_CHECKING:  # rich is imported where a table is drawn: `inspect --json` n
     # types of the other commands are not imported by a plain `inspect MODEL` either
     from rich.console import RenderableType
 
-    from inspector.analysis.budget import Budget
-    from inspector.analysis.listing import CachedModel, FileRow, RepoFiles
+    from inspector.analysis.serving.budget import Budget
+    from inspector.analysis.serving.listing import CachedModel, FileRow, RepoFiles
 
 from inspector.render.output import MAX_TABLE_ROWS, capped, n, size
 
@@ -64,7 +64,7 @@ def files_table(where: str, name: str, rows: list[FileRow], budget: Budget | Non
 
 
 def repo_files_table(checkpoint: Checkpoint, files: RepoFiles) -> RenderableType:
-    # deferred: 27 ms at import (rich.console, rich.table, rich.text)
+    # deferred: 26 ms at import (rich.console, rich.table, rich.text)
     from rich.console import Group
     from rich.table import Table
     from rich.text import Text
@@ -87,7 +87,7 @@ def repo_files_table(checkpoint: Checkpoint, files: RepoFiles) -> RenderableType
 
 
 def cache_table(root: str, rows: list[CachedModel]) -> RenderableType:
-    # deferred: 34 ms at import (rich.console, rich.table)
+    # deferred: 27 ms at import (rich.console, rich.table)
     from rich.console import Group
     from rich.table import Table
 

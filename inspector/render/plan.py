@@ -9,8 +9,8 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from inspector.analysis.plan import Plan
-from inspector.analysis.report import Report
+from inspector.analysis.facts.report import Report
+from inspector.analysis.serving.plan import Plan
 from inspector.render.output import n
 from inspector.render.text import markdown, sanitize
 from inspector.results.plan import gib, headline, layout_text

@@ -7,9 +7,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from inspector import repos
-from inspector.analysis.config import ModelConfig
-from inspector.analysis.report import Report
-from inspector.analysis.roles import MLX_BITS, quant_bits
+from inspector.analysis.facts.config import ModelConfig
+from inspector.analysis.facts.report import Report
+from inspector.analysis.facts.roles import MLX_BITS, quant_bits
 from inspector.formats.dtypes import DTYPE_BITS
 from inspector.model import ORIGIN_WORDS, Checkpoint
 from inspector.render.output import (
@@ -28,15 +28,15 @@ from inspector.render.text import markdown, sanitize
 if TYPE_CHECKING:  # rich is imported where a table is drawn: `inspect --json` never needs it
     from rich.console import RenderableType
 
-    from inspector.analysis.formula import FormulaCheck
-    from inspector.analysis.listing import ListingRow
+    from inspector.analysis.facts.formula import FormulaCheck
+    from inspector.analysis.serving.listing import ListingRow
 
 # --- inspect: JSON ----------------------------------------------------------------------------
 
 
 def listing(report: Report, collapse: bool) -> list[ListingRow]:
-    # deferred: 6 ms at import (inspector.analysis.listing)
-    from inspector.analysis.listing import collapsed_rows, tensor_rows  # only where tensors are listed
+    # deferred: 8 ms at import (inspector.analysis.serving.listing)
+    from inspector.analysis.serving.listing import collapsed_rows, tensor_rows  # only where tensors are listed
 
     if collapse:
         return collapsed_rows(report.tensors, report.summary.layer_groups)
@@ -112,7 +112,7 @@ def origin_text(c: Checkpoint) -> str:
 def _totals_grid(report: Report, logical: tuple[str, int] | None) -> RenderableType:
     """The headline counts: parameters (logical and stored for packed words), buffers, quant data, the Hub's total,
     bytes and tensors."""
-    # deferred: 17 ms at import (rich.table)
+    # deferred: 27 ms at import (rich.table)
     from rich.table import Table
 
     s = report.summary
@@ -210,7 +210,7 @@ def report_table(report: Report, *, all_shards: bool = False, logical: tuple[str
 
 def _report_tail(report: Report, all_shards: bool) -> list[RenderableType]:
     """The files, the tokenizer and the notes of ``report_table``."""
-    # deferred: 13 ms at import (rich.text)
+    # deferred: 20 ms at import (rich.text)
     from rich.text import Text
 
     s = report.summary
@@ -238,7 +238,7 @@ def _report_tail(report: Report, all_shards: bool) -> list[RenderableType]:
 
 def components_table(report: Report) -> RenderableType:
     """A multi-component repo's components: class, parameters, bytes, dtypes; their sum is the total."""
-    # deferred: 17 ms at import (rich.table)
+    # deferred: 27 ms at import (rich.table)
     from rich.table import Table
 
     c = report.checkpoint
@@ -295,7 +295,7 @@ def tensor_lines(rows: list[ListingRow]) -> list[str]:
 
 
 def formula_table(check: FormulaCheck) -> RenderableType:
-    # deferred: 24 ms at import (rich.console, rich.table, rich.text)
+    # deferred: 33 ms at import (rich.console, rich.table, rich.text)
     from rich.console import Group
     from rich.table import Table
     from rich.text import Text

@@ -18,7 +18,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Final
 
-from inspector.analysis.roles import ROLE_ORDER
+from inspector.analysis.facts.roles import ROLE_ORDER
 from inspector.render.text import natural_key, sanitize
 
 if TYPE_CHECKING:

@@ -9,11 +9,11 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from inspector.analysis.facts.report import Report
 from inspector.analysis.knobs import Knob
-from inspector.analysis.optimizers import OPTIMIZERS
-from inspector.analysis.report import Report
-from inspector.analysis.stages import headline as stage_headline
-from inspector.analysis.train import Train
+from inspector.analysis.training.optimizers import OPTIMIZERS
+from inspector.analysis.training.stages import headline as stage_headline
+from inspector.analysis.training.train import Train
 from inspector.render.estimate import EXPLAIN_HINT
 from inspector.render.output import n
 from inspector.render.text import markdown, sanitize
@@ -42,7 +42,7 @@ def _headline(report: Report, t: Train) -> str:
         what += " on " + ", ".join(o.targets)
     gpus = "" if o.budget is None else f"; {t.devices} × {o.budget.gpu or _gib(o.budget.per_device) + ' GiB'}"
     shard = f", ZeRO {o.shard.zero}" if o.shard.zero else (", FSDP" if o.shard.fsdp else "")
-    shard += f", offload {o.shard.offload}" if o.shard.offload != "none" else ""
+    shard += f", offload {o.shard.offload}" if o.shard.offloaded else ""
     shard += f", SP {o.shard.sp}" if o.shard.sp > 1 else ""
     shard += f", frozen {', '.join(sanitize(f) for f in o.freeze)}" if o.freeze else ""
     shard += ", optimizer in backward" if o.step.optimizer_in_backward else ""

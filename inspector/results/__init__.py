@@ -13,21 +13,21 @@ from typing import TYPE_CHECKING
 from inspector.model import Checkpoint
 
 if TYPE_CHECKING:
-    from inspector.analysis.adapter import AdapterDiff
-    from inspector.analysis.ancestry import Lineage
-    from inspector.analysis.audit import AuditResult
-    from inspector.analysis.budget import Budget
-    from inspector.analysis.compare import Comparison
-    from inspector.analysis.diff import Diff
-    from inspector.analysis.estimate import Estimate
-    from inspector.analysis.fit import CommonFit, Fit
-    from inspector.analysis.formula import FormulaCheck
+    from inspector.analysis.checks.audit import AuditResult
+    from inspector.analysis.comparison.adapter import AdapterDiff
+    from inspector.analysis.comparison.ancestry import Lineage
+    from inspector.analysis.comparison.compare import Comparison
+    from inspector.analysis.comparison.diff import Diff
+    from inspector.analysis.comparison.values import ValueDiff
+    from inspector.analysis.facts.formula import FormulaCheck
+    from inspector.analysis.facts.report import Report
     from inspector.analysis.knobs import Knob
-    from inspector.analysis.listing import CachedModel, FileRow, ListingRow, RepoFiles
-    from inspector.analysis.plan import Plan
-    from inspector.analysis.report import Report
-    from inspector.analysis.train import Train
-    from inspector.analysis.values import ValueDiff
+    from inspector.analysis.serving.budget import Budget
+    from inspector.analysis.serving.estimate import Estimate
+    from inspector.analysis.serving.fit import CommonFit, Fit
+    from inspector.analysis.serving.listing import CachedModel, FileRow, ListingRow, RepoFiles
+    from inspector.analysis.serving.plan import Plan
+    from inspector.analysis.training.train import Train
     from inspector.results.audit import AuditDoc
     from inspector.results.compare import CompareDoc
     from inspector.results.diff import AdapterDiffDoc, DiffDoc
@@ -54,7 +54,7 @@ class Aliases:
     rows: tuple[AliasRow, ...]
 
     def to_dict(self) -> dict[str, object]:
-        # deferred: 8 ms at import (inspector.results.common)
+        # deferred: 10 ms at import (inspector.results.common)
         from inspector.results.common import SCHEMA_VERSION
 
         return {"schema_version": SCHEMA_VERSION,
@@ -73,7 +73,7 @@ class CacheResult:
     rows: tuple[CachedModel, ...]
 
     def to_dict(self) -> dict[str, object]:
-        # deferred: 16 ms at import (inspector.results.files)
+        # deferred: 13 ms at import (inspector.results.files)
         from inspector.results.files import cache_json
 
         return cache_json(self.root, list(self.rows))
@@ -108,7 +108,7 @@ class Inspection:
 
     def to_dict(self) -> ShowDoc:
         """The ``inspect MODEL --json`` document (schema ``inspector/schemas/show.schema.json``)."""
-        # deferred: 13 ms at import (inspector.results.show)
+        # deferred: 14 ms at import (inspector.results.show)
         from inspector.results.show import report_json
 
         return report_json(self.report, rows=list(self.rows) if self.rows is not None else None,
@@ -134,9 +134,9 @@ class Difference:
 
     def gates_hit(self, gates: Sequence[str]) -> list[str]:
         """The ``--fail-if`` conditions (params, dtypes, shapes, any) this difference trips."""
-        # deferred: 43 ms at import (inspector.analysis.adapter, inspector.analysis.diff)
-        from inspector.analysis.adapter import adapter_gates_hit
-        from inspector.analysis.diff import gates_hit
+        # deferred: 65 ms at import (inspector.analysis.comparison.adapter, inspector.analysis.comparison.diff)
+        from inspector.analysis.comparison.adapter import adapter_gates_hit
+        from inspector.analysis.comparison.diff import gates_hit
 
         if self.result is not None:
             return gates_hit(self.result, list(gates), self.values)
@@ -145,7 +145,7 @@ class Difference:
 
     def to_dict(self) -> DiffDoc | AdapterDiffDoc:
         """The ``inspect diff A B --json`` document (``diff.schema.json``, or ``adapter-diff`` for an adapter)."""
-        # deferred: 51 ms at import (inspector.results.diff)
+        # deferred: 73 ms at import (inspector.results.diff)
         from inspector.results.diff import adapter_json, diff_json
 
         if self.result is not None:
@@ -162,7 +162,7 @@ class ComparisonResult:
 
     def to_dict(self) -> CompareDoc:
         """The ``inspect compare --json`` document (``compare.schema.json``)."""
-        # deferred: 9 ms at import (inspector.results.compare)
+        # deferred: 11 ms at import (inspector.results.compare)
         from inspector.results.compare import compare_json
 
         return compare_json(self.comparison)
@@ -212,7 +212,7 @@ class EstimateResult(_FitAnswer):
 
     def to_dict(self) -> EstimateDoc:
         """The ``inspect estimate --json`` document (``estimate.schema.json``)."""
-        # deferred: 45 ms at import (inspector.results.estimate)
+        # deferred: 81 ms at import (inspector.results.estimate)
         from inspector.results.estimate import estimate_json
 
         return estimate_json(self.report, self.estimate, self.fit, self.suggestions)
@@ -232,7 +232,7 @@ class FileListing:
 
     def to_dict(self) -> FilesDoc:
         """The ``inspect FOLDER|REPO --json`` document of such a folder (``files.schema.json``)."""
-        # deferred: 10 ms at import (inspector.results.files)
+        # deferred: 11 ms at import (inspector.results.files)
         from inspector.results.files import files_json
 
         return files_json(self.where, list(self.rows), self.budget, list(self.notes))
@@ -248,7 +248,7 @@ class FilesResult:
 
     def to_dict(self) -> RepoFilesDoc:
         """The ``inspect MODEL --files --json`` document (``repo-files.schema.json``)."""
-        # deferred: 9 ms at import (inspector.results.files)
+        # deferred: 12 ms at import (inspector.results.files)
         from inspector.results.files import repo_files_json
 
         return repo_files_json(self.checkpoint, self.files)
@@ -271,7 +271,7 @@ class Audit:
 
     def to_dict(self) -> AuditDoc:
         """The ``inspect audit --json`` document (``audit.schema.json``)."""
-        # deferred: 10 ms at import (inspector.results.audit)
+        # deferred: 11 ms at import (inspector.results.audit)
         from inspector.results.audit import audit_json
 
         return audit_json(self.result)
@@ -304,7 +304,7 @@ class TrainResult(_FitAnswer):
 
     def to_dict(self) -> TrainDoc:
         """The ``inspect train --json`` document (``train.schema.json``)."""
-        # deferred: 82 ms at import (inspector.results.train)
+        # deferred: 132 ms at import (inspector.results.train)
         from inspector.results.train import train_json
 
         return train_json(self.report, self.train, self.suggestions)
@@ -328,14 +328,14 @@ class PlanResult(_FitAnswer):
     @property
     def verdict(self) -> str:
         """The answer in one line: the best layout, or why none fits."""
-        # deferred: 108 ms at import (inspector.results.plan)
+        # deferred: 207 ms at import (inspector.results.plan)
         from inspector.results.plan import headline
 
         return headline(self.plan)
 
     def to_dict(self) -> PlanDoc:
         """The ``inspect plan --json`` document (``plan.schema.json``)."""
-        # deferred: 112 ms at import (inspector.results.plan)
+        # deferred: 138 ms at import (inspector.results.plan)
         from inspector.results.plan import plan_json
 
         return plan_json(self.report, self.plan, self.suggestions)
@@ -368,14 +368,14 @@ class LineageResult:
 
     def gates_hit(self, gates: Sequence[str]) -> list[str]:
         """The ``--fail-if`` conditions (unrelated, changed, declared) this answer trips."""
-        # deferred: 50 ms at import (inspector.analysis.ancestry)
-        from inspector.analysis.ancestry import gates_hit
+        # deferred: 117 ms at import (inspector.analysis.comparison.ancestry)
+        from inspector.analysis.comparison.ancestry import gates_hit
 
         return gates_hit(self.lineage, gates)
 
     def to_dict(self) -> LineageDoc:
         """The ``inspect lineage --json`` document (``lineage.schema.json``)."""
-        # deferred: 39 ms at import (inspector.results.lineage)
+        # deferred: 57 ms at import (inspector.results.lineage)
         from inspector.results.lineage import lineage_json
 
         return lineage_json(self.lineage)

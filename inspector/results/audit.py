@@ -9,7 +9,7 @@ from inspector.results import common
 from inspector.results.common import ModelDoc, SchemaVersion
 
 if TYPE_CHECKING:
-    from inspector.analysis.audit import AuditResult
+    from inspector.analysis.checks.audit import AuditResult
 
 
 class AuditCounts(TypedDict):

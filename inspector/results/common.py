@@ -10,9 +10,9 @@ from inspector.model import Origin
 from inspector.results.schema import Choices
 
 if TYPE_CHECKING:
-    from inspector.analysis.config import ModelConfig
+    from inspector.analysis.facts.config import ModelConfig
+    from inspector.analysis.facts.stats import Summary
     from inspector.analysis.knobs import Knob
-    from inspector.analysis.stats import Summary
     from inspector.model import Checkpoint
 
 #: the documents' version: a key renamed or removed raises it

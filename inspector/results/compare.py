@@ -8,7 +8,7 @@ from inspector.results import common
 from inspector.results.common import ConfigDoc, ModelDoc, SchemaVersion, TotalsDoc
 
 if TYPE_CHECKING:
-    from inspector.analysis.compare import Comparison
+    from inspector.analysis.comparison.compare import Comparison
 
 
 class CompareModel(TypedDict):

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Literal, TypedDict
 
-from inspector.analysis.diff import ChangeKind
-from inspector.analysis.values import Verdict
+from inspector.analysis.comparison.diff import ChangeKind
+from inspector.analysis.comparison.values import Verdict
 from inspector.results import common
 from inspector.results.common import ModelDoc, SchemaVersion
 
 if TYPE_CHECKING:
-    from inspector.analysis.adapter import AdapterDiff
-    from inspector.analysis.diff import Diff
-    from inspector.analysis.report import Report
-    from inspector.analysis.values import ValueDiff
+    from inspector.analysis.comparison.adapter import AdapterDiff
+    from inspector.analysis.comparison.diff import Diff
+    from inspector.analysis.comparison.values import ValueDiff
+    from inspector.analysis.facts.report import Report
 
 
 class SideDoc(TypedDict):
@@ -92,7 +92,7 @@ class ValueRow(TypedDict):
 
 
 class ValuesDoc(TypedDict):
-    """``--values``: which tensors' bytes differ, from a few ranges of each (analysis/values.py)."""
+    """``--values``: which tensors' bytes differ, from a few ranges of each (analysis/comparison/values.py)."""
 
     sample_bytes: int
     exact: bool

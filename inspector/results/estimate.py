@@ -5,18 +5,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Annotated, Final, TypedDict
 
-from inspector.analysis import engines
-from inspector.analysis.architecture import Runs, StackKind
+from inspector.analysis.serving import engines
+from inspector.analysis.structure.architecture import Runs, StackKind
 from inspector.results import common
 from inspector.results.common import ModelDoc, SchemaVersion, SuggestionDoc
 from inspector.results.schema import Choices
 
 if TYPE_CHECKING:
-    from inspector.analysis.architecture import Architecture, Stack
-    from inspector.analysis.estimate import Estimate
-    from inspector.analysis.fit import Fit
+    from inspector.analysis.facts.report import Report
     from inspector.analysis.knobs import Knob
-    from inspector.analysis.report import Report
+    from inspector.analysis.serving.estimate import Estimate
+    from inspector.analysis.serving.fit import Fit
+    from inspector.analysis.structure.architecture import Architecture, Stack
 
 
 class FitTerm(TypedDict):
@@ -32,7 +32,7 @@ class CurvePoint(TypedDict):
 
 
 class FitDoc(TypedDict):
-    """A fit to a budget (analysis/fit.py), under an engine's rules."""
+    """A fit to a budget (analysis/serving/fit.py), under an engine's rules."""
 
     budget_bytes: int
     devices: int

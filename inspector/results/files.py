@@ -8,8 +8,8 @@ from inspector.results import common
 from inspector.results.common import ModelDoc, SchemaVersion
 
 if TYPE_CHECKING:
-    from inspector.analysis.budget import Budget
-    from inspector.analysis.listing import CachedModel, FileRow, RepoFiles
+    from inspector.analysis.serving.budget import Budget
+    from inspector.analysis.serving.listing import CachedModel, FileRow, RepoFiles
     from inspector.model import Checkpoint
 
 

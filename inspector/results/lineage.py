@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, TypedDict
 
-from inspector.analysis.lineage import CardRelation, Kind, Relation
+from inspector.analysis.comparison.lineage import CardRelation, Kind, Relation
 from inspector.results import common
 from inspector.results.common import ModelDoc, SchemaVersion
 
 if TYPE_CHECKING:
-    from inspector.analysis.ancestry import Candidate, Lineage, TensorEvidence
+    from inspector.analysis.comparison.ancestry import Candidate, Lineage, TensorEvidence
 
 
 class LineageTensor(TypedDict):

@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Annotated, TypedDict
 
-from inspector.analysis import engines
+from inspector.analysis.facts.report import Report
 from inspector.analysis.knobs import Knob
-from inspector.analysis.plan import OBJECTIVES, Plan, Row
-from inspector.analysis.report import Report
+from inspector.analysis.serving import engines
+from inspector.analysis.serving.plan import OBJECTIVES, Plan, Row
 from inspector.results import common
 from inspector.results.common import ModelDoc, SchemaVersion, SuggestionDoc
 from inspector.results.schema import Choices

@@ -9,9 +9,9 @@ from inspector.results import common
 from inspector.results.common import ConfigDoc, ModelDoc, SchemaVersion, TotalsDoc
 
 if TYPE_CHECKING:
-    from inspector.analysis.formula import FormulaCheck
-    from inspector.analysis.listing import ListingRow
-    from inspector.analysis.report import Report
+    from inspector.analysis.facts.formula import FormulaCheck
+    from inspector.analysis.facts.report import Report
+    from inspector.analysis.serving.listing import ListingRow
 
 
 class RoleRow(TypedDict):
@@ -75,7 +75,7 @@ class FormulaRow(TypedDict):
 
 
 class FormulaDoc(TypedDict):
-    """The config-only formula beside the headers' count (analysis/formula.py)."""
+    """The config-only formula beside the headers' count (analysis/facts/formula.py)."""
 
     #: None: no closed formula for this model type (``notes`` says so)
     family: str | None

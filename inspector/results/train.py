@@ -5,17 +5,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Annotated, TypedDict
 
-from inspector.analysis import losses, methods, optimizers, precisions, train
-from inspector.analysis.experts import Layout
-from inspector.analysis.stages import Stage
+from inspector.analysis.training import losses, methods, optimizers, precisions
+from inspector.analysis.training.experts import Layout
+from inspector.analysis.training.options import Offload
+from inspector.analysis.training.stages import Stage
 from inspector.results import common
 from inspector.results.common import ModelDoc, SchemaVersion, SuggestionDoc
 from inspector.results.schema import Choices
 
 if TYPE_CHECKING:
+    from inspector.analysis.facts.report import Report
     from inspector.analysis.knobs import Knob
-    from inspector.analysis.report import Report
-    from inspector.analysis.train import Term, Train
+    from inspector.analysis.training.train import Term, Train
 
 
 class PeakPart(TypedDict):
@@ -59,7 +60,7 @@ class TrainDoc(TypedDict):
     budget_bytes: int | None
     zero: int
     fsdp: bool
-    offload: Annotated[str, Choices(lambda: train.OFFLOADS)]
+    offload: Offload
     experts: Layout
     stage: Stage
     loss: Annotated[str, Choices(losses.names)]

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 #: ``diffusion_pytorch_model.fp16.safetensors``, only when asked for)
 DEFAULT_WEIGHTS: Final = ("diffusion_pytorch_model.safetensors", "model.safetensors")
 #: the small files beside the weights that describe the tokenizer, chat template and generation
-#: defaults (``analysis.tokenizer`` reads them); tokenizer.json only up to ``TOKENIZER_JSON_BUDGET``
+#: defaults (``analysis.facts.tokenizer`` reads them); tokenizer.json only up to ``TOKENIZER_JSON_BUDGET``
 TOKENIZER_FILES: Final = ("tokenizer_config.json", "special_tokens_map.json", "generation_config.json",
                           "chat_template.json", "chat_template.jinja")
 TOKENIZER_JSON: Final = "tokenizer.json"
@@ -353,7 +353,7 @@ def _each_component(source: Source, files: Mapping[str, int | None], listed: lis
     below = folders(files)
     if not source.remote or len(listed) < 2:
         return [_component(source, below.get(c.folder, {}), c.folder) for c in listed]
-    # deferred: 5 ms at import (concurrent.futures)
+    # deferred: 9 ms at import (concurrent.futures)
     from concurrent.futures import ThreadPoolExecutor
 
     workers = min(len(listed), COMPONENT_WORKERS)

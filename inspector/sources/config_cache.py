@@ -1,6 +1,6 @@
 """The on-disk figure store: what transformers made of a config, kept between runs.
 
-``$HF_HOME/inspector/configs/<key>.json``, one small JSON file per config (``analysis.config.figure_key``),
+``$HF_HOME/inspector/configs/<key>.json``, one small JSON file per config (``analysis.facts.config.figure_key``),
 written atomically through the path guard. A broken or unreadable entry is a miss; a read-only cache
 only costs time.
 """
@@ -26,7 +26,7 @@ class DiskFigureStore:
 
     def _root(self) -> Path:
         if self.folder is None:
-            # deferred: 1 ms at import (huggingface_hub)
+            # deferred: 2 ms at import (huggingface_hub)
             from huggingface_hub import constants
 
             self.folder = Path(constants.HF_HOME) / "inspector" / "configs"

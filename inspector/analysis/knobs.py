@@ -42,7 +42,7 @@ def train_knobs(t: Train, again: Callable[[TrainOptions], Train]) -> tuple[Knob,
     tried: list[tuple[str, TrainOptions]] = []
     if not o.step.checkpointing:
         tried.append(("--checkpointing", replace(o, step=replace(o.step, checkpointing=True))))
-    if not o.shard.offloaded:
+    if not o.shard.offloading.optimizer:
         tried.append(("--offload optimizer", replace(o, shard=replace(o.shard, offload="optimizer"))))
     if t.devices > 1 and o.shard.zero < 3 and not o.shard.fsdp:
         tried.append(("--zero 3", replace(o, shard=replace(o.shard, zero=3))))

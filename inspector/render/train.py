@@ -42,7 +42,7 @@ def _headline(report: Report, t: Train) -> str:
         what += " on " + ", ".join(o.targets)
     gpus = "" if o.budget is None else f"; {t.devices} × {o.budget.gpu or _gib(o.budget.per_device) + ' GiB'}"
     shard = f", ZeRO {o.shard.zero}" if o.shard.zero else (", FSDP" if o.shard.fsdp else "")
-    shard += f", offload {o.shard.offload}" if o.shard.offloaded else ""
+    shard += f", offload {o.shard.offload}" if o.shard.offloading.optimizer else ""
     shard += f", SP {o.shard.sp}" if o.shard.sp > 1 else ""
     shard += f", frozen {', '.join(sanitize(f) for f in o.freeze)}" if o.freeze else ""
     shard += ", optimizer in backward" if o.step.optimizer_in_backward else ""

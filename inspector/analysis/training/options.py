@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Final, Literal, get_args
 
@@ -12,10 +13,23 @@ from inspector.analysis.training.precisions import PRECISIONS, Precision
 from inspector.analysis.training.stages import StageOptions
 from inspector.errors import UsageError
 
-#: what ``--offload`` moves to CPU memory: nothing, the optimizer's states and master copy, or those and the weights
-#: (DeepSpeed's offload_optimizer and offload_param; FSDP's CPUOffload)
+
+@dataclass(frozen=True, slots=True)
+class Offloading:
+    """What one ``--offload`` moves to CPU memory (DeepSpeed's offload_optimizer and offload_param; FSDP's
+    CPUOffload)."""
+
+    optimizer: bool  # the optimizer's states and float32 master copy
+    weights: bool  # the weights too, the GPU holding the layer being computed
+
+
 Offload = Literal["none", "optimizer", "all"]
 OFFLOADS: Final[tuple[Offload, ...]] = get_args(Offload)
+OFFLOADING: Final[Mapping[Offload, Offloading]] = {
+    "none": Offloading(optimizer=False, weights=False),
+    "optimizer": Offloading(optimizer=True, weights=False),
+    "all": Offloading(optimizer=True, weights=True),
+}
 
 
 def offload_of(text: str) -> Offload:
@@ -38,14 +52,9 @@ class Sharding:
     sp: int = 1
 
     @property
-    def offloaded(self) -> bool:
-        """The optimizer's states and float32 master copy live in CPU memory (``--offload optimizer`` or ``all``)."""
-        return self.offload != "none"
-
-    @property
-    def offloads_weights(self) -> bool:
-        """The weights live in CPU memory too, the GPU holding the layer being computed (``--offload all``)."""
-        return self.offload == "all"
+    def offloading(self) -> Offloading:
+        """What ``offload`` moves to CPU memory."""
+        return OFFLOADING[self.offload]
 
 
 @dataclass(frozen=True, slots=True)

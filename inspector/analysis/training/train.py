@@ -223,7 +223,7 @@ def check_options(options: TrainOptions) -> None:
                          "several GPUs; with one GPU it shards nothing", hint="give the GPUs: ⟨gpu=H100x8⟩")
     if o.shard.fsdp and o.shard.zero:
         raise UsageError("⟨fsdp⟩ and ⟨zero⟩ are two ways to shard: give one", hint="⟨fsdp⟩ is ZeRO stage 3's layout")
-    if o.shard.offloaded and not (o.shard.zero or o.shard.fsdp):
+    if o.shard.offloading.optimizer and not (o.shard.zero or o.shard.fsdp):
         raise UsageError("⟨offload⟩ moves sharded state to the CPU: it goes with ⟨zero⟩ or ⟨fsdp⟩",
                          hint="⟨gpu=RTX4090x2⟩ ⟨zero=2⟩ ⟨offload=optimizer⟩")
     check_stage(o.stage)
@@ -344,10 +344,10 @@ def _states(o: TrainOptions, held: _Held, params: list[Tensor], devices: int, wb
     g_states, g_master = shard(states, 1), shard(master, 1)
     cpu = 0
     assumptions = []
-    if o.shard.offloaded:
+    if o.shard.offloading.optimizer:
         cpu += g_states + g_master
         g_states = g_master = 0
-    if o.shard.offloads_weights:
+    if o.shard.offloading.weights:
         layer = max((sum(t.info.numel for t in members) for members in _layers(params)), default=0)
         cpu += g_weights
         g_weights = min(g_weights, layer * wbytes)
@@ -380,7 +380,7 @@ def _states(o: TrainOptions, held: _Held, params: list[Tensor], devices: int, wb
                        "parameter stepped and its gradient freed once accumulated", True),
         optimizer_states=Term("optimizer_states", g_states, f"{opt.states}: {states:,} B" +
                               (" ÷ GPUs" if g_states != states and g_states else "") +
-                              (" (on the CPU)" if o.shard.offloaded else ""), opt.source, True),
+                              (" (on the CPU)" if o.shard.offloading.optimizer else ""), opt.source, True),
         master_weights=Term("master_weights", g_master,
                             (f"{n_trainable:,} × 4 B (fp32 copy the optimizer updates)" if master else
                              "none: " + ("the adapters are float32 already" if o.method_kind.adapter else

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
@@ -24,7 +25,7 @@ class Listed:
 
 
 @dataclass(frozen=True, slots=True)
-class RepoKind:
+class RepoKind(ABC):
     """What a multi-component repo is: the index it is read from and what follows from it. A kind is a subclass
     that reads its index (``components``, ``index_of``; ``class_name``, ``note``, ``no_tokens`` where it has
     them), made once with its facts:
@@ -45,15 +46,15 @@ class RepoKind:
     separate: bool
     top: tuple[str, str] | None = None
 
+    @abstractmethod
     def components(self, index: object, where: str) -> list[Listed]:
         """The components the parsed index lists, in its order, each folder once; an ``InvalidCheckpointError``
         naming ``where`` for an index that is not one, or lists more than the kind's bound."""
-        raise NotImplementedError
 
+    @abstractmethod
     def index_of(self, class_name: str | None, components: Sequence[Listed]) -> object:
         """The index written back from what was read of it (a header snapshot stores it), which ``components``
         reads as ``components``."""
-        raise NotImplementedError
 
     def class_name(self, index: object) -> str | None:
         """The class the index names for the whole repo (``StableDiffusionPipeline``), or None."""

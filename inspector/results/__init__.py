@@ -6,6 +6,7 @@ holds every builder and every reader (the HTML) to its keys, and the JSON Schema
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -168,15 +169,16 @@ class ComparisonResult:
         return compare_json(self.comparison)
 
 
-class _FitAnswer:
+class _FitAnswer(ABC):
     """A result that answers "does it fit?": its ``--fail-if nofit`` gate, failing closed where a figure is
     unknown."""
 
     __slots__ = ()
 
     @property
+    @abstractmethod
     def fits(self) -> bool | None:
-        raise NotImplementedError
+        """Whether it fits (None: unknown)."""
 
     def gates_hit(self, gates: Sequence[str]) -> list[str]:
         """The ``--fail-if`` conditions (``fit.FIT_GATES``) this answer trips."""

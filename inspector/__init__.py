@@ -93,27 +93,27 @@ def __getattr__(name: str) -> object:
 
         return InspectorError
     if name in ("Checkpoint", "Alternatives"):
-        # deferred: 26 ms at import (inspector.model)
+        # deferred: 16 ms at import (inspector.model)
         from inspector import model
 
         return getattr(model, name)
     if name == "HubOptions":
-        # deferred: 23 ms at import (inspector.sources.transport)
+        # deferred: 15 ms at import (inspector.sources.transport)
         from inspector.sources.transport import HubOptions
 
         return HubOptions
     if name == "train":
-        # deferred: 32 ms at import (inspector.api_train)
+        # deferred: 24 ms at import (inspector.api_train)
         from inspector import api_train
 
         return api_train.train
     if name in ("estimate", "list_files", "plan"):
-        # deferred: 50 ms at import (inspector.api_fit)
+        # deferred: 26 ms at import (inspector.api_fit)
         from inspector import api_fit
 
         return getattr(api_fit, name)
     if name in __all__:
-        # deferred: 42 ms at import (inspector.api, inspector.results)
+        # deferred: 24 ms at import (inspector.api, inspector.results)
         from inspector import api, results
 
         return getattr(api, name) if hasattr(api, name) else getattr(results, name)

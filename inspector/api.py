@@ -39,7 +39,7 @@ def open_model(model: str | Checkpoint, *, revision: str | None = None, hub: Hub
     words, when a read waits for the server (Retry-After). The one route by which every command opens a model."""
     if isinstance(model, Checkpoint):
         return model
-    # deferred: 55 ms at import (inspector.analysis.facts.config, inspector.sources.config_cache, …)
+    # deferred: 23 ms at import (inspector.analysis.facts.config, inspector.sources.config_cache, …)
     from inspector.analysis.facts.config import use_figure_store
     from inspector.sources.config_cache import DiskFigureStore
     from inspector.sources.resolve import open_checkpoint
@@ -50,7 +50,7 @@ def open_model(model: str | Checkpoint, *, revision: str | None = None, hub: Hub
     def open_repo(repo_id: str, revision: str | None, problems: ProblemSink, only: str | None) -> Checkpoint:
         # the Hub's reader (and its cache, pool and hashing) is imported when a Hub repo is opened: a
         # local folder or an alias never needs it (10 ms of a local run)
-        # deferred: 48 ms at import (inspector.sources.hub)
+        # deferred: 24 ms at import (inspector.sources.hub)
         from inspector.sources.hub import hub_opener
 
         return hub_opener(options, progress)(repo_id, revision, problems, only)
@@ -80,7 +80,7 @@ def open_any(model: str | Checkpoint, *, revision: str | None = None, hub: HubOp
 
 def repo_and_revision(spec: str) -> tuple[str, str | None]:
     """``org/name@rev`` → (``org/name``, ``rev``); without ``@``, the revision is None."""
-    # deferred: 27 ms at import (inspector.sources.resolve)
+    # deferred: 12 ms at import (inspector.sources.resolve)
     from inspector.sources.resolve import split_revision
 
     return split_revision(spec)
@@ -88,7 +88,7 @@ def repo_and_revision(spec: str) -> tuple[str, str | None]:
 
 def did_you_mean(word: str, choices: Sequence[str]) -> str | None:
     """The closest of ``choices`` when ``word`` is close enough to be a typo of it."""
-    # deferred: 26 ms at import (inspector.sources.resolve)
+    # deferred: 11 ms at import (inspector.sources.resolve)
     from inspector.sources.resolve import did_you_mean as closest
 
     return closest(word, choices)
@@ -106,7 +106,7 @@ def aliases() -> results.Aliases:
 
 
 def is_alias(name: str) -> bool:
-    # deferred: 2 ms at import (inspector.sources.bundled)
+    # deferred: 1 ms at import (inspector.sources.bundled)
     from inspector.sources.bundled import ALIASES
 
     return name.lower() in ALIASES
@@ -116,7 +116,7 @@ def is_alias(name: str) -> bool:
 
 def is_cache_root(path: str | Path) -> bool:
     """``path`` is a Hugging Face cache root (a folder of ``models--ORG--NAME`` folders)."""
-    # deferred: 18 ms at import (inspector.sources.resolve)
+    # deferred: 11 ms at import (inspector.sources.resolve)
     from inspector.sources.resolve import is_hf_cache_root
 
     return is_hf_cache_root(Path(path).expanduser())
@@ -124,7 +124,7 @@ def is_cache_root(path: str | Path) -> bool:
 
 def cache(root: str | Path) -> results.CacheResult:
     """Every model of the Hugging Face cache at ``root``, read from its snapshots' headers."""
-    # deferred: 91 ms at import (inspector.analysis.facts.report, inspector.analysis.serving.listing, …)
+    # deferred: 36 ms at import (inspector.analysis.facts.report, inspector.analysis.serving.listing, …)
     from inspector.analysis.facts.report import build_report
     from inspector.analysis.serving.listing import CachedModel
     from inspector.errors import ConfigOnly, InspectorError
@@ -150,7 +150,7 @@ def save(model: str | Checkpoint, folder: str | Path, *, force: bool = False, re
          hub: HubOptions | None = None) -> Path:
     """Write the model's header snapshot to ``folder`` (new, empty, or a snapshot of the same model;
     ``force`` replaces one of another model) and return the folder: inspect, diff or audit it offline."""
-    # deferred: 23 ms at import (inspector.sources.snapshot)
+    # deferred: 10 ms at import (inspector.sources.snapshot)
     from inspector.sources.snapshot import save_checkpoint
 
     checkpoint = open_model(model, revision=revision, hub=hub)
@@ -163,7 +163,7 @@ def save(model: str | Checkpoint, folder: str | Path, *, force: bool = False, re
 def to_text(result: results.AnyResult, format: str = "html") -> str:
     """``result`` as the CLI writes it in ``format`` (html, markdown, json; table: as piped, 100 columns):
     ``to_text(inspect("llama3-8b"), "html")`` is the page ``inspect llama3-8b --format html`` writes."""
-    # deferred: 7 ms at import (inspector.render.views)
+    # deferred: 5 ms at import (inspector.render.views)
     from inspector.render.views import to_text as render_text
 
     return render_text(result, format)
@@ -176,7 +176,7 @@ def inspect(model: str | Checkpoint, *, tensors: bool = False, collapse: bool = 
             summary: bool = False, revision: str | None = None, hub: HubOptions | None = None) -> results.Inspection:
     """What is inside ``model``: ``inspect MODEL`` (``--tensors``, ``--collapse``, ``--formula``);
     ``summary``: also the estimate and the smallest common budget it fits (the table's last line)."""
-    # deferred: 46 ms at import (inspector.analysis.facts.report, inspector.errors, inspector.render.show)
+    # deferred: 27 ms at import (inspector.analysis.facts.report, inspector.errors, inspector.render.show)
     from inspector.analysis.facts.report import build_report
     from inspector.errors import InspectorError, UsageError
     from inspector.render.show import listing
@@ -187,7 +187,7 @@ def inspect(model: str | Checkpoint, *, tensors: bool = False, collapse: bool = 
     rows = tuple(listing(report, collapse)) if tensors else None
     est = common = None
     if summary:
-        # deferred: 149 ms at import (inspector.analysis.serving.estimate, inspector.analysis.serving.fit)
+        # deferred: 83 ms at import (inspector.analysis.serving.estimate, inspector.analysis.serving.fit)
         from inspector.analysis.serving.estimate import estimate as estimate_report
         from inspector.analysis.serving.fit import common_fit
 
@@ -198,7 +198,7 @@ def inspect(model: str | Checkpoint, *, tensors: bool = False, collapse: bool = 
             pass
     check = None
     if formula:
-        # deferred: 71 ms at import (inspector.analysis.facts.formula)
+        # deferred: 27 ms at import (inspector.analysis.facts.formula)
         from inspector.analysis.facts.formula import formula_check
 
         check = formula_check(report)
@@ -213,7 +213,7 @@ def diff(a: str | Checkpoint, b: str | Checkpoint, *, values: bool = False, samp
     """Why B differs from A (``inspect diff A B``). A PEFT adapter and its base (in either order) give
     the adapter's check against the base instead. ``values``: also which tensors' values differ, from
     ``sample_bytes`` of each (``--values``); ``exact``: local tensors hashed whole (``--exact``)."""
-    # deferred: 98 ms at import (inspector.analysis.comparison.adapter, inspector.analysis.comparison.align, …)
+    # deferred: 33 ms at import (inspector.analysis.comparison.adapter, inspector.analysis.comparison.align, …)
     from inspector.analysis.comparison.adapter import adapter_config, diff_adapter
     from inspector.analysis.comparison.align import align_formats
     from inspector.analysis.comparison.diff import diff_reports
@@ -234,7 +234,7 @@ def diff(a: str | Checkpoint, b: str | Checkpoint, *, values: bool = False, samp
                              hint="diff the adapter against its base without ⟨values⟩")
         base, adapter = (ra, rb) if adapter_config(rb) is not None else (rb, ra)
         return results.Difference(adapter=diff_adapter(base, adapter))
-    # deferred: 2 ms at import (inspector.api_values)
+    # deferred: 0 ms at import (inspector.api_values)
     from inspector.api_values import value_diff
 
     return results.Difference(result=diff_reports(ra, rb),
@@ -244,7 +244,7 @@ def diff(a: str | Checkpoint, b: str | Checkpoint, *, values: bool = False, samp
 def gates(fail_if: str | None, *, values: bool = False) -> list[str]:
     """``--fail-if``'s comma-separated conditions (params, dtypes, shapes, values, any), checked; ``values``
     only with ``values=True`` (the diff reads the tensors' bytes); for ``Difference.gates_hit``."""
-    # deferred: 86 ms at import (inspector.analysis.comparison.diff)
+    # deferred: 30 ms at import (inspector.analysis.comparison.diff)
     from inspector.analysis.comparison.diff import parse_gates
 
     return parse_gates(fail_if, values=values)
@@ -254,14 +254,14 @@ def answer_gates(fail_if: str | None, *, budget: bool = True) -> tuple[str, ...]
     """``--fail-if``'s conditions for ``estimate``, ``train`` and ``plan`` (``nofit``), checked before any
     model is opened; ``budget``: whether a GPU budget was given (``nofit`` needs one); for the results'
     ``gates_hit``."""
-    # deferred: 67 ms at import (inspector.analysis.serving.fit)
+    # deferred: 28 ms at import (inspector.analysis.serving.fit)
     from inspector.analysis.serving.fit import parse_fit_gates
 
     return parse_fit_gates(fail_if, budget=budget)
 
 
 def _sample_bytes(value: int | str) -> int:
-    # deferred: 21 ms at import (inspector.analysis.serving.budget, inspector.errors)
+    # deferred: 9 ms at import (inspector.analysis.serving.budget, inspector.errors)
     from inspector.analysis.serving.budget import parse_count
     from inspector.errors import UsageError
 
@@ -281,7 +281,7 @@ def lineage(model: str | Checkpoint, candidates: Sequence[str | Checkpoint] = ()
     listing's file hashes, the tensors' names and shapes, and a few KB of sampled values; without candidates,
     the bases it declares (card ``base_model``, ``adapter_config.json``, a GGUF's ``general.base_model``).
     ``exact``: local weight files hashed whole (streamed) to prove a copy. At most 10 candidates."""
-    # deferred: 143 ms at import (inspector.api_lineage)
+    # deferred: 57 ms at import (inspector.api_lineage)
     from inspector.api_lineage import find
 
     return results.LineageResult(find(model, candidates, exact=exact, hub=hub,
@@ -294,7 +294,7 @@ _lineage = lineage  # for ``audit``, whose ``lineage`` parameter is a switch
 def lineage_gates(fail_if: str | None) -> tuple[str, ...]:
     """``--fail-if``'s conditions for ``lineage`` (unrelated, changed, declared), checked before any model is
     opened; for ``LineageResult.gates_hit``."""
-    # deferred: 112 ms at import (inspector.analysis.comparison.ancestry, inspector.errors)
+    # deferred: 45 ms at import (inspector.analysis.comparison.ancestry, inspector.errors)
     from inspector.analysis.comparison.ancestry import GATES
     from inspector.errors import UsageError
 
@@ -313,7 +313,7 @@ def lineage_gates(fail_if: str | None) -> tuple[str, ...]:
 @paused()
 def compare(*models: str | Checkpoint, hub: HubOptions | None = None) -> results.ComparisonResult:
     """2 to 10 models side by side (``inspect compare``)."""
-    # deferred: 43 ms at import (inspector.analysis.comparison.compare, inspector.analysis.facts.report, …)
+    # deferred: 27 ms at import (inspector.analysis.comparison.compare, inspector.analysis.facts.report, …)
     from inspector.analysis.comparison.compare import compare as compare_reports
     from inspector.analysis.facts.report import build_report
     from inspector.errors import UsageError
@@ -336,7 +336,7 @@ def open_several(model: str, several: Alternatives, *, revision: str | None = No
     """Each file of a folder or repo that holds one model in several files (``Alternatives``), opened
     on its own: with what the source already read where it can (a Hub repo's listing at its commit:
     one header read a file), else by name (``MODEL/FILE``); ``FILE_WORKERS`` at a time, in order."""
-    # deferred: 9 ms at import (concurrent.futures)
+    # deferred: 6 ms at import (concurrent.futures)
     from concurrent.futures import ThreadPoolExecutor
 
     name, rev = repo_and_revision(model)
@@ -362,7 +362,7 @@ def files_of_several(model: str, several: Alternatives, *, revision: str | None 
                      hub: HubOptions | None = None) -> results.FilesResult:
     """``inspect MODEL --files`` of a folder or repo of several GGUF files: every file as the source
     listed it, each model file counted on its own (one file's header is read, for the origin)."""
-    # deferred: 25 ms at import (dataclasses, inspector.analysis.serving.listing, inspector.model)
+    # deferred: 15 ms at import (dataclasses, inspector.analysis.serving.listing, inspector.model)
     from dataclasses import replace
 
     from inspector.analysis.serving.listing import repo_files
@@ -380,7 +380,7 @@ def files_of_several(model: str, several: Alternatives, *, revision: str | None 
 def files(model: str | Checkpoint, *, revision: str | None = None,
           hub: HubOptions | None = None) -> results.FilesResult:
     """``inspect MODEL --files``."""
-    # deferred: 36 ms at import (inspector.analysis.serving.listing)
+    # deferred: 15 ms at import (inspector.analysis.serving.listing)
     from inspector.analysis.serving.listing import repo_files
 
     checkpoint = open_model(model, revision=revision, hub=hub)
@@ -398,7 +398,7 @@ def audit(model: str | Checkpoint, *, modeling: bool = False, deep: bool = False
     for NaN, Inf and all-zero tensors: local files only (it reads the weights; never a Hub repo's),
     ``progress`` told (``Phase.DATA``, bytes done, bytes in all). ``lineage``: the base the model declares
     checked against it as ``inspect lineage`` checks it (a few KB of each read)."""
-    # deferred: 39 ms at import (inspector.analysis.checks.audit)
+    # deferred: 22 ms at import (inspector.analysis.checks.audit)
     from inspector.analysis.checks import audit as audit_mod
 
     checkpoint = open_model(model, revision=revision, hub=hub, lenient=True)
@@ -410,12 +410,12 @@ def audit(model: str | Checkpoint, *, modeling: bool = False, deep: bool = False
             raise UsageError("the deep scan needs a local checkpoint folder or file")
         extra += audit_mod.deep_scan(inp, progress)
     if modeling:
-        # deferred: 59 ms at import (inspector.analysis.checks.modeling)
+        # deferred: 21 ms at import (inspector.analysis.checks.modeling)
         from inspector.analysis.checks.modeling import modeling_check
 
         extra += modeling_check(inp)
     if lineage:
-        # deferred: 100 ms at import (inspector.analysis.comparison.ancestry, inspector.analysis.comparison.lineage, …)
+        # deferred: 58 ms at import (inspector.analysis.comparison.ancestry, inspector.analysis.comparison.lineage, …)
         from inspector.analysis.comparison.ancestry import declared_findings
         from inspector.analysis.comparison.lineage import declared_bases
         from inspector.api_lineage import card

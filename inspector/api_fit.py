@@ -54,7 +54,7 @@ def estimate_options(*, context: int | str | None = None, batch: int | str = 1, 
     ``gpu_memory_utilization`` (0 < u <= 1, default 0.9) or SGLang's ``mem_fraction_static`` (by the GPU);
     ``pipeline``: pipeline-parallel stages, which
     divide the budget's devices (``H100x4`` with 2 stages: tensor parallel 2 in each)."""
-    # deferred: 13 ms at import (inspector.analysis.serving.budget, inspector.analysis.serving.engines, …)
+    # deferred: 9 ms at import (inspector.analysis.serving.budget, inspector.analysis.serving.engines, inspector.errors)
     from inspector.analysis.serving.budget import parse_budget, parse_count
     from inspector.analysis.serving.engines import ENGINES
     from inspector.errors import UsageError
@@ -88,7 +88,7 @@ def estimate_options(*, context: int | str | None = None, batch: int | str = 1, 
 
 def _utilization(value: float | str | None) -> float | None:
     """vLLM's gpu_memory_utilization: a fraction in (0, 1]; None when not given."""
-    # deferred: 20 ms at import (inspector.analysis.serving.budget, inspector.errors)
+    # deferred: 9 ms at import (inspector.analysis.serving.budget, inspector.errors)
     from inspector.analysis.serving.budget import parse_fraction
     from inspector.errors import UsageError
 
@@ -115,7 +115,7 @@ def estimate(model: str | Checkpoint, *, context: int | str | None = None, batch
 def estimate_with(checkpoint: Checkpoint, options: EstimateOptions, *, hub: HubOptions | None = None) -> EstimateResult:
     """The estimate of an open checkpoint with checked options (``hub``: how its repo is reached again, for
     the other files a suggestion may name)."""
-    # deferred: 92 ms at import (inspector.analysis.facts.report, inspector.analysis.serving.engines, …)
+    # deferred: 56 ms at import (inspector.analysis.facts.report, inspector.analysis.serving.engines, …)
     from inspector.analysis.facts.report import build_report
     from inspector.analysis.serving.engines import ENGINES
     from inspector.analysis.serving.estimate import estimate as estimate_report
@@ -137,7 +137,7 @@ def _estimate_knobs(report: Report, est: Estimate, options: EstimateOptions, eng
                     fitted: Fit, hub: HubOptions | None = None) -> tuple[Knob, ...]:
     """What makes a model that does not fit fit (``analysis.knobs.estimate_knobs``): the same fit at a
     shorter context or an 8-bit KV cache, and ``plan``'s first layout of more of the same GPU."""
-    # deferred: 198 ms at import (dataclasses, inspector.analysis.facts.report, inspector.analysis.knobs, …)
+    # deferred: 105 ms at import (dataclasses, inspector.analysis.facts.report, inspector.analysis.knobs, …)
     from dataclasses import replace
 
     from inspector.analysis.facts.report import build_report
@@ -207,7 +207,7 @@ def list_files(where: str, files: Sequence[tuple[str, Checkpoint]], *, name: str
     """The rows of ``files`` (each file opened on its own, by name); with ``gpu`` (``24GiB``) the fit
     of each model file at ``context``, projectors (``mmproj``) counted beside every model. ``name``: how
     one file is named (``NAME/FILE``; default ``where``)."""
-    # deferred: 48 ms at import (inspector.analysis.facts.report, inspector.analysis.serving.listing)
+    # deferred: 29 ms at import (inspector.analysis.facts.report, inspector.analysis.serving.listing)
     from inspector.analysis.facts.report import build_report
     from inspector.analysis.serving.listing import file_rows
 
@@ -251,7 +251,7 @@ def plan_options(*, gpus: str | Sequence[str] | None = None, max_gpus: int | str
                  engine: str | None = None, context: int | str | None = None, objective: str = "gpus",
                  utilization: float | str | None = None, kv_dtype: str | None = None) -> PlanOptions:
     """``plan``'s options, checked before any model is opened."""
-    # deferred: 152 ms at import (inspector.analysis.serving.budget, inspector.analysis.serving.engines, …)
+    # deferred: 65 ms at import (inspector.analysis.serving.budget, inspector.analysis.serving.engines, …)
     from inspector.analysis.serving.budget import parse_count, parse_whole
     from inspector.analysis.serving.engines import ENGINES
     from inspector.analysis.serving.fit import SUMMARY_CONTEXT
@@ -274,7 +274,7 @@ def plan_options(*, gpus: str | Sequence[str] | None = None, max_gpus: int | str
 
 @paused()
 def plan_with(checkpoint: Checkpoint, options: PlanOptions) -> PlanResult:
-    # deferred: 135 ms at import (inspector.analysis.facts.report, inspector.analysis.knobs, …)
+    # deferred: 77 ms at import (inspector.analysis.facts.report, inspector.analysis.knobs, …)
     from inspector.analysis.facts.report import build_report
     from inspector.analysis.knobs import plan_knobs
     from inspector.analysis.serving.engines import ENGINES

@@ -38,7 +38,7 @@ def train_options(*, method: str = "lora", rank: int | str | None = None, alpha:
     kept from training (vision, audio, projector, or module paths); ``optimizer_in_backward`` each gradient applied
     and freed as it is accumulated (torchtune's optimizer_in_bwd); ``offload_activations`` the activations held in
     CPU memory (torchtune's OffloadActivations); ``compile`` each decoder layer compiled (torch.compile)."""
-    # deferred: 111 ms at import (math, inspector.analysis.serving.budget, inspector.analysis.training.options, …)
+    # deferred: 66 ms at import (math, inspector.analysis.serving.budget, inspector.analysis.training.options, …)
     import math
 
     from inspector.analysis.serving.budget import parse_budget, parse_count, parse_fraction, parse_whole
@@ -73,7 +73,7 @@ def train_options(*, method: str = "lora", rank: int | str | None = None, alpha:
 
 def _stage_options(stage: str, loss: str | None, generations: int | str | None, completion_len: int | str | None,
                    beta: float | str | None, rollout_memory: float | str | None) -> StageOptions:
-    # deferred: 25 ms at import (math, inspector.analysis.serving.budget, inspector.analysis.training.stages, …)
+    # deferred: 11 ms at import (math, inspector.analysis.serving.budget, inspector.analysis.training.stages, …)
     import math
 
     from inspector.analysis.serving.budget import parse_count, parse_fraction, parse_whole
@@ -119,7 +119,7 @@ def train(model: str | Checkpoint, *, method: str = "lora", rank: int | str | No
 @paused()
 def train_with(checkpoint: Checkpoint, options: TrainOptions) -> TrainResult:
     """The training memory of an open checkpoint with checked options."""
-    # deferred: 163 ms at import (inspector.analysis.facts.report, inspector.analysis.knobs, …)
+    # deferred: 120 ms at import (inspector.analysis.facts.report, inspector.analysis.knobs, …)
     from inspector.analysis.facts.report import build_report
     from inspector.analysis.knobs import train_knobs
     from inspector.analysis.training.train import train as train_report

@@ -177,7 +177,7 @@ def write_folder(folder: Path, files: Mapping[str, bytes], field: str, *,
     ``folder`` may already exist only where ``replaceable`` says so (the old one is moved aside, then
     removed); when a concurrent writer renamed its copy in first and ``written_by_another`` accepts
     it, ours is dropped. Leftovers of killed runs beside it are removed first (``clean_stale``)."""
-    # deferred: 5 ms at import (shutil, tempfile)
+    # deferred: 4 ms at import (shutil, tempfile)
     import shutil  # (with tempfile: imported by the runs that write, not by every read)
     import tempfile
 

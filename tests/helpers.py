@@ -242,6 +242,15 @@ def generated_schemas() -> dict[str, Any]:
     return schemas()
 
 
+def train_schema_takes(doc: dict[str, Any], field: str, word: str) -> None:
+    """The train JSON Schema, generated now, lists ``word`` among ``field``'s words and validates ``doc``."""
+    from jsonschema import Draft202012Validator
+
+    schema = generated_schemas()["train"]
+    assert word in schema["properties"][field]["enum"], schema["properties"][field]
+    Draft202012Validator(schema).validate(doc)
+
+
 def help_with_strategy(folder: Path, module: str, registration: str, command: str, home: Path) -> str:
     """``inspect COMMAND --help`` in a fresh process that imports ``module`` from ``folder`` and runs
     ``registration`` (say ``from inspector.analysis.serving import engines; engines.register(toyengine.ENGINE)``)

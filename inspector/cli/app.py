@@ -52,7 +52,7 @@ def _choices(kind: str) -> Callable[[str], list[str]]:
     imported only when the shell asks): methods, optimizers, precisions, offloads, engines, objectives,
     formats, KV dtypes, GPU names and the bundled aliases."""
     def complete(incomplete: str) -> list[str]:
-        # deferred: 130 ms at import (inspector.analysis.serving.engines, inspector.analysis.serving.plan, …)
+        # deferred: 68 ms at import (inspector.analysis.serving.engines, inspector.analysis.serving.plan, …)
         from inspector.analysis.serving.engines import ENGINES, GPUS
         from inspector.analysis.serving.plan import OBJECTIVES
         from inspector.analysis.training.experts import LAYOUTS

@@ -339,7 +339,7 @@ def _or(words: list[str]) -> str:
 def _registry_help(command: Any) -> None:
     """Fill the registries' names into the options' and commands' help (engines, optimizers, repo kinds), as
     registered now."""
-    # deferred: 14 ms at import (inspector.analysis.serving.engines, inspector.analysis.training.losses, …)
+    # deferred: 10 ms at import (inspector.analysis.serving.engines, inspector.analysis.training.losses, …)
     from inspector.analysis.serving.engines import ENGINES
     from inspector.analysis.training.losses import KERNELS
     from inspector.analysis.training.methods import METHODS

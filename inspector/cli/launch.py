@@ -29,11 +29,11 @@ def entry() -> NoReturn:
     ReadAhead.start(sys.argv[1:])
     code = quick(sys.argv[1:])
     if code is None:
-        # deferred: 75 ms at import (inspector.cli.commands)
+        # deferred: 59 ms at import (inspector.cli.commands)
         from inspector.cli.commands import run
 
         code = run(None)
-    # deferred: 4 ms at import (inspector.render.streams)
+    # deferred: 3 ms at import (inspector.render.streams)
     from inspector.render.streams import flush
 
     flush()
@@ -48,14 +48,14 @@ def quick(args: list[str]) -> int | None:
     for those forms and of the root callback for the last: a test runs both on the same command lines and
     compares exit code, stdout and stderr."""
     if args == ["--version"]:  # the root option typer's callback answers (``commands._version_callback``)
-        # deferred: 6 ms at import (inspector.cli.boundary, inspector.render.streams)
+        # deferred: 3 ms at import (inspector.cli.boundary, inspector.render.streams)
         from inspector.cli.boundary import version_text
         from inspector.render.streams import out
 
         out(version_text())
         return 0
     if len(args) == 4 and args[0] == "diff" and args[3] == "--json" and all(map(_local_or_alias, args[1:3])):
-        # deferred: 5 ms at import (inspector.cli.boundary)
+        # deferred: 4 ms at import (inspector.cli.boundary)
         from inspector.cli.boundary import guarded
 
         return guarded(args, lambda: _diff_json(args[1], args[2]))
@@ -63,7 +63,7 @@ def quick(args: list[str]) -> int | None:
     if not (len(rest) == 1 or (len(rest) == 2 and rest[1] == "--json")) or rest[0].startswith("-") \
             or not (ReadAhead.started(args) or _local_or_alias(rest[0])):
         return None
-    # deferred: 6 ms at import (inspector.cli.boundary)
+    # deferred: 4 ms at import (inspector.cli.boundary)
     from inspector.cli.boundary import guarded
 
     return guarded(args, lambda: _show(rest[0], as_json=len(rest) == 2))
@@ -80,7 +80,7 @@ def _local_or_alias(model: str) -> bool:
     names no command and is no option."""
     if model in COMMANDS or model.startswith("-"):
         return False
-    # deferred: 43 ms at import (inspector.api)
+    # deferred: 22 ms at import (inspector.api)
     from inspector import api
 
     if os.path.exists(model):
@@ -91,7 +91,7 @@ def _local_or_alias(model: str) -> bool:
 def _show(model: str, *, as_json: bool) -> int:
     """``commands.show`` for ``MODEL`` and ``MODEL --json`` and nothing else (the table without typer and
     click: 0.19 -> 0.13 s of a bundled model's CPU, measured for issue 54)."""
-    # deferred: 56 ms at import (inspector.api, inspector.cli.opening, inspector.model, inspector.render.views)
+    # deferred: 31 ms at import (inspector.api, inspector.cli.opening, inspector.model, inspector.render.views)
     from inspector import api
     from inspector.cli.opening import hub_options, open_any
     from inspector.model import Alternatives
@@ -102,7 +102,7 @@ def _show(model: str, *, as_json: bool) -> int:
     hub = hub_options(None, None, False)
     checkpoint = open_any(model, None, hub)
     if isinstance(checkpoint, Alternatives):  # a repo of several GGUF files: its listing, as the command draws it
-        # deferred: 101 ms at import (inspector.cli.serving)
+        # deferred: 55 ms at import (inspector.cli.serving)
         from inspector.cli.serving import file_listing
 
         file_listing(model, checkpoint, None, hub, form, False, None, None)
@@ -114,7 +114,7 @@ def _show(model: str, *, as_json: bool) -> int:
 
 def _diff_json(a: str, b: str) -> int:
     """``commands.diff`` for ``diff A B --json`` and nothing else (no gate: exit 0)."""
-    # deferred: 53 ms at import (inspector.api, inspector.cli.opening, inspector.render.views)
+    # deferred: 27 ms at import (inspector.api, inspector.cli.opening, inspector.render.views)
     from inspector import api
     from inspector.cli.opening import hub_options, open_models
     from inspector.render import views

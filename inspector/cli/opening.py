@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 def say(message: str) -> None:
     """One line of diagnostics on stderr, sanitised, never interpreted as markup."""
-    # deferred: 5 ms at import (inspector.render.streams)
+    # deferred: 4 ms at import (inspector.render.streams)
     from inspector.render.streams import say as say_line
 
     say_line(message)
@@ -28,7 +28,7 @@ def say(message: str) -> None:
 def hub_options(endpoint: str | None, token: str | None, offline: bool) -> HubOptions:
     """The one ``HubOptions`` of a run, from ``--endpoint``, ``--token`` and ``--offline``: told in words
     on stderr when a read waits for the server."""
-    # deferred: 19 ms at import (inspector.sources.transport)
+    # deferred: 11 ms at import (inspector.sources.transport)
     from inspector.sources.transport import HubOptions
 
     return HubOptions(endpoint=endpoint, token=token, offline=True if offline else None, on_wait=say)
@@ -55,7 +55,7 @@ def open_any(model: str, revision: str | None, hub: HubOptions) -> Checkpoint | 
 def load_any(model: str, revision: str | None, hub: HubOptions, *,
              relay: Progress | None = None) -> Checkpoint | Alternatives:
     """``api.open_any`` with the run's ``HubOptions``; ``relay`` takes the progress instead of a bar of its own."""
-    # deferred: 44 ms at import (inspector.api)
+    # deferred: 23 ms at import (inspector.api)
     from inspector import api
 
     if relay is not None:
@@ -68,7 +68,7 @@ def load(model: str, revision: str | None, hub: HubOptions, *, lenient: bool = F
          relay: Progress | None = None) -> Checkpoint:
     """``api.open_model`` with the run's ``HubOptions``; ``relay`` takes the progress (phase, done, total)
     instead of a bar of its own."""
-    # deferred: 46 ms at import (inspector.api)
+    # deferred: 23 ms at import (inspector.api)
     from inspector import api
 
     if relay is not None:
@@ -81,7 +81,7 @@ def open_models(models: list[str], hub: HubOptions) -> list[Checkpoint]:
     """Several models read at once (two Hub repos cost the round trips of one): both sides of a
     diff, the columns of a compare. No progress bar, as several cannot share the terminal; the
     first model's error is the one reported when several fail."""
-    # deferred: 10 ms at import (concurrent.futures)
+    # deferred: 7 ms at import (concurrent.futures)
     from concurrent.futures import ThreadPoolExecutor
 
     def quiet(phase: str, done: int, total: int) -> None:
@@ -104,7 +104,7 @@ class ReadAhead:
     _current: tuple[list[str], ReadAhead] | None = None
 
     def __init__(self, spec: str) -> None:
-        # deferred: 9 ms at import (concurrent.futures)
+        # deferred: 6 ms at import (concurrent.futures)
         from concurrent.futures import Future  # (with logging: 6 ms a local run does not spend)
 
         self.spec = spec
@@ -170,7 +170,7 @@ class ProgressBar:
         self.task: Any = None
 
     def __enter__(self) -> Any:
-        # deferred: 6 ms at import (inspector.render.streams)
+        # deferred: 4 ms at import (inspector.render.streams)
         from inspector.render.streams import stderr_is_terminal
 
         if not stderr_is_terminal() or _progress_bars_disabled():
@@ -182,7 +182,7 @@ class ProgressBar:
         if self.bar is None:
             if not listing and total < 8:
                 return
-            # deferred: 56 ms at import (rich.progress, inspector.render.output)
+            # deferred: 38 ms at import (rich.progress, inspector.render.output)
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn
 
             from inspector.render.output import console

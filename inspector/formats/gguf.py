@@ -240,7 +240,7 @@ class GgufScan:
     def finish(self, blob: bytes | bytearray, file_size: int | None) -> tuple[WeightFile, dict[str, Any], int]:
         """The records, once ``feed`` returned None; ``file_size`` (None when the audit's sink checks the end)
         is checked against the end of the tensor data."""
-        # deferred: 116 ms at import (gguf)
+        # deferred: 97 ms at import (gguf)
         import gguf
 
         file, metadata = self.file, self.metadata
@@ -364,7 +364,7 @@ def _per_layer(value: Any, layers: int | None) -> tuple[int | None, tuple[int, .
 def _swa_layers(metadata: dict[str, Any], arch: str, layers: int | None, window: int | None) -> tuple[
         list[str] | None, int | None]:
     """Per-layer attention kinds and the window, as llama.cpp lays them out."""
-    # deferred: 106 ms at import (gguf)
+    # deferred: 94 ms at import (gguf)
     import gguf
 
     if layers is None:
@@ -395,7 +395,7 @@ def gguf_config(metadata: dict[str, Any], tensor_names: set[str]) -> dict[str, A
     vocabulary the token list's length, per-layer figures (head counts, feed-forward lengths) read
     per layer, a layer whose KV head count is 0 a recurrent one, and the sliding-window layout as
     llama.cpp builds it."""
-    # deferred: 140 ms at import (gguf)
+    # deferred: 93 ms at import (gguf)
     import gguf
 
     arch = metadata.get(gguf.Keys.General.ARCHITECTURE)
@@ -451,7 +451,7 @@ def with_gguf_names(checkpoint: Checkpoint, arch_name: str) -> Checkpoint:
     (gguf-py's ``TensorNameMap``: ``model.layers.0.self_attn.q_proj.weight`` → ``blk.0.attn_q.weight``),
     so a diff against a GGUF of the same model aligns tensor by tensor. Names the map does not know
     (buffers such as ``rotary_emb.inv_freq``) stay as they are."""
-    # deferred: 123 ms at import (dataclasses, gguf)
+    # deferred: 93 ms at import (dataclasses, gguf)
     from dataclasses import replace
 
     import gguf

@@ -239,7 +239,7 @@ class _GgufSession:
     resumes = True
 
     def __init__(self, max_header: int, file: str, file_size: int | None) -> None:
-        # deferred: 0 ms at import (inspector.formats.gguf)
+        # deferred: 1 ms at import (inspector.formats.gguf)
         from inspector.formats.gguf import GgufScan
 
         self.scan = GgufScan(file, file_size)
@@ -290,7 +290,7 @@ class TorchPickle:
         return read_torch_stream(RangeFile(source.read, source.size), file, source.size)
 
     def parse(self, blob: bytes | bytearray, *, file: str, file_size: int | None) -> WeightFile:
-        # deferred: 12 ms at import (io, inspector.formats.torch_pickle)
+        # deferred: 8 ms at import (io, inspector.formats.torch_pickle)
         import io
 
         from inspector.formats.torch_pickle import read_torch_stream

@@ -18,7 +18,7 @@ from inspector.render.output import MAX_TABLE_ROWS, capped, md_table
 
 
 def audit_table(result: AuditResult) -> RenderableType:
-    # deferred: 39 ms at import (rich.console, rich.table, rich.text)
+    # deferred: 34 ms at import (rich.console, rich.table, rich.text)
     from rich.console import Group
     from rich.table import Table
     from rich.text import Text
@@ -42,7 +42,7 @@ def audit_table(result: AuditResult) -> RenderableType:
     if not result.findings:
         parts.append(Text("clean: no findings", style="green"))
         return Group(*parts)
-    # deferred: 53 ms at import (inspector.analysis.checks.audit)
+    # deferred: 38 ms at import (inspector.analysis.checks.audit)
     from inspector.analysis.checks.audit import repeats
 
     t = Table(show_edge=False, pad_edge=False)

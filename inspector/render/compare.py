@@ -35,7 +35,7 @@ def _column_label(report: Report) -> str:
 
 
 def compare_table(cmp: Comparison) -> RenderableType:
-    # deferred: 26 ms at import (rich.console, rich.table, rich.text)
+    # deferred: 38 ms at import (rich.console, rich.table, rich.text)
     from rich.console import Group
     from rich.table import Table
     from rich.text import Text

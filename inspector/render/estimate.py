@@ -44,7 +44,7 @@ EXPLAIN_HINT = "--explain: each figure's formula, source and assumptions (--json
 
 
 def fit_table(f: Fit, *, explain: bool = False) -> RenderableType:
-    # deferred: 38 ms at import (rich.console, rich.table, rich.text)
+    # deferred: 25 ms at import (rich.console, rich.table, rich.text)
     from rich.console import Group
     from rich.table import Table
     from rich.text import Text
@@ -132,7 +132,7 @@ def estimate_scope(est: Estimate) -> str:
 
 def estimate_table(report: Report, est: Estimate, fitted: Fit | None = None, *,
                    explain: bool = False) -> RenderableType:
-    # deferred: 30 ms at import (rich.console, rich.table, rich.text)
+    # deferred: 25 ms at import (rich.console, rich.table, rich.text)
     from rich.console import Group
     from rich.table import Table
     from rich.text import Text
@@ -213,7 +213,7 @@ def estimate_line(est: Estimate, common: CommonFit | None = None) -> str:
     if est.quant.method:
         parts.append(f"{sanitize(est.quant.method)}: {n(est.quant.logical_parameters)} logical parameters")
     if common is not None:
-        # deferred: 17 ms at import (inspector.analysis.serving.fit)
+        # deferred: 12 ms at import (inspector.analysis.serving.fit)
         from inspector.analysis.serving.fit import COMMON_BUDGETS_GIB
 
         parts.append(f"fits {'one' if common.devices == 1 else f'{common.devices} ×'} {common.gib} GiB GPU"

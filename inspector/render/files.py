@@ -87,7 +87,7 @@ def repo_files_table(checkpoint: Checkpoint, files: RepoFiles) -> RenderableType
 
 
 def cache_table(root: str, rows: list[CachedModel]) -> RenderableType:
-    # deferred: 27 ms at import (rich.console, rich.table)
+    # deferred: 26 ms at import (rich.console, rich.table)
     from rich.console import Group
     from rich.table import Table
 

@@ -123,7 +123,7 @@ def lineage_markdown(lin: Lineage) -> str:
 
 def lineage_html(lin: Lineage) -> str:
     """A self-contained page (``html.page``): the verdict, the candidates, the tensors not equal."""
-    # deferred: 9 ms at import (inspector.render.html)
+    # deferred: 3 ms at import (inspector.render.html)
     from inspector.render.html import figure, page, table
 
     doc = lineage_json(lin)
@@ -147,7 +147,7 @@ def lineage_html(lin: Lineage) -> str:
 
 
 def _esc(text: str) -> str:
-    # deferred: 8 ms at import (inspector.render.svg)
+    # deferred: 2 ms at import (inspector.render.svg)
     from inspector.render.svg import esc
 
     return esc(sanitize(text))

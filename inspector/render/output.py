@@ -31,7 +31,7 @@ def console(*, stderr: bool = False, wide: bool = False) -> Console:
     """The one console of the run for stdout (or stderr). Markup and emoji codes are off, so no
     string is ever interpreted; our styles come as Text objects. Not a terminal, or ``wide``: no
     width limit, so nothing is cut."""
-    # deferred: 31 ms at import (rich.console)
+    # deferred: 29 ms at import (rich.console)
     from rich.console import Console
 
     key = (stderr, wide)
@@ -50,7 +50,7 @@ def emit(renderable: RenderableType, *, stderr: bool = False, wide: bool = False
     width, and a table that cannot fit the terminal even folded is printed at its natural width (the
     terminal then wraps its lines), each part of a group on its own. Piped (no width limit), lines
     carry no trailing spaces and nothing is wrapped."""
-    # deferred: 26 ms at import (rich.measure, rich.table)
+    # deferred: 25 ms at import (rich.measure, rich.table)
     from rich.measure import Measurement
     from rich.table import Table
 
@@ -90,7 +90,7 @@ def _label_room(part: Table, out: Console, options: ConsoleOptions) -> bool:
     figures' widths, every label column at the narrowest label's natural width and at least
     ``LABEL_FLOOR``, and the borders and padding must fit (the labels then fold below their longest word:
     ``emit`` lifts the floor ``_harden`` set them)."""
-    # deferred: 3 ms at import (rich.measure)
+    # deferred: 2 ms at import (rich.measure)
     from rich.measure import Measurement
 
     if not part.columns:
@@ -117,7 +117,7 @@ LABEL_FLOOR: Final = 8
 
 
 def _leaves(renderable: RenderableType) -> list[RenderableType]:
-    # deferred: 31 ms at import (rich.console)
+    # deferred: 28 ms at import (rich.console)
     from rich.console import Group
 
     if isinstance(renderable, Group):
@@ -137,7 +137,7 @@ def _print(out: Console, renderable: RenderableType) -> None:
 
 
 def _harden(renderable: RenderableType, out: Console, options: ConsoleOptions, *, fold: bool = False) -> None:
-    # deferred: 38 ms at import (rich.console, rich.measure, rich.table)
+    # deferred: 34 ms at import (rich.console, rich.measure, rich.table)
     from rich.console import Group
     from rich.measure import Measurement
     from rich.table import Table
@@ -164,7 +164,7 @@ def _folded(header: RenderableType, width: int) -> RenderableType:
     """A numeric column's header broken into lines at its words, each at most ``width`` wide where a
     word allows (the column never wraps: its figures must stay whole); a header of one word (a repo id:
     ``meta-llama/Meta-Llama-3-8B``) breaks after its ``/``, ``-``, ``_``, ``.`` or ``@``, each piece whole."""
-    # deferred: 26 ms at import (re, textwrap, rich.text)
+    # deferred: 15 ms at import (re, textwrap, rich.text)
     import re
     import textwrap
 
@@ -193,7 +193,7 @@ MAX_TABLE_ROWS: Final = 200
 
 def titled_table(title: str, first: str, *numbers: str) -> Table:
     """A report's table: its title on the left, no edges; the first column text, the others figures (right)."""
-    # deferred: 27 ms at import (rich.table)
+    # deferred: 26 ms at import (rich.table)
     from rich.table import Table
 
     table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
@@ -205,7 +205,7 @@ def titled_table(title: str, first: str, *numbers: str) -> Table:
 
 def capped(count: int, what: str, everything: str) -> list[RenderableType]:
     """The line under a table of ``count`` rows that drew only ``MAX_TABLE_ROWS`` (none when all fit)."""
-    # deferred: 24 ms at import (rich.text)
+    # deferred: 15 ms at import (rich.text)
     from rich.text import Text
 
     if count <= MAX_TABLE_ROWS:
@@ -320,7 +320,7 @@ def md_table(title: str | None, head: list[str], rows: list[list[str]], right: s
 def table_markdown(renderable: RenderableType) -> str:
     """A listing's rich table(s) as markdown: each table's title in bold, its columns and cells (already
     sanitised, escaped for markdown here), right-aligned columns kept right; a line of text as a line."""
-    # deferred: 60 ms at import (rich.console, rich.table, inspector.render.text)
+    # deferred: 36 ms at import (rich.console, rich.table, inspector.render.text)
     from rich.console import Group
     from rich.table import Table
 

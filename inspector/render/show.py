@@ -35,7 +35,7 @@ if TYPE_CHECKING:  # rich is imported where a table is drawn: `inspect --json` n
 
 
 def listing(report: Report, collapse: bool) -> list[ListingRow]:
-    # deferred: 8 ms at import (inspector.analysis.serving.listing)
+    # deferred: 4 ms at import (inspector.analysis.serving.listing)
     from inspector.analysis.serving.listing import collapsed_rows, tensor_rows  # only where tensors are listed
 
     if collapse:
@@ -112,7 +112,7 @@ def origin_text(c: Checkpoint) -> str:
 def _totals_grid(report: Report, logical: tuple[str, int] | None) -> RenderableType:
     """The headline counts: parameters (logical and stored for packed words), buffers, quant data, the Hub's total,
     bytes and tensors."""
-    # deferred: 27 ms at import (rich.table)
+    # deferred: 17 ms at import (rich.table)
     from rich.table import Table
 
     s = report.summary
@@ -210,7 +210,7 @@ def report_table(report: Report, *, all_shards: bool = False, logical: tuple[str
 
 def _report_tail(report: Report, all_shards: bool) -> list[RenderableType]:
     """The files, the tokenizer and the notes of ``report_table``."""
-    # deferred: 20 ms at import (rich.text)
+    # deferred: 13 ms at import (rich.text)
     from rich.text import Text
 
     s = report.summary
@@ -238,7 +238,7 @@ def _report_tail(report: Report, all_shards: bool) -> list[RenderableType]:
 
 def components_table(report: Report) -> RenderableType:
     """A multi-component repo's components: class, parameters, bytes, dtypes; their sum is the total."""
-    # deferred: 27 ms at import (rich.table)
+    # deferred: 17 ms at import (rich.table)
     from rich.table import Table
 
     c = report.checkpoint
@@ -295,7 +295,7 @@ def tensor_lines(rows: list[ListingRow]) -> list[str]:
 
 
 def formula_table(check: FormulaCheck) -> RenderableType:
-    # deferred: 33 ms at import (rich.console, rich.table, rich.text)
+    # deferred: 25 ms at import (rich.console, rich.table, rich.text)
     from rich.console import Group
     from rich.table import Table
     from rich.text import Text

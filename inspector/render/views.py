@@ -104,7 +104,7 @@ def _json(result: Result, view: View) -> Verbatim:
 
 
 def _show_table(r: results.Inspection, view: View) -> Verbatim | RenderableType:
-    # deferred: 153 ms at import (rich.console, rich.text, inspector.render.estimate, inspector.render.show)
+    # deferred: 62 ms at import (rich.console, rich.text, inspector.render.estimate, inspector.render.show)
     from rich.console import Group
     from rich.text import Text
 
@@ -125,7 +125,7 @@ def _show_table(r: results.Inspection, view: View) -> Verbatim | RenderableType:
 
 
 def _show_markdown(r: results.Inspection, view: View) -> Verbatim:
-    # deferred: 75 ms at import (inspector.render.show)
+    # deferred: 27 ms at import (inspector.render.show)
     from inspector.render.show import report_markdown
 
     return Verbatim(report_markdown(r.report))
@@ -133,7 +133,7 @@ def _show_markdown(r: results.Inspection, view: View) -> Verbatim:
 
 def _show_html(r: results.Inspection, view: View) -> Verbatim:
     """The page lists the tensors collapsed (one row per repeated layer or expert tensor)."""
-    # deferred: 62 ms at import (inspector.render.html, inspector.render.show, inspector.results.show)
+    # deferred: 34 ms at import (inspector.render.html, inspector.render.show, inspector.results.show)
     from inspector.render.html import MAX_ROWS, show_html
     from inspector.render.show import listing
     from inspector.results.show import report_json
@@ -147,7 +147,7 @@ def _show_html(r: results.Inspection, view: View) -> Verbatim:
 
 
 def _diff_table(r: results.Difference, view: View) -> RenderableType:
-    # deferred: 111 ms at import (rich.console, inspector.render.diff)
+    # deferred: 65 ms at import (rich.console, inspector.render.diff)
     from rich.console import Group
 
     from inspector.render.diff import adapter_table, diff_table, values_table
@@ -162,7 +162,7 @@ def _diff_table(r: results.Difference, view: View) -> RenderableType:
 
 
 def _diff_markdown(r: results.Difference, view: View) -> Verbatim:
-    # deferred: 140 ms at import (inspector.render.diff)
+    # deferred: 64 ms at import (inspector.render.diff)
     from inspector.render.diff import adapter_markdown, diff_markdown
 
     if r.adapter is not None:
@@ -172,7 +172,7 @@ def _diff_markdown(r: results.Difference, view: View) -> Verbatim:
 
 
 def _diff_html(r: results.Difference, view: View) -> Verbatim:
-    # deferred: 100 ms at import (inspector.render.html, inspector.results.diff)
+    # deferred: 42 ms at import (inspector.render.html, inspector.results.diff)
     from inspector.render.html import adapter_html, diff_html
     from inspector.results.diff import adapter_json, diff_json
 
@@ -183,28 +183,28 @@ def _diff_html(r: results.Difference, view: View) -> Verbatim:
 
 
 def _compare_table(r: results.ComparisonResult, view: View) -> RenderableType:
-    # deferred: 68 ms at import (inspector.render.compare)
+    # deferred: 26 ms at import (inspector.render.compare)
     from inspector.render.compare import compare_table
 
     return compare_table(r.comparison)
 
 
 def _compare_markdown(r: results.ComparisonResult, view: View) -> Verbatim:
-    # deferred: 64 ms at import (inspector.render.compare)
+    # deferred: 33 ms at import (inspector.render.compare)
     from inspector.render.compare import compare_markdown
 
     return Verbatim(compare_markdown(r.comparison))
 
 
 def _compare_html(r: results.ComparisonResult, view: View) -> Verbatim:
-    # deferred: 31 ms at import (inspector.render.html)
+    # deferred: 10 ms at import (inspector.render.html)
     from inspector.render.html import compare_html
 
     return Verbatim(compare_html(r.to_dict()))
 
 
 def _estimate_table(r: results.EstimateResult, view: View) -> RenderableType:
-    # deferred: 197 ms at import (rich.console, rich.text, inspector.render.estimate, inspector.render.train)
+    # deferred: 144 ms at import (rich.console, rich.text, inspector.render.estimate, inspector.render.train)
     from rich.console import Group
     from rich.text import Text
 
@@ -220,14 +220,14 @@ def _estimate_table(r: results.EstimateResult, view: View) -> RenderableType:
 
 def _verdict(fits: bool | None, verdict: str) -> RenderableType:
     """A fit-bearing command's first line: its answer, coloured by it."""
-    # deferred: 14 ms at import (rich.text)
+    # deferred: 13 ms at import (rich.text)
     from rich.text import Text
 
     return Text(sanitize(verdict), style="bold yellow" if fits is None else "bold green" if fits else "bold red")
 
 
 def _estimate_markdown(r: results.EstimateResult, view: View) -> Verbatim:
-    # deferred: 190 ms at import (inspector.render.estimate, inspector.render.train)
+    # deferred: 103 ms at import (inspector.render.estimate, inspector.render.train)
     from inspector.render.estimate import estimate_markdown
     from inspector.render.train import knob_lines
 
@@ -237,14 +237,14 @@ def _estimate_markdown(r: results.EstimateResult, view: View) -> Verbatim:
 
 
 def _estimate_html(r: results.EstimateResult, view: View) -> Verbatim:
-    # deferred: 20 ms at import (inspector.render.html_fit)
+    # deferred: 10 ms at import (inspector.render.html_fit)
     from inspector.render.html_fit import estimate_html
 
     return Verbatim(estimate_html(r.to_dict()))
 
 
 def _train_table(r: results.TrainResult, view: View) -> RenderableType:
-    # deferred: 187 ms at import (rich.console, rich.text, inspector.render.train)
+    # deferred: 104 ms at import (rich.console, rich.text, inspector.render.train)
     from rich.console import Group
     from rich.text import Text
 
@@ -258,21 +258,21 @@ def _train_table(r: results.TrainResult, view: View) -> RenderableType:
 
 
 def _train_markdown(r: results.TrainResult, view: View) -> Verbatim:
-    # deferred: 254 ms at import (inspector.render.train)
+    # deferred: 103 ms at import (inspector.render.train)
     from inspector.render.train import train_markdown
 
     return Verbatim(train_markdown(r.report, r.train, r.suggestions))
 
 
 def _train_html(r: results.TrainResult, view: View) -> Verbatim:
-    # deferred: 23 ms at import (inspector.render.html_fit)
+    # deferred: 10 ms at import (inspector.render.html_fit)
     from inspector.render.html_fit import train_html
 
     return Verbatim(train_html(r.to_dict()))
 
 
 def _plan_table(r: results.PlanResult, view: View) -> RenderableType:
-    # deferred: 170 ms at import (inspector.render.plan, inspector.render.train)
+    # deferred: 104 ms at import (inspector.render.plan, inspector.render.train)
     from inspector.render.plan import plan_table
     from inspector.render.train import knob_lines
 
@@ -280,7 +280,7 @@ def _plan_table(r: results.PlanResult, view: View) -> RenderableType:
 
 
 def _plan_markdown(r: results.PlanResult, view: View) -> Verbatim:
-    # deferred: 183 ms at import (inspector.render.plan, inspector.render.train)
+    # deferred: 106 ms at import (inspector.render.plan, inspector.render.train)
     from inspector.render.plan import plan_markdown
     from inspector.render.train import knob_lines
 
@@ -289,63 +289,63 @@ def _plan_markdown(r: results.PlanResult, view: View) -> Verbatim:
 
 
 def _plan_html(r: results.PlanResult, view: View) -> Verbatim:
-    # deferred: 29 ms at import (inspector.render.html_fit)
+    # deferred: 10 ms at import (inspector.render.html_fit)
     from inspector.render.html_fit import plan_html
 
     return Verbatim(plan_html(r.to_dict()))
 
 
 def _audit_table(r: results.Audit, view: View) -> RenderableType:
-    # deferred: 3 ms at import (inspector.render.audit)
+    # deferred: 1 ms at import (inspector.render.audit)
     from inspector.render.audit import audit_table
 
     return audit_table(r.result)
 
 
 def _audit_markdown(r: results.Audit, view: View) -> Verbatim:
-    # deferred: 3 ms at import (inspector.render.audit)
+    # deferred: 1 ms at import (inspector.render.audit)
     from inspector.render.audit import audit_markdown
 
     return Verbatim(audit_markdown(r.result))
 
 
 def _lineage_table(r: results.LineageResult, view: View) -> RenderableType:
-    # deferred: 162 ms at import (inspector.render.lineage)
+    # deferred: 69 ms at import (inspector.render.lineage)
     from inspector.render.lineage import lineage_table
 
     return lineage_table(r.lineage)
 
 
 def _lineage_markdown(r: results.LineageResult, view: View) -> Verbatim:
-    # deferred: 158 ms at import (inspector.render.lineage)
+    # deferred: 69 ms at import (inspector.render.lineage)
     from inspector.render.lineage import lineage_markdown
 
     return Verbatim(lineage_markdown(r.lineage))
 
 
 def _lineage_html(r: results.LineageResult, view: View) -> Verbatim:
-    # deferred: 127 ms at import (inspector.render.lineage)
+    # deferred: 69 ms at import (inspector.render.lineage)
     from inspector.render.lineage import lineage_html
 
     return Verbatim(lineage_html(r.lineage))
 
 
 def _listing_table(r: results.FileListing, view: View) -> RenderableType:
-    # deferred: 3 ms at import (inspector.render.files)
+    # deferred: 1 ms at import (inspector.render.files)
     from inspector.render.files import files_table
 
     return files_table(r.where, r.name, list(r.rows), r.budget, list(r.notes))
 
 
 def _files_table(r: results.FilesResult, view: View) -> RenderableType:
-    # deferred: 2 ms at import (inspector.render.files)
+    # deferred: 1 ms at import (inspector.render.files)
     from inspector.render.files import repo_files_table
 
     return repo_files_table(r.checkpoint, r.files)
 
 
 def _cache_table(r: results.CacheResult, view: View) -> RenderableType:
-    # deferred: 3 ms at import (inspector.render.files)
+    # deferred: 1 ms at import (inspector.render.files)
     from inspector.render.files import cache_table
 
     return cache_table(r.root, list(r.rows))
@@ -475,7 +475,7 @@ def to_text(result: Result, fmt: str = Format.HTML, view: View = View(), width: 
     drawn = draw(result, output_format(str(fmt)), view)
     if isinstance(drawn, Verbatim):
         return drawn.text
-    # deferred: 21 ms at import (rich.console)
+    # deferred: 22 ms at import (rich.console)
     from rich.console import Console
 
     out = Console(width=width, soft_wrap=False, highlight=False, markup=False, emoji=False, color_system=None)
@@ -508,7 +508,7 @@ def emit(result: Result, fmt: str, *, view: View = View(), wide: bool = False, t
     if target is None:
         streams.out(drawn.text)
         return
-    # deferred: 3 ms at import (inspector.safeio)
+    # deferred: 2 ms at import (inspector.safeio)
     from inspector.safeio import write_atomic
 
     data = drawn.text.encode("utf-8")
@@ -535,7 +535,7 @@ def output_target(fmt: str, output: str | None, *, model: str = "MODEL", conflic
                          hint="give a file name, or -o - for stdout")
     if path.is_dir():
         raise UsageError(f"-o {output}: is a folder", hint="give a file name, e.g. -o report.html")
-    # deferred: 33 ms at import (inspector.render.html, inspector.safeio)
+    # deferred: 11 ms at import (inspector.render.html, inspector.safeio)
     from inspector.render.html import is_report
     from inspector.safeio import read_regular
 

@@ -55,7 +55,7 @@ class Aliases:
     rows: tuple[AliasRow, ...]
 
     def to_dict(self) -> dict[str, object]:
-        # deferred: 10 ms at import (inspector.results.common)
+        # deferred: 6 ms at import (inspector.results.common)
         from inspector.results.common import SCHEMA_VERSION
 
         return {"schema_version": SCHEMA_VERSION,
@@ -74,7 +74,7 @@ class CacheResult:
     rows: tuple[CachedModel, ...]
 
     def to_dict(self) -> dict[str, object]:
-        # deferred: 13 ms at import (inspector.results.files)
+        # deferred: 6 ms at import (inspector.results.files)
         from inspector.results.files import cache_json
 
         return cache_json(self.root, list(self.rows))
@@ -109,7 +109,7 @@ class Inspection:
 
     def to_dict(self) -> ShowDoc:
         """The ``inspect MODEL --json`` document (schema ``inspector/schemas/show.schema.json``)."""
-        # deferred: 14 ms at import (inspector.results.show)
+        # deferred: 7 ms at import (inspector.results.show)
         from inspector.results.show import report_json
 
         return report_json(self.report, rows=list(self.rows) if self.rows is not None else None,
@@ -135,7 +135,7 @@ class Difference:
 
     def gates_hit(self, gates: Sequence[str]) -> list[str]:
         """The ``--fail-if`` conditions (params, dtypes, shapes, any) this difference trips."""
-        # deferred: 65 ms at import (inspector.analysis.comparison.adapter, inspector.analysis.comparison.diff)
+        # deferred: 33 ms at import (inspector.analysis.comparison.adapter, inspector.analysis.comparison.diff)
         from inspector.analysis.comparison.adapter import adapter_gates_hit
         from inspector.analysis.comparison.diff import gates_hit
 
@@ -146,7 +146,7 @@ class Difference:
 
     def to_dict(self) -> DiffDoc | AdapterDiffDoc:
         """The ``inspect diff A B --json`` document (``diff.schema.json``, or ``adapter-diff`` for an adapter)."""
-        # deferred: 73 ms at import (inspector.results.diff)
+        # deferred: 39 ms at import (inspector.results.diff)
         from inspector.results.diff import adapter_json, diff_json
 
         if self.result is not None:
@@ -163,7 +163,7 @@ class ComparisonResult:
 
     def to_dict(self) -> CompareDoc:
         """The ``inspect compare --json`` document (``compare.schema.json``)."""
-        # deferred: 11 ms at import (inspector.results.compare)
+        # deferred: 6 ms at import (inspector.results.compare)
         from inspector.results.compare import compare_json
 
         return compare_json(self.comparison)
@@ -214,7 +214,7 @@ class EstimateResult(_FitAnswer):
 
     def to_dict(self) -> EstimateDoc:
         """The ``inspect estimate --json`` document (``estimate.schema.json``)."""
-        # deferred: 81 ms at import (inspector.results.estimate)
+        # deferred: 35 ms at import (inspector.results.estimate)
         from inspector.results.estimate import estimate_json
 
         return estimate_json(self.report, self.estimate, self.fit, self.suggestions)
@@ -234,7 +234,7 @@ class FileListing:
 
     def to_dict(self) -> FilesDoc:
         """The ``inspect FOLDER|REPO --json`` document of such a folder (``files.schema.json``)."""
-        # deferred: 11 ms at import (inspector.results.files)
+        # deferred: 6 ms at import (inspector.results.files)
         from inspector.results.files import files_json
 
         return files_json(self.where, list(self.rows), self.budget, list(self.notes))
@@ -250,7 +250,7 @@ class FilesResult:
 
     def to_dict(self) -> RepoFilesDoc:
         """The ``inspect MODEL --files --json`` document (``repo-files.schema.json``)."""
-        # deferred: 12 ms at import (inspector.results.files)
+        # deferred: 6 ms at import (inspector.results.files)
         from inspector.results.files import repo_files_json
 
         return repo_files_json(self.checkpoint, self.files)
@@ -273,7 +273,7 @@ class Audit:
 
     def to_dict(self) -> AuditDoc:
         """The ``inspect audit --json`` document (``audit.schema.json``)."""
-        # deferred: 11 ms at import (inspector.results.audit)
+        # deferred: 6 ms at import (inspector.results.audit)
         from inspector.results.audit import audit_json
 
         return audit_json(self.result)
@@ -306,7 +306,7 @@ class TrainResult(_FitAnswer):
 
     def to_dict(self) -> TrainDoc:
         """The ``inspect train --json`` document (``train.schema.json``)."""
-        # deferred: 132 ms at import (inspector.results.train)
+        # deferred: 33 ms at import (inspector.results.train)
         from inspector.results.train import train_json
 
         return train_json(self.report, self.train, self.suggestions)
@@ -330,14 +330,14 @@ class PlanResult(_FitAnswer):
     @property
     def verdict(self) -> str:
         """The answer in one line: the best layout, or why none fits."""
-        # deferred: 207 ms at import (inspector.results.plan)
+        # deferred: 80 ms at import (inspector.results.plan)
         from inspector.results.plan import headline
 
         return headline(self.plan)
 
     def to_dict(self) -> PlanDoc:
         """The ``inspect plan --json`` document (``plan.schema.json``)."""
-        # deferred: 138 ms at import (inspector.results.plan)
+        # deferred: 80 ms at import (inspector.results.plan)
         from inspector.results.plan import plan_json
 
         return plan_json(self.report, self.plan, self.suggestions)
@@ -370,14 +370,14 @@ class LineageResult:
 
     def gates_hit(self, gates: Sequence[str]) -> list[str]:
         """The ``--fail-if`` conditions (unrelated, changed, declared) this answer trips."""
-        # deferred: 117 ms at import (inspector.analysis.comparison.ancestry)
+        # deferred: 46 ms at import (inspector.analysis.comparison.ancestry)
         from inspector.analysis.comparison.ancestry import gates_hit
 
         return gates_hit(self.lineage, gates)
 
     def to_dict(self) -> LineageDoc:
         """The ``inspect lineage --json`` document (``lineage.schema.json``)."""
-        # deferred: 57 ms at import (inspector.results.lineage)
+        # deferred: 33 ms at import (inspector.results.lineage)
         from inspector.results.lineage import lineage_json
 
         return lineage_json(self.lineage)

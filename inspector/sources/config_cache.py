@@ -26,7 +26,7 @@ class DiskFigureStore:
 
     def _root(self) -> Path:
         if self.folder is None:
-            # deferred: 2 ms at import (huggingface_hub)
+            # deferred: 1 ms at import (huggingface_hub)
             from huggingface_hub import constants
 
             self.folder = Path(constants.HF_HOME) / "inspector" / "configs"

@@ -115,7 +115,7 @@ class HubData(_Counted):
         super().__init__()
         self.hub, self.repo_id, self.sha = hub, repo_id, sha
         # the transport's modules imported here, on the calling thread, never first on a worker's
-        # deferred: 50 ms at import (httpx2, huggingface_hub.utils)
+        # deferred: 48 ms at import (httpx2, huggingface_hub.utils)
         import httpx2  # noqa: F401
         import huggingface_hub.utils  # noqa: F401
 

@@ -109,7 +109,7 @@ class Hub:
     """The narrow seam to the Hub: list files, read JSON, read a byte range."""
 
     def __init__(self, options: HubOptions | None = None) -> None:
-        # deferred: 2 ms at import (huggingface_hub)
+        # deferred: 1 ms at import (huggingface_hub)
         from huggingface_hub import constants
 
         self.options = options or HubOptions()
@@ -134,14 +134,14 @@ class Hub:
     # -- token -------------------------------------------------------------------------------
 
     def token(self) -> str | None:
-        # deferred: 128 ms at import (huggingface_hub)
+        # deferred: 90 ms at import (huggingface_hub)
         from huggingface_hub import get_token
 
         return self.options.token or get_token()
 
     def token_source(self) -> str:
         """Which token is in use, in words, never the token itself."""
-        # deferred: 142 ms at import (huggingface_hub)
+        # deferred: 90 ms at import (huggingface_hub)
         from huggingface_hub import get_token
 
         if self.options.token:
@@ -155,7 +155,7 @@ class Hub:
     def access_hint(self, no_token: str, with_token: str) -> str:
         """What to do when the Hub refuses a read. With no token: log in. With a token, the account it
         belongs to is the one without access: logging in again or setting HF_TOKEN would not help."""
-        # deferred: 142 ms at import (huggingface_hub)
+        # deferred: 91 ms at import (huggingface_hub)
         from huggingface_hub import get_token
 
         if self.options.token or get_token():
@@ -168,7 +168,7 @@ class Hub:
         if self._headers is None:
             with self._headers_lock:
                 if self._headers is None:
-                    # deferred: 135 ms at import (huggingface_hub.utils)
+                    # deferred: 92 ms at import (huggingface_hub.utils)
                     from huggingface_hub.utils import build_hf_headers
 
                     self._headers = dict(build_hf_headers(token=self.token() or False, library_name="inspector"))
@@ -176,7 +176,7 @@ class Hub:
 
     @property
     def offline(self) -> bool:
-        # deferred: 2 ms at import (huggingface_hub)
+        # deferred: 1 ms at import (huggingface_hub)
         from huggingface_hub import constants
 
         return self.options.offline if self.options.offline is not None else constants.is_offline_mode()
@@ -217,7 +217,7 @@ class Hub:
     def file_url(self, repo_id: str, sha: str, path: str) -> str:
         # huggingface_hub's own template and quoting (hf_hub_url's), without importing its
         # file_download module: 60 ms of a cold run that reads no file through it
-        # deferred: 2 ms at import (huggingface_hub)
+        # deferred: 1 ms at import (huggingface_hub)
         from huggingface_hub import constants
 
         url = constants.HUGGINGFACE_CO_URL_TEMPLATE.format(repo_id=repo_id, revision=quote(sha, safe=""),
@@ -264,7 +264,7 @@ class Hub:
         file's size when the answer tells it; ``commit`` gets the answer's ``X-Repo-Commit`` (the
         Hub sets it on the first answer, before any redirect to a CDN); ``seconds``: this request's own
         deadline, shorter than the options' one."""
-        # deferred: 99 ms at import (httpx2, huggingface_hub.utils)
+        # deferred: 64 ms at import (httpx2, huggingface_hub.utils)
         import httpx2
         from huggingface_hub.utils import get_session
 
@@ -339,7 +339,7 @@ class Hub:
             self._moved[self.file_url(repo_id, at, path)] = str(response.url)
 
     def _raise_for_status(self, response: Any, deadline: float) -> None:
-        # deferred: 101 ms at import (httpx2, huggingface_hub.utils)
+        # deferred: 63 ms at import (httpx2, huggingface_hub.utils)
         import httpx2
         from huggingface_hub.utils import hf_raise_for_status
 
@@ -417,7 +417,7 @@ def _decoded(response: Any, cap: int, deadline: float, what: str, *, best_effort
     """The body as it streams, inflated when the server compressed it, never more than ``cap``
     bytes of output, and never past ``deadline``. ``best_effort`` (an error body, read only for its
     words): what arrives before an unknown encoding, a corrupt stream or a dropped connection, silently."""
-    # deferred: 58 ms at import (httpx2)
+    # deferred: 53 ms at import (httpx2)
     import httpx2
 
     encoding = response.headers.get("Content-Encoding", "identity").strip().lower()
@@ -468,7 +468,7 @@ class _Translate:
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: object) -> None:  # noqa: C901 (over the limit before it was set; to be split)
         if exc is None or isinstance(exc, (_Retryable, InspectorError)):
             return
-        # deferred: 87 ms at import (httpx2, huggingface_hub)
+        # deferred: 56 ms at import (httpx2, huggingface_hub)
         import httpx2
         from huggingface_hub import errors as hf
 

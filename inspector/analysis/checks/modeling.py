@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
 def modeling_check(inp: AuditInput) -> list[Finding]:
     try:
-        # deferred: 1673 ms at import (torch)
+        # deferred: 1071 ms at import (torch)
         import torch
     except ImportError:
         raise UsageError("⟨modeling⟩ builds the model on PyTorch's meta device and needs torch",
@@ -41,7 +41,7 @@ def modeling_check(inp: AuditInput) -> list[Finding]:
     if not inp.config:
         return [Finding("model.unavailable", "warning", "no config.json: the model class is unknown")]
     with quiet_transformers():
-        # deferred: 2531 ms at import (transformers)
+        # deferred: 2091 ms at import (transformers)
         import transformers
         from transformers import AutoConfig
 
@@ -53,7 +53,7 @@ def modeling_check(inp: AuditInput) -> list[Finding]:
             arch = next((getattr(transformers, a) for a in (config.architectures or []) if hasattr(transformers, a)),
                         None)
             if arch is None:
-                # deferred: 2295 ms at import (transformers)
+                # deferred: 2131 ms at import (transformers)
                 from transformers import AutoModel
 
                 with torch.device("meta"):
@@ -119,7 +119,7 @@ def _convert(model: PreTrainedModel, shapes: dict[str, tuple[int, ...]], origin:
              torch: ModuleType) -> tuple[dict[str, tuple[int, ...]], set[str], set[str]]:
     """Apply transformers' renamings and converters to the checkpoint's names and shapes."""
     try:
-        # deferred: 2816 ms at import (transformers.conversion_mapping, transformers.core_model_loading)
+        # deferred: 2468 ms at import (transformers.conversion_mapping, transformers.core_model_loading)
         from transformers.conversion_mapping import get_model_conversion_mapping
         from transformers.core_model_loading import WeightConverter, WeightRenaming
     except ImportError:

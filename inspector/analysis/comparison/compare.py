@@ -46,7 +46,7 @@ _CONFIG: tuple[tuple[str, Callable[[ModelConfig], Cell]], ...] = (
 
 def _estimate(report: Report) -> Estimate | None:
     """The estimate a comparison reads its KV and active figures from (None: the estimate refused)."""
-    # deferred: 34 ms at import (inspector.analysis.serving.estimate, inspector.errors)
+    # deferred: 19 ms at import (inspector.analysis.serving.estimate, inspector.errors)
     from inspector.analysis.serving.estimate import estimate
     from inspector.errors import InspectorError
 

@@ -141,7 +141,7 @@ def diff_reports(a: Report, b: Report) -> Diff:
     roles = _role_deltas(a, b)
     changes = _changes(a, b)
     notes: list[str] = []
-    # deferred: 55 ms at import (inspector.analysis.serving.estimate)
+    # deferred: 19 ms at import (inspector.analysis.serving.estimate)
     from inspector.analysis.serving.estimate import no_tokens
 
     kind_a, kind_b = repos.kind_of(a.checkpoint), repos.kind_of(b.checkpoint)
@@ -177,7 +177,7 @@ def diff_reports(a: Report, b: Report) -> Diff:
         dt[d.dtype][0] = d.elements
     for d in b.summary.by_dtype:
         dt[d.dtype][1] = d.elements
-    # deferred: 38 ms at import (inspector.analysis.serving.estimate)
+    # deferred: 19 ms at import (inspector.analysis.serving.estimate)
     from inspector.analysis.serving.estimate import active_parameters
 
     return Diff(

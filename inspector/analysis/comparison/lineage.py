@@ -96,7 +96,7 @@ MAX_DECLARED: Final = 16
 def front_matter(card: bytes) -> Mapping[str, object]:
     """A model card's YAML front matter (``---`` … ``---`` at its start), parsed safely (``yaml.safe_load``:
     no object is built from a tag); {} where it has none or it is not a mapping."""
-    # deferred: 20 ms at import (yaml)
+    # deferred: 13 ms at import (yaml)
     import yaml
 
     text = card[:CARD_BYTES].decode("utf-8", "replace").lstrip("\ufeff")
@@ -250,7 +250,7 @@ def _bits(dtype: str) -> float:
 def relate(m_dtype: str, m: Values, c_dtype: str, c: Values, bound: Values | None = None) -> Related:
     """One tensor: the model's sampled values ``m`` against the candidate's ``c`` (the same elements); ``bound``:
     each value's own quantisation bound where its source gave one (bitsandbytes' 4-bit weight)."""
-    # deferred: 51 ms at import (numpy)
+    # deferred: 50 ms at import (numpy)
     import numpy as np
 
     n = len(m)
@@ -279,7 +279,7 @@ def relate(m_dtype: str, m: Values, c_dtype: str, c: Values, bound: Values | Non
 
 
 def _correlation(m: Values, c: Values) -> float | None:
-    # deferred: 75 ms at import (numpy)
+    # deferred: 50 ms at import (numpy)
     import numpy as np
 
     sm, sc = float(m.std()), float(c.std())
@@ -292,7 +292,7 @@ def blend(m_dtype: str, m: Values, a: Values, b: Values) -> tuple[float, float] 
     """The weights (w1, w2) with m = w1·a + w2·b in every sampled element, within ``BLEND_ULPS`` units of
     the model dtype's last place; None where no such pair exists, or a and b do not tell the two apart
     (equal, or one a multiple of the other)."""
-    # deferred: 51 ms at import (numpy)
+    # deferred: 50 ms at import (numpy)
     import numpy as np
 
     if len(a) != len(m) or len(b) != len(m) or len(m) < 2:

@@ -53,7 +53,7 @@ def unit(dtype: str) -> tuple[int, int] | None:
     bits = DTYPE_BITS.get(dtype)
     if bits is not None:
         return (1, bits // 8) if bits % 8 == 0 else None
-    # deferred: 143 ms at import (gguf)
+    # deferred: 95 ms at import (gguf)
     import gguf
 
     qtype = gguf.GGMLQuantizationType.__members__.get(dtype)
@@ -67,7 +67,7 @@ def decodable(dtype: str) -> bool:
         return True
     if dtype in DTYPE_BITS:
         return False
-    # deferred: 137 ms at import (gguf)
+    # deferred: 94 ms at import (gguf)
     import gguf
 
     return dtype in gguf.GGMLQuantizationType.__members__ and dtype not in ("F16", "F32", "BF16", "F64")
@@ -155,7 +155,7 @@ def source_ranges(info: TensorInfo, ranges: Sequence[tuple[int, int]], heads: in
 def decode(dtype: str, data: bytes) -> Values | None:
     """Stored bytes as float64 values (GGML blocks by gguf-py's dequantiser), None where this dtype is not
     read as numbers."""
-    # deferred: 67 ms at import (numpy)
+    # deferred: 50 ms at import (numpy)
     import numpy as np
 
     kind = NUMPY.get(dtype)
@@ -166,7 +166,7 @@ def decode(dtype: str, data: bytes) -> Values | None:
         return raw.astype(np.float64)
     if not decodable(dtype):
         return None
-    # deferred: 94 ms at import (gguf)
+    # deferred: 93 ms at import (gguf)
     import gguf
 
     qtype = gguf.GGMLQuantizationType[dtype]
@@ -257,7 +257,7 @@ def _bnb_values(src: Source, bodies: Sequence[bytes], ranges: Sequence[tuple[int
     in the high nibble, as ``quantize_4bit`` packs them); double quantisation: absmax = nested_quant_map[u8] ×
     nested_absmax[block // 256] + offset. The bound: half the largest gap between adjacent levels of the map,
     times the block's absmax (the quantiser rounds to the nearest level), plus the nested absmax's own error."""
-    # deferred: 55 ms at import (numpy)
+    # deferred: 52 ms at import (numpy)
     import numpy as np
 
     try:

@@ -218,7 +218,7 @@ _CACHE_FORMAT = 2
 def figure_key(raw: Mapping[str, object]) -> str | None:
     """The store's key: the config's content, the transformers version and the entry format."""
     try:
-        # deferred: 30 ms at import (importlib.metadata)
+        # deferred: 22 ms at import (importlib.metadata)
         from importlib.metadata import version
 
         tf = version("transformers")
@@ -428,7 +428,7 @@ def _from_transformers(raw: Mapping[str, object]) -> dict[str, object] | None:
         return None
     try:
         with quiet_transformers():
-            # deferred: 2694 ms at import (transformers)
+            # deferred: 2021 ms at import (transformers)
             from transformers import AutoConfig
 
             kwargs = {k: v for k, v in raw.items() if k != "model_type"}
@@ -497,7 +497,7 @@ def _check_mlx_bits(bits: object) -> None:
     """mlx-lm's quantisation block names bits mlx can pack (``mx.quantize``: 2, 3, 4, 5, 6, 8); any
     other value (0, −1, a string) is refused by name, as mlx-lm's load refuses it, not read as a
     quantised checkpoint with made-up packing."""
-    # deferred: 8 ms at import (inspector.analysis.facts.roles, inspector.errors)
+    # deferred: 4 ms at import (inspector.analysis.facts.roles, inspector.errors)
     from inspector.analysis.facts.roles import MLX_BITS
     from inspector.errors import InvalidCheckpointError
 

@@ -173,7 +173,7 @@ def fit(report: Report, est: Estimate, budget: Budget, engine: Engine | None = N
     llama.cpp for GGUF, vLLM otherwise) when None; ``pipeline``: stages the layers are split between
     (the budget's devices are tensor-parallel ways × stages); llama.cpp on several devices splits by
     layers (its default ``--split-mode layer``)."""
-    # deferred: 76 ms at import (inspector.analysis.serving.estimate)
+    # deferred: 28 ms at import (inspector.analysis.serving.estimate)
     from inspector.analysis.serving.estimate import default_engine
 
     eng = engine or default_engine(report)
@@ -233,7 +233,7 @@ class _Weights:
 
 def _weights(report: Report, est: Estimate, budget: Budget, eng: Engine, settings: Settings, stage: _Stage | None,
              shared: _Shared) -> _Weights:
-    # deferred: 30 ms at import (inspector.analysis.serving.quant)
+    # deferred: 18 ms at import (inspector.analysis.serving.quant)
     from inspector.analysis.serving.quant import weights_at
 
     kv = est.kv
@@ -284,7 +284,7 @@ def _kv_split(n: int, mla: bool, kv_heads: int | None) -> tuple[str, int]:
 def _group(report: Report, est: Estimate, budget: Budget, eng: Engine, settings: Settings,
            stage: _Stage | None, shared: _Shared) -> Fit:
     """One device group's fit: the whole model, or a pipeline stage's layers."""
-    # deferred: 50 ms at import (inspector.analysis.serving.estimate)
+    # deferred: 28 ms at import (inspector.analysis.serving.estimate)
     from inspector.analysis.serving.estimate import model_limit
 
     kv = est.kv
@@ -393,7 +393,7 @@ def _weights_only(report: Report, est: Estimate, budget: Budget, settings: Setti
     """A diffusion pipeline: every component with weights on the GPU together (diffusers'
     ``pipe.to("cuda")``); the weights are answered, the activations are not (they depend on the image
     size, the frame count and the batch), and the fit says so."""
-    # deferred: 30 ms at import (inspector.analysis.serving.quant)
+    # deferred: 18 ms at import (inspector.analysis.serving.quant)
     from inspector.analysis.serving.quant import weights_at
 
     s = report.summary
@@ -493,7 +493,7 @@ class CommonFit:
 def common_fit(report: Report, est: Estimate) -> CommonFit | None:
     """The smallest of ``COMMON_BUDGETS_GIB`` on 1, 2, 4 or 8 devices the model fits at 8k context
     (its own limit when shorter); None when there is no answer (an encoder, an unknown KV cache)."""
-    # deferred: 58 ms at import (inspector.analysis.serving.estimate)
+    # deferred: 28 ms at import (inspector.analysis.serving.estimate)
     from inspector.analysis.serving.estimate import estimate, model_limit
 
     if est.kv is None or est.kv.none is not None or not est.kv.known:

@@ -129,7 +129,7 @@ def file_rows(files: list[tuple[str, Report]], *, budget: Budget | None = None, 
     """One row a file; with ``budget``, whether each model file fits at ``context`` (its own limit by
     default) and its largest context, the projectors' bytes added to each model's weights. Returns
     the rows and the assumptions said under them."""
-    # deferred: 74 ms at import (inspector.analysis.serving.estimate, inspector.analysis.serving.fit)
+    # deferred: 44 ms at import (inspector.analysis.serving.estimate, inspector.analysis.serving.fit)
     from inspector.analysis.serving.estimate import estimate
     from inspector.analysis.serving.fit import Settings, fit
 

@@ -98,23 +98,21 @@ def _chunked_formula(h: Head) -> str:
             f"log-probabilities) + one chunk of {CHUNKS}'s fp32 upcast")
 
 
-def fused_head_bytes(tokens: int, vocab: int, hidden: int, half: int) -> int:
+def _fused_bytes(h: Head) -> int:
     """TRL 1.16's fused LM head at its peak (the backward): one tile of the projection in the compute dtype, the
     float32 gradient of the hidden states it accumulates, and its per-token float32 vectors."""
-    return min(tokens, TILE_TOKENS) * min(vocab, TILE_VOCAB) * half + tokens * hidden * 4 + tokens * TOKEN_VECTORS * 4
+    return (min(h.tokens, TILE_TOKENS) * min(h.vocab, TILE_VOCAB) * h.half + h.tokens * h.hidden * 4
+            + h.tokens * TOKEN_VECTORS * 4)
 
 
 def _fused_formula(h: Head) -> str:
-    return (f"{TRL}'s fused LM head: a tile of min({h.tokens:,}, 4,096) tokens × min({h.vocab:,}, 32,768) × {h.half} B "
-            f"+ the hidden states' fp32 gradient {h.tokens:,} × {h.hidden:,} × 4 B + 9 fp32 vectors a token")
+    return (f"{TRL}'s fused LM head: a tile of min({h.tokens:,}, {TILE_TOKENS:,}) tokens × min({h.vocab:,}, "
+            f"{TILE_VOCAB:,}) × {h.half} B + the hidden states' fp32 gradient {h.tokens:,} × {h.hidden:,} × 4 B + "
+            f"{TOKEN_VECTORS} fp32 vectors a token")
 
 
 def _chunked_bytes(h: Head) -> int:
     return chunked_head_bytes(h.tokens, h.vocab, h.half, h.compiled)
-
-
-def _fused_bytes(h: Head) -> int:
-    return fused_head_bytes(h.tokens, h.vocab, h.hidden, h.half)
 
 
 _BUILT_IN: Final = (

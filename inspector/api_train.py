@@ -41,8 +41,9 @@ def train_options(*, method: str = "lora", rank: int | str | None = None, alpha:
     # deferred: 66 ms at import (math, inspector.analysis.serving.budget, inspector.analysis.training.options, …)
     import math
 
-    from inspector.analysis.serving.budget import parse_budget, parse_count, parse_fraction, parse_whole
-    from inspector.analysis.training.options import Sharding, StepOptions, TrainOptions, offload_of
+    from inspector.analysis.serving.budget import parse_budget, parse_count, parse_fraction, parse_whole, parse_word
+    from inspector.analysis.training.experts import LAYOUTS
+    from inspector.analysis.training.options import OFFLOADS, Sharding, StepOptions, TrainOptions
     from inspector.analysis.training.train import check_adapter_options, check_options
     from inspector.errors import UsageError
 
@@ -60,8 +61,9 @@ def train_options(*, method: str = "lora", rank: int | str | None = None, alpha:
     options = TrainOptions(
         method=method.lower(), rank=rank_value, alpha=alpha_value, targets=names, optimizer=optimizer.lower(),
         precision=precision.lower(), batch=parse_count(str(batch), "⟨batch⟩"), seq=parse_count(str(seq), "⟨seq⟩"),
-        budget=parse_budget(gpu) if gpu else None, experts=experts.lower(),  # type: ignore[arg-type]
-        shard=Sharding(zero=zero_value, fsdp=fsdp, offload=offload_of(offload), sp=parse_whole(sp, "⟨sp⟩")),
+        budget=parse_budget(gpu) if gpu else None, experts=parse_word(experts, LAYOUTS, "⟨experts⟩"),
+        shard=Sharding(zero=zero_value, fsdp=fsdp, offload=parse_word(offload, OFFLOADS, "⟨offload⟩"),
+                       sp=parse_whole(sp, "⟨sp⟩")),
         step=StepOptions(checkpointing=checkpointing, optimizer_in_backward=optimizer_in_backward,
                          offload_activations=offload_activations, compile=compile),
         stage=_stage_options(stage, loss, generations, completion_len, beta, rollout_memory),
@@ -76,14 +78,14 @@ def _stage_options(stage: str, loss: str | None, generations: int | str | None, 
     # deferred: 11 ms at import (math, inspector.analysis.serving.budget, inspector.analysis.training.stages, …)
     import math
 
-    from inspector.analysis.serving.budget import parse_count, parse_fraction, parse_whole
-    from inspector.analysis.training.stages import COMPLETION, GENERATIONS, StageOptions, check_stage
+    from inspector.analysis.serving.budget import parse_count, parse_fraction, parse_whole, parse_word
+    from inspector.analysis.training.stages import COMPLETION, GENERATIONS, STAGES, StageOptions, check_stage
     from inspector.errors import UsageError
 
     given = [name for name, value in (("⟨generations⟩", generations), ("⟨completion_len⟩", completion_len),
                                       ("⟨beta⟩", beta), ("⟨rollout_memory⟩", rollout_memory)) if value is not None]
     chosen = StageOptions(
-        stage=stage.lower(), loss=loss.lower() if loss is not None else None,  # type: ignore[arg-type]
+        stage=parse_word(stage, STAGES, "⟨stage⟩"), loss=loss.lower() if loss is not None else None,
         generations=GENERATIONS if generations is None else parse_whole(generations, "⟨generations⟩"),
         completion=COMPLETION if completion_len is None else parse_count(str(completion_len), "⟨completion_len⟩"),
         beta=0.0 if beta is None else parse_fraction(beta, "⟨beta⟩"),

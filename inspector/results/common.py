@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Annotated, Final, Literal, TypedDict
 
 from inspector import repos
+from inspector.analysis.facts.config import Source
 from inspector.model import Origin
 from inspector.results.schema import Choices
 
@@ -20,7 +21,7 @@ SchemaVersion = Literal[2]
 
 
 class ModelDoc(TypedDict):
-    """A checkpoint as every document names it (render.output.model_json)."""
+    """A checkpoint as every document names it (``model_json``)."""
 
     label: str
     repo_id: str | None
@@ -38,7 +39,7 @@ class Named(TypedDict):
 
 
 class ConfigDoc(TypedDict):
-    """The config's figures, flat (render.output.config_json)."""
+    """The config's figures, flat (``config_json``)."""
 
     model_type: str | None
     architectures: list[str]
@@ -67,7 +68,7 @@ class ConfigDoc(TypedDict):
     mtp_layers: int | None
     kv_heads_per_layer: list[int]
     quantization: dict[str, object] | None
-    source: Literal["table", "transformers", "gguf", "raw", "none"]
+    source: Source
 
 
 class TotalsDoc(TypedDict):

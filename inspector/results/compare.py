@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal, TypedDict
+from typing import TYPE_CHECKING, TypedDict
 
+from inspector.analysis.comparison.compare import Cell, Section
 from inspector.results import common
 from inspector.results.common import ConfigDoc, ModelDoc, SchemaVersion, TotalsDoc
 
@@ -21,9 +22,9 @@ class CompareModel(TypedDict):
 
 
 class CompareRow(TypedDict):
-    section: Literal["totals", "config", "roles"]
+    section: Section
     label: str
-    values: list[int | float | str | bool | None]
+    values: list[Cell]
 
 
 class CompareDoc(TypedDict):

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal, TypedDict
+from typing import TYPE_CHECKING, TypedDict
 
+from inspector.analysis.serving.listing import FileKind, RepoFileKind
 from inspector.results import common
 from inspector.results.common import ModelDoc, SchemaVersion
 
@@ -15,7 +16,7 @@ if TYPE_CHECKING:
 
 class GgufFileRow(TypedDict):
     file: str
-    kind: Literal["model", "projector"]
+    kind: FileKind
     type: str | None
     bytes: int
     parameters: int
@@ -39,7 +40,7 @@ class FilesDoc(TypedDict):
 class RepoFileRow(TypedDict):
     path: str
     size: int | None
-    kind: Literal["weights", "index", "config", "tokenizer", "other"]
+    kind: RepoFileKind
     counted: bool
 
 

@@ -15,11 +15,13 @@ if TYPE_CHECKING:
 
 #: one model's figure in a row: None where the model has nothing to say
 Cell = int | float | str | bool | None
+#: the part of the comparison a row belongs to
+Section = Literal["totals", "config", "roles"]
 
 
 @dataclass(frozen=True, slots=True)
 class Row:
-    section: Literal["totals", "config", "roles"]
+    section: Section
     label: str
     values: tuple[Cell, ...]  # one per model
 

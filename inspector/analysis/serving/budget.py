@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Final
+from typing import Final, TypeVar
 
 from inspector.analysis.serving.engines import GPUS, named_gpu
 from inspector.errors import UsageError
@@ -75,6 +75,18 @@ def parse_budget(text: str, option: str = "⟨gpu⟩") -> Budget:
                          "holds that",
                          hint="for example 80GiB, 141GiBx8")
     return Budget(per_device, devices)
+
+
+W = TypeVar("W", bound=str)
+
+
+def parse_word(text: str, words: tuple[W, ...], option: str) -> W:
+    """One of ``words``, given in any case, or a usage error naming ``option`` and the words it takes."""
+    word = text.lower()
+    for known in words:
+        if known == word:
+            return known
+    raise UsageError(f"{option}: unknown {word!r}", hint="use " + ", ".join(words))
 
 
 def parse_whole(text: str | int, option: str) -> int:

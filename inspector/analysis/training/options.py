@@ -11,7 +11,6 @@ from inspector.analysis.training.experts import Layout
 from inspector.analysis.training.methods import METHODS, Method
 from inspector.analysis.training.precisions import PRECISIONS, Precision
 from inspector.analysis.training.stages import StageOptions
-from inspector.errors import UsageError
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,14 +29,6 @@ OFFLOADING: Final[Mapping[Offload, Offloading]] = {
     "optimizer": Offloading(optimizer=True, weights=False),
     "all": Offloading(optimizer=True, weights=True),
 }
-
-
-def offload_of(text: str) -> Offload:
-    """``--offload`` read strictly: one of ``OFFLOADS`` (any case), or a usage error naming them."""
-    for offload in OFFLOADS:
-        if offload == text.lower():
-            return offload
-    raise UsageError(f"⟨offload⟩: unknown {text!r}", hint="use " + ", ".join(OFFLOADS))
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,6 +28,9 @@ def isolated_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.M
     import huggingface_hub.constants as constants
 
     monkeypatch.setattr(constants, "HF_HOME", str(home))
+    # the Hugging Face cache follows HF_HOME only when huggingface_hub is imported: one of its own per test
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(home / "hub"))
+    monkeypatch.delenv("HF_HUB_CACHE", raising=False)
     yield
 
 

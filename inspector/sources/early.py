@@ -8,13 +8,15 @@ import json
 import threading
 from collections.abc import Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Final
+from typing import Any, Final
 
 from inspector.errors import InvalidCheckpointError
 from inspector.formats.registry import SAFETENSORS, reader_for
 from inspector.formats.safetensors import MAX_HEADER_BYTES
 from inspector.safeio import parse_json_object
-from inspector.sources.transport import Hub
+from inspector.sources.bundled import BY_REPO
+from inspector.sources.header_cache import HeaderCache, hf_cache_repo
+from inspector.sources.transport import Hub, HubOptions
 
 #: the first read of a lone model.safetensors sent beside the listing (its size unknown then): a header
 #: past it costs a second round trip through the CDN redirect (a 13B GPTQ file's is 135 kB, a VLM's in one
@@ -50,9 +52,13 @@ class EarlyReads:
 
     NAMES: Final = ("config.json", ONE_REQUEST_INDEX, "model.safetensors")
 
-    def __init__(self, hub: Hub, repo_id: str, revision: str, *, one_request: bool = False) -> None:
-        self.pool = ThreadPoolExecutor(max_workers=len(self.NAMES))
+    def __init__(self, hub: Hub, repo_id: str, revision: str, *, one_request: bool = False,
+                 listing: bool = False, quick: bool = False) -> None:
+        self.pool = ThreadPoolExecutor(max_workers=len(self.NAMES) + listing)
         self.hub, self.repo_id = hub, repo_id
+        # the listing itself, on this pool (``begin``; ``quick`` as ``Hub.repo_info``'s): else the caller asks for it
+        self.listing: Future[dict[str, Any]] | None = \
+            self.pool.submit(hub.repo_info, repo_id, revision, quick=quick) if listing else None
         names = [n for n in self.NAMES if not (one_request and n == ONE_REQUEST_INDEX)]
         self.futures = {n: self.pool.submit(self._read, hub, repo_id, revision, n) for n in names}
         self.answer = self.pool.submit(self._read_answer, hub, repo_id) if one_request else None
@@ -202,3 +208,50 @@ def rebuilt_from_metadata(body: bytes, commit: str | None, sha: str, sizes: Mapp
         return None
     out[index_name] = json.dumps({**index, "weight_map": weight_map}, ensure_ascii=False).encode()
     return out
+
+
+class Begun:
+    """A cold read of a repo's default branch begun before the rest of the program is imported
+    (``begin``): the listing and the early reads, sent on a ``Hub`` whose HTTP session is ready."""
+
+    def __init__(self, repo_id: str, hub: Hub, early: EarlyReads) -> None:
+        self.repo_id, self.hub, self.early = repo_id, hub, early
+
+
+_begun: list[Begun] = []  # at most one: the command line's (``begin``), until ``take`` or ``begin`` again
+_begun_lock = threading.Lock()
+
+
+def begin(repo_id: str, options: HubOptions) -> None:
+    """Send a plain ``inspect ORG/NAME``'s first round trip before anything else is imported: the HTTP
+    session is made here (its imports and TLS context), then the listing and the early reads go out,
+    and the rest of the program is imported while they travel (about a round trip of CPU that went
+    before the requests). Only when the Hub is online and neither the header cache nor the Hugging Face
+    cache holds anything of the repo: otherwise ``open_hub`` decides, and its rules (a cached repo asks only
+    for the listing) stay its own. ``open_hub`` takes it
+    over (``take``) when it opens this repo at its default branch with these options; a read not taken
+    over costs its requests and nothing else. Never raises: a failure here is the ordinary read's to meet."""
+    with _begun_lock:
+        for stale in _begun:
+            stale.early.close()
+        _begun.clear()
+    try:
+        hub = Hub(options)
+        if hub.offline or HeaderCache(endpoint=hub.endpoint).holds(repo_id) or hf_cache_repo(repo_id).exists():
+            return
+        hub.prepare()
+        # a bundled repo's listing gives up sooner, as ``open_hub``'s does: its snapshot can stand in
+        early = EarlyReads(hub, repo_id, "main", one_request=True, listing=True, quick=repo_id.lower() in BY_REPO)
+    except Exception:  # the ordinary read meets it, and says what it is
+        return
+    with _begun_lock:
+        _begun.append(Begun(repo_id, hub, early))
+
+
+def take(repo_id: str, options: HubOptions) -> Begun | None:
+    """The read ``begin`` sent for ``repo_id`` with these options, once; None if there is none."""
+    with _begun_lock:
+        found = next((b for b in _begun if b.repo_id == repo_id and b.hub.options == options), None)
+        if found is not None:
+            _begun.remove(found)
+        return found

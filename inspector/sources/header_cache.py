@@ -22,7 +22,6 @@ from urllib.parse import quote, urlsplit
 
 from inspector.errors import InspectorError
 from inspector.safeio import COMMIT, commit_id, inside, read_ref, repo_id, write_atomic
-from inspector.sources.snapshot import is_snapshot, write_snapshot
 from inspector.sources.transport import public_endpoint
 
 
@@ -30,6 +29,15 @@ def endpoint_key(endpoint: str) -> str:
     public = public_endpoint(endpoint.rstrip("/"))
     host = re.sub(r"[^A-Za-z0-9.-]", "_", urlsplit(public).hostname or "endpoint")[:64]
     return f"{host}-{hashlib.sha256(public.encode()).hexdigest()[:12]}"
+
+
+def hf_cache_repo(repo_id: str) -> Path:
+    """Where the Hugging Face cache (``HF_HUB_CACHE``) keeps ``repo_id``: huggingface_hub's
+    ``file_download.repo_folder_name`` layout (``models--org--name``), without importing that module."""
+    # deferred: 1 ms at import (huggingface_hub)
+    from huggingface_hub import constants
+
+    return Path(constants.HF_HUB_CACHE) / constants.REPO_ID_SEPARATOR.join(["models", *repo_id.split("/")])
 
 
 class HeaderCache:
@@ -49,7 +57,18 @@ class HeaderCache:
     def path(self, repo: str, sha: str) -> Path:
         return inside(self._repo(repo), f"snapshots/{commit_id(sha, 'commit id')}", "commit id")
 
+    def holds(self, repo: str) -> bool:
+        """Whether anything is kept for ``repo`` (a ref or a snapshot, whole or not): a cold read may
+        begin before the rest of the program is imported only when nothing is (``early.begin``)."""
+        try:
+            return self._repo(repo).exists()
+        except (OSError, InspectorError):
+            return True
+
     def get(self, repo: str, sha: str) -> Path | None:
+        # deferred: 14 ms at import (inspector.sources.snapshot)
+        from inspector.sources.snapshot import is_snapshot
+
         if not COMMIT.match(sha):
             return None
         p = self.path(repo, sha)
@@ -69,6 +88,9 @@ class HeaderCache:
         return sha if COMMIT.match(sha) and self.get(repo, sha) else None
 
     def newest(self, repo: str) -> str | None:
+        # deferred: 14 ms at import (inspector.sources.snapshot)
+        from inspector.sources.snapshot import is_snapshot
+
         snaps = [p for p in (self._repo(repo) / "snapshots").glob("*") if COMMIT.match(p.name) and is_snapshot(p)]
         return max(snaps, key=lambda p: p.stat().st_mtime).name if snaps else None
 
@@ -76,5 +98,8 @@ class HeaderCache:
         """Atomic: write_snapshot builds a temporary folder and renames it into place. When two
         runs race, one rename wins and the other's copy is dropped; both were the same bytes. The
         headers go into a pack (snapshot version 3): at most two files to create, not one a shard."""
+        # deferred: 14 ms at import (inspector.sources.snapshot)
+        from inspector.sources.snapshot import write_snapshot
+
         with contextlib.suppress(OSError, InspectorError):
             write_snapshot(self.path(snapshot["repo_id"], snapshot["revision"]), **snapshot, pack=True)

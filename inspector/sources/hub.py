@@ -41,7 +41,7 @@ from inspector.model import Checkpoint, FileEntry, Phase, Progress, Provenance, 
 from inspector.safeio import COMMIT, SHA256, commit_id, relative_name
 from inspector.sources.assemble import Parts, assemble, checkpoint_of, stored_files
 from inspector.sources.bundled import BY_REPO, bundled_path
-from inspector.sources.early import EarlyReads
+from inspector.sources.early import EarlyReads, take
 from inspector.sources.header_cache import HeaderCache
 from inspector.sources.resolve import HubOpener, hf_cache_folder, open_folder
 from inspector.sources.snapshot import load_snapshot
@@ -68,7 +68,10 @@ def open_hub(repo_id: str, revision: str | None = None, *, options: HubOptions |
     is served only by its own snapshot (exit 3 if none). ``problems``: the run's sink (``errors.ProblemSink``).
     ``only``: one weight file of the repo (one GGUF of several); read afresh, never cached.
     """
-    hub = hub or Hub(options)
+    # the read the command line began before the program was imported (``early.begin``), when this is it
+    begun = take(repo_id, options or HubOptions()) if (
+        hub is None and cache is None and revision is None and only is None and not problems.collects) else None
+    hub = begun.hub if begun is not None else hub or Hub(options)
     cache = cache or HeaderCache(endpoint=hub.endpoint)
     rev = revision or "main"
     use_cache = hub.options.use_cache and only is None
@@ -85,13 +88,17 @@ def open_hub(repo_id: str, revision: str | None = None, *, options: HubOptions |
     cached = warm or (revision is None and repo_id.lower() in BY_REPO)
     # nothing cached to stand in: the files most repos have are asked for at the branch beside the
     # listing, and kept when the server says they are at the commit the listing names
-    early = None if warm or only is not None else \
+    if begun is not None and warm:  # a snapshot cached since it began: this read's own rules
+        begun.early.close()
+        begun = None
+    early = begun.early if begun is not None else None if warm or only is not None else \
         EarlyReads(hub, repo_id, rev, one_request=rev == "main" and not problems.collects)
     try:
         if progress:
             progress(Phase.LISTING, 0, 1)
         try:
-            info = hub.repo_info(repo_id, rev, quick=cached)
+            info = early.listing.result() if early is not None and early.listing is not None else \
+                hub.repo_info(repo_id, rev, quick=cached)
         except HubUnreachable as exc:
             return _offline(repo_id, revision, cache, hub, f"the Hub is unreachable ({exc.message})",
                             unreachable=True, problems=problems)

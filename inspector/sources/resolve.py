@@ -32,9 +32,20 @@ from inspector.errors import (
 )
 from inspector.formats.registry import SAFETENSORS, reader_by_magic, reader_for, weight_suffixes
 from inspector.model import Checkpoint, FileEntry, Origin, Problems, Provenance, WeightFile, natural_key
-from inspector.safeio import SHA256, is_repo_id, open_regular, pread_all, read_json_file, read_ref, regular_size
+from inspector.safeio import (
+    COMMIT,
+    SHA256,
+    inside,
+    is_repo_id,
+    open_regular,
+    pread_all,
+    read_json_file,
+    read_ref,
+    regular_size,
+)
 from inspector.sources.assemble import assemble, checkpoint_of, index_shards, json_object, pick_index
 from inspector.sources.bundled import ALIASES, bundled_path
+from inspector.sources.header_cache import hf_cache_repo
 from inspector.sources.snapshot import is_snapshot, load_snapshot
 
 T = TypeVar("T")
@@ -387,25 +398,12 @@ def _newest_snapshot(repo_dir: Path, repo_id: str) -> tuple[Path, str, str | Non
 # --- the Hugging Face cache, by repo id ----------------------------------------------------------
 
 
-def hf_cache_root() -> Path:
-    # deferred: 1 ms at import (huggingface_hub)
-    from huggingface_hub import constants
-
-    return Path(constants.HF_HUB_CACHE)
-
-
 def hf_cache_folder(repo_id: str, revision: str | None) -> tuple[Path, str] | None:
     """The complete snapshot of ``repo_id`` at ``revision`` in the Hugging Face cache, laid out as
     huggingface_hub and transformers keep it (``models--org--name/refs/<branch>`` holding a commit,
     ``snapshots/<commit>/`` of links into ``blobs/``): (folder, commit), or None when it is not
     there or not whole (a config-only download, a shard missing)."""
-    # deferred: 1 ms at import (huggingface_hub, inspector.safeio)
-    from huggingface_hub import constants
-
-    from inspector.safeio import COMMIT, inside
-
-    # file_download.repo_folder_name's layout (models--org--name), without importing that module
-    repo_dir = hf_cache_root() / constants.REPO_ID_SEPARATOR.join(["models", *repo_id.split("/")])
+    repo_dir = hf_cache_repo(repo_id)
     rev = revision or "main"
     if COMMIT.match(rev):
         sha: str | None = rev

@@ -369,3 +369,22 @@ def test_a_run_compiles_only_the_rows_its_names_can_match() -> None:
     tensors, compiled = map(int, done.stdout.split())
     assert tensors == 311 and len(_ROWS) == 108
     assert compiled <= 20, compiled
+
+
+def test_layers_alike_in_another_order_collapse_and_a_repeated_name_counts_as_often_as_it_occurs() -> None:
+    """The collapse compares a layer with its run's first in any order (a layer split across two shards at
+    another place lists its tensors in another order: most of DeepSeek-V3's). Where a name occurs twice in a
+    layer (two files holding one tensor, read leniently), the layers are alike only when each name occurs as
+    often: layer 2 has the names of layer 0 (as a set) but ``b`` twice and ``a`` once, so it starts a block."""
+    from inspector.analysis.facts.roles import classify
+    from inspector.analysis.facts.stats import Tensor, layer_groups
+    from inspector.model import TensorInfo
+
+    def layer(index: int, names: list[str]) -> list[Tensor]:
+        return [Tensor(TensorInfo(f"model.layers.{index}.{n}", "F16", (2,), 0, 4, "f", 2),
+                       classify(f"model.layers.{index}.{n}")) for n in names]
+
+    tensors = layer(0, ["a", "a", "b"]) + layer(1, ["b", "a", "a"]) + layer(2, ["a", "b", "b"])
+    assert [(g.first, g.last) for g in layer_groups(tensors)] == [(0, 1), (2, 2)]
+    distinct = layer(0, ["a", "b", "c"]) + layer(1, ["c", "a", "b"]) + layer(2, ["b", "c", "a"])
+    assert [(g.first, g.last) for g in layer_groups(distinct)] == [(0, 2)]

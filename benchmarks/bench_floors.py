@@ -30,7 +30,10 @@ GET_LOCAL = "import sys; from huggingface_hub import get_local_safetensors_metad
 
 def run(command: list[str], *, home: str, tree: Path = ROOT) -> tuple[float, float]:
     """Wall seconds and CPU seconds (user + system, the child's own) of one process."""
-    env = {**os.environ, "HF_HOME": home, "PYTHONPATH": str(tree)}
+    # bytecode as an installed package has it (pip compiles it): a PYTHONDONTWRITEBYTECODE inherited from the
+    # shell left every module edited since its last .pyc compiled again in every timed process
+    env = {**{k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}, "HF_HOME": home,
+           "PYTHONPATH": str(tree)}
     start = time.perf_counter()
     child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, cwd=tree)
     _, status, usage = os.wait4(child.pid, 0)

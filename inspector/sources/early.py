@@ -8,6 +8,7 @@ import json
 import threading
 from collections.abc import Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any, Final
 
 from inspector.errors import InvalidCheckpointError
@@ -210,15 +211,17 @@ def rebuilt_from_metadata(body: bytes, commit: str | None, sha: str, sizes: Mapp
     return out
 
 
+@dataclass(frozen=True, slots=True)
 class Begun:
     """A cold read of a repo's default branch begun before the rest of the program is imported
     (``begin``): the listing and the early reads, sent on a ``Hub`` whose HTTP session is ready."""
 
-    def __init__(self, repo_id: str, hub: Hub, early: EarlyReads) -> None:
-        self.repo_id, self.hub, self.early = repo_id, hub, early
+    repo_id: str
+    hub: Hub
+    early: EarlyReads
 
 
-_begun: list[Begun] = []  # at most one: the command line's (``begin``), until ``take`` or ``begin`` again
+_begun: list[Begun | None] = [None]  # the command line's read (``begin``), until ``take`` or ``begin`` again
 _begun_lock = threading.Lock()
 
 
@@ -227,14 +230,14 @@ def begin(repo_id: str, options: HubOptions) -> None:
     session is made here (its imports and TLS context), then the listing and the early reads go out,
     and the rest of the program is imported while they travel (about a round trip of CPU that went
     before the requests). Only when the Hub is online and neither the header cache nor the Hugging Face
-    cache holds anything of the repo: otherwise ``open_hub`` decides, and its rules (a cached repo asks only
-    for the listing) stay its own. ``open_hub`` takes it
-    over (``take``) when it opens this repo at its default branch with these options; a read not taken
-    over costs its requests and nothing else. Never raises: a failure here is the ordinary read's to meet."""
+    cache holds anything of the repo: otherwise ``open_hub`` decides, and its rules (a cached repo asks
+    only for the listing) stay its own. ``open_hub`` takes it over (``take``) when it opens this repo at
+    its default branch with these options; a read not taken over costs its requests and nothing else.
+    Never raises: a failure here is the ordinary read's to meet, and to word."""
     with _begun_lock:
-        for stale in _begun:
-            stale.early.close()
-        _begun.clear()
+        stale, _begun[0] = _begun[0], None
+    if stale is not None:
+        stale.early.close()
     try:
         hub = Hub(options)
         if hub.offline or HeaderCache(endpoint=hub.endpoint).holds(repo_id) or hf_cache_repo(repo_id).exists():
@@ -245,13 +248,14 @@ def begin(repo_id: str, options: HubOptions) -> None:
     except Exception:  # the ordinary read meets it, and says what it is
         return
     with _begun_lock:
-        _begun.append(Begun(repo_id, hub, early))
+        _begun[0] = Begun(repo_id, hub, early)
 
 
 def take(repo_id: str, options: HubOptions) -> Begun | None:
     """The read ``begin`` sent for ``repo_id`` with these options, once; None if there is none."""
     with _begun_lock:
-        found = next((b for b in _begun if b.repo_id == repo_id and b.hub.options == options), None)
-        if found is not None:
-            _begun.remove(found)
+        found = _begun[0]
+        if found is None or found.repo_id != repo_id or found.hub.options != options:
+            return None
+        _begun[0] = None
         return found

@@ -1,12 +1,10 @@
 """Issue 54: a plain ``inspect ORG/NAME`` sends its first round trip before the rest of the program is
-imported (``early.begin``: the HTTP session made first, then the listing and the early reads), and
-``open_hub`` takes that read over (``early.take``): the same requests, records and notes as a read that
-begins in ``open_hub``; nothing is sent where a cache could stand in or the Hub is offline, and a read
-begun for another repo or other options is never used for this one."""
+imported (``early.begin``: the HTTP session made first, then the listing, and the early reads where nothing
+of the repo is cached), and ``open_hub`` takes that read over (``early.take``): the same requests, records
+and notes as a read that begins in ``open_hub``; nothing is sent offline, and a read begun for another repo
+or other options is never used for this one."""
 
 from __future__ import annotations
-
-from pathlib import Path
 
 import pytest
 from hubserver import HubServer
@@ -56,18 +54,28 @@ def test_a_begun_read_is_taken_over_with_the_requests_of_one_read(hub: HubServer
     assert records(begun) == records(plain) and begun.provenance.notes == plain.provenance.notes
 
 
-def test_nothing_is_sent_where_a_cache_could_stand_in_or_offline(hub: HubServer, tmp_path: Path) -> None:
-    """Offline, a repo the header cache holds (an earlier read left it) and a repo the Hugging Face cache
-    holds: ``begin`` sends nothing and leaves nothing to take over (``open_hub`` decides, by its rules)."""
+def test_offline_nothing_is_sent_and_a_cached_repo_begins_with_the_listing_alone(hub: HubServer) -> None:
+    """Offline, ``begin`` sends nothing. For a repo the header cache holds (an earlier read left it) it sends
+    the listing alone, which the read from the cache then takes over: one request in all, as that read asks
+    for by itself (the same notes). Where the Hugging Face cache holds something of a repo but no whole
+    snapshot, the read is cold after all: the begun listing is set aside and the read asks for its own."""
     begin(GPT2, options(hub, offline=True))
     assert hub.log == [] and take(GPT2, options(hub, offline=True)) is None
     open_hub(GPT2, options=options(hub))  # fills the header cache
     hub.clear_log()
+    plain = open_hub(GPT2, options=options(hub))
+    assert listings(hub, GPT2) == 1 and len(hub.log) == 1
+    hub.clear_log()
     begin(GPT2, options(hub))
-    assert hub.log == [] and take(GPT2, options(hub)) is None
-    hf_cache_repo(LLAMA3).mkdir(parents=True)  # anything of the repo in the Hugging Face cache
+    begun = open_hub(GPT2, options=options(hub))
+    assert take(GPT2, options(hub)) is None
+    assert listings(hub, GPT2) == 1 and len(hub.log) == 1
+    assert records(begun) == records(plain) and begun.provenance.notes == plain.provenance.notes
+    hub.clear_log()
+    hf_cache_repo(LLAMA3).mkdir(parents=True)  # something of the repo in the Hugging Face cache, no snapshot
     begin(LLAMA3, options(hub))
-    assert hub.log == [] and take(LLAMA3, options(hub)) is None
+    open_hub(LLAMA3, options=options(hub))
+    assert listings(hub, LLAMA3) == 2  # the begun one, set aside, and the cold read's own
 
 
 def test_a_read_begun_for_another_repo_or_other_options_is_not_used(hub: HubServer) -> None:

@@ -53,13 +53,9 @@ class EarlyReads:
 
     NAMES: Final = ("config.json", ONE_REQUEST_INDEX, "model.safetensors")
 
-    def __init__(self, hub: Hub, repo_id: str, revision: str, *, one_request: bool = False,
-                 listing: bool = False, quick: bool = False) -> None:
-        self.pool = ThreadPoolExecutor(max_workers=len(self.NAMES) + listing)
+    def __init__(self, hub: Hub, repo_id: str, revision: str, *, one_request: bool = False) -> None:
+        self.pool = ThreadPoolExecutor(max_workers=len(self.NAMES))
         self.hub, self.repo_id = hub, repo_id
-        # the listing itself, on this pool (``begin``; ``quick`` as ``Hub.repo_info``'s): else the caller asks for it
-        self.listing: Future[dict[str, Any]] | None = \
-            self.pool.submit(hub.repo_info, repo_id, revision, quick=quick) if listing else None
         names = [n for n in self.NAMES if not (one_request and n == ONE_REQUEST_INDEX)]
         self.futures = {n: self.pool.submit(self._read, hub, repo_id, revision, n) for n in names}
         self.answer = self.pool.submit(self._read_answer, hub, repo_id) if one_request else None
@@ -213,12 +209,18 @@ def rebuilt_from_metadata(body: bytes, commit: str | None, sha: str, sizes: Mapp
 
 @dataclass(frozen=True, slots=True)
 class Begun:
-    """A cold read of a repo's default branch begun before the rest of the program is imported
-    (``begin``): the listing and the early reads, sent on a ``Hub`` whose HTTP session is ready."""
+    """A read of a repo's default branch begun before the rest of the program is imported (``begin``), on a
+    ``Hub`` whose HTTP session is ready: the listing, and the early reads where nothing of the repo is
+    cached (``early``; None: a cached snapshot may stand in, and a cached repo asks for the listing alone)."""
 
     repo_id: str
     hub: Hub
-    early: EarlyReads
+    listing: Future[dict[str, Any]]
+    early: EarlyReads | None
+
+    def close(self) -> None:
+        if self.early is not None:
+            self.early.close()
 
 
 _begun: list[Begun | None] = [None]  # the command line's read (``begin``), until ``take`` or ``begin`` again
@@ -227,28 +229,35 @@ _begun_lock = threading.Lock()
 
 def begin(repo_id: str, options: HubOptions) -> None:
     """Send a plain ``inspect ORG/NAME``'s first round trip before anything else is imported: the HTTP
-    session is made here (its imports and TLS context), then the listing and the early reads go out,
-    and the rest of the program is imported while they travel (about a round trip of CPU that went
-    before the requests). Only when the Hub is online and neither the header cache nor the Hugging Face
-    cache holds anything of the repo: otherwise ``open_hub`` decides, and its rules (a cached repo asks
-    only for the listing) stay its own. ``open_hub`` takes it over (``take``) when it opens this repo at
-    its default branch with these options; a read not taken over costs its requests and nothing else.
-    Never raises: a failure here is the ordinary read's to meet, and to word."""
+    session is made here (its imports and TLS context), then the listing goes out, with the early reads
+    beside it where neither the header cache nor the Hugging Face cache holds anything of the repo, and the
+    rest of the program is imported while they travel (about a round trip of CPU that went before the
+    requests). ``open_hub`` takes it over (``take``) when it opens this repo at its default branch with
+    these options and decides as ``begin`` guessed (a repo it serves from a cached snapshot asks for the
+    listing alone; one it reads cold, for the early reads too): the same requests as a read begun there.
+    A read not taken over costs its requests and nothing else. Never raises: a failure here is the
+    ordinary read's to meet, and to word."""
     with _begun_lock:
         stale, _begun[0] = _begun[0], None
     if stale is not None:
-        stale.early.close()
+        stale.close()
     try:
         hub = Hub(options)
-        if hub.offline or HeaderCache(endpoint=hub.endpoint).holds(repo_id) or hf_cache_repo(repo_id).exists():
+        if hub.offline:
             return
+        cached = HeaderCache(endpoint=hub.endpoint).holds(repo_id) or hf_cache_repo(repo_id).exists()
         hub.prepare()
-        # a bundled repo's listing gives up sooner, as ``open_hub``'s does: its snapshot can stand in
-        early = EarlyReads(hub, repo_id, "main", one_request=True, listing=True, quick=repo_id.lower() in BY_REPO)
+        # a listing gives up sooner where a snapshot can stand in (a cached or bundled one), as ``open_hub``'s does
+        listing = _LISTING.submit(hub.repo_info, repo_id, "main", quick=cached or repo_id.lower() in BY_REPO)
+        early = None if cached else EarlyReads(hub, repo_id, "main", one_request=True)
     except Exception:  # the ordinary read meets it, and says what it is
         return
     with _begun_lock:
-        _begun[0] = Begun(repo_id, hub, early)
+        _begun[0] = Begun(repo_id, hub, listing, early)
+
+
+#: the thread a begun listing is read on (one a process: one command line's)
+_LISTING: Final = ThreadPoolExecutor(max_workers=1, thread_name_prefix="inspector-listing")
 
 
 def take(repo_id: str, options: HubOptions) -> Begun | None:

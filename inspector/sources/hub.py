@@ -88,8 +88,8 @@ def open_hub(repo_id: str, revision: str | None = None, *, options: HubOptions |
     cached = warm or (revision is None and repo_id.lower() in BY_REPO)
     # nothing cached to stand in: the files most repos have are asked for at the branch beside the
     # listing, and kept when the server says they are at the commit the listing names
-    if begun is not None and warm:  # a snapshot cached since it began: this read's own rules
-        begun.early.close()
+    if begun is not None and warm != (begun.early is None):  # it guessed otherwise (a cache changed, or holds
+        begun.close()                                        # no whole snapshot): this read's own rules
         begun = None
     early = begun.early if begun is not None else None if warm or only is not None else \
         EarlyReads(hub, repo_id, rev, one_request=rev == "main" and not problems.collects)
@@ -97,8 +97,7 @@ def open_hub(repo_id: str, revision: str | None = None, *, options: HubOptions |
         if progress:
             progress(Phase.LISTING, 0, 1)
         try:
-            info = early.listing.result() if early is not None and early.listing is not None else \
-                hub.repo_info(repo_id, rev, quick=cached)
+            info = begun.listing.result() if begun is not None else hub.repo_info(repo_id, rev, quick=cached)
         except HubUnreachable as exc:
             return _offline(repo_id, revision, cache, hub, f"the Hub is unreachable ({exc.message})",
                             unreachable=True, problems=problems)

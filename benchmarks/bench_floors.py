@@ -5,7 +5,8 @@
   ``get_local_safetensors_metadata(FOLDER)`` (target: theirs / ours >= 1.5);
 * ``inspect FOLDER --json`` on one header of 1,000,000 tensors: CPU of the whole process (target <= 1.5 s);
 * ``inspect diff deepseek-v3 deepseek-v3 --json`` beside ``inspect deepseek-v3 --json`` (target: <= 1.5x),
-  in this tree and in a baseline commit's.
+  in this tree and in a baseline commit's;
+* start-up: ``inspect llama3-8b`` (the table) beside ``hf-mem --help``, CPU of each (target: ours <= theirs).
 
     python benchmarks/bench_floors.py [--baseline 80f4853] [--repeat 7]
 
@@ -26,6 +27,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 GET_LOCAL = "import sys; from huggingface_hub import get_local_safetensors_metadata as g; g(sys.argv[1])"
+# hf-mem's console script (``pip install -e '.[bench]'``), as its entry point runs it
+HF_MEM_HELP = "import sys; sys.argv = ['hf-mem', '--help']; from hf_mem.cli import main; sys.exit(main())"
 
 
 def run(command: list[str], *, home: str, tree: Path = ROOT) -> tuple[float, float]:
@@ -77,6 +80,8 @@ def main() -> None:
                                                         home=warm_home),
             f"diff deepseek-v3 deepseek-v3 at {options.baseline}": lambda: run(
                 inspect("diff", "deepseek-v3", "deepseek-v3", "--json"), home=warm_home, tree=base),
+            "table llama3-8b": lambda: run(inspect("llama3-8b"), home=warm_home),
+            "hf-mem --help": lambda: run([sys.executable, "-c", HF_MEM_HELP], home=warm_home),
         }
         for name in rows:  # one untimed round: the .pyc files and the page cache
             rows[name]()
@@ -96,6 +101,8 @@ def main() -> None:
         "folder_warm_ratio": ratio("get_local_safetensors_metadata", "folder warm"),
         "diff_over_read": ratio("diff deepseek-v3 deepseek-v3", "read deepseek-v3"),
         "baseline_diff_over_read": ratio(f"diff deepseek-v3 deepseek-v3 at {options.baseline}", "read deepseek-v3"),
+        "table_cpu_over_hf_mem_help": statistics.median(
+            o[1] / t[1] for o, t in zip(rounds["table llama3-8b"], rounds["hf-mem --help"], strict=True)),
     }
     saved = save("floors", figures)
     print(f"saved {saved.relative_to(ROOT)}; medians of {options.repeat} rounds taking turns (wall, CPU):")
@@ -106,6 +113,8 @@ def main() -> None:
     print(f"1,000,000 tensors: {medians['million']['cpu']:.2f} s CPU (target <= 1.5)")
     print(f"diff deepseek-v3 deepseek-v3 / inspect deepseek-v3: {figures['diff_over_read']:.2f}x "
           f"(at {options.baseline}: {figures['baseline_diff_over_read']:.2f}x; target <= 1.5)")
+    print(f"inspect llama3-8b (the table) CPU / hf-mem --help CPU: {figures['table_cpu_over_hf_mem_help']:.2f} "
+          "(target <= 1)")
 
 
 if __name__ == "__main__":

@@ -55,12 +55,16 @@ def test_a_begun_read_is_taken_over_with_the_requests_of_one_read(hub: HubServer
 
 
 def test_offline_nothing_is_sent_and_a_cached_repo_begins_with_the_listing_alone(hub: HubServer) -> None:
-    """Offline, ``begin`` sends nothing. For a repo the header cache holds (an earlier read left it) it sends
-    the listing alone, which the read from the cache then takes over: one request in all, as that read asks
-    for by itself (the same notes). Where the Hugging Face cache holds something of a repo but no whole
-    snapshot, the read is cold after all: the begun listing is set aside and the read asks for its own."""
+    """Offline, or for a name outside the Hub's repo id syntax, ``begin`` sends nothing. For a repo the
+    header cache holds (an earlier read left it) it sends the listing alone, which the read from the cache
+    then takes over: one request in all, as that read asks for by itself (the same notes). Where the Hugging
+    Face cache holds something of a repo but no whole snapshot, the read is cold after all: the begun
+    listing is set aside and the read asks for its own."""
     begin(GPT2, options(hub, offline=True))
     assert hub.log == [] and take(GPT2, options(hub, offline=True)) is None
+    for name in ("org/../x", "org/na me", "org/a\u202eb"):  # outside the Hub's syntax: no request at all
+        begin(name, options(hub))
+        assert hub.log == [] and take(name, options(hub)) is None, name
     open_hub(GPT2, options=options(hub))  # fills the header cache
     hub.clear_log()
     plain = open_hub(GPT2, options=options(hub))

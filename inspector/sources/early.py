@@ -14,7 +14,7 @@ from typing import Any, Final
 from inspector.errors import InvalidCheckpointError
 from inspector.formats.registry import SAFETENSORS, reader_for
 from inspector.formats.safetensors import MAX_HEADER_BYTES
-from inspector.safeio import parse_json_object
+from inspector.safeio import is_repo_id, parse_json_object
 from inspector.sources.bundled import BY_REPO
 from inspector.sources.header_cache import HeaderCache, hf_cache_repo
 from inspector.sources.transport import Hub, HubOptions
@@ -223,6 +223,8 @@ class Begun:
             self.early.close()
 
 
+#: the thread a begun listing is read on (one a process: one command line's)
+_LISTING: Final = ThreadPoolExecutor(max_workers=1, thread_name_prefix="inspector-listing")
 _begun: list[Begun | None] = [None]  # the command line's read (``begin``), until ``take`` or ``begin`` again
 _begun_lock = threading.Lock()
 
@@ -241,6 +243,8 @@ def begin(repo_id: str, options: HubOptions) -> None:
         stale, _begun[0] = _begun[0], None
     if stale is not None:
         stale.close()
+    if not is_repo_id(repo_id):  # never a request for a name the Hub's syntax refuses (the read words it)
+        return
     try:
         hub = Hub(options)
         if hub.offline:
@@ -254,10 +258,6 @@ def begin(repo_id: str, options: HubOptions) -> None:
         return
     with _begun_lock:
         _begun[0] = Begun(repo_id, hub, listing, early)
-
-
-#: the thread a begun listing is read on (one a process: one command line's)
-_LISTING: Final = ThreadPoolExecutor(max_workers=1, thread_name_prefix="inspector-listing")
 
 
 def take(repo_id: str, options: HubOptions) -> Begun | None:

@@ -58,8 +58,9 @@ class HeaderCache:
         return inside(self._repo(repo), f"snapshots/{commit_id(sha, 'commit id')}", "commit id")
 
     def holds(self, repo: str) -> bool:
-        """Whether anything is kept for ``repo`` (a ref or a snapshot, whole or not): a cold read may
-        begin before the rest of the program is imported only when nothing is (``early.begin``)."""
+        """Whether anything is kept for ``repo`` (a ref or a snapshot, whole or not; an invalid repo id
+        counts as kept): a read begun before the program is imported sends its early reads only when
+        nothing is (``early.begin``)."""
         try:
             return self._repo(repo).exists()
         except (OSError, InspectorError):

@@ -89,7 +89,7 @@ def open_hub(repo_id: str, revision: str | None = None, *, options: HubOptions |
     # nothing cached to stand in: the files most repos have are asked for at the branch beside the
     # listing, and kept when the server says they are at the commit the listing names
     if begun is not None and warm != (begun.early is None):  # it guessed otherwise (a cache changed, or holds
-        begun.close()                                        # no whole snapshot): this read's own rules
+        begun.close()  # no whole snapshot): this read's own rules; its requests stay counted on its Hub
         begun = None
     early = begun.early if begun is not None else None if warm or only is not None else \
         EarlyReads(hub, repo_id, rev, one_request=rev == "main" and not problems.collects)

@@ -117,9 +117,18 @@ def is_alias(name: str) -> bool:
 def is_cache_root(path: str | Path) -> bool:
     """``path`` is a Hugging Face cache root (a folder of ``models--ORG--NAME`` folders)."""
     # deferred: 11 ms at import (inspector.sources.resolve)
+    from inspector.safeio import local_path
     from inspector.sources.resolve import is_hf_cache_root
 
-    return is_hf_cache_root(Path(path).expanduser())
+    folder = local_path(str(path))
+    return folder is not None and is_hf_cache_root(folder)
+
+
+def is_local(path: str) -> bool:
+    """Something is at ``path`` on this machine (a name no file system could hold is not looked up)."""
+    from inspector.safeio import local_path
+
+    return local_path(path) is not None
 
 
 def cache(root: str | Path) -> results.CacheResult:

@@ -35,9 +35,12 @@ from inspector.errors import InvalidCheckpointError, NotFoundError, NotRegularFi
 COMMIT: Final = re.compile(r"^[0-9a-f]{40}$")
 #: a file's content hash as a Hub listing (LFS ``sha256``) and the HF cache's blob names write it
 SHA256: Final = re.compile(r"[0-9a-f]{64}")
-#: THE repo-id syntax: ``name`` or ``org/name``, each part ASCII letters, digits, ``.``, ``_``, ``-``
-#: (starting with a letter or digit, at most 96 characters), never ``..``: the Hub's own rule
-REPO_ID: Final = re.compile(r"^(?:[A-Za-z0-9][A-Za-z0-9._-]{0,95}/)?[A-Za-z0-9][A-Za-z0-9._-]{0,95}$")
+#: THE repo-id syntax: ``name`` or ``org/name``, each part ASCII letters, digits, ``.``, ``_``, ``-`` (starting
+#: with a letter or digit, ending with a letter, digit or ``_``, at most 96 characters), never ``..`` or ``--``,
+#: never ending ``.git``: the Hub's own rule (huggingface_hub's ``validate_repo_id``). Matched whole
+#: (``fullmatch``: ``$`` would also match before a final newline)
+_REPO_PART: Final = r"[A-Za-z0-9](?:[A-Za-z0-9._-]{0,94}[A-Za-z0-9_])?"
+REPO_ID: Final = re.compile(rf"(?:{_REPO_PART}/)?{_REPO_PART}")
 _BAD_CHARS: Final = re.compile(r"[\x00-\x1f\x7f\\]")
 
 
@@ -53,7 +56,8 @@ def commit_id(value: object, field: str) -> str:
 
 def is_repo_id(value: str) -> bool:
     """Whether ``value`` is a repo id by ``REPO_ID`` (the one syntax check)."""
-    return REPO_ID.match(value) is not None and ".." not in value
+    return (REPO_ID.fullmatch(value) is not None and ".." not in value and "--" not in value
+            and not value.endswith(".git"))
 
 
 def repo_id(value: str, field: str = "repo id") -> str:
@@ -95,7 +99,32 @@ def relative_name(value: object, field: str) -> str:
         raise InvalidCheckpointError(
             f"{field}: file name {_show(value)} is not a plain relative path (empty, '.' or '..' part); "
             "refusing it")
+    if any(len(p.encode("utf-8", "surrogatepass")) > NAME_MAX for p in parts):
+        raise InvalidCheckpointError(f"{field}: file name {_show(value)} has a part longer than {NAME_MAX} bytes "
+                                     "(no file system holds it); refusing it")
     return value
+
+
+#: the most bytes one component of a path may have (NAME_MAX: Linux, macOS, Windows' NTFS), and a whole path
+#: (PATH_MAX on Linux); past them the operating system answers "File name too long"
+NAME_MAX: Final = 255
+PATH_MAX: Final = 4096
+
+
+def local_path(text: str) -> Path | None:
+    """What the user typed as a local path (``~`` expanded) where something is there, else None: a name no file
+    system could hold (a component over ``NAME_MAX`` bytes, the whole over ``PATH_MAX``, a NUL) is None before
+    the file system sees it, and so is one the system refuses to look at (no permission, a loop). Every path
+    the user types is first looked at here."""
+    raw = text.encode("utf-8", "surrogatepass")
+    if not text or b"\0" in raw or len(raw) > PATH_MAX or any(len(p) > NAME_MAX for p in raw.split(b"/")):
+        return None
+    try:
+        path = Path(text).expanduser()
+        path.stat()
+    except (OSError, RuntimeError, ValueError):  # RuntimeError: ``~user`` of no such user
+        return None
+    return path
 
 
 def inside(root: Path, relative: str, field: str = "path") -> Path:
@@ -389,6 +418,42 @@ def parse_json_plain(raw: bytes | bytearray | str, field: str, *, max_depth: int
         raise InvalidCheckpointError(f"{field}: not valid JSON ({str(exc)[:120]})") from None
     _depth_within(value, None, field, max_depth)
     return value
+
+
+#: the deepest a YAML document from outside (a model card's front matter) may nest; PyYAML's composer recurses a
+#: level a node, so ~500 levels of ``[`` in a 1 KB card overran the interpreter's stack (RecursionError)
+MAX_YAML_DEPTH: Final = 64
+
+
+def parse_yaml(text: str, field: str, *, max_depth: int = MAX_YAML_DEPTH) -> object:
+    """THE loader of YAML from outside: ``yaml.safe_load``'s rules (no object built from a tag), nested at most
+    ``max_depth`` deep, counted as the document is composed, before anything deeper is built. Anything else
+    is an ``InvalidCheckpointError`` naming ``field``; the size budget is the caller's (the card's first
+    ``CARD_BYTES``)."""
+    # deferred: 13 ms at import (yaml)
+    import yaml
+
+    class Capped(yaml.SafeLoader):
+        depth = 0
+
+        def compose_node(self, parent: Any, index: Any) -> Any:
+            self.depth += 1
+            try:
+                if self.depth > max_depth:
+                    raise yaml.YAMLError(f"nested more than {max_depth} deep")
+                return super().compose_node(parent, index)  # type: ignore[no-untyped-call]
+            finally:
+                self.depth -= 1
+
+    loader = Capped(text)
+    try:
+        return loader.get_single_data()  # type: ignore[no-untyped-call]
+    except RecursionError:  # a belt beside the depth count: never past this function
+        raise InvalidCheckpointError(f"{field}: YAML nested too deep to read; refusing it") from None
+    except yaml.YAMLError as exc:
+        raise InvalidCheckpointError(f"{field}: not valid YAML ({str(exc)[:120]})") from None
+    finally:
+        loader.dispose()  # type: ignore[no-untyped-call]
 
 
 def _msgspec_decode(raw: bytes | bytearray | str) -> Any:

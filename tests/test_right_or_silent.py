@@ -167,9 +167,11 @@ def test_mlx_quantisation_is_counted_as_mlx_lm_wrote_it(cli) -> None:
 
 
 @pytest.mark.parametrize("bits", [-1, 7, 0, "4"])
-def test_mlx_bits_mlx_lm_does_not_write_are_unknown_not_shown(cli, tmp_path: Path, bits: object) -> None:
-    """mlx-lm writes 2, 3, 4, 5, 6 or 8 bits (mlx.core.quantize's affine mode); a config that claims
-    another (issue 40: "quantised -1-bit") says the bits are unknown and draws no "-1-bit"."""
+def test_mlx_bits_mlx_lm_does_not_write_are_refused_by_name(cli, tmp_path: Path, bits: object) -> None:
+    """mlx-lm writes 2, 3, 4, 5, 6 or 8 bits (mlx.core.quantize's affine mode) and the same block under both
+    "quantization" and "quantization_config" (mlx_lm/utils.py, save_config); its loader reads "quantization"
+    first. A config that claims other bits there was read as "not quantised" and counted silently (issue 66):
+    refused by name, exit 4, as mlx-lm's own load refuses it."""
     import shutil
 
     source = Path(__file__).parent.parent / "fixtures" / "mlx" / "tiny-llama-4bit"
@@ -178,9 +180,23 @@ def test_mlx_bits_mlx_lm_does_not_write_are_unknown_not_shown(cli, tmp_path: Pat
     config = json.loads((folder / "config.json").read_text())
     config["quantization"]["bits"] = config["quantization_config"]["bits"] = bits
     (folder / "config.json").write_text(json.dumps(config))
-    out = cli(str(folder)).out
-    assert f"{bits}-bit" not in out and "mlx" in out
-    q = cli("estimate", str(folder), "--json").json()["quantization"]
-    assert q["bits"] is None
-    if isinstance(bits, int) and bits > 0:
-        assert any("mlx-lm does not write" in note for note in q["notes"])
+    for args in ([str(folder)], ["estimate", str(folder), "--json"]):
+        result = cli(*args)
+        assert result.code == 4 and "quantization.bits" in result.err, result.err
+        assert f"{bits}-bit" not in result.out
+
+
+def test_an_mlx_override_of_bits_mlx_does_not_pack_is_refused(cli, tmp_path: Path) -> None:
+    """A per-module override (mlx-lm's ``"model.layers.0.mlp.down_proj": {"bits": 8, ...}``) of 0 bits fell back
+    to the block's default silently."""
+    import shutil
+
+    source = Path(__file__).parent.parent / "fixtures" / "mlx" / "tiny-llama-4bit-down8"
+    folder = tmp_path / "m"
+    shutil.copytree(source, folder)
+    config = json.loads((folder / "config.json").read_text())
+    module = next(k for k, v in config["quantization"].items() if isinstance(v, dict))
+    config["quantization"][module]["bits"] = 0
+    (folder / "config.json").write_text(json.dumps(config))
+    result = cli(str(folder))
+    assert result.code == 4 and f"quantization.{module}.bits" in result.err, result.err

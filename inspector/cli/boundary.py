@@ -11,7 +11,7 @@ import os
 from collections.abc import Callable
 
 from inspector import __version__
-from inspector.errors import EXIT_INTERNAL, InspectorError
+from inspector.errors import EXIT_INTERNAL, EXIT_INVALID, InspectorError
 from inspector.render import streams
 
 #: the library's parameters, as this command line spells them: the one table the error boundary words
@@ -64,6 +64,12 @@ def guarded(args: list[str], body: Callable[[], int]) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    except RecursionError:  # every parser caps its depth (tests/test_layers.py); a belt for what slips past
+        if debug:
+            streams.debug_traceback()
+        return fail("an input is nested too deep to read (the interpreter's recursion limit was reached)",
+                    "the file is broken or hostile; if it is an ordinary one, report it with INSPECTOR_DEBUG=1",
+                    EXIT_INVALID, json_errors=wants_json(args))
     except Exception as exc:
         if debug:
             streams.debug_traceback()

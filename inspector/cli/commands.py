@@ -306,7 +306,7 @@ def _route(argv: list[str]) -> list[str]:
         return argv
 
     close = api.did_you_mean(first, sorted(commands - {"show"}))
-    if close and not Path(first).exists() and "/" not in first and not api.is_alias(first):
+    if close and not api.is_local(first) and "/" not in first and not api.is_alias(first):
         raise UsageError(f"{first!r} is not a command, a path or an alias",
                          hint=f"did you mean `inspect {close}`?")
     return ["show", *argv]

@@ -37,6 +37,7 @@ from inspector.safeio import (
     SHA256,
     inside,
     is_repo_id,
+    local_path,
     open_regular,
     pread_all,
     read_json_file,
@@ -108,8 +109,8 @@ def open_checkpoint(spec: str, *, hub: HubOpener | None = None, revision: str | 
 def _open(spec: str, hub: HubOpener | None, revision: str | None, problems: ProblemSink) -> Checkpoint:
     if not spec:
         raise UsageError("no model given", hint="inspect PATH | ALIAS | ORG/NAME")
-    path = Path(spec).expanduser()
-    if hub_url(spec) is None and path.exists():
+    path = local_path(spec) if hub_url(spec) is None else None
+    if path is not None:
         if revision:
             raise UsageError(f"{spec}: ⟨revision⟩ applies to Hub repos, not to a local path")
         return open_local(path, problems=problems)

@@ -31,7 +31,9 @@ from typing import TYPE_CHECKING, Final, Literal, get_args
 from inspector.analysis.comparison.samples import is_bnb4, unit
 from inspector.analysis.facts.report import Report
 from inspector.analysis.facts.roles import is_packed
+from inspector.errors import InvalidCheckpointError
 from inspector.model import ADAPTER_CONFIG, Checkpoint, TensorInfo, natural_key
+from inspector.safeio import is_repo_id, parse_yaml
 
 if TYPE_CHECKING:
     from inspector.analysis.comparison.samples import Values
@@ -82,10 +84,14 @@ class Declared:
         return self.bases[0][0] if self.bases else None
 
 
-#: a Hub repo id as a card's base_model names it (``org/name``; a legacy bare ``name`` is not taken: it would
-#: be read as a bundled alias or a path). Opened as a Hub address (``hf://``), never as a local path
-_PART = r"[A-Za-z0-9][A-Za-z0-9_-]*(?:\.[A-Za-z0-9_-]+)*"  # no "..", no leading "." or "-"
-_REPO_ID = re.compile(rf"^{_PART}/{_PART}$")
+
+def _repo_id(value: str) -> bool:
+    """A Hub repo id as a card's base_model names it (``org/name`` by ``safeio.is_repo_id``; a legacy bare ``name``
+    is not taken: it would be read as a bundled alias or a path). Opened as a Hub address (``hf://``), never as
+    a local path."""
+    return "/" in value and is_repo_id(value)
+
+
 _HF_URL = re.compile(r"^https?://(?:www\.)?huggingface\.co/([A-Za-z0-9][A-Za-z0-9._-]{0,95}/"
                      r"[A-Za-z0-9][A-Za-z0-9._-]{0,95})/?$")
 #: the most bytes of a README read for its front matter, and the most bases taken from it
@@ -94,11 +100,9 @@ MAX_DECLARED: Final = 16
 
 
 def front_matter(card: bytes) -> Mapping[str, object]:
-    """A model card's YAML front matter (``---`` … ``---`` at its start), parsed safely (``yaml.safe_load``:
-    no object is built from a tag); {} where it has none or it is not a mapping."""
-    # deferred: 13 ms at import (yaml)
-    import yaml
-
+    """A model card's YAML front matter (``---`` … ``---`` at its start), parsed safely (``safeio.parse_yaml``:
+    no object is built from a tag, the depth capped); {} where it has none, it is not a mapping or not
+    readable."""
     text = card[:CARD_BYTES].decode("utf-8", "replace").lstrip("\ufeff")
     if not text.startswith("---"):
         return {}
@@ -106,8 +110,8 @@ def front_matter(card: bytes) -> Mapping[str, object]:
     if end is None:
         return {}
     try:
-        doc = yaml.safe_load(text[3:3 + end.start()])
-    except yaml.YAMLError:
+        doc = parse_yaml(text[3:3 + end.start()], "README.md front matter")
+    except InvalidCheckpointError:
         return {}
     return doc if isinstance(doc, dict) else {}
 
@@ -123,12 +127,12 @@ def declared_bases(checkpoint: Checkpoint, card: bytes | None) -> Declared:
         value = meta.get("base_model")
         names = [value] if isinstance(value, str) else value if isinstance(value, list) else []
         found += [(n.strip(), "README.md base_model") for n in names[:MAX_DECLARED]
-                  if isinstance(n, str) and len(n) <= 200 and _REPO_ID.match(n.strip())]
+                  if isinstance(n, str) and len(n) <= 200 and _repo_id(n.strip())]
         rel = meta.get("base_model_relation")
         relation = next((r for r in get_args(CardRelation) if r == rel), None)
     adapter = checkpoint.side.json.get(ADAPTER_CONFIG)
     base = adapter.get("base_model_name_or_path") if adapter is not None else None
-    if isinstance(base, str) and len(base) <= 200 and _REPO_ID.match(base):
+    if isinstance(base, str) and len(base) <= 200 and _repo_id(base):
         found.append((base, f"{ADAPTER_CONFIG} base_model_name_or_path"))
     for h in checkpoint.headers:
         if h.format != "gguf":
@@ -137,7 +141,7 @@ def declared_bases(checkpoint: Checkpoint, card: bytes | None) -> Declared:
             key = f"general.base_model.{i}."
             url, name = h.metadata.get(key + "repo_url"), h.metadata.get(key + "name")
             hit = _HF_URL.match(url) if isinstance(url, str) else None
-            if hit and _REPO_ID.match(hit.group(1)):
+            if hit and _repo_id(hit.group(1)):
                 found.append((hit.group(1), f"GGUF {key}repo_url"))
             elif isinstance(name, str) and name:
                 unnamed.append(f"{name} (GGUF {key}name, no Hub repo named)")

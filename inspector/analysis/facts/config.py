@@ -251,9 +251,12 @@ def _build(raw: Mapping[str, object], figures: Mapping[str, object], source: Sou
         # (a config only read raw says nothing of its KV heads: they stay unknown, not guessed)
     dtype = figures.get("dtype")
     quant = raw.get("quantization_config")
-    if not isinstance(quant, Mapping) and isinstance(mlx := raw.get("quantization"), Mapping) and "bits" in mlx:
-        quant = mlx  # mlx-lm's block: {"group_size": 64, "bits": 4, "<module>": {"bits": 8}}
-        _check_mlx_bits(mlx.get("bits"))
+    if isinstance(mlx := raw.get("quantization"), Mapping) and "bits" in mlx:
+        # mlx-lm's block: {"group_size": 64, "bits": 4, "<module>": {"bits": 8}}, which its loader reads before
+        # quantization_config (mlx-lm writes the same block under both names since 0.2x)
+        _check_mlx_bits(mlx)
+        if not isinstance(quant, Mapping):
+            quant = mlx
     layer_types = figures.get("layer_types")
     architectures = raw.get("architectures")
     if architectures is None and isinstance(raw.get("_class_name"), str):
@@ -493,18 +496,23 @@ MAX_FIGURE: Final = 1 << 40
 MAX_LAYERS: Final = 100_000
 
 
-def _check_mlx_bits(bits: object) -> None:
-    """mlx-lm's quantisation block names bits mlx can pack (``mx.quantize``: 2, 3, 4, 5, 6, 8); any
-    other value (0, −1, a string) is refused by name, as mlx-lm's load refuses it, not read as a
-    quantised checkpoint with made-up packing."""
+def _check_mlx_bits(block: Mapping[str, object]) -> None:
+    """mlx-lm's quantisation block, and each per-module override in it, names bits mlx can pack
+    (``mx.quantize``: 2, 3, 4, 5, 6, 8); any other value (0, −1, a string) is refused by name, as mlx-lm's
+    load refuses it, not read as a quantised checkpoint with made-up packing (or, in an override, silently
+    replaced by the default)."""
     # deferred: 4 ms at import (inspector.analysis.facts.roles, inspector.errors)
     from inspector.analysis.facts.roles import MLX_BITS
     from inspector.errors import InvalidCheckpointError
 
-    if type(bits) is not int or bits not in MLX_BITS:
-        raise InvalidCheckpointError(
-            f"config.json: quantization.bits {str(bits)[:24]!r} is not one mlx packs ({', '.join(map(str, MLX_BITS))})",
-            hint="the config is damaged or not mlx-lm's; fix its quantization block")
+    overrides = [(f"{k[:60]}.bits", v["bits"]) for k, v in block.items() if
+                  isinstance(v, Mapping) and "bits" in v]
+    for where, bits in [("bits", block.get("bits")), *overrides]:
+        if type(bits) is not int or bits not in MLX_BITS:
+            raise InvalidCheckpointError(
+                f"config.json: quantization.{where} {str(bits)[:24]!r} is not one mlx packs "
+                f"({', '.join(map(str, MLX_BITS))})", hint="the config is damaged or not mlx-lm's; fix its "
+                "quantization block")
 
 
 def config_int(value: object, default: int, limit: int = MAX_FIGURE) -> int:

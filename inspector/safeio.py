@@ -441,19 +441,19 @@ def parse_yaml(text: str, field: str, *, max_depth: int = MAX_YAML_DEPTH) -> obj
             try:
                 if self.depth > max_depth:
                     raise yaml.YAMLError(f"nested more than {max_depth} deep")
-                return super().compose_node(parent, index)  # type: ignore[no-untyped-call]
+                return super().compose_node(parent, index)
             finally:
                 self.depth -= 1
 
     loader = Capped(text)
     try:
-        return loader.get_single_data()  # type: ignore[no-untyped-call]
+        return loader.get_single_data()
     except RecursionError:  # a belt beside the depth count: never past this function
         raise InvalidCheckpointError(f"{field}: YAML nested too deep to read; refusing it") from None
     except yaml.YAMLError as exc:
         raise InvalidCheckpointError(f"{field}: not valid YAML ({str(exc)[:120]})") from None
     finally:
-        loader.dispose()  # type: ignore[no-untyped-call]
+        loader.dispose()
 
 
 def _msgspec_decode(raw: bytes | bytearray | str) -> Any:

@@ -28,7 +28,7 @@ import time
 import zlib
 from collections.abc import Callable, Mapping
 from pathlib import Path, PurePosixPath
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 from inspector.errors import InvalidCheckpointError, NotFoundError, NotRegularFile
 
@@ -346,6 +346,58 @@ def read_json_file(path: Path, what: str | None = None) -> bytes:
         return pread_all(fd, JSON_BUDGET, 0, path)
     finally:
         os.close(fd)
+
+
+class DocumentBudget(NamedTuple):
+    """What one small JSON document from outside may hold: its bytes, and its values (commas, objects and lists,
+    counted before it is parsed: parsed, a document of ``[]`` costs ~30 bytes of memory a byte, so the bytes
+    alone did not bound it: a 63 MiB ``config.json`` of ``[]`` cost 2 GB)."""
+
+    bytes: int
+    values: int
+
+
+#: the budget of each small JSON document a checkpoint holds, by its file name; real files sit far inside (the
+#: largest seen: a config with 21,843 ImageNet labels ~1 MB and ~45,000 values; Gemma 3's tokenizer_config.json
+#: 1.2 MB; DeepSeek-V3's index 8.9 MB and ~92,000 values; Gemma 3's tokenizer.json 33 MB). docs/security.md
+#: lists each with what the worst document inside it costs
+DOCUMENT_BUDGETS: Final[Mapping[str, DocumentBudget]] = {
+    "config.json": DocumentBudget(4 << 20, 250_000),
+    "generation_config.json": DocumentBudget(1 << 20, 50_000),
+    "adapter_config.json": DocumentBudget(4 << 20, 250_000),
+    "tokenizer_config.json": DocumentBudget(16 << 20, 2_000_000),
+    "special_tokens_map.json": DocumentBudget(4 << 20, 250_000),
+    "chat_template.json": DocumentBudget(4 << 20, 250_000),
+    "tokenizer.json": DocumentBudget(40 << 20, 4_000_000),
+}
+#: a weight index (``*.index.json``: the tensor → shard map, a value or two a tensor)
+INDEX_DOCUMENT: Final = DocumentBudget(JSON_BUDGET, 2_500_000)
+#: any other small JSON document of a checkpoint (a pipeline's model_index.json, modules.json)
+OTHER_DOCUMENT: Final = DocumentBudget(4 << 20, 250_000)
+
+
+def document_budget(name: str) -> DocumentBudget:
+    """The budget of the JSON document at ``name`` (a path in its folder or repo), by its file name."""
+    base = name.rsplit("/", 1)[-1]
+    return INDEX_DOCUMENT if base.endswith(".index.json") else DOCUMENT_BUDGETS.get(base, OTHER_DOCUMENT)
+
+
+def check_document(raw: bytes | bytearray | str, name: str, field: str) -> None:
+    """Refuse the document at ``name`` where it is over its budget (``document_budget``) in bytes or values,
+    before anything is parsed, kept or cached."""
+    budget = document_budget(name)
+    if len(raw) > budget.bytes:
+        raise InvalidCheckpointError(f"{field}: {len(raw):,} bytes, over the {budget.bytes:,}-byte budget of a "
+                                     f"{_show(name.rsplit('/', 1)[-1])} this tool reads; refusing it",
+                                     hint="the file is damaged or hostile")
+    _count_values(raw, field, budget.values)
+
+
+def parse_document(raw: bytes | bytearray | str, name: str, field: str) -> dict[str, Any]:
+    """A checkpoint's small JSON document that must be an object (config, index, adapter config, tokenizer
+    config …), within its budget (``check_document``) and ``parse_json_object``'s rules."""
+    check_document(raw, name, field)
+    return parse_json_object(raw, field)
 
 
 #: how deep a JSON document from outside may nest (configs nest 3–5 levels; 100,000 levels once

@@ -147,3 +147,104 @@ def test_a_listed_file_name_past_name_max_is_refused() -> None:
     with pytest.raises(InvalidCheckpointError, match="longer than 255 bytes"):
         relative_name("dir/" + "x" * 256 + ".safetensors", "listing")
     assert relative_name("dir/" + "x" * 243 + ".safetensors", "listing")  # 255 bytes: held
+
+
+# --- big JSON under its byte budget: bounded by the values it holds ---------------------------------------------
+
+#: 3 MiB of ``[]`` in a list: inside config.json's 4 MiB, 1,048,576 values (each list and comma counted)
+EMPTY_LISTS = b"[" + b"[]," * (1 << 20) + b"[]]"
+
+
+def _with_document(folder: Path, name: str, raw: bytes) -> Path:
+    from helpers import tiny_llama, write_layout
+
+    config, entries = tiny_llama()
+    write_layout(folder / "model.safetensors", entries)
+    (folder / "config.json").write_text(json.dumps(config))
+    (folder / name).write_bytes(raw)
+    return folder
+
+
+DOCUMENTS = ["config.json", "model.safetensors.index.json", "tokenizer_config.json", "generation_config.json",
+             "adapter_config.json"]
+
+
+@pytest.mark.parametrize("name", DOCUMENTS)
+def test_a_document_of_empty_lists_is_refused_by_its_values(tmp_path: Path, name: str) -> None:
+    """A 63 MiB file of ``[]`` under the 64 MiB byte budget exited 0 at 1.9–2.1 GB. Each document now has a
+    budget of bytes and values by its name (safeio.DOCUMENT_BUDGETS), counted before parsing: exit 4, one line
+    naming the file, the process under 500 MB (measured in a child process)."""
+    from helpers import measured
+
+    from inspector.safeio import document_budget
+
+    raw = EMPTY_LISTS if document_budget(name).bytes >= len(EMPTY_LISTS) else b"[]"
+    while raw.count(b",") + raw.count(b"[") <= document_budget(name).values:  # past the values, inside the bytes
+        raw = b"[" + raw + b"," + raw + b"]"
+    assert len(raw) <= document_budget(name).bytes
+    got = measured(str(_with_document(tmp_path / "m", name, raw)), "--json")
+    assert got["code"] == EXIT_INVALID, got["stderr"]
+    assert _one_line(got["stderr"]) and name in got["stderr"] and "JSON values" in got["stderr"], got["stderr"]
+    assert got["peak_mb"] < 500, got
+
+
+def test_sixty_three_mib_of_a_config_is_refused_by_its_bytes(tmp_path: Path) -> None:
+    from helpers import measured
+
+    raw = b"[" + b"[]," * (21 << 20) + b"[]]"  # 63 MiB
+    got = measured(str(_with_document(tmp_path / "m", "config.json", raw)))
+    assert got["code"] == EXIT_INVALID and "over the 4,194,304-byte budget" in got["stderr"], got["stderr"]
+    assert got["peak_mb"] < 500, got
+
+
+@pytest.mark.parametrize("name", ["config.json", "tokenizer_config.json", "model.safetensors.index.json"])
+def test_an_over_budget_document_over_the_hub_is_refused_and_never_cached(tmp_path: Path, online: None,
+                                                                          name: str) -> None:
+    """The header cache kept the 63 MiB document, so every later run cost 2.1 GB again: now it is refused before
+    anything is cached, and a second run asks the Hub again (nothing kept for the repo)."""
+    from hubserver import HubServer
+
+    from inspector.sources.header_cache import HeaderCache
+
+    folder = _with_document(tmp_path / "m", name, EMPTY_LISTS)
+    with HubServer() as server:
+        server.add_files("acme/lists", {f.name: f.read_bytes() for f in folder.iterdir()})
+        import subprocess
+        import sys
+
+        for _ in range(2):
+            done = subprocess.run([sys.executable, "-m", "inspector", "acme/lists", "--endpoint", server.url],
+                                  capture_output=True, text=True, timeout=120, check=False,
+                                  env={**__import__("os").environ, "HF_HUB_OFFLINE": "0"})
+            assert done.returncode == EXIT_INVALID and _one_line(done.stderr), done.stderr
+            assert name in done.stderr
+        assert not HeaderCache(endpoint=server.url).holds("acme/lists")
+
+
+def test_real_documents_sit_inside_their_budgets() -> None:
+    """Real files from fixtures/realdata (their SOURCE.txt names each) and the bundled snapshots pass."""
+    from inspector.safeio import check_document
+
+    root = Path(__file__).resolve().parent.parent
+    seen = 0
+    for path in [*root.glob("fixtures/realdata/*/*.json"), *root.glob("inspector/snapshots/*/*.json")]:
+        if path.name.endswith(".json") and path.name != "manifest.json":
+            check_document(path.read_bytes(), path.name, str(path))
+            seen += 1
+    assert seen >= 20
+
+
+def test_a_listing_of_empty_lists_or_of_too_many_files_is_refused(online: None) -> None:
+    """A 32 MiB listing of ``[]`` cost 1.0 GB parsed; 860,342 one-name files 17 s. Now the values are counted
+    before parsing (transport.LISTING_VALUES) and the files (hub.MAX_LISTED_FILES)."""
+    from inspector.errors import InspectorError
+    from inspector.safeio import parse_json_object
+    from inspector.sources.hub import MAX_LISTED_FILES, repo_files
+    from inspector.sources.transport import LISTING_VALUES, Hub, HubOptions
+
+    with pytest.raises(InspectorError, match="JSON values"):
+        parse_json_object(b'{"sha": "' + b"0" * 40 + b'", "x": [' + b"[]," * LISTING_VALUES + b"[]]}", "listing",
+                          max_values=LISTING_VALUES)
+    many = {"sha": "0" * 40, "siblings": [{"rfilename": f"f{i}"} for i in range(MAX_LISTED_FILES + 1)]}
+    with pytest.raises(InspectorError, match="more than the 100,000"):
+        repo_files(Hub(HubOptions(endpoint="http://127.0.0.1:9")), many, "acme/x")

@@ -28,7 +28,7 @@ from inspector.model import (
     natural_key,
 )
 from inspector.repos import Listed, RepoKind
-from inspector.safeio import parse_json, parse_json_object, relative_name
+from inspector.safeio import check_document, parse_document, parse_json, relative_name
 
 if TYPE_CHECKING:
     from concurrent.futures import Future, ThreadPoolExecutor
@@ -47,10 +47,10 @@ TOKENIZER_JSON: Final = "tokenizer.json"
 TOKENIZER_JSON_BUDGET: Final = 40 * 1024 * 1024
 
 
-def json_object(raw: bytes | str, name: str) -> dict[str, Any]:
+def json_object(raw: bytes | str, name: str, field: str | None = None) -> dict[str, Any]:
     """A small JSON file of a checkpoint (config, index, side file) that must be an object: the one
-    bounded loader (``safeio.parse_json_object``)."""
-    return parse_json_object(raw, name)
+    bounded loader, within the budget of a document of its name (``safeio.parse_document``)."""
+    return parse_document(raw, name, field or name)
 
 
 def pick_index(names: Iterable[str]) -> str | None:
@@ -278,7 +278,8 @@ def assemble(source: Source, files: Mapping[str, int | None], *, only: str | Non
     index: dict[str, Any] | None = None
     index_error: str | None = None
     try:
-        index = json_object(index_raw, index_name or "index") if index_raw is not None else None
+        index = json_object(index_raw, index_name or "index", f"{source.where}: {index_name}") \
+            if index_raw is not None else None
         shards = _shards(source, files, top, index, index_name, only)
     except SeveralFiles as several:
         several.listing = dict(files)  # what `--files` lists, with nothing read
@@ -309,16 +310,19 @@ def assemble(source: Source, files: Mapping[str, int | None], *, only: str | Non
 
     results = source.each(read, shards)
     stored = {n: source.small(n) for n in smalls}
+    for n, raw in stored.items():  # every document within its budget before it is parsed, kept or cached
+        check_document(raw, n, f"{source.where}: {n}")
     if index_raw is not None and index_name:
         stored[index_name] = index_raw
     headers = tuple(r for r in results if isinstance(r, WeightFile))
-    config = json_object(stored["config.json"], f"{source.where}: config.json") if "config.json" in stored else None
+    config = json_object(stored["config.json"], "config.json", f"{source.where}: config.json") \
+        if "config.json" in stored else None
     if config is None and len(headers) == 1 and (reader := reader_named(headers[0].format)) is not None:
         config = reader.config(headers[0])  # a file that carries its own (GGUF metadata), wherever it is
     parts = Parts(
         index=index, index_name=index_name, index_error=index_error, headers=headers,
         errors=tuple(r for r in results if isinstance(r, HeaderError)), config=config,
-        side={n: json_object(stored[n], f"{source.where}: {n}") for n in SIDE_FILES if n in stored},
+        side={n: json_object(stored[n], n, f"{source.where}: {n}") for n in SIDE_FILES if n in stored},
         stored=stored,
     )
     joined = next((k for k in repos.kinds() if not k.whole and k.index_file in top), None)
@@ -424,6 +428,7 @@ def _whole_if_any(source: Source, files: Mapping[str, int | None], top: set[str]
 def _listed(source: Source, kind: RepoKind) -> tuple[bytes, list[Listed], str | None]:
     """A kind's index as read, the components it lists and the class it names."""
     raw = source.small(kind.index_file)
+    check_document(raw, kind.index_file, f"{source.where}: {kind.index_file}")
     index = parse_json(raw, f"{source.where}: {kind.index_file}")
     return raw, kind.components(index, source.where), kind.class_name(index)
 

@@ -38,7 +38,7 @@ from inspector.errors import (
 )
 from inspector.formats.registry import REPO_HEADER_BUDGET, SAFETENSORS, reader_for, reader_named
 from inspector.model import Checkpoint, FileEntry, Phase, Progress, Provenance, WeightFile, natural_key
-from inspector.safeio import COMMIT, SHA256, commit_id, relative_name
+from inspector.safeio import COMMIT, SHA256, commit_id, document_budget, relative_name
 from inspector.sources.assemble import Parts, assemble, checkpoint_of, stored_files
 from inspector.sources.bundled import BY_REPO, bundled_path
 from inspector.sources.early import EarlyReads, take
@@ -244,6 +244,10 @@ def _offline(repo_id: str, revision: str | None, cache: HeaderCache, hub: Hub, w
     raise NotFoundError(message, hint=hint)
 
 
+#: the most files a listing may name (the Hub's largest model repos hold a few tens of thousands)
+MAX_LISTED_FILES: Final = 100_000
+
+
 def repo_sizes(hub: Hub, info: Mapping[str, Any], repo_id: str) -> dict[str, int | None]:
     """Every file of a listing with its size, each name validated before it can become a path."""
     return {name: size for name, (size, _) in repo_files(hub, info, repo_id).items()}
@@ -255,6 +259,10 @@ def repo_files(hub: Hub, info: Mapping[str, Any], repo_id: str) -> dict[str, tup
     siblings = info.get("siblings") or []
     if not isinstance(siblings, list):
         raise InvalidCheckpointError(f"{hub.public}: the listing of {repo_id} has no list of files")
+    if len(siblings) > MAX_LISTED_FILES:
+        raise InvalidCheckpointError(f"{hub.public}: the listing of {repo_id} names {len(siblings):,} files, more "
+                                     f"than the {MAX_LISTED_FILES:,} this tool reads; refusing it",
+                                     hint="the repo is larger than any model repo, or the server is hostile")
     files: dict[str, tuple[int | None, str | None]] = {}
     for i, s in enumerate(siblings):
         if not isinstance(s, dict) or "rfilename" not in s:
@@ -360,14 +368,16 @@ class HubRepo:
     def prefetch(self, names: list[str]) -> None:
         for name in names:
             if name not in self.pending and self._ready(name) is None:
-                self.pending[name] = self.pool.submit(self.hub.read_json, self.repo_id, self.sha, name)
+                self.pending[name] = self.pool.submit(self.hub.read_json, self.repo_id, self.sha, name,
+                                                      document_budget(name).bytes)
 
     def small(self, name: str) -> bytes:
         ready = self._ready(name)
         if ready is not None:
             return ready
         future = self.pending.get(name)
-        return future.result() if future is not None else self.hub.read_json(self.repo_id, self.sha, name)
+        return future.result() if future is not None else self.hub.read_json(self.repo_id, self.sha, name,
+                                                                               document_budget(name).bytes)
 
     def read_file(self, name: str, *, first: int | None) -> WeightFile:
         return read_header(self.hub, self.repo_id, self.sha, name, self.sizes.get(name), first, self.budget,

@@ -364,7 +364,7 @@ def _blob_sha256(path: Path) -> str | None:
 def _load_json(path: Path) -> dict[str, Any] | None:
     if not path.exists():
         return None
-    return json_object(read_json_file(path), str(path))
+    return json_object(read_json_file(path), path.name, str(path))
 
 
 def _hf_cache_snapshot(path: Path) -> tuple[Path, str, str | None] | None:

@@ -56,6 +56,7 @@ from inspector.safeio import (
     commit_id,
     gunzip_bounded,
     inside,
+    parse_document,
     parse_json_object,
     read_json_file,
     read_regular,
@@ -366,7 +367,7 @@ def _read_json(folder: Path, name: str | None, files: list[SnapshotFile]) -> dic
         raw = read_json_file(path)
     except NotFoundError as exc:
         raise InvalidCheckpointError(f"{exc.message} (a file the snapshot lists)") from None
-    return parse_json_object(raw, f"{path}")
+    return parse_document(raw, name, f"{path}")
 
 
 # --- writing ------------------------------------------------------------------------------

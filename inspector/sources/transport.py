@@ -40,6 +40,9 @@ from inspector.safeio import COMMIT, JSON_BUDGET, parse_json_object
 
 RETRY_STATUS: Final = frozenset({408, 429, 500, 502, 503, 504})
 LISTING_BUDGET: Final = 32 * 1024 * 1024  # a listing of 100,000 files is about 20 MB
+#: the most JSON values a listing may hold (commas, objects and lists, counted before parsing: a file is 6 to 9 of
+#: them, so ~170,000 files): 32 MiB of ``[]`` cost 1.0 GB parsed, 860,342 one-name files 17 s
+LISTING_VALUES: Final = 1_500_000
 ERROR_BODY_BUDGET: Final = 64 * 1024
 DEFAULT_DEADLINE: Final = 25.0  # seconds for the whole Hub phase of one command (INSPECTOR_HUB_DEADLINE)
 DEFAULT_REQUEST_DEADLINE: Final = 20.0  # seconds for one request, however its bytes trickle
@@ -205,7 +208,7 @@ class Hub:
         self._get(url, repo_id, revision, None, params={"blobs": "true"}, limit=LISTING_BUDGET, into=body,
                   whole=True, unreachable_after=CACHED_CONNECT_WAIT if quick else None)
         try:
-            info = parse_json_object(body, f"{self.public}: the repo listing for {repo_id}")
+            info = parse_json_object(body, f"{self.public}: the repo listing for {repo_id}", max_values=LISTING_VALUES)
         except InvalidCheckpointError as exc:
             raise NetworkError(exc.message) from None
         if not isinstance(info.get("sha"), str):

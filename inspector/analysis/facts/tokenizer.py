@@ -15,7 +15,7 @@ from typing import Final
 from inspector.analysis.facts.config import ModelConfig
 from inspector.errors import InvalidCheckpointError
 from inspector.model import Checkpoint
-from inspector.safeio import parse_json_object
+from inspector.safeio import parse_document
 
 SPECIAL_KEYS: Final = ("bos_token", "eos_token", "unk_token", "pad_token", "sep_token", "cls_token", "mask_token")
 GENERATION_KEYS: Final = ("do_sample", "temperature", "top_p", "top_k", "min_p", "repetition_penalty",
@@ -46,9 +46,9 @@ def _json(files: Mapping[str, bytes], name: str) -> dict[str, object] | None:
     if raw is None:
         return None
     try:
-        return parse_json_object(raw, name)
+        return parse_document(raw, name, name)
     except InvalidCheckpointError:
-        return None  # a damaged side file is not the model's fault: said as unknown
+        return None  # a damaged (or over-budget) side file is not the model's fault: said as unknown
 
 
 def _token_text(value: object) -> str | None:

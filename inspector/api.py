@@ -117,8 +117,7 @@ def is_alias(name: str) -> bool:
 def is_cache_root(path: str | Path) -> bool:
     """``path`` is a Hugging Face cache root (a folder of ``models--ORG--NAME`` folders)."""
     # deferred: 11 ms at import (inspector.sources.resolve)
-    from inspector.safeio import local_path
-    from inspector.sources.resolve import is_hf_cache_root
+    from inspector.sources.resolve import is_hf_cache_root, local_path
 
     folder = local_path(str(path))
     return folder is not None and is_hf_cache_root(folder)
@@ -126,7 +125,8 @@ def is_cache_root(path: str | Path) -> bool:
 
 def is_local(path: str) -> bool:
     """Something is at ``path`` on this machine (a name no file system could hold is not looked up)."""
-    from inspector.safeio import local_path
+    # deferred: 11 ms at import (inspector.sources.resolve)
+    from inspector.sources.resolve import local_path
 
     return local_path(path) is not None
 
@@ -294,7 +294,7 @@ def lineage(model: str | Checkpoint, candidates: Sequence[str | Checkpoint] = ()
     from inspector.api_lineage import find
 
     return results.LineageResult(find(model, candidates, exact=exact, hub=hub,
-                              opener=lambda name: open_model(name, hub=hub)))
+                              opener=lambda name, options: open_model(name, hub=options)))
 
 
 _lineage = lineage  # for ``audit``, whose ``lineage`` parameter is a switch

@@ -5,6 +5,7 @@ bytes of every side, read at once (each side its own bounded pool of range reque
 
 from __future__ import annotations
 
+import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -20,15 +21,21 @@ from inspector.analysis.facts.report import Report, build_report
 from inspector.errors import InspectorError, UsageError
 from inspector.model import Checkpoint, TensorInfo
 from inspector.sources.data import DataReader, data_reader
-from inspector.sources.transport import HubOptions
+from inspector.sources.transport import HubOptions, deadline_of
 
 if TYPE_CHECKING:
     from inspector.analysis.comparison.samples import Values
 
-#: the most candidates one lineage compares (each is opened, and sampled where values decide)
+#: the most candidates one lineage compares (each is opened, and sampled where values decide); a card may declare
+#: more bases than that: those past it are named as not read
 MAX_CANDIDATES: Final = 10
+#: the header bytes one lineage run may read, every side together (the model, then each candidate in turn, the
+#: declared bases as the given ones): four DeepSeek-V3s (11.5 MB of headers each). A candidate read over the Hub is
+#: read within what is left; one opened locally or from a cache is counted once read, and those after the budget
+#: is spent are not opened. One 300,000-tensor header is 27 MB of it (~400 MB of memory read)
+RUN_HEADER_BUDGET: Final = 48 * 1024 * 1024
 
-Opener = Callable[[str], Checkpoint]
+Opener = Callable[[str, HubOptions], Checkpoint]
 #: what one side reads: (the pick's number, its source: the tensors and byte ranges, and how they decode)
 Jobs = list[tuple[int, Source]]
 
@@ -36,30 +43,69 @@ Jobs = list[tuple[int, Source]]
 def find(model: str | Checkpoint, candidates: Sequence[str | Checkpoint], *, exact: bool, hub: HubOptions | None,
          opener: Opener) -> Lineage:
     """The lineage of ``model`` (``api.lineage``'s work): ``opener`` opens a model as every command does."""
-    opened = model if isinstance(model, Checkpoint) else opener(model)
-    declared = declared_bases(opened, card(opened, hub))
+    if len(candidates) > MAX_CANDIDATES:
+        raise UsageError(f"{len(candidates)} candidates: at most {MAX_CANDIDATES}", hint="name the likeliest bases")
+    run = Run(hub)
+    opened = model if isinstance(model, Checkpoint) else opener(model, run.options())
+    run.spent(opened)
+    declared = declared_bases(opened, card(opened, run.options()))
     wanted: list[tuple[str | Checkpoint, str | None]] = [(x, None) for x in candidates] or [
         (b, where) for b, where in declared.bases]
     if not wanted:
         raise UsageError(f"{opened.label}: no candidate given, and it declares no base (no base_model in its card, "
                          "adapter_config.json or GGUF metadata)", hint="inspect lineage MODEL BASE [OTHER ...]")
-    if len(wanted) > MAX_CANDIDATES:
-        raise UsageError(f"{len(wanted)} candidates: at most {MAX_CANDIDATES}", hint="name the likeliest bases")
     report = build_report(opened)
     seen: list[tuple[Seen, Checkpoint | None]] = []
-    for name, where in wanted:
+    for n, (name, where) in enumerate(wanted):
         label = name if isinstance(name, str) else name.label
+        why_not = run.refusal(n, [s.label for s, c in seen if c is not None])
+        if why_not is not None:
+            seen.append((Seen(label, None, where, why_not), None))
+            continue
         try:  # a declared base is a Hub repo id from the model's files: opened as one, never as a local path
-            other = name if isinstance(name, Checkpoint) else opener(f"hf://{name}" if where is not None else name)
+            other = name if isinstance(name, Checkpoint) else opener(
+                f"hf://{name}" if where is not None else name, run.options())
         except InspectorError as e:
             if where is None:
                 raise _naming(e, f"candidate {label}") from None
             seen.append((Seen(label, None, where, f"the declared base could not be read: {e.message}"), None))
             continue
-        seen.append(_seen(report, other, label, where, exact, hub))
-    picks, values, bounds, samples, counts = _values(report, seen, hub)
+        run.spent(other)
+        seen.append(_seen(report, other, label, where, exact, run.options()))
+    picks, values, bounds, samples, counts = _values(report, seen, run.options())
     final = [replace(s, samples=samples.get(i, {})) for i, (s, _) in enumerate(seen)]
     return assess(report, picks, values, final, declared, bounds=bounds, read=counts[:2], requests=counts[2])
+
+
+class Run:
+    """One lineage run's budget, every side together: ``RUN_HEADER_BUDGET`` bytes of headers and one deadline (the
+    Hub phase's, from the run's start), where each candidate had its own of both."""
+
+    def __init__(self, hub: HubOptions | None) -> None:
+        self.hub = hub or HubOptions()
+        self.seconds = deadline_of(hub)
+        self.end = time.monotonic() + self.seconds
+        self.left = RUN_HEADER_BUDGET
+
+    def options(self) -> HubOptions:
+        """The Hub options for the next read: what is left of the run's time and header bytes."""
+        return replace(self.hub, deadline=max(0.0, self.end - time.monotonic()), header_budget=max(0, self.left))
+
+    def spent(self, checkpoint: Checkpoint) -> None:
+        """A side read: its header bytes taken from the budget."""
+        self.left -= sum(h.data_start or 0 for h in checkpoint.headers)
+
+    def refusal(self, n: int, read: list[str]) -> str | None:
+        """Why the ``n``-th candidate is not opened (past MAX_CANDIDATES, the budget or the deadline spent, with
+        what was read), or None."""
+        done = f"the model{''.join(f', {x}' for x in read[:3])}{' …' if len(read) > 3 else ''} read"
+        if n >= MAX_CANDIDATES:
+            return f"not read: a run compares at most {MAX_CANDIDATES} candidates (the first {MAX_CANDIDATES} declared)"
+        if self.left <= 0:
+            return f"not read: the run's {RUN_HEADER_BUDGET:,} bytes of headers were spent ({done})"
+        if time.monotonic() >= self.end:
+            return f"not read: the run's {self.seconds:g} s deadline passed ({done})"
+        return None
 
 
 def _naming(e: InspectorError, who: str) -> InspectorError:

@@ -281,17 +281,18 @@ def repo_files(hub: Hub, info: Mapping[str, Any], repo_id: str) -> dict[str, tup
 class _Budget:
     """Header bytes of one repo, reserved before they are asked for."""
 
-    def __init__(self, total: int) -> None:
+    def __init__(self, total: int, what: str = "the repo's budget") -> None:
         self.left = total
         self.total = total
+        self.what = what
         self.lock = threading.Lock()
 
     def take(self, n: int, name: str) -> None:
         with self.lock:
             if n > self.left:
                 raise InvalidCheckpointError(
-                    f"{name}: its header would take the repo's headers over {self.total:,} bytes; refusing "
-                    "to read more (a hostile repo?)")
+                    f"{name}: its header would take the repo's headers over {self.total:,} bytes, {self.what}; "
+                    "refusing to read more (a hostile repo?)")
             self.left -= n
 
 
@@ -359,7 +360,9 @@ class HubRepo:
         self.problems = problems
         self.where = repo_id
         self.remote = True
-        self.budget = _Budget(REPO_HEADER_BUDGET)
+        given = hub.options.header_budget
+        self.budget = _Budget(REPO_HEADER_BUDGET) if given is None else _Budget(
+            min(given, REPO_HEADER_BUDGET), "what the run has left of its headers' budget")
         self.pending: dict[str, Future[bytes]] = {}
 
     def _ready(self, name: str) -> bytes | None:

@@ -67,6 +67,7 @@ class HubOptions:
     workers: int = 96  # all shards of most repos at once; httpx's pool allows 100 connections
     use_cache: bool = True
     deadline: float | None = None  # the whole Hub phase; None: INSPECTOR_HUB_DEADLINE or 25 s
+    header_budget: int | None = None  # header bytes one repo may yield; None: a repo's (REPO_HEADER_BUDGET)
     request_deadline: float = DEFAULT_REQUEST_DEADLINE
     max_retry_after: float = DEFAULT_MAX_RETRY_AFTER
     on_wait: Waiting | None = None  # told, in words, when a read waits (Retry-After)
@@ -108,6 +109,16 @@ class _Retryable(Exception):
         self.reason = reason
 
 
+def deadline_of(options: HubOptions | None) -> float:
+    """The seconds a Hub phase may take: the options' own, else ``INSPECTOR_HUB_DEADLINE``, else 25 s."""
+    if options is not None and options.deadline is not None:
+        return options.deadline
+    try:
+        return float(os.environ.get("INSPECTOR_HUB_DEADLINE", DEFAULT_DEADLINE))
+    except ValueError:
+        return DEFAULT_DEADLINE
+
+
 class Hub:
     """The narrow seam to the Hub: list files, read JSON, read a byte range."""
 
@@ -119,13 +130,7 @@ class Hub:
         self.endpoint = (self.options.endpoint or os.environ.get("HF_ENDPOINT") or constants.ENDPOINT).rstrip("/")
         self.public = public_endpoint(self.endpoint)
         self.timeout = self.options.timeout or float(constants.HF_HUB_DOWNLOAD_TIMEOUT)
-        deadline = self.options.deadline
-        if deadline is None:
-            try:
-                deadline = float(os.environ.get("INSPECTOR_HUB_DEADLINE", DEFAULT_DEADLINE))
-            except ValueError:
-                deadline = DEFAULT_DEADLINE
-        self.deadline_seconds = deadline
+        self.deadline_seconds = deadline_of(self.options)
         self.started = time.monotonic()
         self.stats = FetchStats()
         self._headers: dict[str, str] | None = None

@@ -248,3 +248,82 @@ def test_a_listing_of_empty_lists_or_of_too_many_files_is_refused(online: None) 
     many = {"sha": "0" * 40, "siblings": [{"rfilename": f"f{i}"} for i in range(MAX_LISTED_FILES + 1)]}
     with pytest.raises(InspectorError, match="more than the 100,000"):
         repo_files(Hub(HubOptions(endpoint="http://127.0.0.1:9")), many, "acme/x")
+
+
+# --- the declared bases read under one budget ---------------------------------------------------------------------
+
+
+def _declaring(folder: Path, bases: list[str]) -> Path:
+    card = ("---\nbase_model:\n" + "".join(f"- {b}\n" for b in bases) + "---\n").encode()
+    return _model(folder, card=card)
+
+
+def test_eleven_declared_bases_are_ten_read_and_one_named(cli, tmp_path: Path) -> None:
+    """A card may declare more bases than a run compares (MAX_CANDIDATES, 10): it was a usage error the user did
+    not make (exit 2), and read none. Now the first ten are tried and the eleventh named as not read."""
+    from inspector.api_lineage import MAX_CANDIDATES
+
+    folder = _declaring(tmp_path / "m", [f"org/m{i}" for i in range(MAX_CANDIDATES + 1)])
+    result = cli("lineage", str(folder), "--json")
+    assert result.code == 0, result.err
+    rows = result.json()["candidates"]
+    assert [r["model"] for r in rows] == [f"org/m{i}" for i in range(MAX_CANDIDATES + 1)]
+    assert all("could not be read" in r["why"] for r in rows[:MAX_CANDIDATES])  # offline here: each tried
+    assert rows[-1]["why"].startswith(f"not read: a run compares at most {MAX_CANDIDATES} candidates")
+
+
+def _base_repo(server, repo: str, tensors: int) -> int:
+    """A base of ``tensors`` small tensors, each in a layer of its own; its header's bytes."""
+    from inspector.formats.safetensors import encode_header
+
+    entries = [(f"model.layers.{i}.mlp.up_proj.weight", "F32", (2,)) for i in range(tensors)]
+    blob, data = encode_header(entries)
+    server.add_files(repo, {"model.safetensors": blob + b"\0" * data,
+                            "config.json": json.dumps({"model_type": "llama"}).encode()})
+    return len(blob)
+
+
+def test_the_declared_bases_share_one_header_budget(cli, tmp_path: Path, online: None,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """Three declared bases each as big as the run's budget allows once: one 300,000-tensor header a base cost
+    23.5 s and 404 MB for one, 50 s and 774 MB for three, as each had a budget of its own. Now the first is read,
+    the second refused while it is read (the Hub's reads within what is left), the third not opened."""
+    import inspector.api_lineage as run_module
+    from hubserver import HubServer
+
+    with HubServer() as server:
+        sizes = [_base_repo(server, f"acme/b{i}", 3_000) for i in range(3)]
+        folder = _declaring(tmp_path / "m", ["acme/b0", "acme/b1", "acme/b2"])
+        model_header = int.from_bytes((folder / "model.safetensors").read_bytes()[:8], "little") + 8
+        monkeypatch.setattr(run_module, "RUN_HEADER_BUDGET", model_header + sizes[0] + sizes[1] // 2)
+        result = cli("lineage", str(folder), "--json", "--endpoint", server.url)
+        read = [r.path for r in server.requests("GET") if r.path.endswith("model.safetensors")]
+    assert result.code == 0, result.err
+    rows = {r["model"]: r for r in result.json()["candidates"]}
+    assert rows["acme/b0"]["checkpoint"] is not None
+    assert "what the run has left of its headers' budget" in rows["acme/b1"]["why"]
+    assert "budget" in rows["acme/b2"]["why"], rows["acme/b2"]["why"]
+    # the third base: its first bytes, read early at the branch (one bounded range), then refused
+    assert sum("/acme/b2/" in p for p in read) <= 1, read
+
+
+def test_the_declared_bases_share_one_deadline(cli, tmp_path: Path, online: None,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ten slow declared bases each had a Hub deadline of their own (83–97 s in all). Now the run has one: the
+    bases after it passes are named as not read, and never asked for (counted in requests, not timed)."""
+    from hubserver import HubServer
+
+    monkeypatch.setenv("INSPECTOR_HUB_DEADLINE", "2")
+    with HubServer() as server:
+        for i in range(10):
+            _base_repo(server, f"acme/s{i}", 10)
+        server.state.latency = 0.25
+        folder = _declaring(tmp_path / "m", [f"acme/s{i}" for i in range(10)])
+        result = cli("lineage", str(folder), "--json", "--endpoint", server.url)
+        asked = {r.path.split("/")[3] if r.path.startswith("/api/") else r.path.split("/")[2]
+                 for r in server.requests()}
+    assert result.code == 0, result.err
+    rows = result.json()["candidates"]
+    late = [r for r in rows if "deadline" in (r["why"] or "")]
+    assert late and late[-1]["model"] == "acme/s9", [r["why"] for r in rows]
+    assert "s9" not in asked, asked

@@ -56,6 +56,7 @@ def find(model: str | Checkpoint, candidates: Sequence[str | Checkpoint], *, exa
                          "adapter_config.json or GGUF metadata)", hint="inspect lineage MODEL BASE [OTHER ...]")
     report = build_report(opened)
     seen: list[tuple[Seen, Checkpoint | None]] = []
+    hashed = [0, 0]  # the bytes --exact hashed: the model's (once a candidate), the candidates'
     for n, (name, where) in enumerate(wanted):
         label = name if isinstance(name, str) else name.label
         why_not = run.refusal(n, [s.label for s, c in seen if c is not None])
@@ -71,10 +72,11 @@ def find(model: str | Checkpoint, candidates: Sequence[str | Checkpoint], *, exa
             seen.append((Seen(label, None, where, f"the declared base could not be read: {e.message}"), None))
             continue
         run.spent(other)
-        seen.append(_seen(report, other, label, where, exact, run.options()))
+        seen.append(_seen(report, other, label, where, exact, run.options(), hashed))
     picks, values, bounds, samples, counts = _values(report, seen, run.options())
     final = [replace(s, samples=samples.get(i, {})) for i, (s, _) in enumerate(seen)]
-    return assess(report, picks, values, final, declared, bounds=bounds, read=counts[:2], requests=counts[2])
+    read = (counts[0] + hashed[0], counts[1] + hashed[1])
+    return assess(report, picks, values, final, declared, bounds=bounds, read=read, requests=counts[2])
 
 
 class Run:
@@ -145,7 +147,7 @@ def _has_data(c: Checkpoint, hub: HubOptions | None) -> str | None:
 
 
 def _seen(mine: Report, other: Checkpoint, label: str, where: str | None, exact: bool,
-          hub: HubOptions | None) -> tuple[Seen, Checkpoint | None]:
+          hub: HubOptions | None, tally: list[int]) -> tuple[Seen, Checkpoint | None]:
     """A candidate opened: its report named as the model's tensors are (GGUF names for a GGUF model), and
     how many of the model's weight files it holds by hash; where only its values could decide and a side's
     tensor data cannot be read (a header snapshot, offline), why."""
@@ -154,39 +156,48 @@ def _seen(mine: Report, other: Checkpoint, label: str, where: str | None, exact:
         return Seen(label, None, where, "it is a GGUF and the model is not: lineage asks where the model came "
                     "from (swap them: inspect lineage GGUF MODEL)"), None
     _, renamed = align_formats(model, other)
-    files = _files_by_hash(model, other, exact, hub)
+    listed = _listed_hashes(model, other)
+    files, claim = (listed, None) if not exact else (_hashed(model, other, hub, tally), listed)
+    if exact and files is not None:
+        claim = None  # both sides hashed whole: the bytes decide
     report = build_report(renamed)
     if (files is None or files[0] != files[1]) and needs_values(mine, report, files):
         why = _has_data(model, hub) or _has_data(other, hub)
         if why is not None:
             return Seen(label, None, where, f"its values cannot be compared: {why}"), None
-    return Seen(label, report, where, files=files), renamed
+    return Seen(label, report, where, files=files, listed=claim), renamed
 
 
-def _files_by_hash(model: Checkpoint, other: Checkpoint, exact: bool,
-                   hub: HubOptions | None) -> tuple[int, int] | None:
-    """(the model's weight files whose sha256 one of the candidate's files has, the model's weight files):
-    from the listings (the Hub's LFS sha256, the HF cache's blob names), or with ``exact`` on local files
-    streamed whole; None where a side's hashes are not known."""
+def _listed_hashes(model: Checkpoint, other: Checkpoint) -> tuple[int, int] | None:
+    """(the model's weight files whose sha256 one of the candidate's files has, the model's weight files), from
+    the listings (the Hub's LFS sha256, the HF cache's blob names); None where a side's hashes are not known."""
     weights = sorted({h.file for h in model.headers})
     mine = {f.path: f.sha256 for f in model.files}
     theirs = {f.sha256 for f in other.files if f.sha256}
     if weights and all(mine.get(w) for w in weights) and theirs:
         return sum(1 for w in weights if mine[w] in theirs), len(weights)
-    if not exact:
-        return None
+    return None
+
+
+def _hashed(model: Checkpoint, other: Checkpoint, hub: HubOptions | None, tally: list[int]) -> tuple[int, int] | None:
+    """``--exact``: both sides' weight files streamed whole and hashed (local files only: over the Hub that would
+    download the weights), the same count as ``_listed_hashes``; None where a side cannot be hashed so (its
+    values then decide, whatever its listing says). ``tally``: the bytes hashed, (the model's, the candidate's),
+    added to."""
     hashed = []
-    for c in (model, other):
+    for side, c in enumerate((model, other)):
         size_of = {f.path: f.size for f in c.files}
         files = sorted({h.file for h in c.headers})
         if not files or not all(size_of.get(f) for f in files):
             return None
         reader = data_reader(c, hub)
-        hashed.append([reader.sha256(f, 0, size_of[f] or 0) for f in files])
-    if None in hashed[0] or None in hashed[1]:
-        return None
+        digests = [reader.sha256(f, 0, size_of[f] or 0) for f in files]
+        if None in digests:
+            return None
+        tally[side] += sum(size_of[f] or 0 for f in files)
+        hashed.append(digests)
     theirs_hashed = set(hashed[1])
-    return sum(1 for h in hashed[0] if h in theirs_hashed), len(weights)
+    return sum(1 for h in hashed[0] if h in theirs_hashed), len(hashed[0])
 
 
 def _values(report: Report, seen: list[tuple[Seen, Checkpoint | None]], hub: HubOptions | None

@@ -327,3 +327,62 @@ def test_the_declared_bases_share_one_deadline(cli, tmp_path: Path, online: None
     late = [r for r in rows if "deadline" in (r["why"] or "")]
     assert late and late[-1]["model"] == "acme/s9", [r["why"] for r in rows]
     assert "s9" not in asked, asked
+
+
+# --- hashes from a listing never taken alone when --exact reads bytes ---------------------------------------------
+
+
+def _pair(tmp_path: Path) -> tuple[Path, Path]:
+    """Two models of the same names and shapes, every element of one tensor changed (a fine-tune's shape)."""
+    a = _model(tmp_path / "a", seed=1)
+    b = tmp_path / "b"
+    b.mkdir()
+    rng = np.random.default_rng(1)
+    up = rng.normal(0, 0.02, (64, 32)).astype(np.float32)
+    save_file({"model.layers.0.mlp.up_proj.weight": up + np.float32(0.01) * rng.normal(0, 1, up.shape).astype(
+        np.float32), "model.layers.0.input_layernorm.weight": np.ones(32, np.float32)}, str(b / "model.safetensors"))
+    (b / "config.json").write_bytes((a / "config.json").read_bytes())
+    return a, b
+
+
+def test_exact_does_not_take_a_lying_listing_alone(cli, tmp_path: Path, online: None,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """An endpoint that names B's weight file with A's sha256: lineage said "identical, no tensor byte read" even
+    with --exact, while diff --values found the tensor changed. With --exact the values decide and the listing
+    is named wrong; without it the listing is the Hub's proof, as documented (docs/lineage.md)."""
+    from hubserver import HubServer, VFile
+
+    a, b = _pair(tmp_path)
+    with HubServer() as server:
+        for repo, folder in (("acme/a", a), ("acme/b", b)):
+            server.add_files(repo, {f.name: VFile(f.stat().st_size, f.read_bytes(), f.suffix == ".safetensors")
+                                    for f in folder.iterdir()})
+        honest = server.state.repos["acme/a"].resolve("main").files["model.safetensors"].etag
+        siblings = [{"rfilename": n, "size": f.size, **({"lfs": {"sha256": honest, "size": f.size}} if f.lfs else {})}
+                    for n, f in sorted(server.state.repos["acme/b"].resolve("main").files.items())]
+        server.state.listing_patch["acme/b"] = {"siblings": siblings}
+        exact = cli("lineage", "acme/b", "acme/a", "--exact", "--json", "--endpoint", server.url)
+        # a fresh header cache: a cached repo keeps no listing hashes yet (issue 69), which would hide the claim
+        import huggingface_hub.constants as constants
+
+        monkeypatch.setattr(constants, "HF_HOME", str(tmp_path / "home2"))
+        trusting = cli("lineage", "acme/b", "acme/a", "--json", "--endpoint", server.url).json()
+    assert trusting["candidates"][0]["relation"] == "identical"
+    assert exact.code == 0, exact.err
+    row = exact.json()["candidates"][0]
+    assert row["relation"] != "identical" and row["tensors_changed"] >= 1, row
+    assert "the listing is wrong" in row["why"], row["why"]
+    assert exact.json()["bytes_read"] > 0
+
+
+def test_exact_counts_the_bytes_it_hashes(cli, tmp_path: Path) -> None:
+    """Local copies hashed whole: bytes_read was 0 and the line said "no tensor byte read"; now the hashed bytes
+    are counted, each file's size once a side (os.stat)."""
+    a = _model(tmp_path / "a", seed=3)
+    b = tmp_path / "b"
+    b.mkdir()
+    for f in a.iterdir():
+        (b / f.name).write_bytes(f.read_bytes())
+    doc = cli("lineage", str(b), str(a), "--exact", "--json").json()
+    assert doc["candidates"][0]["relation"] == "identical"
+    assert doc["bytes_read"] >= 2 * (a / "model.safetensors").stat().st_size

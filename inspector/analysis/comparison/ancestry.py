@@ -60,6 +60,9 @@ class Seen:
     problem: str | None = None
     files: tuple[int, int] | None = None
     samples: Mapping[int, tuple[Values, ...]] = field(default_factory=dict)
+    #: what the listings' sha256 claimed where ``--exact`` did not take them alone (a side it could not hash): the
+    #: values decide, and a claim of identical files the bytes contradict is named
+    listed: tuple[int, int] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -232,7 +235,7 @@ def _candidate(model: Report, picks: Sequence[Pick], s: Seen, rel: dict[int, tup
     shape = structure(model, theirs)
     if s.files is not None and s.files[1] and s.files[0] == s.files[1]:
         return Candidate(s.label, theirs.checkpoint, s.declared, "identical",
-                         f"every weight file's sha256 ({s.files[1]:,}) is one of its files': no tensor byte read",
+                         f"every weight file's sha256 ({s.files[1]:,}) is one of its files'",
                          s.files, shape.aligned, Counts(), fingerprint=fp)
     if not shape.same:
         return Candidate(s.label, theirs.checkpoint, s.declared, "different-architecture",
@@ -245,6 +248,9 @@ def _candidate(model: Report, picks: Sequence[Pick], s: Seen, rel: dict[int, tup
         (t.info.name, t.info.shape, t.info.dtype) for t in theirs.tensors}
     relation, why = verdict_of(counts, same_tensors=same)
     changed = [t for t in tensors if t.kind in ("changed", "unrelated")]
+    if changed and s.listed is not None and s.listed[1] and s.listed[0] == s.listed[1]:
+        why = (f"{why}; the listing's sha256 named every weight file ({s.listed[1]:,}) one of its files', and the "
+               "bytes read differ: the listing is wrong")
     return Candidate(s.label, theirs.checkpoint, s.declared, relation, why, s.files, shape.aligned, counts,
                      tuple(ordered([t.role for t in changed])),
                      tuple(sorted({t.layer for t in changed if t.layer is not None})), None, fp, tensors)

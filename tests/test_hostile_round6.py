@@ -288,8 +288,9 @@ def test_the_declared_bases_share_one_header_budget(cli, tmp_path: Path, online:
     """Three declared bases each as big as the run's budget allows once: one 300,000-tensor header a base cost
     23.5 s and 404 MB for one, 50 s and 774 MB for three, as each had a budget of its own. Now the first is read,
     the second refused while it is read (the Hub's reads within what is left), the third not opened."""
-    import inspector.api_lineage as run_module
     from hubserver import HubServer
+
+    import inspector.api_lineage as run_module
 
     with HubServer() as server:
         sizes = [_base_repo(server, f"acme/b{i}", 3_000) for i in range(3)]

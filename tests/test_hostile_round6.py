@@ -5,6 +5,7 @@ bytes and requests, and (in a child process) memory."""
 
 from __future__ import annotations
 
+import ast
 import json
 from pathlib import Path
 
@@ -246,7 +247,7 @@ def test_a_listing_of_empty_lists_or_of_too_many_files_is_refused(online: None) 
         parse_json_object(b'{"sha": "' + b"0" * 40 + b'", "x": [' + b"[]," * LISTING_VALUES + b"[]]}", "listing",
                           max_values=LISTING_VALUES)
     many = {"sha": "0" * 40, "siblings": [{"rfilename": f"f{i}"} for i in range(MAX_LISTED_FILES + 1)]}
-    with pytest.raises(InspectorError, match="more than the 100,000"):
+    with pytest.raises(InspectorError, match=f"more than the {MAX_LISTED_FILES:,}"):
         repo_files(Hub(HubOptions(endpoint="http://127.0.0.1:9")), many, "acme/x")
 
 
@@ -387,3 +388,73 @@ def test_exact_counts_the_bytes_it_hashes(cli, tmp_path: Path) -> None:
     doc = cli("lineage", str(b), str(a), "--exact", "--json").json()
     assert doc["candidates"][0]["relation"] == "identical"
     assert doc["bytes_read"] >= 2 * (a / "model.safetensors").stat().st_size
+
+
+# --- the rule: every parser of untrusted text has a depth or size cap ------------------------------------------------
+
+#: each place that turns text or bytes from outside into objects, and the cap it holds (a name its source must
+#: use): a new parser is added here with its cap, or the rule below fails
+PARSERS: dict[tuple[str, str], str] = {
+    ("inspector/safeio.py", "parse_json_plain"): "_depth_within",  # json.loads: depth after, values before
+    ("inspector/safeio.py", "_msgspec_decode"): "msgspec",  # its caller, parse_json, checks _depth_within
+    ("inspector/safeio.py", "parse_yaml"): "max_depth",  # the composer's depth, counted as it composes
+    ("inspector/safeio.py", "Capped"): "max_depth",  # parse_yaml's loader
+    # a safetensors header: at most MAX_HEADER_BYTES (read_header_length), a parse nested too deep refused by name
+    ("inspector/formats/safetensors.py", "_decode_entries"): "RecursionError",
+    ("inspector/formats/safetensors.py", "_canonical_metadata"): "RecursionError",
+    ("inspector/formats/safetensors.py", "_find_duplicates"): "RecursionError",
+    # a torch pickle: scanned opcode by opcode first (pickle_scan: its stack and memo bounded), its objects walked
+    # within MAX_DEPTH after; the unpickler itself builds no class a state dict does not need, and keeps a stack
+    ("inspector/formats/torch_unpickle.py", "StateDictUnpickler"): "find_class",
+    ("inspector/formats/torch_pickle.py", "_RestrictedData"): "find_class",  # data pickles: no class built
+}
+PARSING_CALLS = {("json", "loads"), ("json", "load"), ("yaml", "load"), ("yaml", "safe_load"), ("yaml", "full_load"),
+                 ("yaml", "unsafe_load"), ("pickle", "loads"), ("pickle", "load"), ("marshal", "loads"),
+                 ("tomllib", "loads"), ("ast", "literal_eval"), ("json", "decode"), ("json", "JSONDecoder")}
+PARSING_BASES = {"Unpickler", "SafeLoader", "Loader", "FullLoader", "BaseLoader", "JSONDecoder", "Decoder"}
+
+
+def parser_sites(path: Path, text: str) -> list[tuple[str, str]]:
+    """(the file, the function or class) of every parse of outside text in ``text``: a call of a parsing
+    function, a subclass of a parsing class."""
+    sites = []
+    tree = ast.parse(text)
+    for scope in ast.walk(tree):
+        if not isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            continue
+        if isinstance(scope, ast.ClassDef) and any(
+                (b.attr if isinstance(b, ast.Attribute) else getattr(b, "id", "")) in PARSING_BASES
+                for b in scope.bases):
+            sites.append((str(path), scope.name))
+        for node in ast.walk(scope):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                owner = node.func.value
+                name = owner.attr if isinstance(owner, ast.Attribute) else getattr(owner, "id", "")
+                if (name, node.func.attr) in PARSING_CALLS:
+                    sites.append((str(path), scope.name))
+    return sorted(set(sites))
+
+
+
+def test_every_parser_of_outside_text_has_its_cap() -> None:
+    """Every place the package parses text or bytes from outside is in PARSERS, and its source uses the cap named
+    there (a parse nested without end raised RecursionError out of lineage: exit 70)."""
+    root = Path(__file__).resolve().parent.parent
+    found: set[tuple[str, str]] = set()
+    for path in sorted((root / "inspector").rglob("*.py")):
+        text = path.read_text()
+        for file, scope in parser_sites(path.relative_to(root), text):
+            found.add((file, scope))
+    unknown = found - set(PARSERS)
+    assert not unknown, f"parsers with no cap named in PARSERS: {sorted(unknown)}"
+    for (file, scope), cap in PARSERS.items():
+        tree = ast.parse((root / file).read_text())
+        node = next(n for n in ast.walk(tree) if getattr(n, "name", None) == scope)
+        assert cap in ast.unparse(node), (file, scope, cap)
+
+
+def test_the_parser_rule_catches_a_planted_parser() -> None:
+    planted = "import json\nimport yaml\ndef read(raw):\n    return json.loads(raw)\n" \
+              "class L(yaml.SafeLoader):\n    pass\n"
+    assert parser_sites(Path("inspector/planted.py"), planted) == [("inspector/planted.py", "L"),
+                                                                   ("inspector/planted.py", "read")]

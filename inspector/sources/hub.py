@@ -244,8 +244,9 @@ def _offline(repo_id: str, revision: str | None, cache: HeaderCache, hub: Hub, w
     raise NotFoundError(message, hint=hint)
 
 
-#: the most files a listing may name (the Hub's largest model repos hold a few tens of thousands)
-MAX_LISTED_FILES: Final = 100_000
+#: the most files a listing may name (the Hub's largest model repos hold a few tens of thousands; a listing of
+#: 300,000 files is read, ``--files`` lists them: tests/test_repo_kinds.py)
+MAX_LISTED_FILES: Final = 400_000
 
 
 def repo_sizes(hub: Hub, info: Mapping[str, Any], repo_id: str) -> dict[str, int | None]:

@@ -11,15 +11,16 @@ map too), whose decoding also gives each value's own quantisation bound. Pure: `
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, Literal
 
 from inspector.analysis.facts.report import Report
+from inspector.errors import InvalidCheckpointError
 from inspector.formats.dtypes import DTYPE_BITS
 from inspector.model import TensorInfo
+from inspector.safeio import parse_json
 
 if TYPE_CHECKING:
     import numpy as np
@@ -251,6 +252,10 @@ def values_of(src: Source, bodies: Sequence[bytes], ranges: Sequence[tuple[int, 
     return _bnb_values(src, bodies, ranges)
 
 
+#: the most JSON values a bitsandbytes quant_state (a tensor of JSON bytes: a dozen keys) may hold
+QUANT_STATE_VALUES: Final = 1_000
+
+
 def _bnb_values(src: Source, bodies: Sequence[bytes], ranges: Sequence[tuple[int, int]]
                 ) -> tuple[Values, Values] | None:
     """bitsandbytes 4-bit: value = quant_map[code] × absmax[element // blocksize] (codes two a byte, the first
@@ -260,9 +265,9 @@ def _bnb_values(src: Source, bodies: Sequence[bytes], ranges: Sequence[tuple[int
     # deferred: 52 ms at import (numpy)
     import numpy as np
 
-    try:
-        state = json.loads(bodies[3].decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
+    try:  # a tensor's bytes from outside: read by the one bounded loader (depth and values capped)
+        state = parse_json(bodies[3], "quant_state", max_values=QUANT_STATE_VALUES)
+    except InvalidCheckpointError:
         return None
     block = state.get("blocksize") if isinstance(state, dict) else None
     packed_info, absmax_info = src.parts[0][0], src.parts[1][0]

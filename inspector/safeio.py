@@ -199,6 +199,15 @@ def write_atomic(root: Path, relative: str, data: bytes, field: str = "path") ->
 STALE_SECONDS: Final = 3600
 
 
+def drop_link(root: Path, relative: str, field: str = "path") -> None:
+    """Remove the symbolic link at ``root / relative`` where one is there (the link itself, never what it points
+    to): a cache entry planted, or damaged, as a link out of its root, before it is written again."""
+    relative_name(relative, field)
+    path = root.resolve() / relative
+    if path.is_symlink() and path.parent.resolve().is_relative_to(root.resolve()):
+        os.unlink(path)
+
+
 def write_folder(folder: Path, files: Mapping[str, bytes], field: str, *,
                  replaceable: Callable[[Path], bool], written_by_another: Callable[[Path], bool]) -> Path:
     """A whole folder of files put in place at once: written into a temporary folder beside

@@ -458,3 +458,98 @@ def test_the_parser_rule_catches_a_planted_parser() -> None:
               "class L(yaml.SafeLoader):\n    pass\n"
     assert parser_sites(Path("inspector/planted.py"), planted) == [("inspector/planted.py", "L"),
                                                                    ("inspector/planted.py", "read")]
+
+
+# --- classification whose cost does not grow with distinct name patterns -------------------------------------------
+
+
+def _runs_inside_parts(names: list[str]) -> list[tuple[str, str]]:
+    """Pairs of names that differ only in a run of two or more digits inside one part: each real name with a run
+    appended to (and set inside) each of its parts, once as ``12`` and once as ``98765``."""
+    pairs = []
+    for name in names:
+        parts = name.split(".")
+        for i, part in enumerate(parts):
+            if part.isdigit():
+                continue
+            for where in (len(part), len(part) // 2):
+                a, b = ([*parts[:i], part[:where] + run + part[where:], *parts[i + 1:]] for run in ("12", "98765"))
+                pairs.append((".".join(a), ".".join(b)))
+    return pairs
+
+
+def test_runs_of_digits_inside_a_part_read_alike_to_the_tables() -> None:
+    """The rule the shared answers rest on (roles._RUNS): every run of two or more digits inside a part reads the
+    same to the kind and role tables, as the tables say it (``_kind_and_role_plain``: each row's regex searched in
+    the name), over every bundled snapshot's names with runs set into each part."""
+    from test_roles import _bundled_names
+
+    from inspector.analysis.facts import roles
+
+    names = sorted({n for ns in _bundled_names().values() for n in ns[:400]})
+    pairs = _runs_inside_parts(names)
+    assert len(pairs) > 20_000
+    differ = [(a, b) for a, b in pairs if roles._kind_and_role_plain(a) != roles._kind_and_role_plain(b)]
+    assert differ == []
+
+
+def test_names_that_differ_in_a_run_share_the_classifiers_answer_and_stay_exact() -> None:
+    """``layers.N.mlp.wN`` (a header whose every tensor holds its own run, in its own layer): 38 µs a tensor, a
+    table search a name. Now the table is searched once a digit key (counted, not timed), and every answer is the
+    plain classifier's."""
+    from inspector.analysis.facts import roles
+
+    names = [f"model.layers.{i}.mlp.w{i}.weight" for i in range(20_000)]
+    names += [f"blk{i}.layers.{i}.mlp.fc{i}.bias" for i in range(3_000)]  # a run before the layer: not shared
+    names += [f"model.layers.{i}.mlp.w1.weight" for i in range(10)]  # a one-digit run keeps its own role
+    calls = 0
+    real = roles._fast_entry
+
+    def counted(name: str, key: bytes) -> object:
+        nonlocal calls
+        calls += 1
+        return real(name, key)
+
+    for memo in (roles._FAST, roles._SHAPES, roles._NUMBERS):
+        memo.clear()
+    roles._fast_entry = counted  # type: ignore[assignment]
+    try:
+        got = roles.classify_all(names)
+    finally:
+        roles._fast_entry = real
+    assert got == [roles.classify_plain(n) for n in names]
+    assert got[0].role == "other" and got[-1].role == "mlp.gate"
+    # 20,000 names of five digit keys searched once a key (and once a one-digit run); the 3,000 whose run sits in
+    # the layer stack each searched (the stack's text is theirs)
+    assert calls <= 5 * 2 + 3_000 + 10, calls
+
+
+# --- a symlinked snapshot folder heals online as the other damaged entries do ---------------------------------------
+
+
+def test_a_cache_entry_that_is_a_link_out_is_read_again_online_and_replaced(cli, tmp_path: Path, online: None) -> None:
+    """A header-cache snapshot folder planted as a symbolic link out of the cache failed online (exit 4: "points
+    outside") where every other damaged entry is read again. Now it is taken as absent, read from the Hub, and the
+    link replaced by the fresh snapshot (what it pointed to untouched); a later offline run reads that."""
+    from hubserver import HubServer
+
+    from inspector.sources.header_cache import HeaderCache
+
+    folder = _model(tmp_path / "m")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "keep.txt").write_text("not the cache's")
+    with HubServer() as server:
+        sha = server.add_files("acme/linked", {f.name: f.read_bytes() for f in folder.iterdir()})
+        cache = HeaderCache(endpoint=server.url)
+        entry = cache._repo("acme/linked") / "snapshots" / sha
+        entry.parent.mkdir(parents=True)
+        entry.symlink_to(elsewhere, target_is_directory=True)
+        cache.set_ref("acme/linked", "main", sha)
+        first = cli("acme/linked", "--json", "--endpoint", server.url)
+        assert first.code == 0, first.err
+        assert not entry.is_symlink() and entry.is_dir()
+        assert (elsewhere / "keep.txt").read_text() == "not the cache's"
+        again = cli("acme/linked", "--json", "--endpoint", server.url, "--offline")
+    assert again.code == 0, again.err
+    assert again.json()["totals"]["parameters"] == first.json()["totals"]["parameters"] == 64 * 32 + 32

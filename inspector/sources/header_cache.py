@@ -21,7 +21,7 @@ from typing import Any
 from urllib.parse import quote, urlsplit
 
 from inspector.errors import InspectorError
-from inspector.safeio import COMMIT, commit_id, inside, read_ref, repo_id, write_atomic
+from inspector.safeio import COMMIT, commit_id, drop_link, inside, read_ref, repo_id, write_atomic
 from inspector.sources.transport import public_endpoint
 
 
@@ -72,7 +72,10 @@ class HeaderCache:
 
         if not COMMIT.match(sha):
             return None
-        p = self.path(repo, sha)
+        try:
+            p = self.path(repo, sha)
+        except InspectorError:  # an entry that is a link out of the cache: damaged, as if absent (read again)
+            return None
         return p if is_snapshot(p) else None
 
     def set_ref(self, repo: str, ref: str, sha: str) -> None:
@@ -103,4 +106,6 @@ class HeaderCache:
         from inspector.sources.snapshot import write_snapshot
 
         with contextlib.suppress(OSError, InspectorError):
+            # an entry that is a link (out of the cache: ``get`` took it as absent) is replaced, not followed
+            drop_link(self._repo(snapshot["repo_id"]), f"snapshots/{commit_id(snapshot['revision'], 'commit id')}")
             write_snapshot(self.path(snapshot["repo_id"], snapshot["revision"]), **snapshot, pack=True)

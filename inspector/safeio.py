@@ -506,15 +506,17 @@ def parse_yaml(text: str, field: str, *, max_depth: int = MAX_YAML_DEPTH) -> obj
             finally:
                 self.depth -= 1
 
-    loader = Capped(text)
+    loader: Capped | None = None
     try:
+        loader = Capped(text)  # its reader refuses characters YAML does not allow here, at once
         return loader.get_single_data()
     except RecursionError:  # a belt beside the depth count: never past this function
         raise InvalidCheckpointError(f"{field}: YAML nested too deep to read; refusing it") from None
     except yaml.YAMLError as exc:
         raise InvalidCheckpointError(f"{field}: not valid YAML ({str(exc)[:120]})") from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
 
 
 def _msgspec_decode(raw: bytes | bytearray | str) -> Any:

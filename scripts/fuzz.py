@@ -17,7 +17,10 @@ beside a LoRA adapter), ref (an HF cache's refs/main), snapshot (a header snapsh
 (a diffusers model_index.json over component folders), modules (a sentence-transformers modules.json),
 gguf-set (a folder of several GGUF files, some flipped), pack (the header cache's layout: a snapshot whose
 headers sit in one pack, its spans or bytes mutated), values (``diff A B --values`` where B's tensor bytes,
-length or header are mutated), listing (a Hub listing, through the one JSON loader and the listing reader),
+length or header are mutated), card (a model card's YAML front matter, structured or nested without end, through
+``lineage`` and ``audit --lineage``), tokenizer (tokenizer_config.json, special_tokens_map.json,
+generation_config.json or tokenizer.json mutated, or nested without end, or a million values), listing (a Hub
+listing, through the one JSON loader and the listing reader; sometimes nested without end or over its values),
 answer (the Hub's one-request answer, mutated, through ``rebuilt_from_metadata``: used or set aside, never
 an exception).
 """
@@ -392,14 +395,80 @@ def gen_values(rng: random.Random, where: Path) -> Path:
     return side
 
 
+def _card_text(rng: random.Random) -> bytes:
+    """A model card's front matter: structured (base_model and its relation mutated, dumped by PyYAML) or hostile
+    YAML (nested without end, an alias bomb, a tag that builds an object, a line of 200 kB), bytes flipped
+    sometimes."""
+    import yaml
+
+    meta: object = {"base_model": ["org/base", "org/other"], "base_model_relation": "finetune", "license": "mit",
+                    "tags": ["text-generation"]}
+    for _ in range(rng.randint(0, 3)):
+        meta = _mutate_value(rng, meta)
+    shapes = [
+        lambda: yaml.safe_dump(meta, allow_unicode=True),
+        lambda: "base_model: " + "[" * rng.choice([63, 64, 65, 600, 5000]) + "]" * rng.choice([0, 600]),
+        lambda: "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
+            f"{c}: &{c} [{', '.join(['*' + chr(ord(c) - 1)] * 9)}]\n" for c in "bcdefgh") + "base_model: *h",
+        lambda: "base_model: !!python/object/apply:os.system ['true']",
+        lambda: "base_model: " + "x" * 200_000,
+        lambda: "".join(" " * i + "- \n" for i in range(0, rng.choice([100, 1000]), 2)),
+    ]
+    text = ("---\n" + rng.choice(shapes)() + "\n---\n# card\n").encode("utf-8", "surrogatepass")
+    return _flip(rng, text, 2) if rng.random() < 0.2 else text
+
+
+def gen_card(rng: random.Random, where: Path) -> Path:
+    _tiny_model(where)
+    (where / "config.json").write_text(json.dumps(LLAMA_CONFIG))
+    (where / "README.md").write_bytes(_card_text(rng))
+    return where
+
+
+TOKENIZER_FILES: dict[str, object] = {
+    "tokenizer_config.json": {"bos_token": "<s>", "eos_token": {"content": "</s>", "special": True},
+                              "model_max_length": 2048, "chat_template": "{% for m in messages %}{{ m }}{% endfor %}",
+                              "added_tokens_decoder": {"0": {"content": "<unk>", "special": True}}},
+    "special_tokens_map.json": {"bos_token": "<s>", "eos_token": "</s>", "additional_special_tokens": ["<x>"]},
+    "generation_config.json": {"bos_token_id": 1, "eos_token_id": [2, 3], "temperature": 0.6, "do_sample": True},
+    "tokenizer.json": {"model": {"type": "BPE", "vocab": {"a": 0, "b": 1, "ab": 2}, "merges": ["a b"]},
+                       "added_tokens": [{"id": 3, "content": "<s>", "special": True}]},
+}
+
+
+def gen_tokenizer(rng: random.Random, where: Path) -> Path:
+    """The tokenizer's files beside a valid model: one of them mutated (values, keys, bytes), or made hostile
+    (nested 100,000 deep, or a million values under the byte budget)."""
+    _tiny_model(where)
+    (where / "config.json").write_text(json.dumps(LLAMA_CONFIG))
+    target = rng.choice(sorted(TOKENIZER_FILES))
+    for name, doc in TOKENIZER_FILES.items():
+        value: object = doc
+        if name == target:
+            for _ in range(rng.randint(1, 4)):
+                value = _mutate_value(rng, value)
+        raw = json.dumps(value).encode()
+        if name == target:
+            roll = rng.random()
+            if roll < 0.1:
+                raw = b"[" * 100_000 + b"]" * 100_000
+            elif roll < 0.2:
+                raw = b"[" + b"[]," * 1_000_000 + b"[]]"
+            elif roll < 0.4:
+                raw = _flip(rng, raw, 2)
+        (where / name).write_bytes(raw)
+    return where
+
+
 GENERATORS: dict[str, Callable[[random.Random, Path], Path]] = {
     "safetensors": gen_safetensors, "gguf": gen_gguf, "torch-legacy": gen_torch_legacy, "torch-zip": gen_torch_zip,
     "config": gen_config, "index": gen_index, "adapter": gen_adapter, "ref": gen_ref, "snapshot": gen_snapshot,
     "pipeline": gen_pipeline, "modules": gen_modules, "gguf-set": gen_gguf_set, "pack": gen_pack,
-    "values": gen_values,
+    "values": gen_values, "card": gen_card, "tokenizer": gen_tokenizer,
 }
 #: kinds whose case is its own command lines (``{target}`` the case, ``{base}`` a file beside it)
 OWN_COMMANDS: dict[str, list[list[str]]] = {
+    "card": [["lineage", "{target}"], ["lineage", "{target}", "--json"], ["audit", "{target}", "--lineage"]],
     "values": [["diff", "{base}", "{target}", "--values", "--json"],
                ["diff", "{base}", "{target}", "--values", "--exact"],
                ["diff", "{base}", "{target}", "--values", "--sample-bytes", "64", "--format", "markdown"]],
@@ -411,7 +480,7 @@ def listing_case(rng: random.Random) -> str:
     from inspector.errors import InspectorError
     from inspector.safeio import parse_json_object
     from inspector.sources.hub import repo_sizes
-    from inspector.sources.transport import Hub, HubOptions
+    from inspector.sources.transport import LISTING_VALUES, Hub, HubOptions
 
     listing: object = {"sha": "0" * 40, "siblings": [{"rfilename": "config.json", "size": 10},
                                                      {"rfilename": "model.safetensors", "size": 100,
@@ -419,10 +488,13 @@ def listing_case(rng: random.Random) -> str:
     for _ in range(rng.randint(1, 4)):
         listing = _mutate_value(rng, listing)
     raw = json.dumps(listing).encode()
-    if rng.random() < 0.3:
+    roll = rng.random()
+    if roll < 0.3:
         raw = _flip(rng, raw, 2)
+    elif roll < 0.4:  # nested without end, or more values than a listing may hold, under the byte budget
+        raw = rng.choice([b"[" * 100_000 + b"]" * 100_000, b'{"siblings": [' + b"[]," * 2_000_000 + b"[]]}"])
     try:
-        info = parse_json_object(raw, "listing")
+        info = parse_json_object(raw, "listing", max_values=LISTING_VALUES)
         repo_sizes(Hub(HubOptions(endpoint="http://127.0.0.1:9")), info, "acme/x")
     except InspectorError as exc:
         return type(exc).__name__

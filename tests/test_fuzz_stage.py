@@ -18,7 +18,8 @@ def test_a_small_seeded_fuzz_run_has_no_internal_error_and_stays_under_the_caps(
     assert done.stdout.rstrip().endswith("0 failed")
     kinds = [line.split()[0] for line in done.stdout.splitlines()[2:-1] if not line.startswith("FAIL")]
     assert kinds == ["safetensors", "gguf", "torch-legacy", "torch-zip", "config", "index", "adapter", "ref",
-                     "snapshot", "pipeline", "modules", "gguf-set", "pack", "values", "listing", "answer"]
+                     "snapshot", "pipeline", "modules", "gguf-set", "pack", "values", "card", "tokenizer", "listing",
+                     "answer"]
 
 
 def test_the_fuzz_stage_reports_an_internal_error(tmp_path: Path) -> None:

@@ -55,6 +55,14 @@ def test_a_card_nested_without_end_declares_nothing(shape: str) -> None:
     assert json.dumps(parse_yaml(f"a: {nested}", "x")) == f'{{"a": {nested}}}'
 
 
+def test_a_card_with_a_character_yaml_refuses_declares_nothing() -> None:
+    """Found by the fuzz stage's card kind: PyYAML's reader refuses a control character as the loader is made,
+    before any node is read (it escaped the loader's error handling: exit 70)."""
+    from inspector.analysis.comparison.lineage import front_matter
+
+    assert front_matter(b"---\nbase_model: org/a\x1b[31m\n---\n") == {}
+
+
 @pytest.mark.parametrize("shape", sorted(DEEP_CARDS))
 def test_lineage_of_a_model_whose_card_nests_without_end(cli, tmp_path: Path, shape: str) -> None:
     """Locally: no base declared (the card is unreadable), so the usage error that says so, one line."""

@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING
 
 from inspector import repos
 from inspector.analysis.facts.config import ModelConfig
+from inspector.analysis.facts.packing import MLX_BITS, quant_bits
 from inspector.analysis.facts.report import Report
-from inspector.analysis.facts.roles import MLX_BITS, quant_bits
 from inspector.formats.dtypes import DTYPE_BITS
 from inspector.model import ORIGIN_WORDS, Checkpoint
 from inspector.render.output import (

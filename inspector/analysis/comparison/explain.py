@@ -13,8 +13,8 @@ from typing import Final
 
 from inspector.analysis.comparison.align import align_stacks, layer_pattern, layers_of, leaf_of, mlp_width, pair_layer
 from inspector.analysis.facts.config import ModelConfig
+from inspector.analysis.facts.packing import PACKING_DTYPES, is_packed
 from inspector.analysis.facts.report import Report
-from inspector.analysis.facts.roles import PACKING_DTYPES, is_packed
 from inspector.analysis.facts.stats import Tensor, layer_suffix
 
 CAUSE_ORDER: Final[tuple[str, ...]] = (

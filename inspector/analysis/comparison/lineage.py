@@ -29,8 +29,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, Literal, get_args
 
 from inspector.analysis.comparison.samples import is_bnb4, unit
+from inspector.analysis.facts.packing import is_packed
 from inspector.analysis.facts.report import Report
-from inspector.analysis.facts.roles import is_packed
 from inspector.errors import InvalidCheckpointError
 from inspector.model import ADAPTER_CONFIG, Checkpoint, TensorInfo, natural_key
 from inspector.safeio import is_repo_id, parse_yaml

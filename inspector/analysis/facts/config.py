@@ -502,7 +502,7 @@ def _check_mlx_bits(block: Mapping[str, object]) -> None:
     load refuses it, not read as a quantised checkpoint with made-up packing (or, in an override, silently
     replaced by the default)."""
     # deferred: 4 ms at import (inspector.analysis.facts.roles, inspector.errors)
-    from inspector.analysis.facts.roles import MLX_BITS
+    from inspector.analysis.facts.packing import MLX_BITS
     from inspector.errors import InvalidCheckpointError
 
     overrides = [(f"{k[:60]}.bits", v["bits"]) for k, v in block.items() if

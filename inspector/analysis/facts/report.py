@@ -8,8 +8,8 @@ from operator import attrgetter, itemgetter
 
 from inspector import repos
 from inspector.analysis.facts.config import ModelConfig, load_config, transformers_installed
+from inspector.analysis.facts.packing import PACKING_DTYPES, logical_elements, module_bits, quant_bits
 from inspector.analysis.facts.peft import describe, is_frozen_copy
-from inspector.analysis.facts.roles import PACKING_DTYPES, logical_elements, module_bits, quant_bits
 from inspector.analysis.facts.stats import Summary, Tensor, placed, stored_elements, summarize_tensors
 from inspector.analysis.facts.tokenizer import TokenizerSummary, tokenizer_summary
 from inspector.formats.registry import weight_suffixes
@@ -47,7 +47,7 @@ class Report:
 
 def logical(tensors: list[Tensor], quantization: object) -> list[Tensor]:
     """The tensors with each packed parameter counting the weights it holds (a GPTQ/AWQ ``qweight``
-    of int32 words holds 32/bits each; ``roles.logical_elements``): "parameters" means logical
+    of int32 words holds 32/bits each; ``packing.logical_elements``): "parameters" means logical
     weights everywhere, as a GGUF's elements do; what is stored stays the product of the shape."""
     if PACKING_DTYPES.isdisjoint(map(attrgetter("dtype"), map(itemgetter(0), tensors))):  # C loops: 1M in ~30 ms
         return tensors

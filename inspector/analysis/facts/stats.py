@@ -19,7 +19,8 @@ from itertools import repeat
 from operator import attrgetter, itemgetter
 from typing import NamedTuple
 
-from inspector.analysis.facts.roles import PACKING_DTYPES, ROLE_ORDER, Placement, classify_all
+from inspector.analysis.facts.packing import PACKING_DTYPES
+from inspector.analysis.facts.roles import ROLE_ORDER, Placement, classify_all
 from inspector.formats.dtypes import dtype_sort_key
 from inspector.model import Checkpoint, Role, TensorInfo, WeightFile, natural_key
 

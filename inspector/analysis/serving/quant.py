@@ -8,8 +8,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
+from inspector.analysis.facts.packing import MLX_BITS, PACKING_DTYPES, quant_bits
 from inspector.analysis.facts.report import Report
-from inspector.analysis.facts.roles import MLX_BITS, PACKING_DTYPES, quant_bits
 from inspector.analysis.facts.stats import stored_elements
 from inspector.formats.dtypes import USER_DTYPE_BITS
 
@@ -110,7 +110,7 @@ def quantization(report: Report) -> Quant:
 
 def _has_packed(report: Report) -> bool:
     """Whether any parameter is stored in a dtype that may pack several weights an element
-    (``roles.PACKING_DTYPES``): its logical count is then taken tensor by tensor."""
+    (``packing.PACKING_DTYPES``): its logical count is then taken tensor by tensor."""
     return any(d.dtype in PACKING_DTYPES for d in report.summary.by_dtype if d.parameters)
 
 

@@ -344,15 +344,16 @@ def regular_size(path: Path) -> int:
 JSON_BUDGET: Final = 64 * 1024 * 1024
 
 
-def read_json_file(path: Path, what: str | None = None) -> bytes:
-    """A local JSON file's bytes within ``JSON_BUDGET``: refused by its size before any byte is read."""
+def read_json_file(path: Path, what: str | None = None, limit: int = JSON_BUDGET) -> bytes:
+    """A local JSON file's bytes within ``limit`` (``JSON_BUDGET``, or its name's ``document_budget``): refused by
+    its size before any byte is read."""
     fd = open_regular(path)
     try:
         size = os.fstat(fd).st_size
-        if size > JSON_BUDGET:
-            raise InvalidCheckpointError(f"{what or path}: {size:,} bytes, over the {JSON_BUDGET:,}-byte budget of "
-                                         "a config or index this tool reads")
-        return pread_all(fd, JSON_BUDGET, 0, path)
+        if size > limit:
+            raise InvalidCheckpointError(f"{what or path}: {size:,} bytes, over the {limit:,}-byte budget of "
+                                         f"a {_show(path.name)} this tool reads; refusing it")
+        return pread_all(fd, limit, 0, path)
     finally:
         os.close(fd)
 

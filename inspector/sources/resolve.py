@@ -35,6 +35,7 @@ from inspector.model import Checkpoint, FileEntry, Origin, Problems, Provenance,
 from inspector.safeio import (
     COMMIT,
     SHA256,
+    document_budget,
     inside,
     is_repo_id,
     local_path,
@@ -290,7 +291,7 @@ class LocalFolder:
         self.where = str(folder)
 
     def small(self, name: str) -> bytes:
-        return read_json_file(self.folder / name)
+        return read_json_file(self.folder / name, limit=document_budget(name).bytes)
 
     def prefetch(self, names: list[str]) -> None:
         return None

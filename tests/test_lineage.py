@@ -298,7 +298,9 @@ def test_exact_proves_a_local_copy_by_hashing_whole_files(family: dict[str, Path
     exact = inspector.lineage(str(copy), [str(family["base"])], exact=True).to_dict()
     assert plain["candidates"][0]["files_identical"] is None and plain["bytes_read"] > 0
     assert exact["candidates"][0]["files_identical"] == exact["candidates"][0]["files_compared"] == 1
-    assert exact["verdict"] == "identical" and exact["bytes_read"] == 0
+    # the bytes it hashed are counted (issue 66: bytes_read left them out): both sides' weight files, whole (os.stat)
+    weights = sum(f.stat().st_size for side in (copy, family["base"]) for f in side.glob("*.safetensors"))
+    assert exact["verdict"] == "identical" and exact["bytes_read"] == weights
 
 
 def test_every_format_draws_it(family: dict[str, Path], merged: Path) -> None:

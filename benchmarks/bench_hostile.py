@@ -72,7 +72,9 @@ def main() -> None:
 
         with HubServer() as server:
             online = {**base_env, "HF_HUB_OFFLINE": "0", "HF_ENDPOINT": server.url}
-            big, data = encode_header([(f"model.layers.{i}.mlp.up_proj.weight", "F32", (2,))
+            llama = ["self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj", "mlp.gate_proj",
+                     "mlp.up_proj", "mlp.down_proj", "input_layernorm", "post_attention_layernorm"]
+            big, data = encode_header([(f"model.layers.{i // 9}.{llama[i % 9]}.weight", "F32", (2,))
                                        for i in range(options.tensors)])
             for i in range(10):
                 server.add_files(f"acme/base{i}", {"model.safetensors": big + b"\0" * data,

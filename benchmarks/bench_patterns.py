@@ -8,7 +8,7 @@ answers: each such name is a table search). Two figures each, medians of --repea
 * ``classify_all`` of the N names in this process (CPU), its memos emptied first;
 * ``inspect FILE --json`` on a header of the N tensors, a whole process (CPU).
 
-    python benchmarks/bench_patterns.py [--tensors 300000] [--repeat 5]
+    python benchmarks/bench_patterns.py [--tensors 120000] [--repeat 5]
 
 Target: the own-layer header within 2x the regular one's per-tensor time. Results go to
 benchmarks/results/patterns.json.
@@ -48,7 +48,7 @@ def headers(n: int) -> dict[str, list[str]]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--tensors", type=int, default=300_000)
+    parser.add_argument("--tensors", type=int, default=120_000, help="at most stats.MAX_LAYERS")
     parser.add_argument("--repeat", type=int, default=5)
     options = parser.parse_args()
     sys.path.insert(0, str(ROOT / "benchmarks"))

@@ -66,13 +66,12 @@ def find(model: str | Checkpoint, candidates: Sequence[str | Checkpoint], *, exa
         try:  # a declared base is a Hub repo id from the model's files: opened as one, never as a local path
             other = name if isinstance(name, Checkpoint) else opener(
                 f"hf://{name}" if where is not None else name, run.options())
+            run.spent(other)
+            seen.append(_seen(report, other, label, where, exact, run.options(), hashed))
         except InspectorError as e:
             if where is None:
                 raise _naming(e, f"candidate {label}") from None
             seen.append((Seen(label, None, where, f"the declared base could not be read: {e.message}"), None))
-            continue
-        run.spent(other)
-        seen.append(_seen(report, other, label, where, exact, run.options(), hashed))
     picks, values, bounds, samples, counts = _values(report, seen, run.options())
     final = [replace(s, samples=samples.get(i, {})) for i, (s, _) in enumerate(seen)]
     read = (counts[0] + hashed[0], counts[1] + hashed[1])

@@ -308,7 +308,7 @@ _SHAPES: dict[tuple[str, ...], _Shape] = {}
 _MARK: Final = b"\xff"
 _DIGITS: Final = bytes.maketrans(b"0123456789", _MARK * 10)
 # the name's UTF-8 with its ASCII digits marked → _memo's
-_FAST: dict[bytes, tuple[Callable[[str], object] | None, dict[object, _Answer], int]] = {}
+_FAST: dict[bytes, _Memo] = {}
 _tuple = tuple.__new__  # a NamedTuple built without its Python-level __new__: a third of the time
 _LAYER = re.compile(r"^(?P<stack>(?:.*?\.)?(?:layers|layer|h|blocks|block|blk))\.(?P<index>\d+)(?:\.|$)")
 _EXPERT = re.compile(r"\.experts\.(\d+)\.")
@@ -364,11 +364,11 @@ def classify_all(names: Sequence[str]) -> list[Placement]:
             memo = _memo(key, ascii_name=len(key) == len(name))
             if len(_FAST) < MEMO_LIMIT:
                 _FAST[key] = memo
-        literal, answers, after = memo
+        literal, answers, _ = memo
         sub = literal(name) if literal is not None else None
         fast = answers.get(sub)
         if fast is None:
-            fast = _shared_entry(name, key, sub, answers, after)
+            fast = _fresh_entry(name, key, sub, memo)
         if type(fast) is tuple:
             kind, role, stack, layer_at, expert_at = fast
             # inline: the call to _number is for numbers not seen yet (and 0)
@@ -426,57 +426,52 @@ _Answer = Placement | tuple[Kind, Role, "str | None", "slice[int, int, None] | N
                             "slice[int, int, None] | None"] | Literal[False]
 
 
-def _memo(key: bytes, *, ascii_name: bool) -> tuple[Callable[[str], object] | None, dict[object, _Answer], int]:
+#: a memo of one digit key: the getter of the parts whose answer depends on their digits, the answers by what it
+#: gets, and each such part's slice with whether its digits all stand in runs of two or more (``w123``)
+_Memo = tuple[Callable[[str], object] | None, dict[object, "_Answer"], tuple[tuple["slice[int, int, None]", bool], ...]]
+
+
+def _memo(key: bytes, *, ascii_name: bool) -> _Memo:
     """For a digit key: a getter of the name's parts whose digits are not a whole number (any
     part with a digit and another character, and a first part of digits, which the regex does
     not count as a number), as slices of the name, an empty table of answers keyed on what
-    it gets, and where the first such part starts. A name that is not ASCII has no fixed character places:
+    it gets, and those parts. A name that is not ASCII has no fixed character places:
     every name of its key takes the regex path (an answer of False under the key None)."""
     if not ascii_name:
-        return None, {None: False}, 0
+        return None, {None: False}, ()
     spans = _spans(key)
-    literal = [spans[i] for i, part in enumerate(key.split(b"."))
-               if _MARK in part and (i == 0 or part.strip(_MARK))]
-    return (operator.itemgetter(*literal) if literal else None), {}, literal[0].start if literal else 0
+    literal = tuple((spans[i], all(len(run) >= 2 for run in _MARKED.findall(part)))
+                    for i, part in enumerate(key.split(b".")) if _MARK in part and (i == 0 or part.strip(_MARK)))
+    return _getter([span for span, _ in literal]), {}, literal
 
 
-#: a run of two or more digits inside a part (``w123``): every such run reads alike to the role and kind tables,
-#: whose literal digits each stand between non-digits (``w1.``, ``fc2.``, ``conv[12].``, ``h_to_4h``; held by
-#: tests/test_roles.py), so names that differ only in such runs share one answer
-_RUNS: Final = re.compile(r"\d{2,}")
-_CANONICAL: Final = object()  # the answers' key of a name's parts with their runs made canonical
+def _getter(spans: list[slice[int, int, None]]) -> Callable[[str], object] | None:
+    return operator.itemgetter(*spans) if spans else None
 
 
-def _canonical(sub: object) -> object:
-    if type(sub) is str:
-        return _CANONICAL, _RUNS.sub("00", sub)
-    return _CANONICAL, tuple(_RUNS.sub("00", part) for part in sub)  # type: ignore[attr-defined]
+#: a part's runs of digits, in its digit key
+_MARKED: Final = re.compile(rb"\xff+")
 
 
-def _shared_entry(name: str, key: bytes, sub: object, answers: dict[object, _Answer], after: int) -> _Answer:
-    """The answer of a name whose parts (``sub``) were not seen under its key: the one of the names that differ
-    from it only in runs of digits inside a part (``mlp.w1234`` and ``mlp.w99``), where it holds for both: its
-    layer stack does not read those parts (they all come ``after`` the layer number). A header whose every name
-    holds its own such run (``layers.N.mlp.wN``) cost a table search a name: 38 µs a tensor, 10× a regular
-    model's. Else the name's own, kept under its parts."""
-    shared = None if sub is None else _canonical(sub)
-    fast = answers.get(shared) if shared is not None else None
-    if fast is not None:
-        return fast
+def _fresh_entry(name: str, key: bytes, sub: object, memo: _Memo) -> _Answer:
+    """The answer of a name whose parts (``sub``) were not seen under its key, kept under them. Where the key has
+    parts whose digits all stand in runs of two or more (``mlp.w1234``), and they come after the layer number
+    (the layer stack's text is the name before it), the key's memo is made again without them: the kind and role
+    tables read every such run alike (their literal digits each stand between non-digits: ``w1.``, ``fc2.``,
+    ``conv[12].``; tests/test_hostile_round6.py holds it over every bundled name), so every name of the key that
+    differs only there shares the answer. A header whose every name holds its own such run (``layers.N.mlp.wN``)
+    cost a table search a name: 38 µs a tensor, 10× a regular model's."""
+    _, answers, literal = memo
     fast = _fast_entry(name, key)
     if len(answers) < MEMO_LIMIT:
         answers[sub] = fast
-        if shared is not None and _stack_free(fast, after):
-            answers[shared] = fast
+    layer = cast("slice[int, int, None] | None", fast[3]) if type(fast) is tuple else None
+    kept = [span for span, runs in literal if not (runs and (layer is None or span.start > layer.start))]
+    if len(kept) < len(literal) and key in _FAST:
+        getter = _getter(kept)
+        _FAST[key] = (getter, {getter(name) if getter is not None else None: fast},
+                      tuple((span, False) for span in kept))
     return fast
-
-
-def _stack_free(fast: _Answer, after: int) -> bool:
-    """Whether an answer's layer stack (its text: the name before the layer number) is read before ``after``."""
-    if type(fast) is not tuple:  # a shared Placement (no numbers), or False (the regex path)
-        return True
-    layer = cast("slice[int, int, None] | None", fast[3])
-    return layer is None or after > layer.start
 
 
 def _spans(key: bytes) -> list[slice[int, int, None]]:

@@ -258,9 +258,10 @@ def test_a_zip_python_cannot_read_is_a_named_pickle_error_not_exit_70(cli, tmp_p
 
 
 def test_a_260_mb_local_config_is_refused_by_its_size_at_once(tmp_path: Path) -> None:
-    """Local config and index files are held to the 64 MiB budget a Hub read has (issue 40: a 260 MB
-    config.json ran past 120 s and 1.5 GB): refused from its size, before a byte is parsed. Timed and
-    measured in a child process (its peak resident set from the kernel)."""
+    """Local config and index files are held to the budget a Hub read has (issue 40: a 260 MB config.json ran
+    past 120 s and 1.5 GB; since issue 66 a config.json's own, 4 MiB, safeio.DOCUMENT_BUDGETS): refused from
+    its size, before a byte is parsed. Timed and measured in a child process (its peak resident set from the
+    kernel)."""
     folder = tmp_path / "m"
     folder.mkdir()
     with (folder / "config.json").open("wb") as fh:  # sparse: 260 MB long, a few bytes on disk
@@ -271,7 +272,7 @@ def test_a_260_mb_local_config_is_refused_by_its_size_at_once(tmp_path: Path) ->
     write_raw(folder / "model.safetensors", {"w": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}}, data=8)
     got = measured(str(folder), "--json")
     assert got["code"] == EXIT_INVALID, got
-    assert "260,000,000 bytes, over the 67,108,864-byte budget" in got["stderr"]
+    assert "260,000,000 bytes, over the 4,194,304-byte budget" in got["stderr"]
     assert got["cpu"] < 5 and got["peak_mb"] < 300, got
 
 

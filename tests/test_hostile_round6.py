@@ -160,10 +160,6 @@ def test_a_listed_file_name_past_name_max_is_refused() -> None:
 
 # --- big JSON under its byte budget: bounded by the values it holds ---------------------------------------------
 
-#: 3 MiB of ``[]`` in a list: inside config.json's 4 MiB, 1,048,576 values (each list and comma counted)
-EMPTY_LISTS = b"[" + b"[]," * (1 << 20) + b"[]]"
-
-
 def _with_document(folder: Path, name: str, raw: bytes) -> Path:
     from helpers import tiny_llama, write_layout
 
@@ -172,6 +168,16 @@ def _with_document(folder: Path, name: str, raw: bytes) -> Path:
     (folder / "config.json").write_text(json.dumps(config))
     (folder / name).write_bytes(raw)
     return folder
+
+
+def _over_values(name: str) -> bytes:
+    """A document of ``[]`` one list past its name's budget of values, inside its bytes."""
+    from inspector.safeio import document_budget
+
+    budget = document_budget(name)
+    raw = b"[" + b"[]," * budget.values + b"[]]"
+    assert len(raw) <= budget.bytes
+    return raw
 
 
 DOCUMENTS = ["config.json", "model.safetensors.index.json", "tokenizer_config.json", "generation_config.json",
@@ -185,12 +191,7 @@ def test_a_document_of_empty_lists_is_refused_by_its_values(tmp_path: Path, name
     naming the file, the process under 500 MB (measured in a child process)."""
     from helpers import measured
 
-    from inspector.safeio import document_budget
-
-    raw = EMPTY_LISTS if document_budget(name).bytes >= len(EMPTY_LISTS) else b"[]"
-    while raw.count(b",") + raw.count(b"[") <= document_budget(name).values:  # past the values, inside the bytes
-        raw = b"[" + raw + b"," + raw + b"]"
-    assert len(raw) <= document_budget(name).bytes
+    raw = _over_values(name)
     got = measured(str(_with_document(tmp_path / "m", name, raw)), "--json")
     assert got["code"] == EXIT_INVALID, got["stderr"]
     assert _one_line(got["stderr"]) and name in got["stderr"] and "JSON values" in got["stderr"], got["stderr"]
@@ -215,7 +216,8 @@ def test_an_over_budget_document_over_the_hub_is_refused_and_never_cached(tmp_pa
 
     from inspector.sources.header_cache import HeaderCache
 
-    folder = _with_document(tmp_path / "m", name, EMPTY_LISTS)
+    raw = _over_values(name)
+    folder = _with_document(tmp_path / "m", name, raw)
     with HubServer() as server:
         server.add_files("acme/lists", {f.name: f.read_bytes() for f in folder.iterdir()})
         import subprocess

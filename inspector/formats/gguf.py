@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
 import struct
 from typing import Any, Final
 
@@ -37,6 +38,36 @@ MAX_TENSORS: Final = 200_000
 MAX_KV: Final = 65_536
 #: metadata arrays longer than this are summarised (``tokenizer.ggml.tokens`` is 128,256 strings)
 SHOWN_ARRAY: Final = 16
+#: llama.cpp's name of one part of a model split in several files (``llama_split_path``: ``%s-%05d-of-%05d.gguf``,
+#: what ``llama-gguf-split`` and gguf-py's GGUFWriter with ``split_max_tensors``/``split_max_size`` write); each
+#: part holds ``split.no`` (from 0), ``split.count`` and the first part the model's metadata. llama.cpp loads the
+#: parts as one model from the first's name
+SPLIT_NAME: Final = re.compile(r"(?P<stem>.+)-(?P<no>\d{5})-of-(?P<count>\d{5})\.gguf")
+#: the most parts one split model may name (a name from outside: ``-00001-of-99999``)
+MAX_SPLIT_PARTS: Final = 1024
+
+
+def split_parts(name: str) -> list[str] | None:
+    """Every part's name (in order, in ``name``'s folder) of the split model ``name`` is a part of, by llama.cpp's
+    naming; None for a name that is not a part (or names more than ``MAX_SPLIT_PARTS`` parts, or a part past
+    the count)."""
+    folder, slash, base = name.rpartition("/")
+    m = SPLIT_NAME.fullmatch(base)
+    if m is None or not 1 <= int(m["no"]) <= int(m["count"]) <= MAX_SPLIT_PARTS:
+        return None
+    count = int(m["count"])
+    return [f"{folder}{slash}{m['stem']}-{i:05d}-of-{count:05d}.gguf" for i in range(1, count + 1)]
+
+
+def check_split(parts: list[WeightFile]) -> None:
+    """The parts of one split model, read in order: each says it is the part its name says (``split.no``, from 0)
+    of as many as there are (``split.count``), as llama.cpp checks when it loads them."""
+    for i, part in enumerate(parts):
+        no, count = part.metadata.get("split.no"), part.metadata.get("split.count")
+        if (no, count) != (str(i), str(len(parts))):  # metadata as its text
+            raise GgufError("gguf-split", f"the part {i + 1} of {len(parts)} of a split model says it is part "
+                              f"{str(no)[:12]} of {str(count)[:12]} (split.no from 0, split.count)", part.file)
+
 
 _SCALARS: Final = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?", 10: "<Q", 11: "<q",
                    12: "<d"}

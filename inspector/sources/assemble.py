@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Final, Protocol, TypeVar
 
 from inspector import repos
 from inspector.errors import RAISE, HeaderError, InvalidCheckpointError, NotFoundError, ProblemSink, SeveralFiles
+from inspector.formats.gguf import check_split, split_parts
 from inspector.formats.registry import NOT_WEIGHTS, SAFETENSORS, reader_named, readers, weight_suffixes
 from inspector.model import (
     SIDE_FILES,
@@ -69,13 +70,32 @@ def weight_files(names: Iterable[str], where: str) -> list[str]:
     top = sorted((n for n in names if "/" not in n and not n.startswith(NOT_WEIGHTS)), key=natural_key)
     for reader in readers():  # in the registry's order of preference
         found = [n for n in top if n.endswith(reader.suffixes)]
+        if reader.alternatives:  # one model a file, or a split model's parts (named by its first)
+            found = list(dict.fromkeys((split_parts(n) or [n])[0] for n in found))
         if len(found) > 1 and reader.alternatives:
             shown = ", ".join(found[:6]) + (" …" if len(found) > 6 else "")
             raise SeveralFiles(f"{where}: {len(found)} {reader.name.upper()} files ({shown}), usually one model in "
                                "several quantisations: name one", found, where, hint=f"inspect {where}/{found[0]}")
         if found:
-            return found
+            return split_set(found[0], top, where) if reader.alternatives else found
     return []
+
+
+def split_set(name: str, available: Iterable[str], where: str) -> list[str]:
+    """The files one model ``name`` is read from: itself, or every part of the split model it is a part of
+    (``formats.gguf.split_parts``), as llama.cpp loads them; a part that is not there is an invalid checkpoint
+    naming it (a part read alone was half a model: half its parameters, "tied embeddings")."""
+    parts = split_parts(name)
+    if parts is None:
+        return [name]
+    have = set(available)
+    missing = [p for p in parts if p not in have]
+    if missing:
+        more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
+        raise InvalidCheckpointError(
+            f"{where}: {name} is one of the {len(parts)} parts of a split GGUF model; {missing[0]}{more} is not here",
+            hint="llama.cpp loads every part together: download all of them")
+    return parts
 
 
 def index_shards(index: Mapping[str, Any], available: Iterable[str], where: str, index_name: str | None,
@@ -317,8 +337,13 @@ def assemble(source: Source, files: Mapping[str, int | None], *, only: str | Non
     headers = tuple(r for r in results if isinstance(r, WeightFile))
     config = json_object(stored["config.json"], "config.json", f"{source.where}: config.json") \
         if "config.json" in stored else None
-    if config is None and len(headers) == 1 and (reader := reader_named(headers[0].format)) is not None:
-        config = reader.config(headers[0])  # a file that carries its own (GGUF metadata), wherever it is
+    split = len(headers) > 1 and split_parts(headers[0].file) == [h.file for h in headers]
+    if split:
+        check_split(list(headers))
+    if config is None and (len(headers) == 1 or split) and (reader := reader_named(headers[0].format)) is not None:
+        # a file that carries its own (GGUF metadata: a split's in its first part, read beside every part's tensors)
+        config = reader.config(replace(headers[0], tensors=tuple(t for h in headers for t in h.tensors))
+                               if split else headers[0])
     parts = Parts(
         index=index, index_name=index_name, index_error=index_error, headers=headers,
         errors=tuple(r for r in results if isinstance(r, HeaderError)), config=config,
@@ -487,7 +512,7 @@ def _shards(source: Source, files: Mapping[str, int | None], top: set[str], inde
     if only is not None:
         if only not in files:
             raise NotFoundError(f"{where}: no file {only!r} at this revision")
-        return [only]
+        return split_set(only, files, where)
     if index is not None:
         return index_shards(index, files, where, index_name, source.problems)
     names = weight_files(top, where)

@@ -30,6 +30,7 @@ from inspector.errors import (
     SeveralFiles,
     UsageError,
 )
+from inspector.formats.gguf import split_parts
 from inspector.formats.registry import SAFETENSORS, reader_by_magic, reader_for, weight_suffixes
 from inspector.model import Checkpoint, FileEntry, Origin, Problems, Provenance, WeightFile, natural_key
 from inspector.safeio import (
@@ -254,12 +255,16 @@ def _open_file(path: Path, problems: ProblemSink) -> Checkpoint:
         )
     size = regular_size(path)
     listing: dict[str, int | None] = {path.name: size}
+    for part in split_parts(path.name) or ():  # a split GGUF's part: every part beside it, read as one model
+        if part != path.name and (path.parent / part).is_file():
+            listing[part] = regular_size(path.parent / part)
     if (path.parent / "config.json").exists():
         listing["config.json"] = None
     parts = assemble(LocalFolder(path.parent, problems), listing, only=path.name)
     return Checkpoint(
         label=path.name, provenance=Provenance("file", str(path), root=str(path.parent)), headers=parts.headers,
-        config=parts.config, files=(FileEntry(path.name, size),), problems=Problems(parts.errors),
+        config=parts.config, files=tuple(FileEntry(h.file, listing.get(h.file)) for h in parts.headers) or (
+            FileEntry(path.name, size),), problems=Problems(parts.errors),
     )
 
 

@@ -335,15 +335,7 @@ def assemble(source: Source, files: Mapping[str, int | None], *, only: str | Non
     if index_raw is not None and index_name:
         stored[index_name] = index_raw
     headers = tuple(r for r in results if isinstance(r, WeightFile))
-    config = json_object(stored["config.json"], "config.json", f"{source.where}: config.json") \
-        if "config.json" in stored else None
-    split = len(headers) > 1 and split_parts(headers[0].file) == [h.file for h in headers]
-    if split:
-        check_split(list(headers))
-    if config is None and (len(headers) == 1 or split) and (reader := reader_named(headers[0].format)) is not None:
-        # a file that carries its own (GGUF metadata: a split's in its first part, read beside every part's tensors)
-        config = reader.config(replace(headers[0], tensors=tuple(t for h in headers for t in h.tensors))
-                               if split else headers[0])
+    config = _config(stored, headers, source.where)
     parts = Parts(
         index=index, index_name=index_name, index_error=index_error, headers=headers,
         errors=tuple(r for r in results if isinstance(r, HeaderError)), config=config,
@@ -354,6 +346,20 @@ def assemble(source: Source, files: Mapping[str, int | None], *, only: str | Non
     if only is None and depth == 0 and joined is not None:
         parts = _joined(source, files, parts, joined)
     return parts
+
+
+def _config(stored: Mapping[str, bytes], headers: tuple[WeightFile, ...], where: str) -> dict[str, Any] | None:
+    """The model's config.json, else the one its one weight file carries (GGUF metadata; a split model's, in its
+    first part, read beside every part's tensors, each part held to the split's rule)."""
+    split = len(headers) > 1 and split_parts(headers[0].file) == [h.file for h in headers]
+    if split:
+        check_split(list(headers))
+    if "config.json" in stored:
+        return json_object(stored["config.json"], "config.json", f"{where}: config.json")
+    if not (len(headers) == 1 or split) or (reader := reader_named(headers[0].format)) is None:
+        return None
+    return reader.config(replace(headers[0], tensors=tuple(t for h in headers for t in h.tensors)) if split
+                         else headers[0])
 
 
 def _has_weights(names: Iterable[str]) -> bool:

@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from safetensors.numpy import save_file
+from test_lineage_hostile import _model  # a small model written by the safetensors library, with its card
 
 from inspector.errors import EXIT_INVALID, EXIT_NOT_FOUND, EXIT_USAGE
 
@@ -19,19 +20,6 @@ from inspector.errors import EXIT_INVALID, EXIT_NOT_FOUND, EXIT_USAGE
 def _one_line(err: str) -> bool:
     lines = [line for line in err.splitlines() if line.strip()]
     return 1 <= len(lines) <= 2 and lines[0].startswith("Error:") and "Traceback" not in err
-
-
-def _model(folder: Path, seed: int = 0, card: bytes | None = None) -> Path:
-    """A small model written by the safetensors library, with a config and (optionally) a model card."""
-    folder.mkdir(parents=True, exist_ok=True)
-    rng = np.random.default_rng(seed)
-    save_file({"model.layers.0.mlp.up_proj.weight": rng.normal(0, 0.02, (64, 32)).astype(np.float32),
-               "model.layers.0.input_layernorm.weight": np.ones(32, np.float32)}, str(folder / "model.safetensors"))
-    (folder / "config.json").write_text(json.dumps({"model_type": "llama", "hidden_size": 32,
-                                                     "num_hidden_layers": 1, "intermediate_size": 64}))
-    if card is not None:
-        (folder / "README.md").write_bytes(card)
-    return folder
 
 
 # --- a card's YAML nested without end -------------------------------------------------------------------------

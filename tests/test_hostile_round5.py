@@ -67,7 +67,7 @@ def test_decimal_options_are_read_exactly() -> None:
     assert parse_count("1.5k", "x") == 1536
     assert parse_count("999999999999999999", "x") == 999_999_999_999_999_999  # 18 digits: read, exactly
     assert parse_budget("0.1GiB").per_device == 2**30 // 10
-    assert parse_budget("1.1GB").per_device == 1_100_000_000
+    assert parse_budget("1.1GB").per_device == 11 * 2**30 // 10  # GB read as GiB (issue 67), exactly
 
 
 @pytest.mark.parametrize(("args", "words"), [

@@ -12,7 +12,10 @@ from typing import Final, TypeVar
 from inspector.analysis.serving.engines import GPUS, named_gpu
 from inspector.errors import UsageError
 
-_UNITS: Final = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
+#: a memory size's units. ``GB`` is read as the vendors sell a device's memory: a "24 GB" RTX 4090 holds 24 GiB
+#: (24,563 MiB as CUDA reports it), an "80 GB" H100 80 GiB (81,090 MiB); read as 10**9 bytes, ``--gpu 24GB``
+#: was a 22.35 GiB budget beside ``RTX4090``'s 23.99 (issue 67). So are KB, MB and TB
+_UNITS: Final = {"": 1, "b": 1, "kb": 2**10, "mb": 2**20, "gb": 2**30, "tb": 2**40,
                  "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40, "k": 2**10, "m": 2**20, "g": 2**30,
                  "t": 2**40}
 #: the most memory one device is taken to have (1 PiB): an absurd budget is a usage error, not a fit
@@ -49,7 +52,7 @@ class Budget:
 
 
 def parse_budget(text: str, option: str = "⟨gpu⟩") -> Budget:
-    """``24GiB``, ``80GiBx2``, ``141GiBx8``, ``16GB`` (GB decimal, GiB binary; a bare ``G`` is GiB), or
+    """``24GiB``, ``80GiBx2``, ``141GiBx8``, ``16GB`` (GB as the vendors sell memory: GiB; a bare ``G`` too), or
     a named GPU: ``H100``, ``A100-40GB``, ``L4x2`` (its capacity as CUDA reports it, ``engines.GPUS``)."""
     named = named_gpu(text) if option == "⟨gpu⟩" else None
     if named is not None:
@@ -64,7 +67,7 @@ def parse_budget(text: str, option: str = "⟨gpu⟩") -> Budget:
                          hint="for example 24GiB, 80GiBx2, 16GB, or a GPU: " + ", ".join(GPUS))
     if not unit:  # "24" is 24 GiB to one reader and 24 bytes to another: say which
         raise UsageError(f"{option}: {_shown(text)} has no unit",
-                         hint=f"write it with one: {m.group(1)}GiB (binary), {m.group(1)}GB (decimal) or "
+                         hint=f"write it with one: {m.group(1)}GiB (or GB, as a card's memory is sold) or "
                               f"{m.group(1)}B (bytes)")
     devices = int(_exact(m.group(3) or "1", text, option))
     per_device = int(_exact(m.group(1), text, option) * _UNITS[unit])

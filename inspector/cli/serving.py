@@ -165,7 +165,8 @@ def plan_cmd(
     model: ModelArg,
     gpu: Annotated[str | None, typer.Option(
         "--gpu", autocompletion=_choices("gpu"),
-                help="GPUs to consider, comma-separated: H100,A100-80GB,L40S (default: every named GPU)")] = None,
+                help="GPUs to consider, comma-separated: H100,A100-80GB,L40S; with a count (8xA100), the answer on "
+                     "that many (default: every named GPU)")] = None,
     max_gpus: Annotated[str, typer.Option("--max-gpus", help="GPUs per node to try, 1 to N (default 8)")] = "8",
     nodes: Annotated[str, typer.Option("--nodes", help="nodes: multiplies --max-gpus")] = "1",
     engine: Annotated[str | None, typer.Option("--engine", autocompletion=_choices("engine"),

@@ -78,8 +78,12 @@ def layout_text(r: Row) -> str:
 
 def headline(p: Plan) -> str:
     """The answer in one line: "2 × H100-80GB, TP 2: 61.2 GiB KV pool, 8 sequences at 32,768 tokens"."""
-    best = p.best
+    best, fewest = p.best, p.fewest
+    beside = f"; the fewest that fit: {layout_text(fewest)}" if fewest is not None and fewest is not best else ""
     if best is None or best.fit is None:
+        asked = " or ".join(f"{n} × {name}" for name, n in p.asked)
+        if asked and fewest is not None:
+            return f"no layout of {asked} fits (the engine's rules or memory){beside}"
         valid = sum(1 for r in p.rows if r.valid)
         return (f"no layout of the GPUs considered fits ({valid} valid of {len(p.rows)}): more GPUs "
                 "(--max-gpus, --nodes) or larger ones (--gpu)")
@@ -87,7 +91,7 @@ def headline(p: Plan) -> str:
     pool = f"{gib(f.kv.pool_bytes)} GiB KV pool" if f.kv.pool_bytes is not None else "KV cache by context"
     seqs = (f", {best.sequences:,} sequences at {p.context:,} tokens" if best.sequences is not None else
             f", largest context {f.limits.max_context:,} tokens" if f.limits.max_context else "")
-    return f"{layout_text(best)}: {pool}{seqs}"
+    return f"{layout_text(best)}: {pool}{seqs}{beside}"
 
 
 def plan_json(report: Report, p: Plan, suggestions: Sequence[Knob] = ()) -> PlanDoc:

@@ -16,7 +16,7 @@ from typing import Final
 
 from inspector.analysis.facts.report import Report
 from inspector.analysis.serving.budget import Budget
-from inspector.analysis.serving.engines import GPUS, Engine, Gpu, named_gpu
+from inspector.analysis.serving.engines import GPUS, Engine, Gpu, gpu_called, named_gpu
 from inspector.analysis.serving.estimate import Estimate
 from inspector.analysis.serving.fit import Fit, Settings, fit
 from inspector.errors import UsageError
@@ -227,9 +227,19 @@ class Plan:
     objective: str
     utilization: float | None
     rows: tuple[Row, ...]  # ranked: valid layouts that fit first
+    #: the GPU counts asked for (``--gpu 8xA100``: (A100-80GB, 8)); the answer is the best layout on those
+    asked: tuple[tuple[str, int], ...] = ()
 
     @property
     def best(self) -> Row | None:
+        """The answer: the first layout that fits, of those on the counts asked where any was."""
+        asked = set(self.asked)
+        return next((r for r in self.rows if r.valid and r.fit is not None and r.fit.fits and (
+            not asked or (r.layout.gpu.name, r.layout.gpus) in asked)), None)
+
+    @property
+    def fewest(self) -> Row | None:
+        """The first layout that fits of every count (the answer where no count was asked)."""
         return next((r for r in self.rows if r.valid and r.fit is not None and r.fit.fits), None)
 
     @property
@@ -272,7 +282,10 @@ def plan(report: Report, est: Estimate, engine: Engine, *, gpus: Sequence[str] |
     if est.kv is None:
         raise UsageError("plan lays out a model that decodes tokens; this one decodes none",
                          hint="inspect estimate MODEL --gpu H100 for its weights")
-    chosen = [named(g) for g in unique_gpus(gpus)] if gpus else list(GPUS.values())
+    given = [counted(g) for g in unique_gpus(gpus)] if gpus else [(g, None) for g in GPUS.values()]
+    chosen = list({gpu.name: gpu for gpu, _ in given}.values())
+    asked = tuple((gpu.name, n) for gpu, n in given if n is not None)
+    max_gpus = max([max_gpus, *(n for _, n in asked)])
     sequences: int | None
     shape = shape_of(report, est)
     rules = rules_for(engine)
@@ -290,7 +303,7 @@ def plan(report: Report, est: Estimate, engine: Engine, *, gpus: Sequence[str] |
         sequences = tokens // per_seq if tokens is not None and fitted.fits is not None else None
         rows.append(Row(lay, (), fitted, sequences))
     rows.sort(key=lambda r: _rank(r, objective))
-    return Plan(engine.name, est.context, objective, utilization, tuple(rows))
+    return Plan(engine.name, est.context, objective, utilization, tuple(rows), asked)
 
 
 def _rank(r: Row, objective: str) -> tuple[object, ...]:
@@ -307,11 +320,18 @@ def _rank(r: Row, objective: str) -> tuple[object, ...]:
     return (group, *key, r.layout.pp, -r.layout.tp, r.layout.ep, r.layout.gpu.name)
 
 
-def named(text: str) -> Gpu:
+def counted(text: str) -> tuple[Gpu, int | None]:
+    """A GPU as every command reads it (``engines.named_gpu``: ``H100``, ``8xA100``, ``A100x8``, ``2x RTX 4090``),
+    and the count written with it (None: every count up to ``--max-gpus``)."""
     found = named_gpu(text)
-    if found is None or found[1] != 1:
+    if found is None:
         raise UsageError(f"⟨gpus⟩: unknown GPU {text!r}", hint="the known ones: " + ", ".join(GPUS))
-    return found[0]
+    gpu, n = found
+    if gpu_called(text) is not None:  # the name alone (``RTX4090`` is one RTX 4090): no count written
+        return gpu, None
+    if not 1 <= n <= MAX_GPUS:
+        raise UsageError(f"⟨gpus⟩: {text[:40]!r} is not 1 to {MAX_GPUS:,} GPUs")
+    return gpu, n
 
 
 #: the most names ``--gpu`` may list (the catalogue has fewer GPUs; a longer list is not a plan)
@@ -319,8 +339,9 @@ MAX_GPU_NAMES: Final = 64
 
 
 def gpu_list(text: str | None) -> tuple[str, ...] | None:
-    """``H100,A100-80GB,L40S`` → the catalogue's names, checked, each once in the order first given
-    (``H100,h100`` is one GPU, ``unique_gpus``); None for the whole catalogue."""
+    """``H100,A100-80GB,L40S`` (each with a count or not: ``8xA100``) → the catalogue's names (``A100-80GBx8``),
+    checked, each once in the order first given (``H100,h100`` is one GPU, ``unique_gpus``); None for the whole
+    catalogue."""
     if not text:
         return None
     return unique_gpus([t.strip() for t in text.split(",") if t.strip()])
@@ -332,5 +353,9 @@ def unique_gpus(names: Sequence[str]) -> tuple[str, ...]:
     if len(names) > MAX_GPU_NAMES:
         raise UsageError(f"⟨gpus⟩ lists more than {MAX_GPU_NAMES} names; the catalogue has {len(GPUS)} GPUs",
                          hint="name each GPU once: H100,A100-80GB,L40S")
-    return tuple(dict.fromkeys(named(n).name for n in names))
+    out = []
+    for name in names:
+        gpu, n = counted(name)
+        out.append(gpu.name if n is None else f"{gpu.name}x{n}")
+    return tuple(dict.fromkeys(out))
 

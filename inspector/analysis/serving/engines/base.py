@@ -58,17 +58,17 @@ def named_gpu(text: str) -> tuple[Gpu, int] | None:
     if len(text) > _NAME_TEXT:
         return None
     text = text.strip()
-    gpu = _gpu_called(text)
+    gpu = gpu_called(text)
     if gpu is not None:
         return gpu, 1
     for pattern, name_at, count_at in ((_COUNT_FIRST, 2, 1), (_COUNT_LAST, 1, 2)):
         m = pattern.fullmatch(text)
-        if m is not None and (gpu := _gpu_called(m.group(name_at))) is not None:
+        if m is not None and (gpu := gpu_called(m.group(name_at))) is not None:
             return gpu, int(m.group(count_at))
     return None
 
 
-def _gpu_called(name: str) -> Gpu | None:
+def gpu_called(name: str) -> Gpu | None:
     """The catalogue's GPU of that name: any case, spaces or underscores for hyphens, or none at all
     (``RTX 4090``, ``rtx_4090``, ``RTX4090``), the aliases people write (``A100``, ``4090``, ``H100 SXM``)."""
     key = re.sub(r"[\s_]+", "-", name.strip().upper())

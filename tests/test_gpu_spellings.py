@@ -1,0 +1,50 @@
+"""One GPU parser in every command (issue 67): each way people write a GPU and its count names the same GPU and
+count in ``estimate``, ``train`` and ``plan`` (``plan --gpu 8xA100`` was refused while the others took it), and
+``plan`` answers for the count asked, with the fewest that fit beside it."""
+
+from __future__ import annotations
+
+import pytest
+
+SPELLINGS = [("8xA100", "A100-80GB", 8), ("A100x8", "A100-80GB", 8), ("8 × A100", "A100-80GB", 8),
+             ("8xa100-80gb", "A100-80GB", 8), ("2x RTX 4090", "RTX4090", 2), ("RTX 4090", "RTX4090", 1),
+             ("4090", "RTX4090", 1), ("rtx_4090", "RTX4090", 1), ("H100", "H100-80GB", 1), ("H100x2", "H100-80GB", 2)]
+
+
+@pytest.mark.parametrize(("text", "gpu", "count"), SPELLINGS)
+def test_each_spelling_is_one_gpu_and_count_in_every_command(cli, text: str, gpu: str, count: int) -> None:
+    fit = cli("estimate", "llama3-8b", "--gpu", text, "--json").json()["fit"]
+    assert (fit["gpu"], fit["devices"]) == (gpu, count)
+    train = cli("train", "llama3-8b", "--gpu", text, "--json").json()
+    assert (train["gpu"], train["gpus"]) == (gpu, count)
+    plan = cli("plan", "llama3-8b", "--gpu", text, "--json").json()
+    assert {row["gpu"] for row in plan["layouts"]} == {gpu}
+    if count > 1:  # the count written: the answer is on that many
+        assert plan["answer"].startswith(f"{count} × {gpu}"), plan["answer"]
+
+
+def test_plan_answers_for_the_count_asked_and_names_the_fewest_beside_it(cli) -> None:
+    """"TP/PP for a 70B on 8×A100" answered for the fewest GPUs (2). Now the answer is the best layout on eight
+    (the plan's own ranking of the eight-GPU rows), and the fewest that fit is said beside it; its rows are the
+    plan's rows, not figures of their own."""
+    doc = cli("plan", "llama3-70b", "--gpu", "8xA100", "--json").json()
+    on_eight = [r for r in doc["layouts"] if r["gpus"] == 8 and r["valid"] and r["fits"]]
+    fewest = next(r for r in doc["layouts"] if r["valid"] and r["fits"])
+    best = on_eight[0]
+    assert doc["answer"].startswith(f"8 × A100-80GB, TP {best['tp']}")
+    assert f"the fewest that fit: {fewest['gpus']} × A100-80GB, TP {fewest['tp']}" in doc["answer"]
+    assert fewest["gpus"] < 8 and doc["fits"] is True
+    plain = cli("plan", "llama3-70b", "--gpu", "A100", "--json").json()
+    assert plain["answer"].startswith(f"{fewest['gpus']} × A100-80GB") and "fewest" not in plain["answer"]
+
+
+def test_a_count_that_cannot_hold_the_model_says_so_and_the_fewest_that_can(cli) -> None:
+    doc = cli("plan", "llama3-70b", "--gpu", "2x RTX 4090", "--json").json()
+    assert doc["answer"].startswith("no layout of 2 × RTX4090 fits") and "the fewest that fit:" in doc["answer"]
+    assert doc["fits"] is False
+
+
+def test_an_unknown_gpu_or_count_is_one_usage_line(cli) -> None:
+    for text in ("8xB999", "0xA100", "9999xH100"):
+        result = cli("plan", "llama3-8b", "--gpu", text)
+        assert result.code == 2 and result.err.startswith("Error:"), result.err

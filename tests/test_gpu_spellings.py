@@ -48,3 +48,33 @@ def test_an_unknown_gpu_or_count_is_one_usage_line(cli) -> None:
     for text in ("8xB999", "0xA100", "9999xH100"):
         result = cli("plan", "llama3-8b", "--gpu", text)
         assert result.code == 2 and result.err.startswith("Error:"), result.err
+
+
+def _quants(folder):
+    """Llama-3-8B's tensor infos in four quantisation mixes, as gguf-py writes them, with room for the data."""
+    from helpers import llama3_8b_gguf
+
+    folder.mkdir()
+    for main, sensitive in (("Q2_K", "Q4_K"), ("Q4_K", "Q6_K"), ("Q8_0", "Q8_0"), ("F16", "F16")):
+        path = llama3_8b_gguf(folder / f"Meta-Llama-3-8B-{main}.gguf", main, sensitive)
+        with path.open("r+b") as fh:
+            fh.truncate(17_000_000_000)
+    return folder
+
+
+def test_which_quant_fits_is_answered_first(cli, tmp_path) -> None:
+    """"Which quant fits 12 GB": the first line names the largest file that fits (its own row's figures: the
+    fitting row with the most bytes), in at most 80 columns; the JSON says it as largest_fit; none, said so."""
+    folder = _quants(tmp_path / "q")
+    doc = cli(str(folder), "--gpu", "12GB", "--json").json()
+    fitting = [r for r in doc["files"] if r["fits"]]
+    best = max(fitting, key=lambda r: r["bytes"])
+    assert doc["largest_fit"] == best["file"] == "Meta-Llama-3-8B-Q8_0.gguf"
+    assert len(fitting) == 3  # F16's 16 GB of weights do not fit 12 GiB
+    first = cli(str(folder), "--gpu", "12GB").out.splitlines()[0]
+    assert first == (f"largest that fits: {best['file']} (Q8_0, {best['needed_bytes'] / 2**30:.2f} GiB, "
+                     f"{best['max_context']:,} tokens)")
+    assert len(first) <= 80
+    none = cli(str(folder), "--gpu", "2GiB")
+    assert none.out.splitlines()[0] == "no file fits 1 × 2.00 GiB"
+    assert cli(str(folder), "--gpu", "2GiB", "--json").json()["largest_fit"] is None

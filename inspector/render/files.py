@@ -59,8 +59,28 @@ def files_table(where: str, name: str, rows: list[FileRow], budget: Budget | Non
         t.add_row(*cells)
     under = [Text(sanitize(f"{', '.join(files) if len(files) <= 3 else f'{len(files)} files'}: {note}"))
              for note, files in said.items()]
-    return Group(t, *capped(len(rows), "files", "--json"), *under,
+    answer = [] if budget is None else [_largest_line(rows, budget)]
+    return Group(*answer, t, *capped(len(rows), "files", "--json"), *under,
                  *(Text(sanitize(note), style="dim") for note in notes or []))
+
+
+def _largest_line(rows: list[FileRow], budget: Budget) -> RenderableType:
+    """The answer first: "which quant fits 12 GB" is the largest file that fits, with what it needs."""
+    # deferred: 26 ms at import (rich.text)
+    from rich.text import Text
+
+    from inspector.analysis.serving.listing import largest_fit
+
+    best = largest_fit(rows)
+    room = f"{budget.devices} × {budget.per_device / 2**30:.2f} GiB"
+    if best is None:
+        known = any(r.fits is not None for r in rows if r.kind == "model")
+        return Text(f"no file fits {room}" if known else f"not known which file fits {room} (see the notes)",
+                    style="bold red")
+    needs = f"{best.needed_bytes / 2**30:.2f} GiB, " if best.needed_bytes is not None else ""
+    context = f"{n(best.max_context)} tokens" if best.max_context is not None else "context unknown"
+    return Text(sanitize(f"largest that fits: {best.file} ({best.type or '—'}, {needs}{context})"),
+                style="bold green")
 
 
 def repo_files_table(checkpoint: Checkpoint, files: RepoFiles) -> RenderableType:

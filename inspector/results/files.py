@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, TypedDict
 
-from inspector.analysis.serving.listing import FileKind, RepoFileKind
+from inspector.analysis.serving.listing import FileKind, RepoFileKind, largest_fit
 from inspector.results import common
 from inspector.results.common import ModelDoc, SchemaVersion
 
@@ -33,6 +33,8 @@ class FilesDoc(TypedDict):
     where: str
     budget_bytes: int | None
     devices: int | None
+    #: with a budget: the model file that fits with the most bytes (null: none is known to fit, or no budget)
+    largest_fit: str | None
     files: list[GgufFileRow]
     notes: list[str]
 
@@ -69,6 +71,7 @@ def files_json(where: str, rows: list[FileRow], budget: Budget | None = None,
     projector, or where a figure is unknown: ``note`` says why)."""
     return {"schema_version": common.SCHEMA_VERSION, "where": where,
             "budget_bytes": budget.per_device if budget else None, "devices": budget.devices if budget else None,
+            "largest_fit": best.file if budget and (best := largest_fit(rows)) is not None else None,
             "files": [{"file": r.file, "kind": r.kind, "type": r.type, "bytes": r.bytes, "parameters": r.parameters,
                        "bits_per_weight": r.bits_per_weight, "fits": r.fits, "max_context": r.max_context,
                        "kv_bytes_per_token": r.kv_bytes_per_token, "needed_bytes": r.needed_bytes,

@@ -112,6 +112,12 @@ class FileRow:
     note: str | None = None
 
 
+def largest_fit(rows: list[FileRow]) -> FileRow | None:
+    """The model file that fits with the most bytes (the least quantised of those that fit: "which quant fits
+    12 GB"); None where none is known to fit."""
+    return max((r for r in rows if r.kind == "model" and r.fits), key=lambda r: (r.bytes, r.file), default=None)
+
+
 def file_row(file: str, s: Summary, kind: FileKind = "model") -> FileRow:
     by_bytes = max((d for d in s.by_dtype if d.parameters), key=lambda d: d.bytes, default=None)
     return FileRow(file, by_bytes.dtype if by_bytes else None, s.bytes, s.parameters,

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 def train_options(*, method: str = "lora", rank: int | str | None = None, alpha: float | str | None = None,
                   targets: str | Sequence[str] | None = None, optimizer: str = "adamw",
-                  precision: str = "bf16-mixed", batch: int | str = 1, seq: int | str = 2048,
+                  precision: str = "bf16-mixed", batch: int | str | None = None, seq: int | str = 2048,
                   checkpointing: bool = False, gpu: str | None = None, zero: int | str = 0, fsdp: bool = False,
                   offload: str = "none", experts: str = "fused", stage: str = "sft", loss: str | None = None,
                   generations: int | str | None = None, completion_len: int | str | None = None,
@@ -44,6 +44,7 @@ def train_options(*, method: str = "lora", rank: int | str | None = None, alpha:
     from inspector.analysis.serving.budget import parse_budget, parse_count, parse_fraction, parse_whole, parse_word
     from inspector.analysis.training.experts import LAYOUTS
     from inspector.analysis.training.options import OFFLOADS, Sharding, StepOptions, TrainOptions
+    from inspector.analysis.training.stages import default_batch
     from inspector.analysis.training.train import check_adapter_options, check_options
     from inspector.errors import UsageError
 
@@ -58,15 +59,17 @@ def train_options(*, method: str = "lora", rank: int | str | None = None, alpha:
     alpha_value = None if alpha is None else parse_fraction(alpha, "⟨alpha⟩")
     if alpha_value is not None and not (math.isfinite(alpha_value) and alpha_value > 0):
         raise UsageError(f"⟨alpha⟩ {str(alpha)[:24]!r} is not a positive finite number", hint="for example 32")
+    stage_options = _stage_options(stage, loss, generations, completion_len, beta, rollout_memory)
     options = TrainOptions(
         method=method.lower(), rank=rank_value, alpha=alpha_value, targets=names, optimizer=optimizer.lower(),
-        precision=precision.lower(), batch=parse_count(str(batch), "⟨batch⟩"), seq=parse_count(str(seq), "⟨seq⟩"),
+        precision=precision.lower(), batch=default_batch(stage_options) if batch is None else parse_count(
+            str(batch), "⟨batch⟩"), seq=parse_count(str(seq), "⟨seq⟩"),
         budget=parse_budget(gpu) if gpu else None, experts=parse_word(experts, LAYOUTS, "⟨experts⟩"),
         shard=Sharding(zero=zero_value, fsdp=fsdp, offload=parse_word(offload, OFFLOADS, "⟨offload⟩"),
                        sp=parse_whole(sp, "⟨sp⟩")),
         step=StepOptions(checkpointing=checkpointing, optimizer_in_backward=optimizer_in_backward,
                          offload_activations=offload_activations, compile=compile),
-        stage=_stage_options(stage, loss, generations, completion_len, beta, rollout_memory),
+        stage=stage_options,
         freeze=tuple(f.strip() for f in ((freeze or "").split(",") if isinstance(freeze, str) or freeze is None
                                          else freeze) if f.strip()))
     check_options(options)
@@ -99,8 +102,9 @@ def _stage_options(stage: str, loss: str | None, generations: int | str | None, 
 @paused()
 def train(model: str | Checkpoint, *, method: str = "lora", rank: int | str | None = None,
           alpha: float | str | None = None, targets: str | Sequence[str] | None = None, optimizer: str = "adamw",
-          precision: str = "bf16-mixed", batch: int | str = 1, seq: int | str = 2048, checkpointing: bool = False,
-          gpu: str | None = None, zero: int | str = 0, fsdp: bool = False, offload: str = "none",
+          precision: str = "bf16-mixed", batch: int | str | None = None, seq: int | str = 2048,
+          checkpointing: bool = False, gpu: str | None = None, zero: int | str = 0, fsdp: bool = False,
+          offload: str = "none",
           experts: str = "fused", stage: str = "sft", loss: str | None = None, generations: int | str | None = None,
           completion_len: int | str | None = None, beta: float | str | None = None,
           rollout_memory: float | str | None = None, sp: int | str = 1, freeze: str | Sequence[str] | None = None,

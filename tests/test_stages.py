@@ -65,6 +65,13 @@ def test_grpo_refuses_what_grpoconfig_refuses() -> None:
         trl.GRPOConfig(output_dir="/tmp/x", use_cpu=True, bf16=False, per_device_train_batch_size=1, num_generations=8)
     with pytest.raises(UsageError, match="must be divisible by"):
         inspector.train("llama3-8b", stage="grpo", batch=1)
+    # the defaults agree, as GRPOConfig's own do (issue 67: the default batch 1 was refused against 8 generations):
+    # with no batch given a GRPO step takes GRPOConfig's per_device_train_batch_size
+    default = trl.GRPOConfig(output_dir="/tmp/x", use_cpu=True, bf16=False)
+    t = inspector.train("llama3-8b", stage="grpo").train
+    assert t.options.batch == default.per_device_train_batch_size
+    assert default.per_device_train_batch_size % default.num_generations == 0
+    assert inspector.train("llama3-8b").train.options.batch == 1  # SFT: one row, as before
     with pytest.raises(ValueError, match="at least 2"):
         trl.GRPOConfig(output_dir="/tmp/x", use_cpu=True, bf16=False, per_device_train_batch_size=2, num_generations=1)
     with pytest.raises(UsageError, match="at least 2"):

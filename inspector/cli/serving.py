@@ -97,7 +97,8 @@ def train_cmd(
     precision: Annotated[str, typer.Option(
         "--precision", autocompletion=_choices("precision"),
                 help=_PRECISION_NAMES)] = "bf16-mixed",
-    batch: Annotated[str, typer.Option("--batch", help="sequences per GPU per step")] = "1",
+    batch: Annotated[str | None, typer.Option("--batch", help="sequences per GPU per step (default 1; --stage grpo: "
+                                                             "8, TRL's GRPOConfig's own)")] = None,
     seq: Annotated[str, typer.Option("--seq", help="tokens per sequence: 2048, 4k, 32k")] = "2048",
     checkpointing: Annotated[bool, typer.Option(
         "--checkpointing/--no-checkpointing", help="activation (gradient) checkpointing, per layer")] = False,

@@ -130,6 +130,17 @@ def check_stage(s: StageOptions, given: Sequence[str] = ()) -> None:
         raise UsageError(f"⟨rollout_memory⟩ {s.rollout_memory}: a share of each GPU, 0 to below 1")
 
 
+#: the batch a GRPO step takes when none is given: TRL's GRPOConfig's own default per_device_train_batch_size (8),
+#: which holds one group of its default num_generations (8); the rest of the stages take 1
+GRPO_BATCH: Final = 8
+
+
+def default_batch(s: StageOptions) -> int:
+    """The rows a GPU takes a step where ``--batch`` is not given: the stage's trainer's own default (GRPO's agrees
+    with its generations: the default 1 was refused against the default 8 generations)."""
+    return GRPO_BATCH if s.stage == "grpo" else 1
+
+
 def check_batch(s: StageOptions, batch: int, devices: int) -> None:
     """GRPO: TRL's GRPOConfig refuses a generation batch that does not hold whole groups of completions."""
     if s.stage == "grpo" and (batch * devices) % s.generations:

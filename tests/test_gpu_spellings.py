@@ -78,3 +78,22 @@ def test_which_quant_fits_is_answered_first(cli, tmp_path) -> None:
     none = cli(str(folder), "--gpu", "2GiB")
     assert none.out.splitlines()[0] == "no file fits 1 × 2.00 GiB"
     assert cli(str(folder), "--gpu", "2GiB", "--json").json()["largest_fit"] is None
+
+
+def test_moe_qlora_names_the_experts_layout_bitsandbytes_quantises(cli) -> None:
+    """QLoRA of Mixtral on 24 GB said "113.37 GiB, does not fit" and offered nothing: its experts, fused as
+    transformers 5 loads them, are no nn.Linear, so bitsandbytes leaves them 16-bit. Now the change that holds them
+    as transformers 4.x did (``--experts separate``: NF4 too) is named with the step it then needs, the same
+    figure ``train`` gives with that option; where no change fits, the closest is said as such."""
+    import inspector
+
+    doc = cli("train", "mixtral-8x7b", "--method", "qlora", "--gpu", "48GiB", "--json").json()
+    assert doc["fits"] is False
+    knobs = {k["change"]: k["total"] for k in doc["suggestions"]}
+    separate = inspector.train("mixtral-8x7b", method="qlora", gpu="48GiB", experts="separate",
+                               checkpointing=True).train
+    assert knobs["--experts separate --checkpointing"] == separate.total and separate.fits
+    assert separate.total < doc["total"] / 3  # the experts' 16-bit copies were most of the step
+    over = cli("train", "mixtral-8x7b", "--method", "qlora", "--gpu", "24GiB")
+    second = over.out.splitlines()[1]
+    assert second.startswith("no one change makes it fit; the closest: --experts separate"), second

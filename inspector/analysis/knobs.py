@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 
 from inspector.analysis.serving.fit import Fit
 from inspector.analysis.serving.plan import Plan
+from inspector.analysis.training.experts import LAYOUTS, separate
 from inspector.analysis.training.options import TrainOptions
 from inspector.analysis.training.train import Train
 from inspector.errors import UsageError
@@ -35,11 +36,42 @@ class Knob:
 
 def train_knobs(t: Train, again: Callable[[TrainOptions], Train]) -> tuple[Knob, ...]:
     """The changes that make ``t``'s step fit, cheapest first (``again``: the same training arithmetic
-    over other options); () where it fits, has no budget, or its fit is unknown."""
+    over other options); where none does, the one that comes closest; () where it fits, has no budget, or its
+    fit is unknown."""
     o = t.options
     if t.fits is not False or o.budget is None:
         return ()
+    found: list[Knob] = []
+    closest: Knob | None = None
+    for change, options in _changes(t, again):
+        try:
+            done = again(options)
+        except UsageError:  # a combination the options refuse (their rules decide, not this list)
+            continue
+        if done.fits is True and done.total is not None:
+            found.append(Knob(change, done.total, o.budget.per_device))
+        elif done.total is not None and t.total is not None and done.total < t.total and (
+                closest is None or done.total < closest.total):
+            closest = Knob(change, done.total, o.budget.per_device)
+        if len(found) == MAX_KNOBS:
+            break
+    # where no one change fits, the one that comes closest, with what it then needs (over the budget: said so)
+    return tuple(found) if found or closest is None else (closest,)
+
+
+def _changes(t: Train, again: Callable[[TrainOptions], Train]) -> list[tuple[str, TrainOptions]]:
+    """The changes to try, as typed, cheapest first."""
+    o = t.options
     tried: list[tuple[str, TrainOptions]] = []
+    # a mixture of experts loaded with its experts fused (transformers 5): bitsandbytes quantises nn.Linear alone,
+    # so under an NF4 method the experts stay 16-bit; held as transformers 4.x held them, one nn.Linear an expert,
+    # they are NF4 too (--experts separate). Tried first where it lowers the step at all
+    for layout in (x for x in LAYOUTS if separate(x) and x != o.experts and o.method_kind.nf4):
+        if _lowers(t, again, replace(o, experts=layout)):
+            tried.append((f"--experts {layout}", replace(o, experts=layout)))
+            if not o.step.checkpointing:
+                tried.append((f"--experts {layout} --checkpointing",
+                              replace(o, experts=layout, step=replace(o.step, checkpointing=True))))
     if not o.step.checkpointing:
         tried.append(("--checkpointing", replace(o, step=replace(o.step, checkpointing=True))))
     if not o.shard.offloading.optimizer:
@@ -56,17 +88,16 @@ def train_knobs(t: Train, again: Callable[[TrainOptions], Train]) -> tuple[Knob,
     if lighter and not o.step.checkpointing:
         tried.append((f"--method {lighter[-1]} --checkpointing",
                       replace(o, method=lighter[-1], step=replace(o.step, checkpointing=True))))
-    found: list[Knob] = []
-    for change, options in tried:
-        try:
-            done = again(options)
-        except UsageError:  # a combination the options refuse (their rules decide, not this list)
-            continue
-        if done.fits is True and done.total is not None:
-            found.append(Knob(change, done.total, o.budget.per_device))
-        if len(found) == MAX_KNOBS:
-            break
-    return tuple(found)
+    return tried
+
+
+def _lowers(t: Train, again: Callable[[TrainOptions], Train], options: TrainOptions) -> bool:
+    """Whether ``options`` lower the step's peak (a change that leaves it as it is is no knob)."""
+    try:
+        done = again(options)
+    except UsageError:
+        return False
+    return done.total is not None and t.total is not None and done.total < t.total
 
 
 def estimate_knobs(fitted: Fit, *, context: int, kv_dtype: str, again: Callable[[int, str], Fit],

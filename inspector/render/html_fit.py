@@ -126,7 +126,9 @@ def _suggestions(knobs: list[SuggestionDoc]) -> list[str]:
     """Where it does not fit: each change that makes it fit, with the memory per GPU it then needs."""
     if not knobs:
         return []
-    return ["<h2>What makes it fit</h2>\n", table(
+    fits = any(k["budget_bytes"] == 0 or k["total"] <= k["budget_bytes"] for k in knobs)
+    title = "What makes it fit" if fits else "No one change makes it fit; the closest"
+    return [f"<h2>{title}</h2>\n", table(
         ("change", "per GPU", "of"),
         ((k["change"], gib(k["total"]),
           gib(k["budget_bytes"]) if k["budget_bytes"] else "its GPUs") for k in knobs),

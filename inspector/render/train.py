@@ -28,6 +28,13 @@ def _gib(value: int | None) -> str:
     return "unknown" if value is None else f"{value / GIB:.2f}"
 
 
+def knob_title(suggestions: Sequence[Knob]) -> str:
+    """What the changes listed are: those that make it fit, or (none does) the one that comes closest."""
+    if any(k.budget == 0 or k.total <= k.budget for k in suggestions):
+        return "what makes it fit"
+    return "no one change makes it fit; the closest"
+
+
 def knob_lines(suggestions: Sequence[Knob]) -> list[str]:
     """Each change that makes the step fit, with what it then needs: "--checkpointing: 19.10 GiB"."""
     return [f"{k.change}: {_gib(k.total)} GiB of {_gib(k.budget)} GiB" if k.budget else
@@ -111,6 +118,6 @@ def train_markdown(report: Report, t: Train, suggestions: Sequence[Knob] = ()) -
     if t.options.budget is not None:
         lines.append("fit unknown" if t.fits is None else ("fits" if t.fits else "does not fit"))
     if suggestions:
-        lines += ["", "What makes it fit:", ""]
+        lines += ["", f"{knob_title(suggestions).capitalize()}:", ""]
         lines += [f"- {markdown(line)}" for line in knob_lines(suggestions)]
     return "\n".join(lines) + "\n"

@@ -209,12 +209,13 @@ def _estimate_table(r: results.EstimateResult, view: View) -> RenderableType:
     from rich.text import Text
 
     from inspector.render.estimate import estimate_table
-    from inspector.render.train import knob_lines
+    from inspector.render.train import knob_lines, knob_title
 
     drawn = estimate_table(r.report, r.estimate, r.fit, explain=view.explain)
     if r.fit is None:
         return drawn
-    knobs = [Text("what makes it fit: " + sanitize("; ".join(knob_lines(r.suggestions))))] if r.suggestions else []
+    knobs = [Text(f"{knob_title(r.suggestions)}: " + sanitize("; ".join(knob_lines(r.suggestions))))
+             ] if r.suggestions else []
     return Group(_verdict(r.fits, r.verdict), *knobs, drawn)  # the answer first
 
 
@@ -229,11 +230,11 @@ def _verdict(fits: bool | None, verdict: str) -> RenderableType:
 def _estimate_markdown(r: results.EstimateResult, view: View) -> Verbatim:
     # deferred: 103 ms at import (inspector.render.estimate, inspector.render.train)
     from inspector.render.estimate import estimate_markdown
-    from inspector.render.train import knob_lines
+    from inspector.render.train import knob_lines, knob_title
 
     knobs = "".join(f"- {markdown(line)}\n" for line in knob_lines(r.suggestions))
-    return Verbatim(estimate_markdown(r.report, r.estimate, r.fit) + (f"\nWhat makes it fit:\n\n{knobs}" if knobs
-                                                                      else ""))
+    title = knob_title(r.suggestions).capitalize()
+    return Verbatim(estimate_markdown(r.report, r.estimate, r.fit) + (f"\n{title}:\n\n{knobs}" if knobs else ""))
 
 
 def _estimate_html(r: results.EstimateResult, view: View) -> Verbatim:
@@ -248,12 +249,13 @@ def _train_table(r: results.TrainResult, view: View) -> RenderableType:
     from rich.console import Group
     from rich.text import Text
 
-    from inspector.render.train import knob_lines, train_table
+    from inspector.render.train import knob_lines, knob_title, train_table
 
     drawn = train_table(r.report, r.train, explain=view.explain)
     if r.train.options.budget is None:
         return drawn
-    knobs = [Text("what makes it fit: " + sanitize("; ".join(knob_lines(r.suggestions))))] if r.suggestions else []
+    knobs = [Text(f"{knob_title(r.suggestions)}: " + sanitize("; ".join(knob_lines(r.suggestions))))
+             ] if r.suggestions else []
     return Group(_verdict(r.fits, r.verdict), *knobs, drawn)
 
 

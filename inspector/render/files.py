@@ -69,9 +69,9 @@ def _largest_line(rows: list[FileRow], budget: Budget) -> RenderableType:
     # deferred: 26 ms at import (rich.text)
     from rich.text import Text
 
-    from inspector.analysis.serving.listing import largest_fit
+    from inspector.analysis.serving.listing import largest_fitting
 
-    best = largest_fit(rows)
+    best = largest_fitting(rows)
     room = f"{budget.devices} × {budget.per_device / 2**30:.2f} GiB"
     if best is None:
         known = any(r.fits is not None for r in rows if r.kind == "model")

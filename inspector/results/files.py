@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, TypedDict
 
-from inspector.analysis.serving.listing import FileKind, RepoFileKind, largest_fit
+from inspector.analysis.serving.listing import FileKind, RepoFileKind, largest_fitting
 from inspector.results import common
 from inspector.results.common import ModelDoc, SchemaVersion
 
@@ -71,7 +71,7 @@ def files_json(where: str, rows: list[FileRow], budget: Budget | None = None,
     projector, or where a figure is unknown: ``note`` says why)."""
     return {"schema_version": common.SCHEMA_VERSION, "where": where,
             "budget_bytes": budget.per_device if budget else None, "devices": budget.devices if budget else None,
-            "largest_fit": best.file if budget and (best := largest_fit(rows)) is not None else None,
+            "largest_fit": best.file if budget and (best := largest_fitting(rows)) is not None else None,
             "files": [{"file": r.file, "kind": r.kind, "type": r.type, "bytes": r.bytes, "parameters": r.parameters,
                        "bits_per_weight": r.bits_per_weight, "fits": r.fits, "max_context": r.max_context,
                        "kv_bytes_per_token": r.kv_bytes_per_token, "needed_bytes": r.needed_bytes,

@@ -112,7 +112,7 @@ class FileRow:
     note: str | None = None
 
 
-def largest_fit(rows: list[FileRow]) -> FileRow | None:
+def largest_fitting(rows: list[FileRow]) -> FileRow | None:
     """The model file that fits with the most bytes (the least quantised of those that fit: "which quant fits
     12 GB"); None where none is known to fit."""
     return max((r for r in rows if r.kind == "model" and r.fits), key=lambda r: (r.bytes, r.file), default=None)

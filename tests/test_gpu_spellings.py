@@ -97,3 +97,11 @@ def test_moe_qlora_names_the_experts_layout_bitsandbytes_quantises(cli) -> None:
     over = cli("train", "mixtral-8x7b", "--method", "qlora", "--gpu", "24GiB")
     second = over.out.splitlines()[1]
     assert second.startswith("no one change makes it fit; the closest: --experts separate"), second
+
+
+@pytest.mark.parametrize(("command", "text", "near"), [
+    ("estimate", "H10", "H100"), ("train", "A10", "A10G"), ("plan", "H10", "H100"), ("estimate", "RTX-409", "RTX4090"),
+])
+def test_an_unknown_gpu_is_answered_with_the_closest_names(cli, command: str, text: str, near: str) -> None:
+    result = cli(command, "llama3-8b", "--gpu", text)
+    assert result.code == 2 and "did you mean" in result.err and near in result.err, result.err

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Final, TypeVar
 
-from inspector.analysis.serving.engines import GPUS, named_gpu
+from inspector.analysis.serving.engines import GPUS, closest_gpus, named_gpu
 from inspector.errors import UsageError
 
 #: a memory size's units. ``GB`` is read as the vendors sell a device's memory: a "24 GB" RTX 4090 holds 24 GiB
@@ -63,8 +63,10 @@ def parse_budget(text: str, option: str = "⟨gpu⟩") -> Budget:
     m = _SIZE.match(text)
     unit = m.group(2).lower() if m else ""
     if m is None or unit not in _UNITS:
+        close = closest_gpus(text) if option == "⟨gpu⟩" else []
         raise UsageError(f"{option}: cannot read {_shown(text)} as a memory size or a GPU name",
-                         hint="for example 24GiB, 80GiBx2, 16GB, or a GPU: " + ", ".join(GPUS))
+                         hint=f"did you mean {' or '.join(close)}? (or a size: 24GiB)" if close else
+                         "for example 24GiB, 80GiBx2, 16GB, or a GPU: " + ", ".join(GPUS))
     if not unit:  # "24" is 24 GiB to one reader and 24 bytes to another: say which
         raise UsageError(f"{option}: {_shown(text)} has no unit",
                          hint=f"write it with one: {m.group(1)}GiB (or GB, as a card's memory is sold) or "

@@ -16,7 +16,7 @@ from typing import Final
 
 from inspector.analysis.facts.report import Report
 from inspector.analysis.serving.budget import Budget
-from inspector.analysis.serving.engines import GPUS, Engine, Gpu, gpu_called, named_gpu
+from inspector.analysis.serving.engines import GPUS, Engine, Gpu, closest_gpus, gpu_called, named_gpu
 from inspector.analysis.serving.estimate import Estimate
 from inspector.analysis.serving.fit import Fit, Settings, fit
 from inspector.errors import UsageError
@@ -325,7 +325,9 @@ def counted(text: str) -> tuple[Gpu, int | None]:
     and the count written with it (None: every count up to ``--max-gpus``)."""
     found = named_gpu(text)
     if found is None:
-        raise UsageError(f"⟨gpus⟩: unknown GPU {text!r}", hint="the known ones: " + ", ".join(GPUS))
+        close = closest_gpus(text)
+        raise UsageError(f"⟨gpus⟩: unknown GPU {text[:48]!r}", hint=f"did you mean {' or '.join(close)}?" if close
+                         else "the known ones: " + ", ".join(GPUS))
     gpu, n = found
     if gpu_called(text) is not None:  # the name alone (``RTX4090`` is one RTX 4090): no count written
         return gpu, None

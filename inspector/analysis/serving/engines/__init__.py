@@ -7,7 +7,18 @@ from __future__ import annotations
 
 from typing import Final
 
-from inspector.analysis.serving.engines.base import GIB, GPUS, MIB, Engine, Gpu, ModelShape, Term, gpu_called, named_gpu
+from inspector.analysis.serving.engines.base import (
+           GIB,
+           GPUS,
+           MIB,
+           Engine,
+           Gpu,
+           ModelShape,
+           Term,
+           closest_gpus,
+           gpu_called,
+           named_gpu,
+)
 from inspector.analysis.serving.engines.llama_cpp import LLAMA_CPP
 from inspector.analysis.serving.engines.sglang import SGLANG
 from inspector.analysis.serving.engines.vllm import VLLM, VLLM_NON_TORCH, VLLM_NON_TORCH_SOURCE
@@ -20,4 +31,4 @@ register = ENGINES.register
 unregister = ENGINES.unregister
 
 __all__ = ["ENGINES", "GIB", "GPUS", "LLAMA_CPP", "MIB", "SGLANG", "VLLM", "VLLM_NON_TORCH", "VLLM_NON_TORCH_SOURCE",
-           "Engine", "Gpu", "ModelShape", "Term", "gpu_called", "named_gpu", "register", "unregister"]
+           "Engine", "Gpu", "ModelShape", "Term", "closest_gpus", "gpu_called", "named_gpu", "register", "unregister"]

@@ -68,6 +68,17 @@ def named_gpu(text: str) -> tuple[Gpu, int] | None:
     return None
 
 
+def closest_gpus(text: str, most: int = 3) -> list[str]:
+    """The catalogue's names (and the aliases people write) nearest ``text``, for "unknown GPU: did you mean"."""
+    # deferred: 2 ms at import (difflib)
+    import difflib
+
+    key = re.sub(r"[\s_]+", "-", text.strip().upper())[:_NAME_TEXT]
+    names = {**{n: n for n in GPUS}, **_ALIASES}
+    found = difflib.get_close_matches(key, list(names), n=most * 2, cutoff=0.5)
+    return list(dict.fromkeys(names[f] for f in found))[:most]
+
+
 def gpu_called(name: str) -> Gpu | None:
     """The catalogue's GPU of that name: any case, spaces or underscores for hyphens, or none at all
     (``RTX 4090``, ``rtx_4090``, ``RTX4090``), the aliases people write (``A100``, ``4090``, ``H100 SXM``)."""

@@ -405,6 +405,9 @@ def _make_handler(state: HubState) -> type[BaseHTTPRequestHandler]:
             if index_file is None:
                 return self._error(404, "EntryNotFound", f"{index_name} does not exist")
             index = json.loads(index_file.read(0, index_file.size))
+            if not isinstance(index, dict) or not isinstance(index.get("weight_map", {}), dict):
+                # the Hub answers an index it cannot read with an error, not a dropped connection
+                return self._error(400, "BadRequest", f"{index_name} is not a safetensors index")
             headers = {}
             for shard in sorted(set(index.get("weight_map", {}).values())):
                 f = revision.files[shard]

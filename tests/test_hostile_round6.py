@@ -492,7 +492,7 @@ def test_runs_of_digits_inside_a_part_read_alike_to_the_tables() -> None:
 
 
 def test_names_that_differ_in_a_run_share_the_classifiers_answer_and_stay_exact() -> None:
-    """``layers.N.mlp.wN`` (a header whose every tensor holds its own run, in its own layer): 38 µs a tensor, a
+    """``layers.N.mlp.wN`` (a header whose every tensor holds its own run, in its own layer): 38 µs a tensor read, a
     table search a name. Now the table is searched once a digit key (counted, not timed), and every answer is the
     plain classifier's."""
     from inspector.analysis.facts import roles

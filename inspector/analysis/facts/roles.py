@@ -460,7 +460,8 @@ def _fresh_entry(name: str, key: bytes, sub: object, memo: _Memo) -> _Answer:
     tables read every such run alike (their literal digits each stand between non-digits: ``w1.``, ``fc2.``,
     ``conv[12].``; tests/test_hostile_round6.py holds it over every bundled name), so every name of the key that
     differs only there shares the answer. A header whose every name holds its own such run (``layers.N.mlp.wN``)
-    cost a table search a name: 38 µs a tensor, 10× a regular model's."""
+    cost a table search a name: the whole ``inspect --json`` of 110,000 such names took 4.24 s of CPU, a regular
+    model's as many 0.33 s."""
     _, answers, literal = memo
     fast = _fast_entry(name, key)
     if len(answers) < MEMO_LIMIT:
